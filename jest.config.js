@@ -1,0 +1,13 @@
+/** @type {import('jest').Config} */
+module.exports = {
+  testEnvironment: 'node',
+  roots: ['<rootDir>/test'],
+  testMatch: ['**/*.test.ts'],
+  transform: { '^.+\\.ts$': ['@swc/jest', { jsc: { target: 'es2022' } }] },
+  // One dev server for the whole run (updates, visibility, schedules); every time-skipping test file starts its own
+  // test server, so skipped time is never shared between concurrently running files.
+  globalSetup: '<rootDir>/test/global-setup.ts',
+  globalTeardown: '<rootDir>/test/global-teardown.ts',
+  maxWorkers: 2,
+  testTimeout: 60_000,
+};
