@@ -1,0 +1,153 @@
+/**
+ * `npm start`: the whole local stack on one machine.
+ *   - the Temporal dev server (embedded SQLite under .temporal/, so state survives a restart) with its web UI,
+ *     the payment search attributes registered;
+ *   - the provider simulator, the worker and the payments API as child processes.
+ * Ctrl-C stops everything: children drain first, then the dev server.
+ */
+import { type ChildProcess, spawn } from 'node:child_process';
+import { mkdirSync } from 'node:fs';
+import net from 'node:net';
+import path from 'node:path';
+import { TestWorkflowEnvironment } from '@temporalio/testing';
+import { paymentSearchAttributes } from '../src/domain/search-attributes';
+import { DEFAULT_CACHE_DIR, PROJECT_ROOT, TEMPORAL_CLI, resolveBinary, startWith } from './lib/temporal-binaries';
+
+const HOST = '127.0.0.1';
+const temporalPort = Number(process.env.TEMPORAL_PORT ?? 7233);
+const uiPort = Number(process.env.TEMPORAL_UI_PORT ?? 8233);
+const simulatorPort = Number(process.env.SIMULATOR_PORT ?? 4010);
+const apiPort = Number(process.env.PORT ?? 3000);
+
+interface Component {
+  readonly name: string;
+  readonly entry: string;
+  readonly port?: number;
+}
+
+const components: Component[] = [
+  { name: 'simulator', entry: 'src/simulator/main.ts', port: simulatorPort },
+  { name: 'worker', entry: 'src/worker.ts' },
+];
+
+function log(line: string) {
+  process.stdout.write(`[start] ${line}\n`);
+}
+
+/** Resolves when `port` can be bound on 127.0.0.1, rejects with a message naming who needs it when it cannot. */
+function assertPortFree(port: number, purpose: string): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const probe = net.createServer();
+    probe.once('error', (err: NodeJS.ErrnoException) => {
+      reject(
+        new Error(
+          err.code === 'EADDRINUSE'
+            ? `Port ${port} (${purpose}) is already in use on ${HOST}. Is another \`npm start\` running? ` +
+                `Stop it, or choose another port through the environment.`
+            : `Cannot bind ${HOST}:${port} (${purpose}): ${err.message}`,
+        ),
+      );
+    });
+    probe.listen(port, HOST, () => probe.close(() => resolve()));
+  });
+}
+
+function spawnComponent(c: Component, env: NodeJS.ProcessEnv): ChildProcess {
+  const child = spawn(process.execPath, ['--import', 'tsx', path.join(PROJECT_ROOT, c.entry)], {
+    cwd: PROJECT_ROOT,
+    env,
+    // Own process group: Ctrl-C reaches only this script, which then stops children in order.
+    detached: true,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const prefix = (chunk: Buffer) =>
+    chunk
+      .toString()
+      .split('\n')
+      .filter(Boolean)
+      .map((l) => `[${c.name}] ${l}\n`)
+      .join('');
+  child.stdout?.on('data', (d: Buffer) => process.stdout.write(prefix(d)));
+  child.stderr?.on('data', (d: Buffer) => process.stderr.write(prefix(d)));
+  return child;
+}
+
+function stopChild(child: ChildProcess, timeoutMs: number): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
+  return new Promise((resolve) => {
+    const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
+    child.once('exit', () => {
+      clearTimeout(timer);
+      resolve();
+    });
+    child.kill('SIGTERM');
+  });
+}
+
+async function main() {
+  await assertPortFree(temporalPort, 'Temporal frontend');
+  await assertPortFree(uiPort, 'Temporal web UI');
+  for (const c of components) if (c.port) await assertPortFree(c.port, c.name);
+
+  const cli = await resolveBinary(TEMPORAL_CLI);
+  mkdirSync(DEFAULT_CACHE_DIR, { recursive: true });
+  const dbFilename = path.join(DEFAULT_CACHE_DIR, 'dev-server.sqlite');
+  log(`Starting the Temporal dev server (state in ${path.relative(PROJECT_ROOT, dbFilename)})...`);
+  const started = Date.now();
+  const temporal = await startWith(cli, TEMPORAL_CLI, (executable) =>
+    TestWorkflowEnvironment.createLocal({
+      server: {
+        executable,
+        ip: HOST,
+        port: temporalPort,
+        ui: true,
+        uiPort,
+        dbFilename,
+        searchAttributes: [...paymentSearchAttributes],
+        log: { format: 'pretty', level: 'warn' },
+      },
+    }),
+  );
+  log(`Temporal dev server up in ${((Date.now() - started) / 1000).toFixed(1)} s`);
+
+  const env: NodeJS.ProcessEnv = {
+    ...process.env,
+    TEMPORAL_ADDRESS: `${HOST}:${temporalPort}`,
+    TEMPORAL_NAMESPACE: 'default',
+    SIMULATOR_PORT: String(simulatorPort),
+    SIMULATOR_URL: process.env.SIMULATOR_URL ?? `http://${HOST}:${simulatorPort}`,
+    PORT: String(apiPort),
+  };
+  const children = components.map((c) => ({ c, child: spawnComponent(c, env) }));
+
+  let stopping = false;
+  const stop = async (code: number) => {
+    if (stopping) return;
+    stopping = true;
+    log('Stopping: worker, simulator and API drain first, then the Temporal dev server...');
+    await Promise.all(children.map(({ child }) => stopChild(child, 15_000)));
+    await temporal.teardown();
+    log('Stopped.');
+    process.exit(code);
+  };
+  for (const { c, child } of children) {
+    child.once('exit', (code, signal) => {
+      if (stopping) return;
+      log(`${c.name} exited unexpectedly (${signal ?? `code ${code}`}); stopping the stack.`);
+      void stop(1);
+    });
+  }
+  process.once('SIGINT', () => void stop(0));
+  process.once('SIGTERM', () => void stop(0));
+
+  log('');
+  log(`Temporal web UI:       http://${HOST}:${uiPort}`);
+  log(`Temporal frontend:     ${HOST}:${temporalPort} (namespace default)`);
+  log(`Provider simulator:    http://${HOST}:${simulatorPort}`);
+  log('Press Ctrl-C to stop.');
+}
+
+main().catch((err: unknown) => {
+  console.error(`[start] ${err instanceof Error ? err.message : String(err)}`);
+  process.exit(1);
+});

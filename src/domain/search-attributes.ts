@@ -1,0 +1,13 @@
+import { defineSearchAttributeKey, SearchAttributeType } from '@temporalio/common';
+
+/** The payment's current status; the web UI and `PaymentsClient.list` filter on it. */
+export const PaymentStatusAttr = defineSearchAttributeKey('PaymentStatus', SearchAttributeType.KEYWORD);
+/** The merchant that owns the payment: every list is scoped by it. */
+export const MerchantIdAttr = defineSearchAttributeKey('MerchantId', SearchAttributeType.KEYWORD);
+/** The order service's order id (not customer data: an opaque reference). */
+export const OrderIdAttr = defineSearchAttributeKey('OrderId', SearchAttributeType.KEYWORD);
+/** The provider name, e.g. `simulator`. */
+export const ProviderAttr = defineSearchAttributeKey('Provider', SearchAttributeType.KEYWORD);
+
+/** All four, for registering them on a server. */
+export const paymentSearchAttributes = [PaymentStatusAttr, MerchantIdAttr, OrderIdAttr, ProviderAttr] as const;
