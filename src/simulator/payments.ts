@@ -1,0 +1,113 @@
+import { errorReply, type Reply } from './http';
+import type { CapturePaymentBody, CreatePaymentBody, EffectOperation, RefundPaymentBody } from './schemas';
+import type { PaymentRecord, RefundRecord } from './state';
+import { toPayment, type SimStore } from './store';
+
+/** A committed change to a payment: what the ledger records and what a webhook announces. */
+export interface Effect {
+  operation: EffectOperation;
+  payment: PaymentRecord;
+  refund?: RefundRecord;
+  amount: number;
+}
+
+/** What an operation answers, and the effect it committed (none for declines and business errors). */
+export interface Outcome {
+  reply: Reply;
+  effect?: Effect;
+}
+
+const DECLINE_PREFIX = 'pm_decline';
+
+const notFound = (id: string): Outcome => ({
+  reply: errorReply(404, 'invalid_request_error', 'resource_missing', `no such payment: ${id}`, { param: 'id' }),
+});
+
+const unexpectedState = (p: PaymentRecord, action: string): Outcome => ({
+  reply: errorReply(
+    400,
+    'invalid_request_error',
+    'payment_unexpected_state',
+    `cannot ${action} a payment with status ${p.status}`,
+  ),
+});
+
+const tooLarge = (message: string): Outcome => ({
+  reply: errorReply(400, 'invalid_request_error', 'amount_too_large', message, { param: 'amount' }),
+});
+
+/** Creates a payment; `pm_decline…` tokens decline (`pm_decline_<code>` sets the decline code). */
+export function createPayment(store: SimStore, apiKey: string, key: string | null, body: CreatePaymentBody): Outcome {
+  if (body.payment_method.startsWith(DECLINE_PREFIX)) {
+    const declineCode = body.payment_method.slice(DECLINE_PREFIX.length).replace(/^_/, '') || 'generic_decline';
+    return {
+      reply: errorReply(402, 'card_error', 'card_declined', 'Your card was declined.', { decline_code: declineCode }),
+    };
+  }
+  const automatic = body.capture === 'automatic';
+  const payment: PaymentRecord = {
+    id: store.newId('pay'),
+    status: automatic ? 'succeeded' : 'authorized',
+    amount: body.amount,
+    amount_captured: automatic ? body.amount : 0,
+    amount_refunded: 0,
+    currency: body.currency,
+    reference: body.reference,
+    created: store.nowS(),
+    api_key: apiKey,
+    idempotency_key: key,
+  };
+  store.addPayment(payment);
+  return {
+    reply: { status: 200, body: toPayment(payment) },
+    effect: { operation: 'create', payment, amount: body.amount },
+  };
+}
+
+/** Captures an authorized payment in full or in part; the uncaptured rest is released, as with Stripe. */
+export function capturePayment(store: SimStore, apiKey: string, id: string, body: CapturePaymentBody): Outcome {
+  const payment = store.payment(apiKey, id);
+  if (!payment) return notFound(id);
+  if (payment.status !== 'authorized') return unexpectedState(payment, 'capture');
+  const amount = body.amount ?? payment.amount;
+  if (amount > payment.amount) return tooLarge(`capture of ${amount} is over the authorized ${payment.amount}`);
+  payment.status = 'succeeded';
+  payment.amount_captured = amount;
+  return { reply: { status: 200, body: toPayment(payment) }, effect: { operation: 'capture', payment, amount } };
+}
+
+/** Voids an authorized payment. */
+export function voidPayment(store: SimStore, apiKey: string, id: string): Outcome {
+  const payment = store.payment(apiKey, id);
+  if (!payment) return notFound(id);
+  if (payment.status !== 'authorized') return unexpectedState(payment, 'void');
+  payment.status = 'voided';
+  return {
+    reply: { status: 200, body: toPayment(payment) },
+    effect: { operation: 'void', payment, amount: payment.amount },
+  };
+}
+
+/** Refunds part or all of what was captured and not yet refunded. */
+export function refundPayment(store: SimStore, apiKey: string, id: string, body: RefundPaymentBody): Outcome {
+  const payment = store.payment(apiKey, id);
+  if (!payment) return notFound(id);
+  if (payment.status !== 'succeeded') return unexpectedState(payment, 'refund');
+  const refundable = payment.amount_captured - payment.amount_refunded;
+  if (body.amount > refundable) return tooLarge(`refund of ${body.amount} is over the refundable ${refundable}`);
+  payment.amount_refunded += body.amount;
+  const refund: RefundRecord = {
+    id: store.newId('re'),
+    payment_id: payment.id,
+    amount: body.amount,
+    status: 'succeeded',
+    created: store.nowS(),
+    api_key: apiKey,
+  };
+  store.addRefund(refund);
+  const { api_key: _owner, ...publicRefund } = refund;
+  return {
+    reply: { status: 200, body: publicRefund },
+    effect: { operation: 'refund', payment, refund, amount: body.amount },
+  };
+}

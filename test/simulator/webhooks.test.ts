@@ -1,0 +1,193 @@
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { startSimulator, type RunningSimulator } from '../../src/simulator/server';
+import { verifyWebhookSignature } from '../../src/simulator/signature';
+import { call, createBody, newApiKey, newKey, startReceiver, waitFor, type Receiver } from './helpers';
+
+const SECRET = 'whsec_test';
+let sim: RunningSimulator;
+const receivers: Receiver[] = [];
+
+beforeAll(async () => {
+  sim = await startSimulator({ port: 0, webhookRetry: { attempts: 3, baseDelayMs: 20 } });
+});
+afterEach(async () => {
+  await Promise.all(receivers.splice(0).map((r) => r.close()));
+});
+afterAll(() => sim.close());
+
+async function merchantWithReceiver(
+  statusFor?: (n: number) => number,
+  settings: Record<string, unknown> = {},
+): Promise<{ apiKey: string; receiver: Receiver }> {
+  const receiver = await startReceiver(statusFor);
+  receivers.push(receiver);
+  const apiKey = newApiKey();
+  await sim.setMerchant(apiKey, { webhook_url: receiver.url, webhook_secret: SECRET, ...settings });
+  return { apiKey, receiver };
+}
+
+const nowS = () => Math.floor(Date.now() / 1000);
+
+describe('webhooks', () => {
+  it('posts a signed event for an effect', async () => {
+    const { apiKey, receiver } = await merchantWithReceiver();
+    const created = await call(sim, 'POST', '/v1/payments', { apiKey, key: newKey(), body: createBody() });
+    const [got] = await waitFor('one delivery', () => receiver.received.length === 1 && receiver.received);
+
+    expect(got?.event).toEqual({
+      id: expect.stringMatching(/^evt_/),
+      type: 'payment.succeeded',
+      created: created.body.created,
+      data: { payment: created.body },
+    });
+    const signature = got?.headers['sim-signature'];
+    expect(signature).toMatch(/^t=\d+,v1=[0-9a-f]{64}$/);
+    expect(
+      verifyWebhookSignature(SECRET, String(signature), got?.raw ?? '', { toleranceS: 300, nowS: nowS() }),
+    ).toEqual({ ok: true, t: expect.any(Number) });
+  });
+
+  it('announces authorize, capture, refund and void with their own types, in effect order', async () => {
+    const { apiKey, receiver } = await merchantWithReceiver();
+    const { body: p1 } = await call(sim, 'POST', '/v1/payments', {
+      apiKey,
+      key: newKey(),
+      body: createBody({ capture: 'manual' }),
+    });
+    await call(sim, 'POST', `/v1/payments/${String(p1.id)}/capture`, { apiKey, key: newKey() });
+    const refund = await call(sim, 'POST', `/v1/payments/${String(p1.id)}/refunds`, {
+      apiKey,
+      key: newKey(),
+      body: { amount: 10 },
+    });
+    const { body: p2 } = await call(sim, 'POST', '/v1/payments', {
+      apiKey,
+      key: newKey(),
+      body: createBody({ capture: 'manual' }),
+    });
+    await call(sim, 'POST', `/v1/payments/${String(p2.id)}/void`, { apiKey, key: newKey() });
+    await sim.flushWebhooks();
+
+    expect(receiver.received.map((r) => r.event.type)).toEqual([
+      'payment.authorized',
+      'payment.succeeded',
+      'refund.succeeded',
+      'payment.authorized',
+      'payment.voided',
+    ]);
+    const refundEvent = receiver.received[2]?.event;
+    expect(refundEvent?.data).toEqual({
+      payment: expect.objectContaining({ id: p1.id, amount_refunded: 10 }),
+      refund: refund.body,
+    });
+    // Each event carries the payment as it was at its effect, not as it is now.
+    expect(receiver.received[0]?.event.data.payment).toMatchObject({ status: 'authorized', amount_captured: 0 });
+  });
+
+  it('retries after a 500 from the receiver and redelivers the same event', async () => {
+    const { apiKey, receiver } = await merchantWithReceiver((n) => (n === 0 ? 500 : 200));
+    await call(sim, 'POST', '/v1/payments', { apiKey, key: newKey(), body: createBody() });
+    await waitFor('the retry', () => receiver.received.length === 2);
+    // The receiver sees the retry before the simulator has logged the answer to it.
+    await sim.flushWebhooks();
+    const [first, second] = receiver.received;
+    expect(second?.event.id).toBe(first?.event.id);
+    expect(second?.raw).toBe(first?.raw);
+    const attempts = sim.webhookDeliveries().filter((d) => d.event_id === first?.event.id);
+    expect(attempts.map((d) => [d.attempt, d.status])).toEqual([
+      [1, 500],
+      [2, 200],
+    ]);
+  });
+
+  it('gives up after the configured attempts, also on network errors', async () => {
+    const { apiKey, receiver } = await merchantWithReceiver(() => 500);
+    await call(sim, 'POST', '/v1/payments', { apiKey, key: newKey(), body: createBody() });
+    await sim.flushWebhooks();
+    expect(receiver.received).toHaveLength(3);
+
+    const closed = await startReceiver();
+    await closed.close();
+    const unreachable = newApiKey();
+    await sim.setMerchant(unreachable, { webhook_url: closed.url, webhook_secret: SECRET });
+    const { body } = await call(sim, 'POST', '/v1/payments', {
+      apiKey: unreachable,
+      key: newKey(),
+      body: createBody(),
+    });
+    await sim.flushWebhooks();
+    const attempts = sim.webhookDeliveries().filter((d) => d.type === 'payment.succeeded' && d.status === null);
+    expect(attempts.slice(-3).map((d) => d.attempt)).toEqual([1, 2, 3]);
+    expect(attempts.at(-1)?.error).toBeTruthy();
+    expect(body.id).toBeDefined();
+  });
+
+  it('delivers every event twice with webhook_duplicate', async () => {
+    const { apiKey, receiver } = await merchantWithReceiver(undefined, { webhook_duplicate: true });
+    await call(sim, 'POST', '/v1/payments', { apiKey, key: newKey(), body: createBody() });
+    await waitFor('two deliveries', () => receiver.received.length === 2);
+    expect(receiver.received[0]?.event.id).toBe(receiver.received[1]?.event.id);
+  });
+
+  it('holds events and delivers them in reverse order with webhook_reorder', async () => {
+    const { apiKey, receiver } = await merchantWithReceiver(undefined, {
+      webhook_reorder: true,
+      webhook_delay_ms: 60_000,
+    });
+    const { body } = await call(sim, 'POST', '/v1/payments', {
+      apiKey,
+      key: newKey(),
+      body: createBody({ capture: 'manual' }),
+    });
+    await call(sim, 'POST', `/v1/payments/${String(body.id)}/capture`, { apiKey, key: newKey() });
+    expect(receiver.received).toHaveLength(0);
+    await call(sim, 'POST', '/_sim/webhooks/flush');
+    expect(receiver.received.map((r) => r.event.type)).toEqual(['payment.succeeded', 'payment.authorized']);
+  });
+
+  it('reorders within the window on its own, without a flush', async () => {
+    const { apiKey, receiver } = await merchantWithReceiver(undefined, { webhook_reorder: true, webhook_delay_ms: 50 });
+    const { body } = await call(sim, 'POST', '/v1/payments', {
+      apiKey,
+      key: newKey(),
+      body: createBody({ capture: 'manual' }),
+    });
+    await call(sim, 'POST', `/v1/payments/${String(body.id)}/void`, { apiKey, key: newKey() });
+    await waitFor('both events', () => receiver.received.length === 2);
+    expect(receiver.received.map((r) => r.event.type)).toEqual(['payment.voided', 'payment.authorized']);
+  });
+
+  it('never blocks the API answer on a receiver that hangs, and close() cancels delivery and retries', async () => {
+    const hanging = http.createServer(() => undefined); // accepts and never answers
+    await new Promise<void>((resolve) => hanging.listen(0, '127.0.0.1', resolve));
+    const own = await startSimulator({ port: 0, webhookRetry: { attempts: 5, baseDelayMs: 60_000 } });
+    try {
+      const apiKey = newApiKey();
+      const url = `http://127.0.0.1:${(hanging.address() as AddressInfo).port}/`;
+      await own.setMerchant(apiKey, { webhook_url: url, webhook_secret: SECRET });
+      const started = Date.now();
+      const res = await call(own, 'POST', '/v1/payments', { apiKey, key: newKey(), body: createBody() });
+      expect(res.status).toBe(200);
+      expect(Date.now() - started).toBeLessThan(1_000);
+      await waitFor('the receiver to get the connection', async () => {
+        const n = await new Promise<number>((resolve) => hanging.getConnections((_e, c) => resolve(c)));
+        return n > 0;
+      });
+    } finally {
+      const closing = Date.now();
+      await own.close();
+      expect(Date.now() - closing).toBeLessThan(1_000);
+      hanging.closeAllConnections();
+      await new Promise<void>((resolve) => hanging.close(() => resolve()));
+    }
+  });
+
+  it('refuses a webhook_url without a secret', async () => {
+    const res = await call(sim, 'PUT', `/_sim/merchants/${newApiKey()}`, {
+      body: { idempotency: true, key_ttl_s: 60, webhook_url: 'http://127.0.0.1:1/' },
+    });
+    expect(res.status).toBe(400);
+    expect(res.body).toMatchObject({ error: { param: 'webhook_secret' } });
+  });
+});
