@@ -1,0 +1,75 @@
+import { z } from 'zod';
+import type { ProviderPayment, ProviderRefund } from './types';
+
+// Wire shapes of CONTRACTS.md section 2 (snake_case), each transformed into the camelCase type the product uses.
+// Objects are not strict: a provider may add fields, and an extra field must not turn a success into an unknown.
+
+const minorUnits = z.number().int().nonnegative();
+
+/** A payment as the provider API serves it. */
+export const ProviderPaymentWire = z.object({
+  id: z.string().min(1),
+  status: z.enum(['authorized', 'succeeded', 'voided']),
+  amount: minorUnits,
+  amount_captured: minorUnits,
+  amount_refunded: minorUnits,
+  currency: z.string().min(1),
+  reference: z.string(),
+  created: z.number(),
+});
+export type ProviderPaymentWire = z.infer<typeof ProviderPaymentWire>;
+
+const toPayment = (p: ProviderPaymentWire): ProviderPayment => ({
+  id: p.id,
+  status: p.status,
+  amount: p.amount,
+  amountCaptured: p.amount_captured,
+  amountRefunded: p.amount_refunded,
+  currency: p.currency,
+  reference: p.reference,
+  created: p.created,
+});
+
+/** Any payment answer (capture, void, get, list items). */
+export const ProviderPaymentSchema = ProviderPaymentWire.transform(toPayment);
+
+/**
+ * The answer to a create: only `authorized` or `succeeded` make sense; anything else is not an answer we can act on,
+ * so it is an unparseable 2xx (OutcomeUnknown) and the workflow reconciles by lookup.
+ */
+export const CreatedPaymentSchema = ProviderPaymentWire.extend({
+  status: z.enum(['authorized', 'succeeded']),
+}).transform((p) => ({ ...toPayment(p), status: p.status }));
+
+/** A refund as the provider API serves it. */
+export const ProviderRefundWire = z.object({
+  id: z.string().min(1),
+  payment_id: z.string().min(1),
+  amount: minorUnits,
+  status: z.literal('succeeded'),
+  created: z.number(),
+});
+
+export const ProviderRefundSchema = ProviderRefundWire.transform((r): ProviderRefund => ({
+  id: r.id,
+  paymentId: r.payment_id,
+  amount: r.amount,
+  status: r.status,
+  created: r.created,
+}));
+
+/** `GET /v1/payments?...` */
+export const ProviderPaymentListSchema = z
+  .object({ data: z.array(ProviderPaymentSchema), has_more: z.boolean() })
+  .transform((l) => ({ data: l.data, hasMore: l.has_more }));
+
+/** `{ error: { type, code, decline_code?, message } }` of a non-2xx answer (Stripe's shape). */
+export const ProviderErrorBody = z.object({
+  error: z.object({
+    type: z.string().optional(),
+    code: z.string().optional(),
+    /** On a `card_error`: why the issuer declined (`insufficient_funds`, ...); `code` is then `card_declined`. */
+    decline_code: z.string().optional(),
+    message: z.string().optional(),
+  }),
+});
