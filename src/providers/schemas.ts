@@ -16,6 +16,7 @@ export const ProviderPaymentWire = z.object({
   currency: z.string().min(1),
   reference: z.string(),
   created: z.number(),
+  metadata: z.record(z.string(), z.string()).optional(),
 });
 export type ProviderPaymentWire = z.infer<typeof ProviderPaymentWire>;
 
@@ -28,6 +29,7 @@ const toPayment = (p: ProviderPaymentWire): ProviderPayment => ({
   currency: p.currency,
   reference: p.reference,
   created: p.created,
+  ...(p.metadata ? { metadata: p.metadata } : {}),
 });
 
 /** Any payment answer (capture, void, get, list items). */

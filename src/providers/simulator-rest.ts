@@ -111,6 +111,7 @@ export class RestProvider implements PaymentProvider {
           reference: input.reference,
           payment_method: input.paymentMethod,
           capture: input.capture,
+          ...(input.metadata ? { metadata: input.metadata } : {}),
         },
         ...postFields(ctx),
       },

@@ -31,6 +31,11 @@ export interface CreatePaymentInput {
   /** A payment-method token. Never logged. */
   readonly paymentMethod: string;
   readonly capture: 'automatic' | 'manual';
+  /**
+   * Echoed by the provider in answers and webhooks. We send `merchant_id` and `payment_key` so a webhook finds its
+   * payment workflow directly (never customer data).
+   */
+  readonly metadata?: Readonly<Record<string, string>>;
 }
 
 export interface ProviderPayment {
@@ -43,6 +48,7 @@ export interface ProviderPayment {
   readonly reference: string;
   /** Unix seconds on the provider's clock. */
   readonly created: number;
+  readonly metadata?: Readonly<Record<string, string>>;
 }
 
 export interface ProviderRefund {

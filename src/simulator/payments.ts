@@ -54,6 +54,7 @@ export function createPayment(store: SimStore, apiKey: string, key: string | nul
     currency: body.currency,
     reference: body.reference,
     created: store.nowS(),
+    ...(body.metadata ? { metadata: body.metadata } : {}),
     api_key: apiKey,
     idempotency_key: key,
   };

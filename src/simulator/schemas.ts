@@ -27,6 +27,13 @@ export const CreatePaymentBody = z.object({
   reference: z.string().min(1).max(255),
   payment_method: z.string().min(1).max(255),
   capture: z.enum(['automatic', 'manual']),
+  /** Free-form string pairs kept on the payment and echoed in answers and webhooks (like Stripe's metadata). */
+  metadata: z
+    .record(z.string().max(40), z.string().max(500))
+    .refine((m) => Object.keys(m).length <= 20, {
+      message: 'at most 20 metadata keys',
+    })
+    .optional(),
 });
 /** `POST /v1/payments` body. */
 export type CreatePaymentBody = z.infer<typeof CreatePaymentBody>;

@@ -11,6 +11,7 @@ export const Payment = z.object({
   currency: z.string(),
   reference: z.string(),
   created: z.int(),
+  metadata: z.record(z.string(), z.string()).optional(),
 });
 /** A payment as the provider API answers it. */
 export type Payment = z.infer<typeof Payment>;

@@ -25,6 +25,7 @@ export function toPayment(p: PaymentRecord): Payment {
     currency: p.currency,
     reference: p.reference,
     created: p.created,
+    ...(p.metadata ? { metadata: { ...p.metadata } } : {}),
   };
 }
 

@@ -115,6 +115,20 @@ const charge = (reference: string, overrides: Partial<CreatePaymentInput> = {}):
 const ctx = (idempotencyKey: string, attempt = 1): CallContext => ({ idempotencyKey, attempt });
 
 describe('answers', () => {
+  it('metadata sent on create comes back on the payment, on lookups and in webhooks', async () => {
+    const { apiKey, key, reference } = newMerchant();
+    const p = provider(apiKey);
+    const metadata = { merchant_id: 'm_1', payment_key: 'order-42-attempt-1' };
+    const created = await p.createPayment(charge(reference, { metadata }), ctx(key));
+    if (created.outcome === 'declined') throw new Error('unexpected decline');
+    expect(created.payment.metadata).toEqual(metadata);
+    expect((await p.getPayment(created.payment.id))?.metadata).toEqual(metadata);
+    // Without metadata the field is absent, not empty: nothing invented.
+    const plain = await p.createPayment(charge(`${reference}-2`), ctx(`${key}-2`));
+    if (plain.outcome === 'declined') throw new Error('unexpected decline');
+    expect(plain.payment.metadata).toBeUndefined();
+  });
+
   it('2xx: a created payment, camelCase; the same key again is a replay of the same payment, one effect', async () => {
     const { apiKey, key, reference } = newMerchant();
     const p = provider(apiKey);

@@ -48,6 +48,22 @@ describe('webhooks', () => {
     ).toEqual({ ok: true, t: expect.any(Number) });
   });
 
+  it('echoes create metadata in the payment and its webhook (extension of the contract)', async () => {
+    const { apiKey, receiver } = await merchantWithReceiver();
+    const metadata = { merchant_id: 'm_1', payment_key: 'k_1' };
+    const created = await call(sim, 'POST', '/v1/payments', { apiKey, key: newKey(), body: createBody({ metadata }) });
+    expect(created.body.metadata).toEqual(metadata);
+    const [got] = await waitFor('one delivery', () => receiver.received.length === 1 && receiver.received);
+    expect(got?.event).toMatchObject({ data: { payment: { metadata } } });
+    const tooMany = Object.fromEntries(Array.from({ length: 21 }, (_, i) => [`k${i}`, 'v']));
+    const rejected = await call(sim, 'POST', '/v1/payments', {
+      apiKey,
+      key: newKey(),
+      body: createBody({ metadata: tooMany }),
+    });
+    expect(rejected.status).toBe(400);
+  });
+
   it('announces authorize, capture, refund and void with their own types, in effect order', async () => {
     const { apiKey, receiver } = await merchantWithReceiver();
     const { body: p1 } = await call(sim, 'POST', '/v1/payments', {
