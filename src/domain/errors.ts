@@ -17,6 +17,8 @@ export const ErrorType = {
   InvalidTransition: 'InvalidTransition',
   /** Same idempotency key, different request fingerprint. */
   IdempotencyKeyReused: 'IdempotencyKeyReused',
+  /** A capture or refund over what the payment allows (authorized not yet captured, captured not yet refunded). */
+  AmountExceeded: 'AmountExceeded',
   /** Input that fails its schema. */
   ValidationError: 'ValidationError',
   /** The retry budget (deadline) of an operation ran out. */

@@ -1,0 +1,286 @@
+/**
+ * Every setting, read once from the environment and validated by zod (DESIGN.md layout). `loadConfig(env)` is pure:
+ * tests pass a plain object. Defaults suit development; with `NODE_ENV=production` the secrets must be set explicitly.
+ */
+import { z } from 'zod';
+import { MerchantId } from './domain/payment';
+import {
+  ProviderOperation,
+  assertResendWindowWithinKeyTtl,
+  retrySpecFor,
+  writeOperations,
+  type RetryCapabilities,
+  type RetryOverrides,
+  type RetrySpec,
+} from './domain/retry';
+import { PaymentTimings, defaultPaymentTimings, reconcileWindowMs } from './domain/workflow-inputs';
+
+/** One problem with one variable. Values are never echoed: some variables are secrets. */
+export interface ConfigIssue {
+  readonly variable: string;
+  readonly message: string;
+}
+
+/** Thrown by {@link loadConfig}: every problem at once, one line per variable. */
+export class ConfigError extends Error {
+  readonly issues: readonly ConfigIssue[];
+
+  constructor(issues: readonly ConfigIssue[]) {
+    super(`Invalid configuration:\n${issues.map((i) => `  ${i.variable}: ${i.message}`).join('\n')}`);
+    this.name = 'ConfigError';
+    this.issues = issues;
+  }
+}
+
+const wholeNumber = (min: number, max: number) =>
+  z
+    .string()
+    .regex(/^\d+$/, { message: 'must be a whole number' })
+    .transform(Number)
+    .pipe(
+      z
+        .number()
+        .int()
+        .min(min, { message: `must be at least ${min}` })
+        .max(max, { message: `must be at most ${max}` }),
+    );
+const port = wholeNumber(0, 65_535);
+const ms = wholeNumber(1, Number.MAX_SAFE_INTEGER);
+const boolean = z
+  .enum(['true', 'false', '1', '0', 'yes', 'no'], { message: 'must be true or false' })
+  .transform((v) => v === 'true' || v === '1' || v === 'yes');
+const msList = z
+  .string()
+  .transform((v) => v.split(',').map((part) => part.trim()))
+  .pipe(
+    z
+      .array(z.string().regex(/^\d+$/, { message: 'must be a comma-separated list of whole milliseconds' }))
+      .min(1)
+      .transform((parts) => parts.map(Number)),
+  )
+  .pipe(z.array(z.number().int().positive({ message: 'every delay must be positive' })));
+const hostPort = z.string().regex(/^(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9.-]+):\d{1,5}$/, { message: 'must be host:port' });
+const nonEmpty = z.string().min(1);
+const secret = z.string().min(8, { message: 'must be at least 8 characters' });
+
+/** A bearer token an API client presents: no separators, no whitespace. */
+const ApiToken = z.string().regex(/^[A-Za-z0-9._~+/=-]{16,256}$/, {
+  message: 'every token must be 16-256 characters of A-Z a-z 0-9 . _ ~ + / = -',
+});
+
+/** `merchantId:token,merchantId:token`: several tokens may map to one merchant; a token maps to exactly one. */
+const apiTokens = z.string().transform((v, ctx) => {
+  const pairs: { merchantId: string; token: string }[] = [];
+  for (const entry of v
+    .split(',')
+    .map((e) => e.trim())
+    .filter((e) => e.length > 0)) {
+    const colon = entry.indexOf(':');
+    const merchantId = MerchantId.safeParse(colon === -1 ? '' : entry.slice(0, colon));
+    const token = ApiToken.safeParse(colon === -1 ? '' : entry.slice(colon + 1));
+    if (colon === -1) ctx.addIssue({ code: 'custom', message: 'every entry must be merchantId:token' });
+    else if (!merchantId.success) ctx.addIssue({ code: 'custom', message: merchantId.error.issues[0]?.message ?? '' });
+    else if (!token.success) ctx.addIssue({ code: 'custom', message: token.error.issues[0]?.message ?? '' });
+    else pairs.push({ merchantId: merchantId.data, token: token.data });
+  }
+  if (pairs.length === 0 && ctx.issues.length === 0)
+    ctx.addIssue({ code: 'custom', message: 'no merchantId:token pair' });
+  if (new Set(pairs.map((p) => p.token)).size !== pairs.length) {
+    ctx.addIssue({ code: 'custom', message: 'a token is listed twice' });
+  }
+  return pairs;
+});
+
+/** Development-only defaults for the secrets; never used when NODE_ENV=production. */
+export const developmentDefaults = {
+  PROVIDER_API_KEY: 'sk_dev_payment_workflows',
+  API_TOKENS: 'dev_merchant:pw_dev_token_change_me',
+  WEBHOOK_SECRET: 'whsec_dev_payment_workflows',
+} as const;
+
+const EnvSchema = z.object({
+  NODE_ENV: z.string().optional(),
+  TEMPORAL_ADDRESS: hostPort.default('127.0.0.1:7233'),
+  TEMPORAL_NAMESPACE: nonEmpty.default('default'),
+  TASK_QUEUE: nonEmpty.default('payments'),
+  PORT: port.default(3000),
+  SIMULATOR_PORT: port.default(4010),
+  /** Base URL of the provider API; default `http://127.0.0.1:<SIMULATOR_PORT>`. */
+  SIMULATOR_URL: z.url({ protocol: /^https?$/, message: 'must be an http(s) URL' }).optional(),
+  PROVIDER_API_KEY: secret.optional(),
+  PROVIDER_KEY_TTL_S: wholeNumber(1, 10 * 365 * 86_400).default(86_400),
+  /** Whether the provider honours idempotency keys (the simulator merchant's `idempotency` flag). */
+  PROVIDER_IDEMPOTENCY: boolean.default(true),
+  PROVIDER_CONNECT_TIMEOUT_MS: ms.default(2_000),
+  PROVIDER_TOTAL_TIMEOUT_MS: ms.default(10_000),
+  API_TOKENS: z.string().optional(),
+  WEBHOOK_SECRET: secret.optional(),
+  /** Webhooks older than this are rejected (replay protection). */
+  WEBHOOK_TOLERANCE_S: wholeNumber(1, 86_400).default(300),
+  LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  SUBMIT_WAIT_MS: ms.default(defaultPaymentTimings.submitWaitMs),
+  RECONCILE_SCHEDULE_MS: msList.default([...defaultPaymentTimings.reconcileScheduleMs]),
+  SETTLE_WINDOW_MS: ms.default(defaultPaymentTimings.settleWindowMs),
+  AUTH_EXPIRY_MS: ms.default(defaultPaymentTimings.authorizationExpiryMs),
+  REFUND_WINDOW_MS: ms.default(defaultPaymentTimings.refundWindowMs),
+  UNKNOWN_SWEEP_THRESHOLD_MS: ms.default(defaultPaymentTimings.unknownSweepThresholdMs),
+  /** Retry overrides for every operation. */
+  RETRY_INITIAL_INTERVAL_MS: ms.optional(),
+  RETRY_MAX_INTERVAL_MS: ms.optional(),
+  RETRY_BACKOFF_COEFFICIENT: z
+    .string()
+    .regex(/^\d+(\.\d+)?$/, { message: 'must be a number' })
+    .transform(Number)
+    .pipe(z.number().min(1).max(100))
+    .optional(),
+  RETRY_JITTER: z.enum(['full', 'none']).optional(),
+});
+
+const perOperationSuffixes = {
+  BUDGET_MS: 'budgetMs',
+  ATTEMPT_TIMEOUT_MS: 'attemptTimeoutMs',
+  MAX_ATTEMPTS: 'maximumAttempts',
+} as const satisfies Record<string, keyof RetrySpec>;
+
+/** `RETRY_<OPERATION>_<SETTING>`, e.g. `RETRY_CREATE_BUDGET_MS`, `RETRY_LOOKUP_ATTEMPT_TIMEOUT_MS`. */
+export const retryVariables: readonly string[] = ProviderOperation.options.flatMap((op) =>
+  Object.keys(perOperationSuffixes).map((suffix) => `RETRY_${op.toUpperCase()}_${suffix}`),
+);
+
+type Env = z.output<typeof EnvSchema>;
+
+/** The validated configuration: every variable under its own name, parsed, plus what is derived from them. */
+export type Config = Omit<Env, 'SIMULATOR_URL' | 'PROVIDER_API_KEY' | 'API_TOKENS' | 'WEBHOOK_SECRET'> & {
+  readonly SIMULATOR_URL: string;
+  readonly PROVIDER_API_KEY: string;
+  readonly API_TOKENS: readonly { readonly merchantId: string; readonly token: string }[];
+  readonly WEBHOOK_SECRET: string;
+  /** Whether the development defaults for secrets are in use (say so loudly at start-up). */
+  readonly usingDevelopmentSecrets: boolean;
+  readonly timings: PaymentTimings;
+  readonly retry: RetryOverrides;
+  /** The configured provider's capabilities, as the simulator-backed REST provider has them. */
+  readonly providerCapabilities: RetryCapabilities & {
+    readonly lookupByKey: boolean;
+    readonly lookupByReference: boolean;
+  };
+};
+
+const issuesOf = (error: z.ZodError, fallbackVariable?: string): ConfigIssue[] =>
+  error.issues.map((issue) => ({
+    variable: typeof issue.path[0] === 'string' ? issue.path[0] : (fallbackVariable ?? '(config)'),
+    message: issue.message,
+  }));
+
+/** Parses and cross-checks the configuration; throws a {@link ConfigError} listing every problem. */
+export function loadConfig(env: Readonly<Record<string, string | undefined>> = process.env): Config {
+  // An empty value (`FOO=` in a compose file) means "not set".
+  const raw = Object.fromEntries(
+    Object.entries(env).filter((entry): entry is [string, string] => entry[1] !== undefined && entry[1].trim() !== ''),
+  );
+  const issues: ConfigIssue[] = [];
+  const parsed = EnvSchema.safeParse(raw);
+  if (!parsed.success) issues.push(...issuesOf(parsed.error));
+
+  // Per-operation retry overrides.
+  const retry: Partial<Record<ProviderOperation, Partial<RetrySpec>>> = {};
+  const perOpNumber = wholeNumber(1, Number.MAX_SAFE_INTEGER);
+  for (const op of ProviderOperation.options) {
+    for (const [suffix, field] of Object.entries(perOperationSuffixes)) {
+      const variable = `RETRY_${op.toUpperCase()}_${suffix}`;
+      const value = raw[variable];
+      if (value === undefined) continue;
+      const result = perOpNumber.safeParse(value);
+      if (result.success) retry[op] = { ...retry[op], [field]: result.data };
+      else issues.push(...issuesOf(result.error, variable));
+    }
+  }
+  const production = raw.NODE_ENV === 'production';
+  for (const name of ['PROVIDER_API_KEY', 'API_TOKENS', 'WEBHOOK_SECRET'] as const) {
+    if (production && raw[name] === undefined) {
+      issues.push({ variable: name, message: 'is required when NODE_ENV=production (no development default)' });
+    }
+  }
+  const tokens = apiTokens.safeParse(raw.API_TOKENS ?? developmentDefaults.API_TOKENS);
+  if (!tokens.success) issues.push(...issuesOf(tokens.error, 'API_TOKENS'));
+  if (!parsed.success) throw new ConfigError(issues);
+  const e = parsed.data;
+
+  const shared: Partial<RetrySpec> = {
+    ...(e.RETRY_INITIAL_INTERVAL_MS === undefined ? {} : { initialIntervalMs: e.RETRY_INITIAL_INTERVAL_MS }),
+    ...(e.RETRY_MAX_INTERVAL_MS === undefined ? {} : { maximumIntervalMs: e.RETRY_MAX_INTERVAL_MS }),
+    ...(e.RETRY_BACKOFF_COEFFICIENT === undefined ? {} : { backoffCoefficient: e.RETRY_BACKOFF_COEFFICIENT }),
+    ...(e.RETRY_JITTER === undefined ? {} : { jitter: e.RETRY_JITTER }),
+  };
+  if (Object.keys(shared).length > 0) {
+    for (const op of ProviderOperation.options) retry[op] = { ...shared, ...retry[op] };
+  }
+
+  const timingsResult = PaymentTimings.safeParse({
+    submitWaitMs: e.SUBMIT_WAIT_MS,
+    reconcileScheduleMs: e.RECONCILE_SCHEDULE_MS,
+    settleWindowMs: e.SETTLE_WINDOW_MS,
+    authorizationExpiryMs: e.AUTH_EXPIRY_MS,
+    refundWindowMs: e.REFUND_WINDOW_MS,
+    unknownSweepThresholdMs: e.UNKNOWN_SWEEP_THRESHOLD_MS,
+  });
+  if (!timingsResult.success) {
+    issues.push(
+      ...timingsResult.error.issues.map((i) => ({
+        variable: i.path[0] === 'unknownSweepThresholdMs' ? 'UNKNOWN_SWEEP_THRESHOLD_MS' : 'RECONCILE_SCHEDULE_MS',
+        message: i.message,
+      })),
+    );
+  }
+
+  const providerCapabilities = e.PROVIDER_IDEMPOTENCY
+    ? { idempotencyKeys: true, keyTtlSeconds: e.PROVIDER_KEY_TTL_S, lookupByKey: true, lookupByReference: true }
+    : { idempotencyKeys: false, keyTtlSeconds: null, lookupByKey: false, lookupByReference: true };
+
+  if (e.PROVIDER_CONNECT_TIMEOUT_MS > e.PROVIDER_TOTAL_TIMEOUT_MS) {
+    issues.push({ variable: 'PROVIDER_CONNECT_TIMEOUT_MS', message: 'must not exceed PROVIDER_TOTAL_TIMEOUT_MS' });
+  }
+  const resubmitWindowMs = reconcileWindowMs({ reconcileScheduleMs: e.RECONCILE_SCHEDULE_MS });
+  for (const op of ProviderOperation.options) {
+    const variable = retry[op] === undefined ? 'RETRY_*' : `RETRY_${op.toUpperCase()}_*`;
+    let spec: RetrySpec;
+    try {
+      spec = retrySpecFor(op, providerCapabilities, retry[op]);
+    } catch (err) {
+      issues.push({ variable, message: err instanceof Error ? err.message : String(err) });
+      continue;
+    }
+    // The HTTP client must give up (and classify) before Temporal cuts the attempt off unclassified.
+    if (spec.attemptTimeoutMs <= e.PROVIDER_TOTAL_TIMEOUT_MS) {
+      issues.push({
+        variable: 'PROVIDER_TOTAL_TIMEOUT_MS',
+        message: `must be below the ${op} attempt timeout (${spec.attemptTimeoutMs} ms): an attempt cut off by Temporal is never classified`,
+      });
+    }
+    if ((writeOperations as readonly string[]).includes(op)) {
+      try {
+        assertResendWindowWithinKeyTtl(spec, providerCapabilities, resubmitWindowMs);
+      } catch (err) {
+        issues.push({
+          variable: `PROVIDER_KEY_TTL_S`,
+          message: `${op}: ${err instanceof Error ? err.message : String(err)} (see RETRY_${op.toUpperCase()}_BUDGET_MS, RECONCILE_SCHEDULE_MS)`,
+        });
+      }
+    }
+  }
+
+  if (issues.length > 0 || !tokens.success || !timingsResult.success) throw new ConfigError(issues);
+
+  return {
+    ...e,
+    SIMULATOR_URL: e.SIMULATOR_URL ?? `http://127.0.0.1:${e.SIMULATOR_PORT}`,
+    PROVIDER_API_KEY: e.PROVIDER_API_KEY ?? developmentDefaults.PROVIDER_API_KEY,
+    API_TOKENS: tokens.data,
+    WEBHOOK_SECRET: e.WEBHOOK_SECRET ?? developmentDefaults.WEBHOOK_SECRET,
+    usingDevelopmentSecrets:
+      e.PROVIDER_API_KEY === undefined || e.API_TOKENS === undefined || e.WEBHOOK_SECRET === undefined,
+    timings: timingsResult.data,
+    retry,
+    providerCapabilities,
+  };
+}

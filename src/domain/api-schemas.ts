@@ -1,0 +1,107 @@
+/**
+ * Schemas of the payments HTTP API (CONTRACTS.md §1) beyond the request/response bodies in `payment.ts`: headers,
+ * paths, query strings, error bodies and list pages. They drive both validation and the generated OpenAPI document.
+ */
+import { z } from 'zod';
+import { IdempotencyKey, OrderId, PaymentStatus, PaymentView, ProviderName } from './payment';
+
+/** The `Idempotency-Key` header every write carries (header names arrive lower-cased). Other headers pass through. */
+export const IdempotencyKeyHeaders = z.looseObject({
+  'idempotency-key': z
+    .string({ error: 'the Idempotency-Key header is required (1-255 printable characters)' })
+    .pipe(IdempotencyKey)
+    .describe('The caller’s key for this intent: 1–255 printable ASCII characters, no leading or trailing space.'),
+});
+
+/** `/v1/payments/:key`: the payment's idempotency key, URL-encoded. */
+export const PaymentKeyParams = z.object({ key: IdempotencyKey.describe('The payment’s idempotency key.') });
+
+/** `/webhooks/:provider`. */
+export const ProviderParams = z.object({ provider: ProviderName.describe('The provider that sends the event.') });
+
+/** An opaque page token: base64url of the visibility store's token. */
+export const PageToken = z
+  .string()
+  .max(4096, { message: 'pageToken is too long' })
+  .regex(/^[A-Za-z0-9_-]+$/, { message: 'pageToken must be a token from an earlier page' });
+
+/** `GET /v1/payments` query string. */
+export const ListPaymentsQuery = z.strictObject({
+  status: PaymentStatus.optional(),
+  orderId: OrderId.optional(),
+  pageToken: PageToken.optional(),
+  pageSize: z.coerce.number().int().min(1).max(100).optional(),
+});
+export type ListPaymentsQuery = z.infer<typeof ListPaymentsQuery>;
+
+/** `GET /v1/payments` answer. */
+export const PaymentList = z.object({
+  payments: z.array(PaymentView),
+  nextPageToken: PageToken.optional(),
+});
+export type PaymentList = z.infer<typeof PaymentList>;
+
+/** Error types the API answers with; clients branch on `type`, never on `message`. */
+export const ApiErrorType = z.enum([
+  'unauthorized',
+  'validation_error',
+  'idempotency_key_reused',
+  'not_found',
+  'invalid_transition',
+  'amount_exceeded',
+  'invalid_signature',
+  'payload_too_large',
+  'unsupported_media_type',
+  'unavailable',
+  'internal_error',
+]);
+export type ApiErrorType = z.infer<typeof ApiErrorType>;
+
+/** One invalid field: a dotted path into the body (or the header / query parameter name) and why. */
+export const FieldError = z.object({ path: z.string(), message: z.string() });
+export type FieldError = z.infer<typeof FieldError>;
+
+/** Every error answer: `{ error: { type, message?, fields? } }`. Never a stack trace. */
+export const ApiError = z.object({
+  error: z.object({
+    type: ApiErrorType,
+    message: z.string().optional(),
+    fields: z.array(FieldError).optional(),
+  }),
+});
+export type ApiError = z.infer<typeof ApiError>;
+
+/** `POST /webhooks/:provider` answer, once Temporal durably accepted the event. */
+export const WebhookAck = z.object({
+  received: z.literal(true),
+  /** `payment`: signalled to the payment's workflow; `parked`: kept for an operator; `duplicate`: already applied. */
+  delivery: z.enum(['payment', 'parked', 'duplicate']),
+});
+export type WebhookAck = z.infer<typeof WebhookAck>;
+
+/** `GET /healthz` answer. */
+export const Health = z.object({ status: z.literal('ok') });
+
+/**
+ * A provider webhook as the simulator sends it (CONTRACTS.md §2, snake_case). `metadata` is echoed from the create
+ * call when the adapter sent it: it names our payment exactly, where `reference` (the order id) may be ambiguous.
+ */
+export const SimulatorWebhookEvent = z.object({
+  id: z.string().min(1).max(255),
+  type: z.enum(['payment.succeeded', 'payment.authorized', 'payment.voided', 'refund.succeeded']),
+  created: z.number().int().nonnegative(),
+  data: z.object({
+    payment: z.object({
+      id: z.string().min(1).max(255),
+      status: z.enum(['authorized', 'succeeded', 'voided']),
+      amount: z.number().int().nonnegative(),
+      amount_captured: z.number().int().nonnegative(),
+      amount_refunded: z.number().int().nonnegative(),
+      currency: z.string(),
+      reference: z.string(),
+      created: z.number().int().nonnegative(),
+      metadata: z.object({ merchant_id: z.string().optional(), payment_key: z.string().optional() }).nullish(),
+    }),
+  }),
+});
+export type SimulatorWebhookEvent = z.infer<typeof SimulatorWebhookEvent>;

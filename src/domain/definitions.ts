@@ -1,0 +1,79 @@
+/**
+ * Update, signal and query definitions: shared by the workflows (handlers) and the client (callers), so the client
+ * never imports workflow code. Names are part of the history: never rename one, add a new one.
+ */
+import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
+import { z } from 'zod';
+import type { PaymentView, ResolveRequest } from './payment';
+
+/** A payment as the provider reports it (camelCase); the same shape as the adapters' `ProviderPayment`, both ways. */
+export const ProviderPaymentState = z.object({
+  id: z.string().min(1),
+  status: z.enum(['authorized', 'succeeded', 'voided']),
+  amount: z.number().int().nonnegative(),
+  amountCaptured: z.number().int().nonnegative(),
+  amountRefunded: z.number().int().nonnegative(),
+  currency: z.string(),
+  reference: z.string(),
+  /** Unix seconds on the provider's clock. */
+  created: z.number().int().nonnegative(),
+  /** Echoed create metadata (`merchant_id`, `payment_key`): how a webhook finds its workflow. */
+  metadata: z.record(z.string(), z.string()).optional(),
+});
+export type ProviderPaymentState = z.infer<typeof ProviderPaymentState>;
+
+/** A provider webhook event, verified and converted to camelCase by the API before it is signalled. */
+export const ProviderEvent = z.object({
+  eventId: z.string().min(1),
+  type: z.enum(['payment.succeeded', 'payment.authorized', 'payment.voided', 'refund.succeeded']),
+  /** Unix seconds on the provider's clock. */
+  created: z.number().int().nonnegative(),
+  payment: ProviderPaymentState,
+});
+export type ProviderEvent = z.infer<typeof ProviderEvent>;
+
+/** `submit` args: the fingerprint the client computed over the request's significant fields. */
+export interface SubmitArgs {
+  readonly fingerprint: string;
+}
+
+/** `capture` args: the capture's own key and fingerprint; no amount = everything authorized. */
+export interface CaptureArgs {
+  readonly captureKey: string;
+  readonly fingerprint: string;
+  readonly amount?: number;
+}
+
+/** `refund` args: the refund's own key and fingerprint, and its amount. */
+export interface RefundArgs {
+  readonly refundKey: string;
+  readonly fingerprint: string;
+  readonly amount: number;
+}
+
+/** `resolve` args: the operator's verdict; `operator` is who (for the audit trail, never customer data). */
+export type ResolveArgs = ResolveRequest & { readonly operator?: string };
+
+/** Submits the charge (Update-with-Start); answers the view once the first provider call settled or after `submitWaitMs`. */
+export const submitUpdate = defineUpdate<PaymentView, [SubmitArgs]>('submit');
+
+/** Captures an authorized payment (full or partial); validated against the current state before any side effect. */
+export const captureUpdate = defineUpdate<PaymentView, [CaptureArgs]>('capture');
+
+/** Refunds part or all of what was captured and not yet refunded; validated before any side effect. */
+export const refundUpdate = defineUpdate<PaymentView, [RefundArgs]>('refund');
+
+/** An operator resolves a payment in `needs_review`; rejected in any other status. */
+export const resolveUpdate = defineUpdate<PaymentView, [ResolveArgs]>('resolve');
+
+/** A provider webhook, deduplicated by `eventId` and applied monotonically by the charge workflow. */
+export const webhookSignal = defineSignal<[ProviderEvent]>('providerEvent');
+
+/** The payment's current view. */
+export const paymentQuery = defineQuery<PaymentView>('payment');
+
+/** Parent → reconcile child: a webhook showed the payment; the child checks it against its expectation and stops waiting. */
+export const reconcileResolvedSignal = defineSignal<[ProviderPaymentState]>('reconcileResolved');
+
+/** Sweep → charge workflow: the payment has been `unknown` too long; start a reconcile unless one is running. */
+export const ensureReconcileSignal = defineSignal('ensureReconcile');

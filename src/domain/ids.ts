@@ -1,0 +1,43 @@
+/**
+ * Identity (DESIGN.md "Identity and idempotency"). One user intent = one key; its scope is merchant + operation + key,
+ * and the workflow id derived from it is the UNIQUE constraint the Temporal server enforces. Merchant ids never contain
+ * a colon (see `MerchantId`), so the key is always everything after the second colon.
+ */
+
+import type { WriteOperation } from './operations';
+
+/** The operations an idempotency key is scoped to: the provider writes (`create` is the charge). */
+export type ScopeOperation = WriteOperation;
+
+/** The scope of one intent: `<merchantId>:<operation>:<key>`; the provider idempotency key is derived from it. */
+export const scopeOf = (merchantId: string, operation: ScopeOperation, key: string): string =>
+  `${merchantId}:${operation}:${key}`;
+
+/** The charge workflow (the payment's single serialized state): `charge:<merchantId>:<key>`. */
+export const chargeWorkflowId = (merchantId: string, key: string): string => `charge:${merchantId}:${key}`;
+
+/** A capture under its own key: `capture:<merchantId>:<captureKey>`. */
+export const captureWorkflowId = (merchantId: string, captureKey: string): string =>
+  `capture:${merchantId}:${captureKey}`;
+
+/** A refund under its own key: `refund:<merchantId>:<refundKey>`. */
+export const refundWorkflowId = (merchantId: string, refundKey: string): string => `refund:${merchantId}:${refundKey}`;
+
+/**
+ * The reconcile child of one operation with an unknown outcome: `reconcile:<merchantId>:<operation>:<key>`, so the
+ * reconcile of a charge (`create`) and of a capture whose keys happen to be equal never collide.
+ */
+export const reconcileWorkflowId = (merchantId: string, operation: ScopeOperation, key: string): string =>
+  `reconcile:${merchantId}:${operation}:${key}`;
+
+/** The merchant and key back from a charge workflow id, or null if it is not one. */
+export const parseChargeWorkflowId = (workflowId: string): { merchantId: string; key: string } | null => {
+  const match = /^charge:([^:]+):(.+)$/s.exec(workflowId);
+  return match?.[1] !== undefined && match[2] !== undefined ? { merchantId: match[1], key: match[2] } : null;
+};
+
+/**
+ * The activity task queue of one provider (bulkhead): workflows run on `taskQueue`, each provider's activities on a
+ * queue of their own, so a slow or failing provider exhausts only its own slots.
+ */
+export const providerTaskQueue = (taskQueue: string, provider: string): string => `${taskQueue}.provider.${provider}`;

@@ -1,0 +1,61 @@
+import type { ProviderCapabilities, ProviderPayment } from '../providers/types';
+import type { RetryOverrides } from './retry';
+
+/** A write against a provider whose outcome a reconcile can check. */
+export type WriteOperation = 'create' | 'capture' | 'refund' | 'void';
+
+/**
+ * What a reconcile looks for at the provider to call a write "done". Amounts are absolute provider totals computed
+ * from the payment's single serialized state before the write was sent, so a lookup can tell "this write happened"
+ * from "an earlier write happened".
+ */
+export type Expectation =
+  | { readonly kind: 'created'; readonly amount: number; readonly currency: string }
+  | { readonly kind: 'captured'; readonly amountCapturedAtLeast: number }
+  | { readonly kind: 'refunded'; readonly amountRefundedAtLeast: number }
+  | { readonly kind: 'voided' };
+
+/** Input of `reconcileWorkflow`: a durable wait-and-check for one write whose outcome is unknown. */
+export interface ReconcileInput {
+  readonly merchantId: string;
+  /** The user's idempotency key of the write (payment key, capture key or refund key). */
+  readonly key: string;
+  readonly operation: WriteOperation;
+  readonly provider: string;
+  /** Our order id, sent to the provider as `reference`. */
+  readonly reference: string;
+  /** Provider payment id, known for capture/refund/void. */
+  readonly paymentId?: string;
+  readonly expect: Expectation;
+  readonly capabilities: ProviderCapabilities;
+  /** Waits between checks, ms: e.g. 30 s, 2 min, 10 min, 1 h, 6 h. */
+  readonly scheduleMs: readonly number[];
+  /** How long after the first send the provider surely shows a committed write. */
+  readonly settleWindowMs: number;
+  /** Workflow time of the first send, ms since epoch: the provider's key lifetime counts from it. */
+  readonly firstSentAtMs: number;
+  /** What to resend with the same key when the provider honours keys and nothing was found (create only). */
+  readonly resubmit?: ResubmitCreate;
+  /** Retry overrides of the payment, so lookups and resubmissions follow the same policy. */
+  readonly retry?: RetryOverrides;
+}
+
+export interface ResubmitCreate {
+  readonly kind: 'create';
+  readonly amount: number;
+  readonly currency: string;
+  readonly paymentMethod: string;
+  readonly capture: 'automatic' | 'manual';
+}
+
+/** How a reconcile ended. It never guesses `failed`: only the provider's own answer or an operator says so. */
+export type ReconcileResult =
+  | {
+      readonly outcome: 'found';
+      readonly payment: ProviderPayment;
+      readonly via: 'webhook' | 'lookup' | 'resubmit';
+      readonly checks: number;
+    }
+  | { readonly outcome: 'declined'; readonly declineCode: string; readonly checks: number }
+  | { readonly outcome: 'rejected'; readonly reason: string; readonly checks: number }
+  | { readonly outcome: 'needs_review'; readonly reason: string; readonly checks: number };

@@ -1,0 +1,213 @@
+import { z } from 'zod';
+import { Money, MinorUnits } from './money';
+
+/** Every status a payment can show (CONTRACTS.md §1). `succeeded` = captured in full or in part. */
+export const PaymentStatus = z.enum([
+  'pending',
+  'authorized',
+  'succeeded',
+  'declined',
+  'failed',
+  'unknown',
+  'needs_review',
+  'voided',
+]);
+export type PaymentStatus = z.infer<typeof PaymentStatus>;
+
+/** Statuses that never change again (refunds of a succeeded payment show in `amountRefunded`, not in the status). */
+export const terminalStatuses = [
+  'succeeded',
+  'declined',
+  'failed',
+  'voided',
+] as const satisfies readonly PaymentStatus[];
+/** Statuses where the provider has answered: the API says 200; anything else (pending, unknown, needs_review) is 202. */
+export const settledStatuses = ['authorized', ...terminalStatuses] as const satisfies readonly PaymentStatus[];
+
+const terminalSet: ReadonlySet<PaymentStatus> = new Set(terminalStatuses);
+const settledSet: ReadonlySet<PaymentStatus> = new Set(settledStatuses);
+
+/** True for a status that never changes again. */
+export const isTerminalStatus = (status: PaymentStatus): boolean => terminalSet.has(status);
+/** True once the provider answered (authorized or terminal); false while pending, unknown or in review. */
+export const isSettledStatus = (status: PaymentStatus): boolean => settledSet.has(status);
+
+/** Printable ASCII, no control characters. */
+const printableAscii = /^[\x20-\x7E]+$/;
+/**
+ * A card number (PAN) written the way people write one: 4-4-4-4(-3) or Amex 4-6-5 groups with one kind of separator.
+ * Contiguous digit runs are not flagged in free fields: real order ids (Shopify's are 13+ digits) look just like them.
+ */
+const groupedPan = /(?:^|\D)\d{4}([ -])(?:\d{4}\1\d{4}\1\d{4}(?:\1\d{3})?|\d{6}\1\d{5})(?!\d)/;
+/** A bare run of 12–19 digits: a card number where a token belongs. */
+const barePan = /^\d{12,19}$/;
+
+/** A merchant id: it is part of workflow ids (`charge:<merchantId>:<key>`), so it never contains a colon. */
+export const MerchantId = z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, {
+  message: 'merchantId must be 1-64 characters of A-Z, a-z, 0-9, _ or -',
+});
+export type MerchantId = z.infer<typeof MerchantId>;
+
+/** A provider name as configured on the worker (`simulator`, `stripe`); it names a task queue. */
+export const ProviderName = z.string().regex(/^[a-z][a-z0-9_-]{0,31}$/, {
+  message: 'provider must be 1-32 characters of a-z, 0-9, _ or -, starting with a letter',
+});
+
+/** The order service's idempotency key: 1–255 printable ASCII characters, no leading or trailing space. */
+export const IdempotencyKey = z
+  .string()
+  .min(1, { message: 'idempotency key must not be empty' })
+  .max(255, { message: 'idempotency key must be at most 255 characters' })
+  .regex(/^[\x21-\x7E](?:[\x20-\x7E]*[\x21-\x7E])?$/, {
+    message: 'idempotency key must be printable ASCII without leading or trailing spaces',
+  });
+export type IdempotencyKey = z.infer<typeof IdempotencyKey>;
+
+/** The order id, sent to the provider as `reference` and stored as a search attribute: never card data. */
+export const OrderId = z
+  .string()
+  .trim()
+  .min(1, { message: 'orderId must not be empty' })
+  .max(128, { message: 'orderId must be at most 128 characters' })
+  .regex(printableAscii, { message: 'orderId must be printable ASCII' })
+  .refine((v) => !groupedPan.test(v), { message: 'orderId looks like a card number (PAN); never put card data in it' })
+  // A search attribute: visibility queries cannot match a backslash or a double quote.
+  .refine((v) => !/[\\"]/.test(v), { message: 'orderId must not contain \\ or "' });
+
+/** A payment-method token issued by the provider (never a card number). */
+export const PaymentMethodToken = z
+  .string()
+  .min(1, { message: 'paymentMethod must not be empty' })
+  .max(255, { message: 'paymentMethod must be at most 255 characters' })
+  .regex(/^[A-Za-z0-9_-]+$/, { message: 'paymentMethod must be a token of A-Z, a-z, 0-9, _ or -' })
+  .refine((v) => !barePan.test(v), { message: 'paymentMethod looks like a card number (PAN); send a token' });
+
+export const CaptureMode = z.enum(['automatic', 'manual']);
+export type CaptureMode = z.infer<typeof CaptureMode>;
+
+/** `POST /v1/payments` body. Unknown fields are rejected; defaults: provider `simulator`, capture `automatic`. */
+export const ChargeRequest = z.strictObject({
+  orderId: OrderId,
+  amount: Money,
+  paymentMethod: PaymentMethodToken,
+  provider: ProviderName.default('simulator'),
+  capture: CaptureMode.default('automatic'),
+  description: z
+    .string()
+    .max(500, { message: 'description must be at most 500 characters' })
+    .refine((v) => !groupedPan.test(v), { message: 'description looks like it contains a card number (PAN)' })
+    .optional(),
+});
+/** A parsed charge request, defaults applied. */
+export type ChargeRequest = z.output<typeof ChargeRequest>;
+/** What a caller may send (provider and capture optional). */
+export type ChargeRequestInput = z.input<typeof ChargeRequest>;
+
+/** `POST /v1/payments/:key/capture` body; no amount = everything that is authorized. */
+export const CaptureRequest = z.strictObject({
+  amount: MinorUnits.optional(),
+});
+export type CaptureRequest = z.infer<typeof CaptureRequest>;
+
+/** `POST /v1/payments/:key/refunds` body. */
+export const RefundRequest = z.strictObject({
+  amount: MinorUnits,
+});
+export type RefundRequest = z.infer<typeof RefundRequest>;
+
+/** `POST /v1/payments/:key/resolve` body: an operator's verdict on a payment in `needs_review`. */
+export const ResolveRequest = z.strictObject({
+  outcome: z.enum(['succeeded', 'failed']),
+  providerPaymentId: z.string().min(1).max(255).regex(printableAscii).optional(),
+  note: z
+    .string()
+    .trim()
+    .min(1, { message: 'note must not be empty' })
+    .max(1000, { message: 'note must be at most 1000 characters' }),
+});
+export type ResolveRequest = z.infer<typeof ResolveRequest>;
+
+const Iso = z.iso.datetime({ offset: true });
+const NonNegative = z.number().int().nonnegative().max(Number.MAX_SAFE_INTEGER);
+
+/** What every payment endpoint answers (CONTRACTS.md §1). Timestamps are ISO 8601. */
+export const PaymentView = z.object({
+  key: z.string(),
+  merchantId: z.string(),
+  orderId: z.string(),
+  status: PaymentStatus,
+  amount: z.object({ value: NonNegative, currency: z.string() }),
+  amountAuthorized: NonNegative,
+  amountCaptured: NonNegative,
+  amountRefunded: NonNegative,
+  provider: z.string(),
+  providerPaymentId: z.string().optional(),
+  attempts: NonNegative,
+  declineCode: z.string().optional(),
+  unknownSince: Iso.optional(),
+  review: z.object({ reason: z.string() }).optional(),
+  createdAt: Iso,
+  updatedAt: Iso,
+});
+export type PaymentView = z.infer<typeof PaymentView>;
+
+/** The fields of a charge the fingerprint covers: all of the parsed request, defaults applied, `undefined` left out. */
+export interface ChargeSignificantFields {
+  readonly operation: 'charge';
+  readonly orderId: string;
+  readonly amount: { readonly value: number; readonly currency: string };
+  readonly paymentMethod: string;
+  readonly provider: string;
+  readonly capture: CaptureMode;
+  readonly description?: string;
+}
+
+/**
+ * What the fingerprint of a charge covers. Pure: the client hashes `canonicalJson(significantFields(req))` with SHA-256
+ * outside workflow code. Defaults are applied first, so `{}` and `{ capture: 'automatic' }` fingerprint alike.
+ */
+export const significantFields = (req: ChargeRequest): ChargeSignificantFields => ({
+  operation: 'charge',
+  orderId: req.orderId,
+  amount: { value: req.amount.value, currency: req.amount.currency },
+  paymentMethod: req.paymentMethod,
+  provider: req.provider,
+  capture: req.capture,
+  ...(req.description === undefined ? {} : { description: req.description }),
+});
+
+/** What the fingerprint of a capture covers: the payment it targets and the amount (absent = all authorized). */
+export const captureSignificantFields = (paymentKey: string, req: CaptureRequest) => ({
+  operation: 'capture' as const,
+  paymentKey,
+  ...(req.amount === undefined ? {} : { amount: req.amount }),
+});
+
+/** What the fingerprint of a refund covers: the payment it targets and the amount. */
+export const refundSignificantFields = (paymentKey: string, req: RefundRequest) => ({
+  operation: 'refund' as const,
+  paymentKey,
+  amount: req.amount,
+});
+
+/**
+ * Canonical JSON: object keys sorted by code unit, no whitespace, `undefined` members dropped. Two equal requests
+ * always give the same string, whatever order their fields arrived in. Throws on values JSON cannot carry exactly.
+ */
+export const canonicalJson = (value: unknown): string => {
+  if (value === null || typeof value === 'string' || typeof value === 'boolean') return JSON.stringify(value);
+  if (typeof value === 'number') {
+    if (!Number.isFinite(value)) throw new TypeError('canonicalJson: non-finite number');
+    return JSON.stringify(value);
+  }
+  if (Array.isArray(value))
+    return `[${value.map((v: unknown) => (v === undefined ? 'null' : canonicalJson(v))).join(',')}]`;
+  if (typeof value === 'object') {
+    const obj = value as Record<string, unknown>;
+    const members = Object.keys(obj)
+      .sort()
+      .flatMap((k) => (obj[k] === undefined ? [] : [`${JSON.stringify(k)}:${canonicalJson(obj[k])}`]));
+    return `{${members.join(',')}}`;
+  }
+  throw new TypeError(`canonicalJson: cannot encode a ${typeof value}`);
+};

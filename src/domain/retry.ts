@@ -1,0 +1,222 @@
+import { ApplicationFailure, type ActivityOptions } from '@temporalio/common';
+import { z } from 'zod';
+import { ErrorType } from './errors';
+import type { WriteOperation } from './operations';
+
+/** The provider operations an activity performs; each has its own retry preset. */
+export const ProviderOperation = z.enum(['create', 'capture', 'void', 'refund', 'lookup', 'list']);
+export type ProviderOperation = z.infer<typeof ProviderOperation>;
+
+/** The write operations: they move money, so repeating one is only safe when the provider honours keys. */
+export const writeOperations = ['create', 'capture', 'void', 'refund'] as const satisfies readonly WriteOperation[];
+
+/**
+ * How dangerous it is to repeat a call. `read`: always safe. `idempotent-write`: safe while the provider remembers the
+ * key. `non-idempotent-write`: a repeat after an unknown outcome may be a second effect, so it is never blind.
+ */
+export type OperationSafety = 'read' | 'idempotent-write' | 'non-idempotent-write';
+
+/** The capability flags the retry layer needs; `ProviderCapabilities` (src/providers/types.ts) satisfies it. */
+export interface RetryCapabilities {
+  readonly idempotencyKeys: boolean;
+  readonly keyTtlSeconds: number | null;
+}
+
+const Ms = z.number().int().positive().max(Number.MAX_SAFE_INTEGER);
+
+/** The fields of a {@link RetrySpec} without its cross-field checks (for partial overrides). */
+export const RetrySpecFields = z.object({
+  initialIntervalMs: Ms,
+  backoffCoefficient: z.number().min(1).max(100),
+  maximumIntervalMs: Ms,
+  jitter: z.enum(['full', 'none']),
+  budgetMs: Ms,
+  attemptTimeoutMs: Ms,
+  maximumAttempts: z.number().int().positive().optional(),
+});
+
+/**
+ * A typed retry policy: backoff, jitter and a deadline. `budgetMs` is the whole operation's deadline (Temporal's
+ * schedule-to-close), `attemptTimeoutMs` one attempt's (start-to-close) and must exceed the HTTP client's total timeout,
+ * so every attempt ends in a classified outcome rather than being cut off.
+ */
+export const RetrySpec = RetrySpecFields.refine((s) => s.maximumIntervalMs >= s.initialIntervalMs, {
+  message: 'maximumIntervalMs must be at least initialIntervalMs',
+  path: ['maximumIntervalMs'],
+}).refine((s) => s.attemptTimeoutMs <= s.budgetMs, {
+  message: 'attemptTimeoutMs must not exceed budgetMs: not even one attempt would fit',
+  path: ['attemptTimeoutMs'],
+});
+export type RetrySpec = z.infer<typeof RetrySpec>;
+
+/** A retry spec for one operation against one provider, with the safety it was derived with. */
+export type OperationRetrySpec = RetrySpec & {
+  readonly operation: ProviderOperation;
+  readonly safety: OperationSafety;
+};
+
+/** Per-operation partial overrides (from the environment or a workflow input). */
+export type RetryOverrides = Partial<Record<ProviderOperation, Partial<RetrySpec>>>;
+
+const writeDefaults = {
+  initialIntervalMs: 500,
+  backoffCoefficient: 2,
+  maximumIntervalMs: 20_000,
+  jitter: 'full',
+  attemptTimeoutMs: 15_000,
+} as const;
+
+/** Production presets. Create/capture are short (a customer may be waiting); void/refund/list can take longer. */
+export const defaultRetrySpecs: Readonly<Record<ProviderOperation, RetrySpec>> = {
+  create: { ...writeDefaults, budgetMs: 120_000 },
+  capture: { ...writeDefaults, budgetMs: 120_000 },
+  void: { ...writeDefaults, maximumIntervalMs: 60_000, budgetMs: 600_000 },
+  refund: { ...writeDefaults, maximumIntervalMs: 60_000, budgetMs: 600_000 },
+  lookup: { ...writeDefaults, initialIntervalMs: 1_000, maximumIntervalMs: 30_000, budgetMs: 300_000 },
+  list: {
+    ...writeDefaults,
+    initialIntervalMs: 1_000,
+    maximumIntervalMs: 30_000,
+    budgetMs: 600_000,
+    attemptTimeoutMs: 30_000,
+  },
+};
+
+const isWrite = (operation: ProviderOperation): operation is WriteOperation =>
+  (writeOperations as readonly ProviderOperation[]).includes(operation);
+
+/** Reads are always safe; a write is idempotent only against a provider that honours idempotency keys. */
+export const operationSafety = (operation: ProviderOperation, capabilities: RetryCapabilities): OperationSafety =>
+  !isWrite(operation) ? 'read' : capabilities.idempotencyKeys ? 'idempotent-write' : 'non-idempotent-write';
+
+/**
+ * The retry spec for `operation` against a provider with `capabilities`: the preset, then `overrides`, validated.
+ * Throws a non-retryable `ValidationError` ApplicationFailure on an inconsistent result (safe to call in workflows).
+ */
+export const retrySpecFor = (
+  operation: ProviderOperation,
+  capabilities: RetryCapabilities,
+  overrides?: Partial<RetrySpec>,
+): OperationRetrySpec => {
+  const merged = { ...defaultRetrySpecs[operation], ...stripUndefined(overrides ?? {}) };
+  const parsed = RetrySpec.safeParse(merged);
+  if (!parsed.success) {
+    throw ApplicationFailure.create({
+      type: ErrorType.ValidationError,
+      nonRetryable: true,
+      message: `invalid retry spec for ${operation}: ${z.prettifyError(parsed.error)}`,
+    });
+  }
+  return { ...parsed.data, operation, safety: operationSafety(operation, capabilities) };
+};
+
+const stripUndefined = <T extends object>(o: T): Partial<T> =>
+  Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as Partial<T>;
+
+/** Failure types that no retry can fix, whatever the operation. */
+const alwaysNonRetryable = [
+  ErrorType.ProviderRejected,
+  ErrorType.BudgetExhausted,
+  ErrorType.IdempotencyKeyReused,
+  ErrorType.ValidationError,
+  ErrorType.InvalidTransition,
+] as const;
+
+/** The `nonRetryableErrorTypes` for a safety class: OutcomeUnknown joins them for a non-idempotent write. */
+export const nonRetryableErrorTypesFor = (safety: OperationSafety): string[] =>
+  safety === 'non-idempotent-write' ? [...alwaysNonRetryable, ErrorType.OutcomeUnknown] : [...alwaysNonRetryable];
+
+/**
+ * Temporal activity options for a spec: start-to-close = one attempt, schedule-to-close = the budget, and the retry
+ * policy. Jitter and Retry-After are applied by the activity through `nextRetryDelay` (see {@link computeRetryDelayMs}).
+ */
+export const toActivityOptions = (spec: RetrySpec, safety: OperationSafety): ActivityOptions => ({
+  startToCloseTimeout: spec.attemptTimeoutMs,
+  scheduleToCloseTimeout: spec.budgetMs,
+  retry: {
+    initialInterval: spec.initialIntervalMs,
+    backoffCoefficient: spec.backoffCoefficient,
+    maximumInterval: spec.maximumIntervalMs,
+    ...(spec.maximumAttempts === undefined ? {} : { maximumAttempts: spec.maximumAttempts }),
+    nonRetryableErrorTypes: nonRetryableErrorTypesFor(safety),
+  },
+});
+
+/** The delay before the next attempt, or why there is none. */
+export type RetryDelay =
+  | { readonly exhausted?: false; readonly delayMs: number }
+  | { readonly exhausted: true; readonly reason: 'budget' | 'attempts' | 'retry-after' };
+
+export interface RetryDelayInput {
+  readonly spec: RetrySpec;
+  /** The attempt that just failed, 1-based. */
+  readonly attempt: number;
+  /** Uniform in [0, 1); injected so tests (and replays) are deterministic. */
+  readonly random: () => number;
+  /** What the provider asked for (Retry-After); it wins over the computed backoff. */
+  readonly retryAfterMs?: number;
+  /** Time since the operation was first scheduled. */
+  readonly elapsedMs: number;
+}
+
+/**
+ * The delay before the next attempt. Backoff is `min(maximumInterval, initial * coefficient^(attempt-1))`, times
+ * `random()` with full jitter. Retry-After wins over it. The next attempt must fit in what is left of the budget with
+ * its own full `attemptTimeoutMs` (so it is never cut off mid-request by the deadline): the computed delay is shortened
+ * to fit, a Retry-After that does not fit is not shortened (retrying earlier than asked only earns another 429) and
+ * the answer is `exhausted`, as it is when no attempt fits at all or `maximumAttempts` is reached.
+ */
+export const computeRetryDelayMs = ({
+  spec,
+  attempt,
+  random,
+  retryAfterMs,
+  elapsedMs,
+}: RetryDelayInput): RetryDelay => {
+  const failedAttempt = Math.max(1, Math.floor(attempt));
+  if (spec.maximumAttempts !== undefined && failedAttempt >= spec.maximumAttempts) {
+    return { exhausted: true, reason: 'attempts' };
+  }
+  const remaining = spec.budgetMs - Math.max(0, elapsedMs);
+  // The longest we may wait and still give the next attempt its whole timeout inside the budget.
+  const room = Math.floor(remaining - spec.attemptTimeoutMs);
+  if (!(room >= 0)) return { exhausted: true, reason: 'budget' };
+
+  if (retryAfterMs !== undefined && Number.isFinite(retryAfterMs) && retryAfterMs >= 0) {
+    const asked = Math.ceil(retryAfterMs);
+    return asked <= room ? { delayMs: asked } : { exhausted: true, reason: 'retry-after' };
+  }
+
+  const ceiling = Math.min(
+    spec.maximumIntervalMs,
+    spec.initialIntervalMs * spec.backoffCoefficient ** (failedAttempt - 1),
+  );
+  const r = Math.min(Math.max(random(), 0), 1);
+  const raw = spec.jitter === 'full' ? r * ceiling : ceiling;
+  return { delayMs: Math.max(0, Math.min(Math.floor(raw), room)) };
+};
+
+/**
+ * Rejects a configuration where an idempotent write could be resent after the provider forgot its key: the last
+ * retry (budget) plus the reconcile's resubmit window must end before the key's lifetime does.
+ */
+export const assertResendWindowWithinKeyTtl = (
+  spec: RetrySpec & { readonly safety?: OperationSafety },
+  capabilities: RetryCapabilities,
+  reconcileResubmitWindowMs: number,
+): void => {
+  const safety = spec.safety ?? (capabilities.idempotencyKeys ? 'idempotent-write' : 'non-idempotent-write');
+  if (safety !== 'idempotent-write' || capabilities.keyTtlSeconds === null) return;
+  const ttlMs = capabilities.keyTtlSeconds * 1000;
+  const windowMs = spec.budgetMs + reconcileResubmitWindowMs;
+  if (windowMs >= ttlMs) {
+    throw ApplicationFailure.create({
+      type: ErrorType.ValidationError,
+      nonRetryable: true,
+      message:
+        `retry budget (${spec.budgetMs} ms) + reconcile resubmit window (${reconcileResubmitWindowMs} ms) = ` +
+        `${windowMs} ms reaches the provider's idempotency-key lifetime (${ttlMs} ms): ` +
+        'a resend after the provider forgot the key is a second charge',
+    });
+  }
+};

@@ -1,0 +1,64 @@
+import { z } from 'zod';
+import { MerchantId, ChargeRequest, IdempotencyKey } from './payment';
+import { ProviderOperation, RetrySpecFields, type RetryOverrides } from './retry';
+
+const Ms = z.number().int().positive().max(Number.MAX_SAFE_INTEGER);
+const SECOND = 1_000;
+const MINUTE = 60 * SECOND;
+const HOUR = 60 * MINUTE;
+const DAY = 24 * HOUR;
+
+/** Every delay the payment workflows use; all configurable (CONTRACTS.md: a real-time test runs the path in seconds). */
+export const PaymentTimings = z
+  .strictObject({
+    /** How long `submit` waits for the first provider call before answering `pending`. */
+    submitWaitMs: Ms,
+    /** Delays between the reconcile child's status checks; when they run out the payment goes to `needs_review`. */
+    reconcileScheduleMs: z.array(Ms).min(1),
+    /** How long the workflow keeps listening for late webhooks after the payment settled, before it completes. */
+    settleWindowMs: Ms,
+    /** A manual-capture authorization is voided when no capture arrived within this. */
+    authorizationExpiryMs: Ms,
+    /** Refunds are accepted for this long after capture; then the workflow completes. */
+    refundWindowMs: Ms,
+    /** The sweep picks up payments in `unknown` for longer than this (longer than the whole reconcile schedule). */
+    unknownSweepThresholdMs: Ms,
+  })
+  .refine((t) => t.unknownSweepThresholdMs > reconcileWindowMs(t), {
+    message: 'unknownSweepThresholdMs must exceed the whole reconcile schedule, or the sweep races the reconcile',
+    path: ['unknownSweepThresholdMs'],
+  });
+export type PaymentTimings = z.infer<typeof PaymentTimings>;
+
+/** Production defaults. */
+export const defaultPaymentTimings: PaymentTimings = {
+  submitWaitMs: 3 * SECOND,
+  reconcileScheduleMs: [30 * SECOND, 2 * MINUTE, 10 * MINUTE, HOUR, 6 * HOUR],
+  settleWindowMs: MINUTE,
+  authorizationExpiryMs: 7 * DAY,
+  refundWindowMs: 30 * DAY,
+  unknownSweepThresholdMs: 8 * HOUR,
+};
+
+/** The span of the reconcile schedule: the window in which a reconcile may resubmit with the original key. */
+export const reconcileWindowMs = (t: { readonly reconcileScheduleMs: readonly number[] }): number =>
+  t.reconcileScheduleMs.reduce((sum, ms) => sum + ms, 0);
+
+/** Per-operation partial retry overrides, as a schema (workflow inputs are parsed at the boundary too). */
+export const RetryOverridesSchema = z.partialRecord(
+  ProviderOperation,
+  RetrySpecFields.partial(),
+) satisfies z.ZodType<RetryOverrides>;
+
+/** Input of `chargeWorkflow`; built by the client after parsing the request and computing the fingerprint. */
+export const ChargeWorkflowInput = z.strictObject({
+  merchantId: MerchantId,
+  key: IdempotencyKey,
+  /** SHA-256 hex of `canonicalJson(significantFields(request))`. */
+  fingerprint: z.string().regex(/^[0-9a-f]{64}$/, { message: 'fingerprint must be SHA-256 hex' }),
+  /** Parsed, defaults applied. */
+  request: ChargeRequest,
+  timings: PaymentTimings,
+  retry: RetryOverridesSchema.optional(),
+});
+export type ChargeWorkflowInput = z.infer<typeof ChargeWorkflowInput>;

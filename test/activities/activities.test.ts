@@ -1,0 +1,489 @@
+/**
+ * The activities against the REAL simulator over HTTP (STYLE.md #8), run in a MockActivityEnvironment (no Temporal
+ * server): each test sets the attempt and the schedule timestamps Temporal would give it.
+ */
+import { randomUUID } from 'node:crypto';
+import { createServer } from 'node:net';
+import type { Info } from '@temporalio/activity';
+import { ApplicationFailure } from '@temporalio/common';
+import { MockActivityEnvironment } from '@temporalio/testing';
+import { DefaultLogger } from '@temporalio/worker';
+import { pino } from 'pino';
+import {
+  InMemoryCircuitBreaker,
+  createActivities,
+  providerIdempotencyKey,
+  type ActivityDeps,
+  type Activities,
+} from '../../src/activities';
+import { ErrorType } from '../../src/domain/errors';
+import {
+  RestProvider,
+  simulatorCapabilities,
+  simulatorCapabilitiesWithoutKeys,
+} from '../../src/providers/simulator-rest';
+import type { PaymentProvider, ProviderCapabilities } from '../../src/providers/types';
+import { startSimulator, type RunningSimulator } from '../../src/simulator/server';
+
+let sim: RunningSimulator;
+beforeAll(async () => {
+  sim = await startSimulator({ port: 0 });
+});
+afterAll(async () => {
+  await sim.close();
+});
+
+const providers: RestProvider[] = [];
+afterEach(async () => {
+  sim.clearFaults();
+  await Promise.all(providers.splice(0).map((p) => p.close()));
+});
+
+interface Setup {
+  readonly acts: Activities;
+  readonly apiKey: string;
+  readonly merchantId: string;
+  readonly provider: RestProvider;
+  readonly logs: string[];
+  readonly breaker: InMemoryCircuitBreaker;
+  /** Ledger rows of this test's api key. */
+  effects(operation?: string): { operation: string; idempotency_key: string | null; amount: number }[];
+}
+
+/** A fresh merchant (api key) per test, with or without idempotency keys at the simulator. */
+async function setup(opts: { keys?: boolean; baseUrl?: string; deps?: Partial<ActivityDeps> } = {}): Promise<Setup> {
+  const keys = opts.keys ?? true;
+  const apiKey = `sk_test_${randomUUID()}`;
+  await sim.setMerchant(apiKey, { idempotency: keys });
+  const capabilities: ProviderCapabilities = keys ? simulatorCapabilities() : simulatorCapabilitiesWithoutKeys();
+  const logs: string[] = [];
+  const logger = pino({ level: 'info' }, { write: (line: string) => void logs.push(line) });
+  const provider = new RestProvider({
+    name: 'simulator',
+    baseUrl: opts.baseUrl ?? sim.url,
+    apiKey,
+    capabilities,
+    connectTimeoutMs: 500,
+    totalTimeoutMs: 2_000,
+    logger: pino({ level: 'silent' }),
+  });
+  providers.push(provider);
+  const breaker = new InMemoryCircuitBreaker({ failureThreshold: 3, cooldownMs: 5_000 });
+  const acts = createActivities({
+    providers: { simulator: provider },
+    logger,
+    breaker,
+    random: () => 0.5,
+    ...opts.deps,
+  });
+  return {
+    acts,
+    apiKey,
+    merchantId: `m_${randomUUID().slice(0, 8)}`,
+    provider,
+    logs,
+    breaker,
+    effects: (operation) =>
+      sim.ledger(apiKey).effects.filter((e) => operation === undefined || e.operation === operation),
+  };
+}
+
+/** The environment of attempt `attempt` of an activity first scheduled `elapsedMs` ago, 120 s budget, 15 s attempts. */
+const attemptEnv = (attempt: number, elapsedMs = 0, info: Partial<Info> = {}) =>
+  new MockActivityEnvironment(
+    {
+      attempt,
+      scheduledTimestampMs: Date.now() - elapsedMs,
+      currentAttemptScheduledTimestampMs: Date.now(),
+      scheduleToCloseTimeoutMs: 120_000,
+      startToCloseTimeoutMs: 15_000,
+      ...info,
+    },
+    { logger: new DefaultLogger('ERROR') },
+  );
+
+/** `env.run` with the activity's own argument and result types (MockActivityEnvironment infers `unknown`). */
+const run = <A extends unknown[], R>(env: MockActivityEnvironment, fn: (...args: A) => Promise<R>, ...args: A) =>
+  env.run(fn, ...args) as Promise<R>;
+
+/** The ApplicationFailure a run rejects with. */
+async function failureOf(run: Promise<unknown>): Promise<ApplicationFailure> {
+  try {
+    await run;
+  } catch (err) {
+    expect(err).toBeInstanceOf(ApplicationFailure);
+    return err as ApplicationFailure;
+  }
+  throw new Error('expected the activity to fail');
+}
+
+const charge = (
+  s: Setup,
+  key: string,
+  patch: { reference?: string; capture?: 'automatic' | 'manual'; pm?: string } = {},
+) => ({
+  provider: 'simulator',
+  merchantId: s.merchantId,
+  key,
+  input: {
+    amount: 1_500,
+    currency: 'EUR',
+    reference: patch.reference ?? `order-${key}`,
+    paymentMethod: patch.pm ?? 'pm_card_visa',
+    capture: patch.capture ?? 'automatic',
+  },
+});
+
+describe('createPayment', () => {
+  it('sends the key derived from the scope, so a repeat is replayed, not charged twice', async () => {
+    const s = await setup();
+    const first = await run(attemptEnv(1), s.acts.createPayment, charge(s, 'k1'));
+    expect(first).toMatchObject({ outcome: 'succeeded', replayed: false, recovered: false });
+    const again = await run(attemptEnv(2), s.acts.createPayment, charge(s, 'k1'));
+    expect(again).toMatchObject({ outcome: 'succeeded', replayed: true });
+    expect(s.effects()).toHaveLength(1);
+    expect(s.effects()[0]?.idempotency_key).toBe(providerIdempotencyKey(s.merchantId, 'create', 'k1'));
+    expect(s.effects()[0]?.idempotency_key).not.toContain('k1');
+  });
+
+  it('a decline is an answer, not a failure', async () => {
+    const s = await setup();
+    await expect(
+      run(attemptEnv(1), s.acts.createPayment, charge(s, 'k2', { pm: 'pm_decline_insufficient_funds' })),
+    ).resolves.toEqual({
+      outcome: 'declined',
+      declineCode: 'insufficient_funds',
+    });
+    expect(s.effects()).toHaveLength(0);
+  });
+
+  it('commit_then_drop with keys: OutcomeUnknown, retried with backoff; the retry gets the stored answer', async () => {
+    const s = await setup();
+    sim.addFaults({
+      rules: [{ match: { operation: 'create', reference: 'order-k3' }, fault: 'commit_then_drop', times: 1 }],
+    });
+    const f = await failureOf(run(attemptEnv(1), s.acts.createPayment, charge(s, 'k3')));
+    expect(f).toMatchObject({ type: ErrorType.OutcomeUnknown, nonRetryable: false, nextRetryDelay: 250 });
+    expect(f.cause).toBeInstanceOf(Error);
+    const retry = await run(attemptEnv(2, 300), s.acts.createPayment, charge(s, 'k3'));
+    expect(retry).toMatchObject({ outcome: 'succeeded', replayed: true });
+    expect(s.effects('create')).toHaveLength(1);
+  });
+
+  it('commit_then_drop without keys: OutcomeUnknown is final; attempt 2 finds the payment instead of charging again', async () => {
+    const s = await setup({ keys: false });
+    sim.addFaults({
+      rules: [{ match: { operation: 'create', reference: 'order-k4' }, fault: 'commit_then_drop', times: 1 }],
+    });
+    const f = await failureOf(run(attemptEnv(1), s.acts.createPayment, charge(s, 'k4')));
+    expect(f).toMatchObject({ type: ErrorType.OutcomeUnknown, nonRetryable: true });
+    expect(f.nextRetryDelay).toBeUndefined();
+
+    // Attempt 2 happens anyway when attempt 1 timed out or its worker died mid-call.
+    const retry = await run(attemptEnv(2, 20_000), s.acts.createPayment, charge(s, 'k4'));
+    expect(retry).toMatchObject({
+      outcome: 'succeeded',
+      recovered: true,
+      payment: { amount: 1_500, reference: 'order-k4' },
+    });
+    expect(s.effects('create')).toHaveLength(1);
+    const creates = sim.ledger(s.apiKey).requests.filter((r) => r.operation === 'create');
+    expect(creates).toHaveLength(1); // looked up, never re-sent
+  });
+
+  it('without keys, attempt 2 sends when the look-up finds nothing (attempt 1 never reached the provider)', async () => {
+    const s = await setup({ keys: false });
+    const result = await run(attemptEnv(2, 5_000), s.acts.createPayment, charge(s, 'k5'));
+    expect(result).toMatchObject({ outcome: 'succeeded', recovered: false });
+    expect(s.effects('create')).toHaveLength(1);
+  });
+
+  it('without keys, an ambiguous look-up is an unknown outcome, never a guess', async () => {
+    const s = await setup({ keys: false });
+    for (const key of ['other-1', 'other-2']) {
+      await run(attemptEnv(1), s.acts.createPayment, charge(s, key, { reference: 'order-shared' }));
+    }
+    const f = await failureOf(
+      run(attemptEnv(2, 1_000), s.acts.createPayment, charge(s, 'k6', { reference: 'order-shared' })),
+    );
+    expect(f).toMatchObject({ type: ErrorType.OutcomeUnknown, nonRetryable: true });
+    expect(f.details?.[0]).toMatchObject({ reason: 'ambiguous_lookup_before_resend' });
+    expect(s.effects('create')).toHaveLength(2);
+  });
+
+  it('without keys, echoed metadata tells our payment from another of the same order', async () => {
+    const s = await setup({ keys: false });
+    const withMeta = (key: string) => {
+      const c = charge(s, key, { reference: 'order-meta' });
+      return { ...c, input: { ...c.input, metadata: { merchant_id: s.merchantId, payment_key: key } } };
+    };
+    await run(attemptEnv(1), s.acts.createPayment, withMeta('meta-other'));
+    sim.addFaults({ rules: [{ match: { operation: 'create' }, fault: 'commit_then_drop', times: 1 }] });
+    await failureOf(run(attemptEnv(1), s.acts.createPayment, withMeta('meta-mine')));
+    const retry = await run(attemptEnv(2, 1_000), s.acts.createPayment, withMeta('meta-mine'));
+    expect(retry).toMatchObject({ recovered: true, payment: { metadata: { payment_key: 'meta-mine' } } });
+    expect(s.effects('create')).toHaveLength(2);
+  });
+
+  it('without keys, a failed look-up before resend is NotSent (retryable): nothing was sent this attempt', async () => {
+    const s = await setup({ keys: false });
+    sim.addFaults({ rules: [{ match: { operation: 'lookup' }, fault: 'status', status: 500, times: 1 }] });
+    const f = await failureOf(run(attemptEnv(2, 1_000), s.acts.createPayment, charge(s, 'k7')));
+    expect(f).toMatchObject({ type: ErrorType.NotSent, nonRetryable: false });
+    expect(f.details?.[0]).toMatchObject({ reason: 'lookup_before_resend_failed' });
+    expect(s.effects()).toHaveLength(0);
+  });
+
+  it('503 with Retry-After: ProviderUnavailable, nextRetryDelay = Retry-After', async () => {
+    const s = await setup();
+    sim.addFaults({
+      rules: [{ match: { operation: 'create' }, fault: 'status', status: 503, retry_after_s: 7, times: 1 }],
+    });
+    const f = await failureOf(run(attemptEnv(1), s.acts.createPayment, charge(s, 'k8')));
+    expect(f).toMatchObject({ type: ErrorType.ProviderUnavailable, nonRetryable: false, nextRetryDelay: 7_000 });
+  });
+
+  it('429 whose Retry-After does not fit the budget: BudgetExhausted, the 429 as cause', async () => {
+    const s = await setup();
+    sim.addFaults({
+      rules: [{ match: { operation: 'create' }, fault: 'status', status: 429, retry_after_s: 60, times: 1 }],
+    });
+    const f = await failureOf(run(attemptEnv(5, 90_000), s.acts.createPayment, charge(s, 'k9')));
+    expect(f).toMatchObject({ type: ErrorType.BudgetExhausted, nonRetryable: true });
+    expect(f.details?.[0]).toMatchObject({ reason: 'retry-after', lastFailureType: ErrorType.ProviderUnavailable });
+    expect((f.cause as ApplicationFailure).type).toBe(ErrorType.ProviderUnavailable);
+  });
+
+  it('connection refused: NotSent, retryable; the breaker opens and then answers CircuitOpen without calling', async () => {
+    const port = await new Promise<number>((resolve) => {
+      const srv = createServer().listen(0, '127.0.0.1', () => {
+        const { port: p } = srv.address() as { port: number };
+        srv.close(() => resolve(p));
+      });
+    });
+    const s = await setup({ baseUrl: `http://127.0.0.1:${port}` });
+    for (let attempt = 1; attempt <= 3; attempt++) {
+      const f = await failureOf(run(attemptEnv(attempt, 1_000), s.acts.createPayment, charge(s, 'k10')));
+      expect(f).toMatchObject({ type: ErrorType.NotSent, nonRetryable: false });
+    }
+    const open = await failureOf(run(attemptEnv(4, 2_000), s.acts.createPayment, charge(s, 'k10')));
+    expect(open).toMatchObject({ type: ErrorType.CircuitOpen, nonRetryable: false });
+    expect(open.nextRetryDelay).toBeGreaterThan(4_000);
+    expect(open.nextRetryDelay).toBeLessThanOrEqual(5_000);
+  });
+});
+
+describe('capture, void, refund', () => {
+  const authorize = async (s: Setup, key: string) => {
+    const r = await run(attemptEnv(1), s.acts.createPayment, charge(s, key, { capture: 'manual' }));
+    if (r.outcome === 'declined') throw new Error('declined');
+    return r.payment.id;
+  };
+
+  it('capture in part, refund, void: each under its own derived key', async () => {
+    const s = await setup();
+    const id = await authorize(s, 'p1');
+    const captured = await run(attemptEnv(1), s.acts.capturePayment, {
+      provider: 'simulator',
+      merchantId: s.merchantId,
+      key: 'cap-1',
+      paymentId: id,
+      amount: 1_000,
+    });
+    expect(captured).toMatchObject({ status: 'succeeded', amountCaptured: 1_000 });
+    const refunded = await run(attemptEnv(1), s.acts.refundPayment, {
+      provider: 'simulator',
+      merchantId: s.merchantId,
+      key: 'ref-1',
+      paymentId: id,
+      amount: 400,
+      amountRefundedBefore: 0,
+    });
+    expect(refunded).toMatchObject({ recovered: false, refund: { amount: 400 }, payment: { amountRefunded: 400 } });
+    expect(s.effects().map((e) => [e.operation, e.idempotency_key])).toEqual([
+      ['create', providerIdempotencyKey(s.merchantId, 'create', 'p1')],
+      ['capture', providerIdempotencyKey(s.merchantId, 'capture', 'cap-1')],
+      ['refund', providerIdempotencyKey(s.merchantId, 'refund', 'ref-1')],
+    ]);
+
+    const other = await authorize(s, 'p2');
+    const voided = await run(attemptEnv(1), s.acts.voidPayment, {
+      provider: 'simulator',
+      merchantId: s.merchantId,
+      key: 'p2',
+      paymentId: other,
+    });
+    expect(voided.status).toBe('voided');
+  });
+
+  it('capture over the authorized amount: ProviderRejected, non-retryable', async () => {
+    const s = await setup();
+    const id = await authorize(s, 'p3');
+    const f = await failureOf(
+      run(attemptEnv(1), s.acts.capturePayment, {
+        provider: 'simulator',
+        merchantId: s.merchantId,
+        key: 'cap-3',
+        paymentId: id,
+        amount: 99_999,
+      }),
+    );
+    expect(f).toMatchObject({ type: ErrorType.ProviderRejected, nonRetryable: true });
+    expect(f.details?.[0]).toMatchObject({ status: 400, code: 'amount_too_large' });
+  });
+
+  it.each(['capture', 'void', 'refund'] as const)(
+    'without keys, %s after commit_then_drop: unknown on attempt 1, recovered on attempt 2, one effect',
+    async (operation) => {
+      const s = await setup({ keys: false });
+      const key = `p-${operation}`;
+      const id =
+        operation === 'refund'
+          ? ((await run(attemptEnv(1), s.acts.createPayment, charge(s, key))) as { payment: { id: string } }).payment.id
+          : await authorize(s, key);
+      sim.addFaults({ rules: [{ match: { operation }, fault: 'commit_then_drop', times: 1 }] });
+      const base = { provider: 'simulator', merchantId: s.merchantId, key: `${operation}-key`, paymentId: id };
+      const attemptOf = (attempt: number): Promise<unknown> =>
+        operation === 'capture'
+          ? run(attemptEnv(attempt, 1_000), s.acts.capturePayment, { ...base, amount: 1_500 })
+          : operation === 'void'
+            ? run(attemptEnv(attempt, 1_000), s.acts.voidPayment, base)
+            : run(attemptEnv(attempt, 1_000), s.acts.refundPayment, { ...base, amount: 500, amountRefundedBefore: 0 });
+
+      const f = await failureOf(attemptOf(1));
+      expect(f).toMatchObject({ type: ErrorType.OutcomeUnknown, nonRetryable: true });
+      const recovered = await attemptOf(2);
+      if (operation === 'refund')
+        expect(recovered).toMatchObject({ recovered: true, refund: null, payment: { amountRefunded: 500 } });
+      else expect(recovered).toMatchObject({ status: operation === 'void' ? 'voided' : 'succeeded' });
+      expect(s.effects(operation)).toHaveLength(1);
+    },
+  );
+});
+
+describe('lookupPayment and listProviderPayments', () => {
+  it('finds a charge by its derived key, a payment by id, and answers null for nothing', async () => {
+    const s = await setup();
+    const created = await run(attemptEnv(1), s.acts.createPayment, charge(s, 'l1'));
+    if (created.outcome === 'declined') throw new Error('declined');
+    const args = {
+      provider: 'simulator',
+      merchantId: s.merchantId,
+      operation: 'create' as const,
+      reference: 'order-l1',
+    };
+    expect(await run(attemptEnv(1), s.acts.lookupPayment, { ...args, key: 'l1' })).toMatchObject({
+      id: created.payment.id,
+    });
+    expect(
+      await run(attemptEnv(1), s.acts.lookupPayment, { ...args, key: 'never-sent', reference: 'order-none' }),
+    ).toBeNull();
+    expect(
+      await run(attemptEnv(1), s.acts.lookupPayment, {
+        ...args,
+        key: 'x',
+        operation: 'refund',
+        paymentId: created.payment.id,
+      }),
+    ).toMatchObject({ id: created.payment.id });
+  });
+
+  it('without keys, looks up by reference, narrowed by amount and currency', async () => {
+    const s = await setup({ keys: false });
+    await run(attemptEnv(1), s.acts.createPayment, charge(s, 'l2', { reference: 'order-l2' }));
+    const args = {
+      provider: 'simulator',
+      merchantId: s.merchantId,
+      key: 'l2',
+      operation: 'create' as const,
+      reference: 'order-l2',
+    };
+    expect(
+      await run(attemptEnv(1), s.acts.lookupPayment, { ...args, match: { amount: 1_500, currency: 'EUR' } }),
+    ).toMatchObject({
+      reference: 'order-l2',
+    });
+    expect(
+      await run(attemptEnv(1), s.acts.lookupPayment, { ...args, match: { amount: 1_501, currency: 'EUR' } }),
+    ).toBeNull();
+  });
+
+  it('a failing lookup is retryable even as OutcomeUnknown: reads are always safe', async () => {
+    const s = await setup({ keys: false });
+    sim.addFaults({ rules: [{ match: { operation: 'lookup' }, fault: 'status', status: 502, times: 1 }] });
+    const f = await failureOf(
+      run(attemptEnv(1), s.acts.lookupPayment, {
+        provider: 'simulator',
+        merchantId: s.merchantId,
+        key: 'l3',
+        operation: 'create',
+        reference: 'order-l3',
+      }),
+    );
+    expect(f).toMatchObject({ type: ErrorType.OutcomeUnknown, nonRetryable: false });
+  });
+
+  it('lists payments by creation time', async () => {
+    const s = await setup();
+    await run(attemptEnv(1), s.acts.createPayment, charge(s, 'l4'));
+    const page = await run(attemptEnv(1), s.acts.listProviderPayments, {
+      provider: 'simulator',
+      createdGte: 0,
+      limit: 10,
+    });
+    expect(page.data.map((p) => p.reference)).toContain('order-l4');
+  });
+});
+
+describe('plumbing', () => {
+  it('describeProvider answers the capability flags; an unknown provider is a non-retryable ValidationError', async () => {
+    const s = await setup({ keys: false });
+    expect(await run(attemptEnv(1), s.acts.describeProvider, 'simulator')).toEqual(simulatorCapabilitiesWithoutKeys());
+    const f = await failureOf(run(attemptEnv(1), s.acts.describeProvider, 'acme'));
+    expect(f).toMatchObject({ type: ErrorType.ValidationError, nonRetryable: true });
+  });
+
+  it('logs activity, attempt, keyHash and outcome, never the key, the token or the api key', async () => {
+    const s = await setup();
+    sim.addFaults({ rules: [{ match: { operation: 'create' }, fault: 'status', status: 503, times: 1 }] });
+    const key = 'secret-user-key-123';
+    await failureOf(run(attemptEnv(1), s.acts.createPayment, charge(s, key, { pm: 'pm_card_secret_token' })));
+    await run(attemptEnv(2, 1_000), s.acts.createPayment, charge(s, key, { pm: 'pm_card_secret_token' }));
+    const lines = s.logs.map((l) => JSON.parse(l) as Record<string, unknown>);
+    expect(lines.map((l) => [l.activity, l.attempt, l.outcome])).toEqual([
+      ['createPayment', 1, ErrorType.ProviderUnavailable],
+      ['createPayment', 2, 'succeeded'],
+    ]);
+    expect(lines.every((l) => typeof l.keyHash === 'string' && l.provider === 'simulator')).toBe(true);
+    const all = s.logs.join('\n');
+    for (const secret of [key, 'pm_card_secret_token', s.apiKey, providerIdempotencyKey(s.merchantId, 'create', key)]) {
+      expect(all).not.toContain(secret);
+    }
+  });
+
+  it('an unexpected error from a provider is an unknown outcome (typed fake provider)', async () => {
+    const broken: PaymentProvider = {
+      name: 'broken',
+      capabilities: simulatorCapabilitiesWithoutKeys(),
+      createPayment: () => Promise.reject(new TypeError('undefined is not a function')),
+      capturePayment: () => Promise.reject(new TypeError('x')),
+      voidPayment: () => Promise.reject(new TypeError('x')),
+      refundPayment: () => Promise.reject(new TypeError('x')),
+      getPayment: () => Promise.resolve(null),
+      findByIdempotencyKey: () => Promise.resolve(null),
+      findByReference: () => Promise.resolve([]),
+      listPayments: () => Promise.resolve({ data: [], hasMore: false }),
+    };
+    const acts = createActivities({ providers: { broken }, logger: pino({ level: 'silent' }) });
+    const f = await failureOf(
+      run(attemptEnv(1), acts.createPayment, {
+        provider: 'broken',
+        merchantId: 'm',
+        key: 'k',
+        input: { amount: 1, currency: 'EUR', reference: 'o', paymentMethod: 'pm', capture: 'automatic' },
+      }),
+    );
+    expect(f).toMatchObject({ type: ErrorType.OutcomeUnknown, nonRetryable: true });
+    expect(f.cause).toBeInstanceOf(TypeError);
+  });
+});

@@ -1,0 +1,152 @@
+import { ConfigError, developmentDefaults, loadConfig } from '../../src/config';
+import { defaultPaymentTimings } from '../../src/domain';
+
+/** The variables a ConfigError names, in order. */
+const failingVariables = (env: Record<string, string>): string[] => {
+  try {
+    loadConfig(env);
+  } catch (err) {
+    if (err instanceof ConfigError) return err.issues.map((i) => i.variable);
+    throw err;
+  }
+  throw new Error('expected a ConfigError');
+};
+
+describe('loadConfig', () => {
+  it('has development defaults for everything', () => {
+    const c = loadConfig({});
+    expect(c).toMatchObject({
+      TEMPORAL_ADDRESS: '127.0.0.1:7233',
+      TEMPORAL_NAMESPACE: 'default',
+      TASK_QUEUE: 'payments',
+      PORT: 3000,
+      SIMULATOR_PORT: 4010,
+      SIMULATOR_URL: 'http://127.0.0.1:4010',
+      PROVIDER_API_KEY: developmentDefaults.PROVIDER_API_KEY,
+      PROVIDER_KEY_TTL_S: 86_400,
+      PROVIDER_IDEMPOTENCY: true,
+      LOG_LEVEL: 'info',
+      API_TOKENS: [{ merchantId: 'dev_merchant', token: 'pw_dev_token_change_me' }],
+      usingDevelopmentSecrets: true,
+      timings: defaultPaymentTimings,
+      retry: {},
+      providerCapabilities: {
+        idempotencyKeys: true,
+        keyTtlSeconds: 86_400,
+        lookupByKey: true,
+        lookupByReference: true,
+      },
+    });
+  });
+
+  it('is pure: reads only what it is given', () => {
+    expect(loadConfig({ PORT: '8080' }).PORT).toBe(8080);
+    expect(loadConfig({}).PORT).toBe(3000);
+  });
+
+  it('parses every timing and retry override, and treats empty values as unset', () => {
+    const c = loadConfig({
+      SUBMIT_WAIT_MS: '200',
+      RECONCILE_SCHEDULE_MS: '100, 200,400',
+      SETTLE_WINDOW_MS: '300',
+      AUTH_EXPIRY_MS: '5000',
+      REFUND_WINDOW_MS: '6000',
+      UNKNOWN_SWEEP_THRESHOLD_MS: '1000',
+      RETRY_INITIAL_INTERVAL_MS: '50',
+      RETRY_MAX_INTERVAL_MS: '500',
+      RETRY_CREATE_BUDGET_MS: '20000',
+      RETRY_LOOKUP_MAX_ATTEMPTS: '3',
+      PROVIDER_TOTAL_TIMEOUT_MS: '',
+    });
+    expect(c.timings).toEqual({
+      submitWaitMs: 200,
+      reconcileScheduleMs: [100, 200, 400],
+      settleWindowMs: 300,
+      authorizationExpiryMs: 5000,
+      refundWindowMs: 6000,
+      unknownSweepThresholdMs: 1000,
+    });
+    expect(c.retry.create).toEqual({ initialIntervalMs: 50, maximumIntervalMs: 500, budgetMs: 20_000 });
+    expect(c.retry.lookup).toEqual({ initialIntervalMs: 50, maximumIntervalMs: 500, maximumAttempts: 3 });
+    expect(c.PROVIDER_TOTAL_TIMEOUT_MS).toBe(10_000);
+  });
+
+  it('parses API tokens and a provider without idempotency keys', () => {
+    const c = loadConfig({
+      API_TOKENS: 'shop_a:tok_aaaaaaaaaaaaaaaa, shop_b:tok_bbbbbbbbbbbbbbbb',
+      PROVIDER_IDEMPOTENCY: 'false',
+    });
+    expect(c.API_TOKENS).toEqual([
+      { merchantId: 'shop_a', token: 'tok_aaaaaaaaaaaaaaaa' },
+      { merchantId: 'shop_b', token: 'tok_bbbbbbbbbbbbbbbb' },
+    ]);
+    expect(c.providerCapabilities).toEqual({
+      idempotencyKeys: false,
+      keyTtlSeconds: null,
+      lookupByKey: false,
+      lookupByReference: true,
+    });
+  });
+
+  it('lists every invalid variable at once, without echoing values', () => {
+    let error: ConfigError | undefined;
+    try {
+      loadConfig({ PORT: 'http', LOG_LEVEL: 'loud', RETRY_VOID_BUDGET_MS: '-1', API_TOKENS: 'no-colon-sekrit-value' });
+    } catch (err) {
+      error = err as ConfigError;
+    }
+    expect(error).toBeInstanceOf(ConfigError);
+    expect(error?.issues.map((i) => i.variable)).toEqual(['PORT', 'LOG_LEVEL', 'RETRY_VOID_BUDGET_MS', 'API_TOKENS']);
+    expect(error?.message).toMatch(/^Invalid configuration:\n {2}PORT: must be a whole number/);
+    expect(error?.message).not.toContain('sekrit');
+  });
+
+  it.each<[Record<string, string>, string]>([
+    [{ TEMPORAL_ADDRESS: 'localhost' }, 'TEMPORAL_ADDRESS'],
+    [{ SIMULATOR_URL: 'ftp://x' }, 'SIMULATOR_URL'],
+    [{ PROVIDER_IDEMPOTENCY: 'maybe' }, 'PROVIDER_IDEMPOTENCY'],
+    [{ RECONCILE_SCHEDULE_MS: '30000,,x' }, 'RECONCILE_SCHEDULE_MS'],
+    [{ UNKNOWN_SWEEP_THRESHOLD_MS: '1000' }, 'UNKNOWN_SWEEP_THRESHOLD_MS'],
+    [{ API_TOKENS: 'a:tok_aaaaaaaaaaaaaaaa,b:tok_aaaaaaaaaaaaaaaa' }, 'API_TOKENS'],
+    [{ API_TOKENS: 'bad:merchant:tok_aaaaaaaaaaaaaaaa' }, 'API_TOKENS'],
+    [{ PROVIDER_CONNECT_TIMEOUT_MS: '20000' }, 'PROVIDER_CONNECT_TIMEOUT_MS'],
+    [{ PROVIDER_TOTAL_TIMEOUT_MS: '15000' }, 'PROVIDER_TOTAL_TIMEOUT_MS'],
+    [{ RETRY_CREATE_ATTEMPT_TIMEOUT_MS: '200000' }, 'RETRY_CREATE_*'],
+  ])('rejects %j at %s', (env, variable) => {
+    expect(failingVariables(env)).toContain(variable);
+  });
+
+  it('requires real secrets in production', () => {
+    expect(failingVariables({ NODE_ENV: 'production' })).toEqual(['PROVIDER_API_KEY', 'API_TOKENS', 'WEBHOOK_SECRET']);
+    const c = loadConfig({
+      NODE_ENV: 'production',
+      PROVIDER_API_KEY: 'sk_live_xxxxxxxx',
+      API_TOKENS: 'shop:tok_live_0123456789abcdef',
+      WEBHOOK_SECRET: 'whsec_live_xxxxxxxx',
+    });
+    expect(c.usingDevelopmentSecrets).toBe(false);
+  });
+
+  it('rejects a retry budget plus reconcile window that outlives the provider key, saying why', () => {
+    let error: ConfigError | undefined;
+    try {
+      loadConfig({ PROVIDER_KEY_TTL_S: '3600' });
+    } catch (err) {
+      error = err as ConfigError;
+    }
+    expect(error?.issues.map((i) => i.variable)).toEqual(Array(4).fill('PROVIDER_KEY_TTL_S'));
+    expect(error?.issues[0]?.message).toMatch(
+      /^create: .*a resend after the provider forgot the key is a second charge/,
+    );
+    // Shorter reconcile schedule: fits in an hour.
+    expect(() =>
+      loadConfig({
+        PROVIDER_KEY_TTL_S: '3600',
+        RECONCILE_SCHEDULE_MS: '30000,120000,600000',
+        UNKNOWN_SWEEP_THRESHOLD_MS: '3000000',
+      }),
+    ).not.toThrow();
+    // Without keys there is no resend to protect.
+    expect(() => loadConfig({ PROVIDER_KEY_TTL_S: '3600', PROVIDER_IDEMPOTENCY: 'false' })).not.toThrow();
+  });
+});

@@ -1,0 +1,224 @@
+import { ApplicationFailure } from '@temporalio/common';
+import fc from 'fast-check';
+import {
+  ErrorType,
+  RetrySpec,
+  assertResendWindowWithinKeyTtl,
+  computeRetryDelayMs,
+  defaultRetrySpecs,
+  operationSafety,
+  retrySpecFor,
+  toActivityOptions,
+  type RetryCapabilities,
+} from '../../src/domain';
+
+const withKeys: RetryCapabilities = { idempotencyKeys: true, keyTtlSeconds: 86_400 };
+const withoutKeys: RetryCapabilities = { idempotencyKeys: false, keyTtlSeconds: null };
+
+const spec: RetrySpec = {
+  initialIntervalMs: 1_000,
+  backoffCoefficient: 2,
+  maximumIntervalMs: 20_000,
+  jitter: 'full',
+  budgetMs: 120_000,
+  attemptTimeoutMs: 15_000,
+};
+
+const arbSpec: fc.Arbitrary<RetrySpec> = fc
+  .record({
+    initialIntervalMs: fc.integer({ min: 1, max: 60_000 }),
+    backoffCoefficient: fc.double({ min: 1, max: 10, noNaN: true }),
+    extraMaxMs: fc.integer({ min: 0, max: 600_000 }),
+    jitter: fc.constantFrom('full' as const, 'none' as const),
+    attemptTimeoutMs: fc.integer({ min: 1, max: 120_000 }),
+    extraBudgetMs: fc.integer({ min: 0, max: 3_600_000 }),
+    maximumAttempts: fc.option(fc.integer({ min: 1, max: 50 }), { nil: undefined }),
+  })
+  .map(({ extraMaxMs, extraBudgetMs, maximumAttempts, ...s }) => ({
+    ...s,
+    maximumIntervalMs: s.initialIntervalMs + extraMaxMs,
+    budgetMs: s.attemptTimeoutMs + extraBudgetMs,
+    ...(maximumAttempts === undefined ? {} : { maximumAttempts }),
+  }));
+
+const arbInput = fc.record({
+  spec: arbSpec,
+  attempt: fc.integer({ min: 1, max: 200 }),
+  r: fc.double({ min: 0, max: 1, maxExcluded: true, noNaN: true }),
+  retryAfterMs: fc.option(fc.integer({ min: 0, max: 7_200_000 }), { nil: undefined }),
+  elapsedMs: fc.integer({ min: 0, max: 8_000_000 }),
+});
+
+describe('computeRetryDelayMs (properties)', () => {
+  it('is never negative and never more than the remaining budget minus one attempt', () => {
+    fc.assert(
+      fc.property(arbInput, ({ spec: s, attempt, r, retryAfterMs, elapsedMs }) => {
+        const d = computeRetryDelayMs({ spec: s, attempt, random: () => r, elapsedMs, retryAfterMs });
+        if (d.exhausted) return;
+        expect(d.delayMs).toBeGreaterThanOrEqual(0);
+        expect(Number.isInteger(d.delayMs)).toBe(true);
+        expect(d.delayMs).toBeLessThanOrEqual(s.budgetMs - elapsedMs);
+        // The next attempt always has its whole timeout inside the budget.
+        expect(elapsedMs + d.delayMs + s.attemptTimeoutMs).toBeLessThanOrEqual(s.budgetMs);
+      }),
+      { numRuns: 2_000 },
+    );
+  });
+
+  it('answers exactly the Retry-After when it fits, and exhausted when it does not', () => {
+    fc.assert(
+      fc.property(arbInput, ({ spec: s, attempt, r, retryAfterMs, elapsedMs }) => {
+        fc.pre(retryAfterMs !== undefined);
+        fc.pre(s.maximumAttempts === undefined || attempt < s.maximumAttempts);
+        const d = computeRetryDelayMs({ spec: s, attempt, random: () => r, elapsedMs, retryAfterMs });
+        const fits = elapsedMs + (retryAfterMs ?? 0) + s.attemptTimeoutMs <= s.budgetMs;
+        expect(d).toEqual(fits ? { delayMs: retryAfterMs } : { exhausted: true, reason: expect.any(String) });
+      }),
+      { numRuns: 2_000 },
+    );
+  });
+
+  it('stays within the exponential ceiling without Retry-After', () => {
+    fc.assert(
+      fc.property(arbInput, ({ spec: s, attempt, r, elapsedMs }) => {
+        const d = computeRetryDelayMs({ spec: s, attempt, random: () => r, elapsedMs });
+        if (d.exhausted) return;
+        const ceiling = Math.min(s.maximumIntervalMs, s.initialIntervalMs * s.backoffCoefficient ** (attempt - 1));
+        expect(d.delayMs).toBeLessThanOrEqual(Math.ceil(ceiling));
+      }),
+      { numRuns: 2_000 },
+    );
+  });
+
+  it('stops at maximumAttempts', () => {
+    fc.assert(
+      fc.property(arbInput, ({ spec: s, attempt, r, elapsedMs }) => {
+        fc.pre(s.maximumAttempts !== undefined && attempt >= s.maximumAttempts);
+        expect(computeRetryDelayMs({ spec: s, attempt, random: () => r, elapsedMs })).toEqual({
+          exhausted: true,
+          reason: 'attempts',
+        });
+      }),
+    );
+  });
+});
+
+describe('computeRetryDelayMs (examples)', () => {
+  const at = (attempt: number, r: number, extra: { retryAfterMs?: number; elapsedMs?: number } = {}) =>
+    computeRetryDelayMs({ spec, attempt, random: () => r, elapsedMs: extra.elapsedMs ?? 0, ...extra });
+
+  it('full jitter: random() × min(max, initial × 2^(attempt-1))', () => {
+    expect(at(1, 0.5)).toEqual({ delayMs: 500 });
+    expect(at(3, 0.5)).toEqual({ delayMs: 2_000 });
+    expect(at(10, 0.999)).toEqual({ delayMs: 19_980 }); // capped at maximumInterval
+    expect(at(2, 0)).toEqual({ delayMs: 0 });
+  });
+
+  it('no jitter: the ceiling itself', () => {
+    expect(
+      computeRetryDelayMs({ spec: { ...spec, jitter: 'none' }, attempt: 4, random: () => 0, elapsedMs: 0 }),
+    ).toEqual({
+      delayMs: 8_000,
+    });
+  });
+
+  it('Retry-After wins over the backoff, even above maximumInterval', () => {
+    expect(at(1, 0.5, { retryAfterMs: 30_000 })).toEqual({ delayMs: 30_000 });
+    expect(at(1, 0.5, { retryAfterMs: 0 })).toEqual({ delayMs: 0 });
+  });
+
+  it('shortens the backoff to what the budget leaves, and gives up when no attempt fits', () => {
+    // 120 s budget, 100 s gone, 15 s attempt: 5 s left to wait.
+    expect(at(10, 0.999, { elapsedMs: 100_000 })).toEqual({ delayMs: 5_000 });
+    expect(at(1, 0.5, { elapsedMs: 105_001 })).toEqual({ exhausted: true, reason: 'budget' });
+    expect(at(1, 0.5, { elapsedMs: 100_000, retryAfterMs: 6_000 })).toEqual({ exhausted: true, reason: 'retry-after' });
+  });
+});
+
+describe('retrySpecFor and toActivityOptions', () => {
+  it('derives the safety from the operation and the provider', () => {
+    expect(operationSafety('create', withKeys)).toBe('idempotent-write');
+    expect(operationSafety('create', withoutKeys)).toBe('non-idempotent-write');
+    expect(operationSafety('refund', withoutKeys)).toBe('non-idempotent-write');
+    expect(operationSafety('lookup', withoutKeys)).toBe('read');
+    expect(operationSafety('list', withKeys)).toBe('read');
+    expect(retrySpecFor('void', withoutKeys)).toMatchObject({ operation: 'void', safety: 'non-idempotent-write' });
+  });
+
+  it('applies overrides and validates the result', () => {
+    expect(retrySpecFor('create', withKeys, { budgetMs: 30_000 }).budgetMs).toBe(30_000);
+    const err = (() => {
+      try {
+        retrySpecFor('create', withKeys, { attemptTimeoutMs: 60_000, budgetMs: 30_000 });
+      } catch (e) {
+        return e;
+      }
+    })();
+    expect(err).toBeInstanceOf(ApplicationFailure);
+    expect((err as ApplicationFailure).type).toBe(ErrorType.ValidationError);
+    expect((err as ApplicationFailure).nonRetryable).toBe(true);
+    expect((err as Error).message).toMatch(/attemptTimeoutMs/);
+  });
+
+  it('every preset is a valid spec', () => {
+    for (const preset of Object.values(defaultRetrySpecs)) expect(RetrySpec.safeParse(preset).success).toBe(true);
+  });
+
+  it('maps a spec onto Temporal activity options', () => {
+    const create = retrySpecFor('create', withKeys, { maximumAttempts: 7 });
+    expect(toActivityOptions(create, create.safety)).toEqual({
+      startToCloseTimeout: 15_000,
+      scheduleToCloseTimeout: 120_000,
+      retry: {
+        initialInterval: 500,
+        backoffCoefficient: 2,
+        maximumInterval: 20_000,
+        maximumAttempts: 7,
+        nonRetryableErrorTypes: [
+          ErrorType.ProviderRejected,
+          ErrorType.BudgetExhausted,
+          ErrorType.IdempotencyKeyReused,
+          ErrorType.ValidationError,
+          ErrorType.InvalidTransition,
+        ],
+      },
+    });
+  });
+
+  it('makes OutcomeUnknown non-retryable for a write without keys only', () => {
+    const types = (caps: RetryCapabilities, op: 'create' | 'lookup') => {
+      const s = retrySpecFor(op, caps);
+      return toActivityOptions(s, s.safety).retry?.nonRetryableErrorTypes;
+    };
+    expect(types(withoutKeys, 'create')).toContain(ErrorType.OutcomeUnknown);
+    expect(types(withKeys, 'create')).not.toContain(ErrorType.OutcomeUnknown);
+    expect(types(withoutKeys, 'lookup')).not.toContain(ErrorType.OutcomeUnknown);
+  });
+});
+
+describe('assertResendWindowWithinKeyTtl', () => {
+  it('rejects a budget plus resubmit window that reaches the key lifetime, and says why', () => {
+    const create = retrySpecFor('create', { idempotencyKeys: true, keyTtlSeconds: 3_600 });
+    expect(() =>
+      assertResendWindowWithinKeyTtl(create, { idempotencyKeys: true, keyTtlSeconds: 3_600 }, 3_480_000),
+    ).toThrow(/a resend after the provider forgot the key is a second charge/);
+    // Exactly at the lifetime is already too late.
+    expect(() =>
+      assertResendWindowWithinKeyTtl(create, { idempotencyKeys: true, keyTtlSeconds: 3_600 }, 3_600_000 - 120_000),
+    ).toThrow(ApplicationFailure);
+    expect(() =>
+      assertResendWindowWithinKeyTtl(create, { idempotencyKeys: true, keyTtlSeconds: 3_600 }, 3_600_000 - 120_001),
+    ).not.toThrow();
+  });
+
+  it('has nothing to check without keys, without expiry, or for a read', () => {
+    expect(() => assertResendWindowWithinKeyTtl(spec, withoutKeys, 10 ** 12)).not.toThrow();
+    expect(() =>
+      assertResendWindowWithinKeyTtl(spec, { idempotencyKeys: true, keyTtlSeconds: null }, 10 ** 12),
+    ).not.toThrow();
+    const lookup = retrySpecFor('lookup', { idempotencyKeys: true, keyTtlSeconds: 1 });
+    expect(() =>
+      assertResendWindowWithinKeyTtl(lookup, { idempotencyKeys: true, keyTtlSeconds: 1 }, 10 ** 9),
+    ).not.toThrow();
+  });
+});
