@@ -101,6 +101,7 @@ export async function handleProviderRequest(
     idempotency_key: key,
     reference,
     at: ctx.store.nowS(),
+    at_ms: ctx.store.nowMs(),
     status: null,
   });
   const fault = ctx.faults.match({ operation: route.operation, reference, key });

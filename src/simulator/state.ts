@@ -74,6 +74,8 @@ export const LedgerRequest = z.object({
   idempotency_key: z.string().nullable(),
   reference: z.string().nullable(),
   at: z.int(),
+  /** `at` in milliseconds: retry gaps (Retry-After, backoff) are measured with it. */
+  at_ms: z.int().optional(),
   status: z.int().nullable(),
   fault: FaultKind.optional(),
   replayed: z.boolean().optional(),

@@ -51,6 +51,11 @@ export class SimStore {
     return Math.floor(Date.now() / 1000 + this.clockOffsetS);
   }
 
+  /** Current simulator time in unix milliseconds (for measuring retry gaps finer than a second). */
+  nowMs(): number {
+    return Math.floor(Date.now() + this.clockOffsetS * 1000);
+  }
+
   /** Moves the simulator clock forward; returns the new time. */
   advanceClock(seconds: number): number {
     this.clockOffsetS += seconds;
