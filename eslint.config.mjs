@@ -6,7 +6,7 @@ import { builtinModules } from 'node:module';
 const nodeBuiltins = [...builtinModules, ...builtinModules.map((m) => `node:${m}`)];
 
 export default tseslint.config(
-  { ignores: ['node_modules/', 'dist/', '.temporal/', 'coverage/', 'eslint.config.mjs'] },
+  { ignores: ['node_modules/', 'dist/', '.temporal/', 'coverage/', 'eslint.config.mjs', 'jest.config.js'] },
   eslint.configs.recommended,
   ...tseslint.configs.recommended,
   {

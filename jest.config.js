@@ -6,6 +6,7 @@ module.exports = {
   transform: { '^.+\\.ts$': ['@swc/jest', { jsc: { target: 'es2022' } }] },
   // One dev server for the whole run (updates, visibility, schedules); every time-skipping test file starts its own
   // test server, so skipped time is never shared between concurrently running files.
+  setupFiles: ['<rootDir>/test/setup-runtime.ts'],
   globalSetup: '<rootDir>/test/global-setup.ts',
   globalTeardown: '<rootDir>/test/global-teardown.ts',
   maxWorkers: 2,

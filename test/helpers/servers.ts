@@ -2,7 +2,9 @@
  * Shared Temporal server plumbing for tests. The jest global setup resolves both executables once and starts one dev
  * server; test files reach them through these helpers.
  */
+import { temporal } from '@temporalio/proto';
 import { TestWorkflowEnvironment } from '@temporalio/testing';
+import { paymentSearchAttributes } from '../../src/domain/search-attributes';
 import { TEMPORAL_TEST_SERVER, resolveBinary, startWith } from '../../scripts/lib/temporal-binaries';
 
 /** Env var through which the global setup hands the dev server's address to the test workers. */
@@ -14,9 +16,17 @@ export const DEV_SERVER_ADDRESS_ENV = 'PW_TEST_DEV_SERVER_ADDRESS';
  */
 export async function createTimeSkippingEnv(): Promise<TestWorkflowEnvironment> {
   const resolved = await resolveBinary(TEMPORAL_TEST_SERVER);
-  return startWith(resolved, TEMPORAL_TEST_SERVER, (executable) =>
+  const env = await startWith(resolved, TEMPORAL_TEST_SERVER, (executable) =>
     TestWorkflowEnvironment.createTimeSkipping({ server: { executable } }),
   );
+  // The payment workflows upsert these; the test server, like any namespace, must know them first.
+  await env.connection.operatorService.addSearchAttributes({
+    namespace: env.namespace ?? 'default',
+    searchAttributes: Object.fromEntries(
+      paymentSearchAttributes.map((k) => [k.name, temporal.api.enums.v1.IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD]),
+    ),
+  });
+  return env;
 }
 
 /** A connection to the run's shared dev server (updates, visibility, schedules). Tear it down after the file. */

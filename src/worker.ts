@@ -1,0 +1,100 @@
+/**
+ * The worker process: one worker on the workflow task queue, plus one activity worker per provider on that
+ * provider's own task queue (bulkheads: a slow provider exhausts only its own slots).
+ */
+import { NativeConnection, Worker, type WorkerOptions } from '@temporalio/worker';
+import pino, { type Logger } from 'pino';
+import { type Activities, createActivities } from './activities';
+import { loadConfig } from './config';
+import { providerTaskQueue } from './domain/ids';
+import { connectionOptions } from './temporal-connection';
+import { createProvider } from './providers';
+import type { PaymentProvider } from './providers/types';
+
+export interface WorkerSetup {
+  readonly connection: NativeConnection;
+  readonly namespace: string;
+  readonly taskQueue: string;
+  readonly providers: Readonly<Record<string, PaymentProvider>>;
+  readonly logger: Logger;
+  /** A prebuilt bundle (production) or the path to bundle at start-up (development, tests). */
+  readonly workflows: Pick<WorkerOptions, 'workflowBundle'> | Pick<WorkerOptions, 'workflowsPath'>;
+  /** Extra activities (e.g. the sweep's visibility queries) registered beside the provider activities. */
+  readonly activities?: Partial<Activities>;
+  readonly maxConcurrentActivityTaskExecutions?: number;
+}
+
+/** Builds the workflow worker and one activity worker per provider. */
+export async function createWorkers(setup: WorkerSetup): Promise<Worker[]> {
+  const activities = { ...createActivities({ providers: setup.providers, logger: setup.logger }), ...setup.activities };
+  const workflowWorker = await Worker.create({
+    connection: setup.connection,
+    namespace: setup.namespace,
+    taskQueue: setup.taskQueue,
+    ...setup.workflows,
+    // Local activities (describeProvider) run here, beside the workflows.
+    activities,
+  });
+  const providerWorkers = await Promise.all(
+    Object.keys(setup.providers).map((name) =>
+      Worker.create({
+        connection: setup.connection,
+        namespace: setup.namespace,
+        taskQueue: providerTaskQueue(setup.taskQueue, name),
+        activities,
+        maxConcurrentActivityTaskExecutions: setup.maxConcurrentActivityTaskExecutions ?? 50,
+      }),
+    ),
+  );
+  return [workflowWorker, ...providerWorkers];
+}
+
+/** Runs workers until one fails or all are shut down (SIGINT/SIGTERM make them drain). */
+export async function runWorkers(workers: Worker[]): Promise<void> {
+  await Promise.all(workers.map((w) => w.run()));
+}
+
+async function main() {
+  const config = loadConfig();
+  const logger = pino({ level: config.LOG_LEVEL, base: { component: 'worker' } });
+  const connection = await NativeConnection.connect(connectionOptions(config));
+  const providers = {
+    simulator: createProvider(
+      {
+        name: 'simulator',
+        baseUrl: config.SIMULATOR_URL,
+        apiKey: config.PROVIDER_API_KEY,
+        capabilities: config.providerCapabilities,
+        connectTimeoutMs: config.PROVIDER_CONNECT_TIMEOUT_MS,
+        totalTimeoutMs: config.PROVIDER_TOTAL_TIMEOUT_MS,
+      },
+      logger,
+    ),
+  };
+  const workers = await createWorkers({
+    connection,
+    namespace: config.TEMPORAL_NAMESPACE,
+    taskQueue: config.TASK_QUEUE,
+    providers,
+    logger,
+    workflows: process.env.WORKFLOW_BUNDLE_PATH
+      ? { workflowBundle: { codePath: process.env.WORKFLOW_BUNDLE_PATH } }
+      : { workflowsPath: require.resolve('./workflows') },
+  });
+  logger.info({ taskQueue: config.TASK_QUEUE, providers: Object.keys(providers) }, 'worker running');
+  try {
+    await runWorkers(workers);
+  } finally {
+    await connection.close();
+  }
+}
+
+if (require.main === module) {
+  main().then(
+    () => process.exit(0),
+    (err: unknown) => {
+      console.error(err);
+      process.exit(1);
+    },
+  );
+}

@@ -1,0 +1,49 @@
+import { proxyActivities, proxyLocalActivities } from '@temporalio/workflow';
+import type { Activities } from '../activities';
+import { type ProviderOperation, type RetryOverrides, retrySpecFor, toActivityOptions } from '../domain/retry';
+import { providerTaskQueue } from '../domain/ids';
+import type { ProviderCapabilities } from '../providers/types';
+
+/** Reads the provider's capability flags on the workflow's own worker; recorded in history, so replay-safe. */
+export const { describeProvider } = proxyLocalActivities<Activities>({
+  startToCloseTimeout: '5s',
+  scheduleToCloseTimeout: '1m',
+  retry: { maximumInterval: '5s' },
+});
+
+/** Metadata sent with a charge so the provider's webhooks name the payment's workflow (never customer data). */
+export const paymentMetadata = (merchantId: string, key: string): Record<string, string> => ({
+  merchant_id: merchantId,
+  payment_key: key,
+});
+
+/**
+ * Typed activity proxies for one provider, each operation with the retry policy its safety allows against that
+ * provider, all on the provider's own task queue (bulkhead).
+ */
+export function providerActivities(
+  workflowTaskQueue: string,
+  provider: string,
+  capabilities: ProviderCapabilities,
+  retry?: RetryOverrides,
+) {
+  const taskQueue = providerTaskQueue(workflowTaskQueue, provider);
+  const optionsFor = (operation: ProviderOperation) => {
+    const spec = retrySpecFor(operation, capabilities, retry?.[operation]);
+    return { ...toActivityOptions(spec, spec.safety), taskQueue };
+  };
+  return {
+    write: {
+      createPayment: proxyActivities<Activities>(optionsFor('create')).createPayment,
+      capturePayment: proxyActivities<Activities>(optionsFor('capture')).capturePayment,
+      voidPayment: proxyActivities<Activities>(optionsFor('void')).voidPayment,
+      refundPayment: proxyActivities<Activities>(optionsFor('refund')).refundPayment,
+    },
+    lookup: {
+      lookupPayment: proxyActivities<Activities>(optionsFor('lookup')).lookupPayment,
+      listProviderPayments: proxyActivities<Activities>(optionsFor('list')).listProviderPayments,
+    },
+    /** The create budget: a resend with the same key must land before the provider forgets the key. */
+    createBudgetMs: retrySpecFor('create', capabilities, retry?.create).budgetMs,
+  };
+}

@@ -1,0 +1,530 @@
+import {
+  ApplicationFailure,
+  ParentClosePolicy,
+  allHandlersFinished,
+  condition,
+  makeContinueAsNewFunc,
+  executeChild,
+  getExternalWorkflowHandle,
+  log,
+  setHandler,
+  startChild,
+  upsertSearchAttributes,
+  workflowInfo,
+} from '@temporalio/workflow';
+import {
+  captureUpdate,
+  ensureReconcileSignal,
+  paymentQuery,
+  reconcileResolvedSignal,
+  refundUpdate,
+  resolveUpdate,
+  submitUpdate,
+  webhookSignal,
+} from '../domain/definitions';
+import { ErrorType } from '../domain/errors';
+import { captureWorkflowId, reconcileWorkflowId, refundWorkflowId } from '../domain/ids';
+import type { ReconcileInput, ReconcileResult } from '../domain/operations';
+import type { PaymentStatus, PaymentView } from '../domain/payment';
+import { MerchantIdAttr, OrderIdAttr, PaymentStatusAttr, ProviderAttr } from '../domain/search-attributes';
+import type { ChargeWorkflowInput } from '../domain/workflow-inputs';
+import type { ProviderCapabilities } from '../providers/types';
+import { describeProvider, paymentMetadata, providerActivities } from './activity-options';
+import { captureWorkflow, type CaptureResult } from './capture';
+import { Lock } from './lock';
+import {
+  type PaymentState,
+  type SubOperation,
+  applyProviderEvent,
+  applyProviderPayment,
+  findSubOperation,
+  isClosedStatus,
+  refundable,
+  reviewSatisfied,
+  setStatus,
+} from './payment-state';
+import { failureType, messageOf, reconcileWorkflow } from './reconcile';
+import { refundWorkflow, type RefundResult } from './refund';
+
+/** Carried across continue-as-new: the payment's whole state plus what the first run learnt. */
+export interface ChargeContinuation {
+  readonly state: PaymentState;
+  readonly capabilities: ProviderCapabilities;
+}
+
+const nowIso = () => new Date().toISOString();
+
+/**
+ * One payment, id `charge:<merchantId>:<key>`: charges (or authorizes) once, reconciles an unknown outcome, and stays
+ * open while money can still move so every capture and refund is validated against one serialized state.
+ */
+export async function chargeWorkflow(input: ChargeWorkflowInput, carried?: ChargeContinuation): Promise<PaymentView> {
+  const { request, timings } = input;
+  const state: PaymentState = carried?.state ?? initialState(input);
+  const lock = new Lock();
+  let capabilities: ProviderCapabilities | undefined = carried?.capabilities;
+  let reconcileRunning = false;
+  let reconcileWanted = false;
+
+  const publish = () => {
+    upsertSearchAttributes([{ key: PaymentStatusAttr, value: state.view.status }]);
+  };
+  const transition = (status: PaymentStatus, reason?: string) => {
+    setStatus(state, status, nowIso(), reason);
+    publish();
+  };
+  const afterProviderNews = () => {
+    const settled = reviewSatisfied(state);
+    if (state.view.status === 'needs_review' && settled) {
+      state.pendingReview = undefined;
+      transition(settled);
+    }
+    publish();
+  };
+
+  setHandler(paymentQuery, () => state.view);
+
+  setHandler(
+    submitUpdate,
+    async () => {
+      // Early answer: the first provider call's result, or the pending view after a short wait (then 202).
+      await condition(() => state.firstCallSettled, timings.submitWaitMs);
+      return state.view;
+    },
+    {
+      validator: ({ fingerprint }) => {
+        if (fingerprint !== state.fingerprint) {
+          throw ApplicationFailure.create({
+            type: ErrorType.IdempotencyKeyReused,
+            message: 'This idempotency key was used for a different payment request',
+            nonRetryable: true,
+          });
+        }
+      },
+    },
+  );
+
+  setHandler(webhookSignal, async (event) => {
+    const changed = applyProviderEvent(state, event, nowIso());
+    if (!changed) return;
+    afterProviderNews();
+    if (reconcileRunning) {
+      // The wait-and-check ends early: the webhook told us what a lookup would have.
+      await getExternalWorkflowHandle(reconcileWorkflowId(input.merchantId, 'create', input.key))
+        .signal(reconcileResolvedSignal, event.payment)
+        .catch(() => undefined);
+    }
+  });
+
+  setHandler(ensureReconcileSignal, () => {
+    if (state.view.status === 'unknown' && !reconcileRunning) reconcileWanted = true;
+  });
+
+  setHandler(
+    captureUpdate,
+    async (args) =>
+      lock.run(async () => {
+        const earlier = findSubOperation(state, 'capture', args.captureKey);
+        if (earlier) return state.view; // a repeat of a capture already done (or failed): same answer, no new effect
+        assertCapturable(state, args.amount);
+        const amount = args.amount ?? state.view.amountAuthorized - state.view.amountCaptured;
+        const op: SubOperation = {
+          kind: 'capture',
+          key: args.captureKey,
+          fingerprint: args.fingerprint,
+          amount,
+          state: 'running',
+        };
+        state.subOperations.push(op);
+        const result: CaptureResult = await executeChild(captureWorkflow, {
+          workflowId: captureWorkflowId(input.merchantId, args.captureKey),
+          args: [
+            {
+              merchantId: input.merchantId,
+              key: args.captureKey,
+              provider: request.provider,
+              reference: request.orderId,
+              paymentId: state.view.providerPaymentId as string,
+              amount,
+              amountCapturedBefore: state.view.amountCaptured,
+              capabilities: requireCapabilities(capabilities),
+              timings,
+              retry: input.retry,
+            },
+          ],
+        });
+        settleSubOperation(op, result);
+        return state.view;
+      }),
+    {
+      validator: (args) => {
+        const earlier = findSubOperation(state, 'capture', args.captureKey);
+        if (earlier) {
+          if (earlier.fingerprint !== args.fingerprint) throw keyReused('capture');
+          return;
+        }
+        assertCapturable(state, args.amount);
+      },
+    },
+  );
+
+  setHandler(
+    refundUpdate,
+    async (args) =>
+      lock.run(async () => {
+        const earlier = findSubOperation(state, 'refund', args.refundKey);
+        if (earlier) return state.view;
+        assertRefundable(state, args.amount);
+        const op: SubOperation = {
+          kind: 'refund',
+          key: args.refundKey,
+          fingerprint: args.fingerprint,
+          amount: args.amount,
+          state: 'running',
+        };
+        state.subOperations.push(op);
+        const result: RefundResult = await executeChild(refundWorkflow, {
+          workflowId: refundWorkflowId(input.merchantId, args.refundKey),
+          args: [
+            {
+              merchantId: input.merchantId,
+              key: args.refundKey,
+              provider: request.provider,
+              reference: request.orderId,
+              paymentId: state.view.providerPaymentId as string,
+              amount: args.amount,
+              amountRefundedBefore: state.view.amountRefunded,
+              capabilities: requireCapabilities(capabilities),
+              timings,
+              retry: input.retry,
+            },
+          ],
+        });
+        settleSubOperation(op, result);
+        return state.view;
+      }),
+    {
+      validator: (args) => {
+        const earlier = findSubOperation(state, 'refund', args.refundKey);
+        if (earlier) {
+          if (earlier.fingerprint !== args.fingerprint) throw keyReused('refund');
+          return;
+        }
+        assertRefundable(state, args.amount);
+      },
+    },
+  );
+
+  setHandler(
+    resolveUpdate,
+    (args) => {
+      const review = state.pendingReview;
+      if (!review) return state.view;
+      log.info('operator resolved a payment under review', { operation: review.operation, outcome: args.outcome });
+      if (args.outcome === 'succeeded') {
+        if (review.operation === 'create') {
+          if (args.providerPaymentId) state.view.providerPaymentId = args.providerPaymentId;
+          state.view.amountAuthorized = state.view.amount.value;
+          if (request.capture === 'automatic') state.view.amountCaptured = state.view.amount.value;
+        } else if (review.operation === 'capture') {
+          state.view.amountCaptured = review.expectAtLeast;
+        } else {
+          state.view.amountRefunded = review.expectAtLeast;
+        }
+      }
+      const after: PaymentStatus =
+        args.outcome === 'failed'
+          ? review.operation === 'create'
+            ? 'failed'
+            : review.statusBefore
+          : review.operation === 'create' && request.capture === 'manual'
+            ? 'authorized'
+            : 'succeeded';
+      for (const op of state.subOperations)
+        if (op.state === 'needs_review') op.state = args.outcome === 'succeeded' ? 'done' : 'rejected';
+      state.pendingReview = undefined;
+      transition(after);
+      return state.view;
+    },
+    {
+      validator: (_args) => {
+        if (state.view.status !== 'needs_review') {
+          throw ApplicationFailure.create({
+            type: ErrorType.InvalidTransition,
+            message: `Only a payment in needs_review can be resolved; this one is ${state.view.status}`,
+            nonRetryable: true,
+          });
+        }
+      },
+    },
+  );
+
+  function settleSubOperation(op: SubOperation, result: CaptureResult | RefundResult) {
+    if (result.outcome === 'done') {
+      op.state = 'done';
+      applyProviderPayment(state, result.payment, nowIso());
+      if (op.kind === 'capture')
+        state.view.amountCaptured = Math.max(state.view.amountCaptured, result.payment.amountCaptured);
+      afterProviderNews();
+    } else if (result.outcome === 'rejected') {
+      op.state = 'rejected';
+      op.reason = result.reason;
+    } else {
+      op.state = 'needs_review';
+      op.reason = result.reason;
+      state.pendingReview = {
+        operation: op.kind,
+        key: op.key,
+        amount: op.amount,
+        expectAtLeast:
+          op.kind === 'capture' ? state.view.amountCaptured + op.amount : state.view.amountRefunded + op.amount,
+        statusBefore: state.view.status,
+      };
+      transition('needs_review', result.reason);
+    }
+  }
+
+  // ---- main line ----
+  upsertSearchAttributes([
+    { key: PaymentStatusAttr, value: state.view.status },
+    { key: MerchantIdAttr, value: input.merchantId },
+    { key: OrderIdAttr, value: request.orderId },
+    { key: ProviderAttr, value: request.provider },
+  ]);
+  capabilities ??= await describeProvider(request.provider);
+  const acts = providerActivities(workflowInfo().taskQueue, request.provider, capabilities, input.retry);
+
+  if (!carried) {
+    state.firstSentAtMs = Date.now();
+    try {
+      const result = await acts.write.createPayment({
+        provider: request.provider,
+        merchantId: input.merchantId,
+        key: input.key,
+        input: {
+          amount: request.amount.value,
+          currency: request.amount.currency,
+          reference: request.orderId,
+          paymentMethod: request.paymentMethod,
+          capture: request.capture,
+          metadata: paymentMetadata(input.merchantId, input.key),
+        },
+        notBeforeMs: state.firstSentAtMs,
+      });
+      state.view.attempts += 1;
+      if (result.outcome === 'declined') {
+        state.view.declineCode = result.declineCode;
+        transition('declined');
+      } else {
+        applyProviderPayment(state, result.payment, nowIso());
+        publish();
+      }
+    } catch (err) {
+      state.view.attempts += 1;
+      if (failureType(err) === ErrorType.ProviderRejected && state.view.status === 'pending') {
+        // The provider said no: nothing happened, so this is a real failure, not a guess.
+        transition('failed', undefined);
+        state.view.review = undefined;
+        log.warn('charge rejected by provider', { reason: messageOf(err) });
+      } else if (state.view.status === 'pending') {
+        // Unless a webhook already told us what happened, the outcome is unknown: reconcile, never resend blindly.
+        transition('unknown');
+        reconcileWanted = true;
+      }
+    }
+    state.firstCallSettled = true;
+  }
+
+  // The payment stays open while money can still move through it.
+  for (;;) {
+    const status = state.view.status;
+    if (reconcileWanted && status === 'unknown') {
+      reconcileWanted = false;
+      await runCreateReconcile();
+      continue;
+    }
+    if (status === 'unknown') {
+      await condition(() => reconcileWanted || state.view.status !== 'unknown');
+      continue;
+    }
+    if (status === 'needs_review') {
+      await condition(() => state.view.status !== 'needs_review' || workflowInfo().continueAsNewSuggested);
+    } else if (status === 'authorized') {
+      state.authorizationExpiresAtMs ??= Date.now() + timings.authorizationExpiryMs;
+      const remaining = state.authorizationExpiresAtMs - Date.now();
+      if (remaining <= 0) {
+        await lock.run(() => voidExpiredAuthorization());
+        continue;
+      }
+      await condition(() => state.view.status !== 'authorized' || workflowInfo().continueAsNewSuggested, remaining);
+    } else if (status === 'succeeded') {
+      state.refundWindowEndsAtMs ??= Date.now() + timings.refundWindowMs;
+      const remaining = state.refundWindowEndsAtMs - Date.now();
+      if (remaining <= 0 && !state.subOperations.some((o) => o.state === 'running')) break;
+      await condition(
+        () => state.view.status !== 'succeeded' || workflowInfo().continueAsNewSuggested,
+        Math.max(remaining, 1),
+      );
+    } else if (isClosedStatus(status) || status === 'pending') {
+      break;
+    }
+    if (workflowInfo().continueAsNewSuggested) {
+      await condition(allHandlersFinished);
+      // The memo carries the fingerprint the client compares on closed runs: keep it on the new run.
+      await makeContinueAsNewFunc<typeof chargeWorkflow>({ memo: workflowInfo().memo })(input, { state, capabilities });
+    }
+  }
+  await condition(allHandlersFinished);
+  return state.view;
+
+  async function runCreateReconcile() {
+    reconcileRunning = true;
+    const reconcileInput: ReconcileInput = {
+      merchantId: input.merchantId,
+      key: input.key,
+      operation: 'create',
+      provider: request.provider,
+      reference: request.orderId,
+      expect: { kind: 'created', amount: request.amount.value, currency: request.amount.currency },
+      capabilities: requireCapabilities(capabilities),
+      scheduleMs: timings.reconcileScheduleMs,
+      settleWindowMs: timings.settleWindowMs,
+      firstSentAtMs: state.firstSentAtMs ?? Date.now(),
+      retry: input.retry,
+      resubmit: {
+        kind: 'create',
+        amount: request.amount.value,
+        currency: request.amount.currency,
+        paymentMethod: request.paymentMethod,
+        capture: request.capture,
+      },
+    };
+    const child = await startChild(reconcileWorkflow, {
+      workflowId: reconcileWorkflowId(input.merchantId, 'create', input.key),
+      args: [reconcileInput],
+      // A reconcile is pointless without its payment: it goes with it.
+      parentClosePolicy: ParentClosePolicy.TERMINATE,
+    });
+    let result: ReconcileResult;
+    try {
+      result = await child.result();
+    } finally {
+      reconcileRunning = false;
+    }
+    if (state.view.status !== 'unknown') return; // a webhook already moved the payment on
+    if (result.outcome === 'found') {
+      applyProviderPayment(state, result.payment, nowIso());
+      publish();
+    } else if (result.outcome === 'declined') {
+      state.view.declineCode = result.declineCode;
+      transition('declined');
+    } else if (result.outcome === 'rejected') {
+      transition('failed');
+    } else {
+      state.pendingReview = {
+        operation: 'create',
+        key: input.key,
+        amount: request.amount.value,
+        expectAtLeast: 0,
+        statusBefore: 'unknown',
+      };
+      transition('needs_review', result.reason);
+    }
+  }
+
+  async function voidExpiredAuthorization() {
+    if (state.view.status !== 'authorized') return;
+    const paymentId = state.view.providerPaymentId as string;
+    try {
+      const voided = await acts.write.voidPayment({
+        provider: request.provider,
+        merchantId: input.merchantId,
+        key: `${input.key}:void`,
+        paymentId,
+      });
+      applyProviderPayment(state, voided, nowIso());
+      publish();
+    } catch (err) {
+      // A void that fails leaves an authorization that lapses at the provider on its own; record it for an operator.
+      state.pendingReview = {
+        operation: 'capture',
+        key: `${input.key}:void`,
+        amount: 0,
+        expectAtLeast: Number.MAX_SAFE_INTEGER,
+        statusBefore: 'authorized',
+      };
+      transition('needs_review', `void after authorization expiry failed: ${messageOf(err)}`);
+    }
+  }
+}
+
+function initialState(input: ChargeWorkflowInput): PaymentState {
+  const now = nowIso();
+  return {
+    view: {
+      key: input.key,
+      merchantId: input.merchantId,
+      orderId: input.request.orderId,
+      status: 'pending',
+      amount: input.request.amount,
+      amountAuthorized: 0,
+      amountCaptured: 0,
+      amountRefunded: 0,
+      provider: input.request.provider,
+      attempts: 0,
+      createdAt: now,
+      updatedAt: now,
+    },
+    fingerprint: input.fingerprint,
+    seenEvents: [],
+    subOperations: [],
+    firstCallSettled: false,
+  };
+}
+
+function requireCapabilities(c: ProviderCapabilities | undefined): ProviderCapabilities {
+  if (!c) throw ApplicationFailure.create({ type: 'NotReady', message: 'Provider capabilities not loaded yet' });
+  return c;
+}
+
+function keyReused(what: string) {
+  return ApplicationFailure.create({
+    type: ErrorType.IdempotencyKeyReused,
+    message: `This idempotency key was used for a different ${what} request`,
+    nonRetryable: true,
+  });
+}
+
+function invalid(message: string) {
+  return ApplicationFailure.create({ type: ErrorType.InvalidTransition, message, nonRetryable: true });
+}
+
+function assertCapturable(state: PaymentState, amount: number | undefined) {
+  const v = state.view;
+  if (v.status !== 'authorized') throw invalid(`Only an authorized payment can be captured; this one is ${v.status}`);
+  if (state.subOperations.some((o) => o.kind === 'capture' && o.state === 'running'))
+    throw invalid('A capture of this payment is already running');
+  const capturable = v.amountAuthorized - v.amountCaptured;
+  if (amount !== undefined && amount > capturable) {
+    throw ApplicationFailure.create({
+      type: ErrorType.AmountExceeded,
+      message: `Capture of ${amount} exceeds the authorized amount still capturable (${capturable})`,
+      nonRetryable: true,
+      details: [{ field: 'amount', max: capturable }],
+    });
+  }
+}
+
+function assertRefundable(state: PaymentState, amount: number) {
+  const v = state.view;
+  if (v.status !== 'succeeded') throw invalid(`Only a captured payment can be refunded; this one is ${v.status}`);
+  const max = refundable(state);
+  if (amount > max) {
+    throw ApplicationFailure.create({
+      type: ErrorType.AmountExceeded,
+      message: `Refund of ${amount} exceeds the captured amount not yet refunded (${max})`,
+      nonRetryable: true,
+      details: [{ field: 'amount', max }],
+    });
+  }
+}

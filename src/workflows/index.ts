@@ -1,0 +1,6 @@
+// The workflow bundle's entry: every workflow type the worker registers.
+export { chargeWorkflow } from './charge';
+export { captureWorkflow } from './capture';
+export { refundWorkflow } from './refund';
+export { reconcileWorkflow } from './reconcile';
+export { parkedProviderEventWorkflow } from './parked-event';

@@ -1,0 +1,126 @@
+/**
+ * The payment's state and the pure rules that move it. Kept free of Temporal calls so the rules are unit-tested
+ * directly and the charge workflow only orchestrates.
+ */
+import type { PaymentStatus, PaymentView } from '../domain/payment';
+import type { ProviderEvent } from '../domain/definitions';
+import type { ProviderPayment } from '../providers/types';
+
+/** A capture or refund request, remembered by its own key so a repeat is answered instead of re-run. */
+export interface SubOperation {
+  readonly kind: 'capture' | 'refund';
+  readonly key: string;
+  readonly fingerprint: string;
+  readonly amount: number;
+  state: 'running' | 'done' | 'rejected' | 'needs_review';
+  /** Why it was rejected or sent to review. */
+  reason?: string;
+}
+
+/** What an operator is asked to decide while the payment is in `needs_review`. */
+export interface PendingReview {
+  readonly operation: 'create' | 'capture' | 'refund';
+  readonly key: string;
+  readonly amount: number;
+  /** The provider total (captured or refunded) that proves the operation happened; for create, any payment does. */
+  readonly expectAtLeast: number;
+  /** Status to return to when the operator says the capture/refund failed. */
+  readonly statusBefore: PaymentStatus;
+}
+
+/** Everything carried across continue-as-new. Plain JSON. */
+export interface PaymentState {
+  view: PaymentView;
+  fingerprint: string;
+  /** Provider event ids already applied (webhooks are delivered at least once). */
+  seenEvents: string[];
+  subOperations: SubOperation[];
+  pendingReview?: PendingReview;
+  /** The first provider call settled (value, typed failure or unknown): the early answer can go out. */
+  firstCallSettled: boolean;
+  /** Workflow time (ms) when the authorization lapses; set while authorized. */
+  authorizationExpiresAtMs?: number;
+  /** Workflow time (ms) when refunds stop being accepted and the workflow closes. */
+  refundWindowEndsAtMs?: number;
+  /** Workflow time (ms) of the first provider send: the provider's key lifetime counts from it. */
+  firstSentAtMs?: number;
+}
+
+const TERMINAL: ReadonlySet<PaymentStatus> = new Set<PaymentStatus>(['declined', 'failed', 'voided']);
+
+/** True when no more money can move through this payment (refund windows aside). */
+export function isClosedStatus(status: PaymentStatus): boolean {
+  return TERMINAL.has(status);
+}
+
+/**
+ * Applies what the provider says about the payment, from a call result, a lookup or a webhook. Only forward moves:
+ * amounts only grow, `succeeded` is never taken back to `authorized`, `voided` only follows `authorized`.
+ * Returns true when something changed.
+ */
+export function applyProviderPayment(state: PaymentState, p: ProviderPayment, nowIso: string): boolean {
+  const v = state.view;
+  const before = JSON.stringify(v);
+  if (!v.providerPaymentId) v.providerPaymentId = p.id;
+  v.amountAuthorized = Math.max(v.amountAuthorized, p.amount);
+  v.amountCaptured = Math.max(v.amountCaptured, p.amountCaptured);
+  v.amountRefunded = Math.max(v.amountRefunded, p.amountRefunded);
+  // needs_review is left only through reviewSatisfied() or an operator, never by a side door.
+  const next = forwardStatus(v.status, p.status);
+  if (next !== v.status) setStatus(state, next, nowIso);
+  const changed = JSON.stringify(v) !== before;
+  if (changed) v.updatedAt = nowIso;
+  return changed;
+}
+
+/** The status a provider payment status moves ours to, only ever forward. */
+export function forwardStatus(ours: PaymentStatus, theirs: ProviderPayment['status']): PaymentStatus {
+  const movable = ours === 'pending' || ours === 'unknown' || ours === 'authorized';
+  if (!movable) return ours;
+  if (theirs === 'succeeded') return 'succeeded';
+  if (theirs === 'voided') return 'voided';
+  return ours === 'authorized' ? ours : 'authorized';
+}
+
+/** Whether what the provider shows now settles the operation an operator was asked about. */
+export function reviewSatisfied(state: PaymentState): PaymentStatus | undefined {
+  const r = state.pendingReview;
+  const v = state.view;
+  if (!r) return undefined;
+  if (r.operation === 'create' && v.providerPaymentId) return v.amountCaptured > 0 ? 'succeeded' : 'authorized';
+  if (r.operation === 'capture' && v.amountCaptured >= r.expectAtLeast) return 'succeeded';
+  if (r.operation === 'refund' && v.amountRefunded >= r.expectAtLeast) return 'succeeded';
+  return undefined;
+}
+
+/** Applies a provider webhook once: duplicates (same event id) change nothing. */
+export function applyProviderEvent(state: PaymentState, event: ProviderEvent, nowIso: string): boolean {
+  if (state.seenEvents.includes(event.eventId)) return false;
+  state.seenEvents.push(event.eventId);
+  if (state.view.providerPaymentId && state.view.providerPaymentId !== event.payment.id) return false;
+  return applyProviderPayment(state, event.payment, nowIso);
+}
+
+/** Sets the status (and the `unknownSince`/`review` that go with it). */
+export function setStatus(state: PaymentState, status: PaymentStatus, nowIso: string, reviewReason?: string): void {
+  const v = state.view;
+  v.status = status;
+  if (status === 'unknown' && !v.unknownSince) v.unknownSince = nowIso;
+  if (status === 'needs_review') v.review = { reason: reviewReason ?? 'outcome unknown' };
+  else delete v.review;
+  if (status !== 'unknown' && status !== 'needs_review') delete v.unknownSince;
+  v.updatedAt = nowIso;
+}
+
+/** Captured minus refunded minus refunds still running: what a new refund may take at most. */
+export function refundable(state: PaymentState): number {
+  const running = state.subOperations
+    .filter((o) => o.kind === 'refund' && o.state === 'running')
+    .reduce((sum, o) => sum + o.amount, 0);
+  return state.view.amountCaptured - state.view.amountRefunded - running;
+}
+
+/** Finds an earlier capture/refund with this key. */
+export function findSubOperation(state: PaymentState, kind: SubOperation['kind'], key: string) {
+  return state.subOperations.find((o) => o.kind === kind && o.key === key);
+}

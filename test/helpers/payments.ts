@@ -1,0 +1,159 @@
+/**
+ * A payments test bench: the real simulator over HTTP, the real REST provider, and the real worker set-up
+ * (`createWorkers`) on a fresh task queue, against whichever Temporal environment the test file chose.
+ */
+import { createHash, randomUUID } from 'node:crypto';
+import type { TestWorkflowEnvironment } from '@temporalio/testing';
+import { type Worker, bundleWorkflowCode, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
+import pino from 'pino';
+import { chargeWorkflowId } from '../../src/domain/ids';
+import { canonicalJson, significantFields, ChargeRequest, type ChargeRequestInput } from '../../src/domain/payment';
+import type { ChargeWorkflowInput, PaymentTimings } from '../../src/domain/workflow-inputs';
+import type { RetryOverrides } from '../../src/domain/retry';
+import { createProvider, simulatorCapabilities, simulatorCapabilitiesWithoutKeys } from '../../src/providers';
+import type { RestProvider } from '../../src/providers/simulator-rest';
+import { type RunningSimulator, startSimulator } from '../../src/simulator/server';
+import { createWorkers } from '../../src/worker';
+
+let bundle: Promise<WorkflowBundleWithSourceMap> | undefined;
+
+/** The workflow bundle, built once per test file (jest gives each file its own module registry). */
+export function workflowBundle(): Promise<WorkflowBundleWithSourceMap> {
+  bundle ??= bundleWorkflowCode({
+    workflowsPath: require.resolve('../../src/workflows'),
+    logger: { log() {}, trace() {}, debug() {}, info() {}, warn() {}, error: (m: string) => console.error(m) },
+  });
+  return bundle;
+}
+
+/** Timings short enough for real-time tests; time-skipping tests may use production-like ones. */
+export const fastTimings: PaymentTimings = {
+  submitWaitMs: 2_000,
+  reconcileScheduleMs: [30_000, 120_000, 600_000, 3_600_000, 21_600_000],
+  settleWindowMs: 60_000,
+  authorizationExpiryMs: 7 * 24 * 3_600_000,
+  refundWindowMs: 30 * 24 * 3_600_000,
+  unknownSweepThresholdMs: 8 * 3_600_000,
+};
+
+export interface BenchOptions {
+  /** Merchant without idempotency keys at the simulator (every POST a new effect). */
+  readonly noKeys?: boolean;
+  readonly keyTtlS?: number;
+  readonly totalTimeoutMs?: number;
+}
+
+export interface Bench {
+  readonly env: TestWorkflowEnvironment;
+  readonly sim: RunningSimulator;
+  readonly provider: RestProvider;
+  readonly apiKey: string;
+  readonly taskQueue: string;
+  readonly merchantId: string;
+  /** Runs `fn` while the workers poll; shuts them down afterwards. */
+  run<T>(fn: () => Promise<T>): Promise<T>;
+  /** A chargeWorkflow input for `request` under `key`. */
+  input(
+    request: ChargeRequestInput,
+    opts?: { key?: string; timings?: Partial<PaymentTimings>; retry?: RetryOverrides },
+  ): ChargeWorkflowInput;
+  /** Remembers a workflow to terminate at close: a test's leftovers must not hold the next test's skipped time. */
+  track(workflowId: string): void;
+  /** Effects and requests the simulator recorded for this bench's merchant. */
+  ledger(): ReturnType<RunningSimulator['ledger']>;
+  close(): Promise<void>;
+}
+
+/** SHA-256 of the canonical significant fields: the same fingerprint the client computes. */
+export function fingerprintOf(request: ChargeRequest): string {
+  return createHash('sha256')
+    .update(canonicalJson(significantFields(request)))
+    .digest('hex');
+}
+
+/** Starts a simulator, a provider pointed at it, and workers on a fresh task queue. */
+export async function startBench(env: TestWorkflowEnvironment, opts: BenchOptions = {}): Promise<Bench> {
+  const sim = await startSimulator({ port: 0 });
+  const apiKey = `sk_test_${randomUUID()}`;
+  const keyTtlS = opts.keyTtlS ?? 86_400;
+  await sim.setMerchant(apiKey, { idempotency: !opts.noKeys, key_ttl_s: keyTtlS });
+  // A time-skipping server's clock runs ahead of the wall clock once a test skipped time; the provider's clock must
+  // agree with workflow time, as it does in production, or "created after our first send" means nothing.
+  const skew = Math.floor(((await env.currentTimeMs()) - Date.now()) / 1000);
+  if (skew > 0) await sim.advanceClock(skew);
+  const provider = createProvider({
+    name: 'simulator',
+    baseUrl: sim.url,
+    apiKey,
+    capabilities: opts.noKeys ? simulatorCapabilitiesWithoutKeys() : simulatorCapabilities(keyTtlS),
+    connectTimeoutMs: 1_000,
+    totalTimeoutMs: opts.totalTimeoutMs ?? 3_000,
+  });
+  const taskQueue = `test-${randomUUID()}`;
+  const merchantId = `m_${randomUUID().slice(0, 8)}`;
+  const logger = pino({ level: process.env.TEST_LOG_LEVEL ?? 'silent' });
+  const workflowBundleReady = await workflowBundle();
+  const tracked = new Set<string>();
+
+  return {
+    env,
+    sim,
+    provider,
+    apiKey,
+    taskQueue,
+    merchantId,
+    async run(fn) {
+      const workers: Worker[] = await createWorkers({
+        connection: env.nativeConnection,
+        namespace: env.namespace ?? 'default',
+        taskQueue,
+        providers: { simulator: provider },
+        logger,
+        workflows: { workflowBundle: workflowBundleReady },
+      });
+      const running = workers.map((w) => w.run());
+      try {
+        return await fn();
+      } finally {
+        for (const w of workers) w.shutdown();
+        await Promise.all(running);
+      }
+    },
+    input(requestInput, o = {}) {
+      const request = ChargeRequest.parse(requestInput);
+      return {
+        merchantId,
+        key: o.key ?? `key_${randomUUID()}`,
+        fingerprint: fingerprintOf(request),
+        request,
+        timings: { ...fastTimings, ...o.timings },
+        ...(o.retry ? { retry: o.retry } : {}),
+      };
+    },
+    ledger: () => sim.ledger(apiKey),
+    track: (workflowId) => void tracked.add(workflowId),
+    async close() {
+      await Promise.all(
+        [...tracked].map((id) =>
+          env.client.workflow
+            .getHandle(id)
+            .terminate('test finished')
+            .catch(() => undefined),
+        ),
+      );
+      await provider.close();
+      await sim.close();
+    },
+  };
+}
+
+/** The workflow id of an input's payment. */
+export const idOf = (input: ChargeWorkflowInput): string => chargeWorkflowId(input.merchantId, input.key);
+
+/** A valid charge request; override any field. */
+export const chargeRequest = (over: Partial<ChargeRequestInput> = {}): ChargeRequestInput => ({
+  orderId: `order_${randomUUID()}`,
+  amount: { value: 1_000, currency: 'EUR' },
+  paymentMethod: 'pm_card_visa',
+  ...over,
+});

@@ -1,0 +1,72 @@
+/**
+ * Workflow-test helpers: start a payment the way the time-skipping server allows (start + `submit` update; it has no
+ * Update-with-Start), poll a status with a deadline, and record histories for the replay test.
+ */
+import { mkdirSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import type { WorkflowHandle } from '@temporalio/client';
+import { historyToJSON } from '@temporalio/common/lib/proto-utils';
+import { paymentQuery, submitUpdate } from '../../src/domain/definitions';
+import type { PaymentStatus, PaymentView } from '../../src/domain/payment';
+import type { ChargeWorkflowInput } from '../../src/domain/workflow-inputs';
+import type { chargeWorkflow } from '../../src/workflows';
+import { type Bench, idOf } from './payments';
+
+export const HISTORIES_DIR = path.resolve(__dirname, '..', 'histories');
+
+/** Starts a charge and returns its handle and the early answer of `submit`. */
+export async function startCharge(
+  bench: Bench,
+  input: ChargeWorkflowInput,
+): Promise<{ handle: WorkflowHandle<typeof chargeWorkflow>; view: PaymentView }> {
+  const handle = await bench.env.client.workflow.start<typeof chargeWorkflow>('chargeWorkflow', {
+    workflowId: idOf(input),
+    taskQueue: bench.taskQueue,
+    args: [input],
+    memo: { fingerprint: input.fingerprint },
+  });
+  bench.track(handle.workflowId);
+  const view = await handle.executeUpdate(submitUpdate, { args: [{ fingerprint: input.fingerprint }] });
+  return { handle, view };
+}
+
+/**
+ * Polls the payment query until `status` (real time, bounded). Used where an activity runs over real HTTP after a
+ * skipped timer fired.
+ */
+export async function waitForStatus(
+  handle: WorkflowHandle,
+  status: PaymentStatus,
+  timeoutMs = 15_000,
+): Promise<PaymentView> {
+  const deadline = Date.now() + timeoutMs;
+  let last: PaymentView | undefined;
+  while (Date.now() < deadline) {
+    last = await handle.query(paymentQuery);
+    if (last.status === status) return last;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error(`payment did not reach ${status} within ${timeoutMs} ms; last view: ${JSON.stringify(last)}`);
+}
+
+/**
+ * Writes the histories of `workflowIds` to test/histories/<name>.<n>.json when RECORD_HISTORIES=1. The replay test
+ * replays every file there against the current workflow code, so a change that breaks running workflows fails CI.
+ */
+export async function recordHistories(bench: Bench, name: string, workflowIds: string[]): Promise<void> {
+  if (process.env.RECORD_HISTORIES !== '1') return;
+  mkdirSync(HISTORIES_DIR, { recursive: true });
+  for (const [i, workflowId] of workflowIds.entries()) {
+    const history = await bench.env.client.workflow.getHandle(workflowId).fetchHistory();
+    // The same JSON form `temporal workflow show --output json` writes, so a history from production replays too.
+    writeFileSync(path.join(HISTORIES_DIR, `${name}.${i}.json`), historyToJSON(history) + '\n');
+  }
+}
+
+/** Counts the ledger's requests of one operation. */
+export const requestsOf = (bench: Bench, operation: string) =>
+  bench.ledger().requests.filter((r) => r.operation === operation);
+
+/** Counts the ledger's effects of one operation. */
+export const effectsOf = (bench: Bench, operation: string) =>
+  bench.ledger().effects.filter((e) => e.operation === operation);

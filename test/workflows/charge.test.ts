@@ -1,0 +1,236 @@
+/**
+ * The charge workflow on the time-skipping server, against the real simulator over HTTP: the retry-contract
+ * scenarios, unknown outcomes that reconcile over skipped hours, and reviews. Each scenario records its histories
+ * (RECORD_HISTORIES=1) for the replay test.
+ */
+import { WorkflowUpdateFailedError } from '@temporalio/client';
+import { ApplicationFailure } from '@temporalio/common';
+import type { TestWorkflowEnvironment } from '@temporalio/testing';
+import { paymentQuery, resolveUpdate, submitUpdate, webhookSignal } from '../../src/domain/definitions';
+import { ErrorType } from '../../src/domain/errors';
+import { reconcileWorkflowId } from '../../src/domain/ids';
+import { createTimeSkippingEnv } from '../helpers/servers';
+import { type Bench, chargeRequest, idOf, startBench } from '../helpers/payments';
+import { effectsOf, recordHistories, requestsOf, startCharge, waitForStatus } from '../helpers/workflows';
+
+let env: TestWorkflowEnvironment;
+let bench: Bench | undefined;
+
+// A test server per test (about 0.3 s): awaiting a result lets the server skip to the next timer of *any* workflow,
+// so one test's long timers would move the next test's clock by years.
+beforeEach(async () => {
+  env = await createTimeSkippingEnv();
+});
+afterEach(async () => {
+  await bench?.close();
+  bench = undefined;
+  await env?.teardown();
+});
+
+async function newBench(opts?: Parameters<typeof startBench>[1]) {
+  bench = await startBench(env, opts);
+  return bench;
+}
+
+/** The cause type of a failed update. */
+async function updateFailureType(p: Promise<unknown>): Promise<string | undefined> {
+  try {
+    await p;
+  } catch (err) {
+    if (err instanceof WorkflowUpdateFailedError && err.cause instanceof ApplicationFailure)
+      return err.cause.type ?? undefined;
+    throw err;
+  }
+  throw new Error('expected the update to fail');
+}
+
+describe('chargeWorkflow: the retry contract', () => {
+  it('first call succeeds: one effect, the early answer is the settled payment, the payment closes after the refund window', async () => {
+    const b = await newBench();
+    await b.run(async () => {
+      const input = b.input(chargeRequest());
+      const { handle, view } = await startCharge(b, input);
+      expect(view).toMatchObject({ status: 'succeeded', amountCaptured: 1_000, attempts: 1 });
+      expect(view.providerPaymentId).toMatch(/^pay_/);
+      expect(effectsOf(b, 'create')).toHaveLength(1);
+      // result() skips the 30-day refund window.
+      const final = await handle.result();
+      expect(final.status).toBe('succeeded');
+      await recordHistories(b, 'charge-succeeded', [idOf(input)]);
+    });
+  });
+
+  it('committed but the response was lost: the retry with the same key gets the stored answer; exactly one effect', async () => {
+    const b = await newBench();
+    await b.run(async () => {
+      const input = b.input(chargeRequest());
+      b.sim.addFaults({
+        rules: [
+          { match: { operation: 'create', reference: input.request.orderId }, fault: 'commit_then_drop', times: 1 },
+        ],
+      });
+      const { handle, view } = await startCharge(b, input);
+      expect(view.status).toBe('succeeded');
+      expect(effectsOf(b, 'create')).toHaveLength(1);
+      const creates = requestsOf(b, 'create');
+      expect(creates).toHaveLength(2);
+      expect(creates[1]?.replayed).toBe(true);
+      // A repeat from the order service answers the same provider payment.
+      const again = await handle.executeUpdate(submitUpdate, { args: [{ fingerprint: input.fingerprint }] });
+      expect(again.providerPaymentId).toBe(view.providerPaymentId);
+      expect(effectsOf(b, 'create')).toHaveLength(1);
+      await recordHistories(b, 'charge-lost-response', [idOf(input)]);
+    });
+  });
+
+  it('parallel repeats with one key: one workflow, one provider call, the same answer for all', async () => {
+    const b = await newBench();
+    await b.run(async () => {
+      const input = b.input(chargeRequest());
+      const { handle } = await startCharge(b, input);
+      const views = await Promise.all(
+        Array.from({ length: 10 }, () =>
+          handle.executeUpdate(submitUpdate, { args: [{ fingerprint: input.fingerprint }] }),
+        ),
+      );
+      expect(new Set(views.map((v) => v.providerPaymentId)).size).toBe(1);
+      expect(requestsOf(b, 'create')).toHaveLength(1);
+      expect(effectsOf(b, 'create')).toHaveLength(1);
+    });
+  });
+
+  it('the same key with a changed amount is rejected by the validator before any side effect', async () => {
+    const b = await newBench();
+    await b.run(async () => {
+      const input = b.input(chargeRequest());
+      const { handle } = await startCharge(b, input);
+      const changed = b.input({ ...input.request, amount: { value: 999, currency: 'EUR' } }, { key: input.key });
+      expect(changed.fingerprint).not.toBe(input.fingerprint);
+      const type = await updateFailureType(
+        handle.executeUpdate(submitUpdate, { args: [{ fingerprint: changed.fingerprint }] }),
+      );
+      expect(type).toBe(ErrorType.IdempotencyKeyReused);
+      expect(requestsOf(b, 'create')).toHaveLength(1);
+      // Rejected in the validator: no update accepted into history.
+      const history = await handle.fetchHistory();
+      const accepted = history.events?.filter((e) => e.workflowExecutionUpdateAcceptedEventAttributes) ?? [];
+      expect(accepted).toHaveLength(1);
+    });
+  });
+
+  it('a 4xx is not retried: one request, status failed', async () => {
+    const b = await newBench();
+    await b.run(async () => {
+      const input = b.input(chargeRequest());
+      b.sim.addFaults({
+        rules: [{ match: { operation: 'create', reference: input.request.orderId }, fault: 'status', status: 400 }],
+      });
+      const { handle, view } = await startCharge(b, input);
+      expect(view.status).toBe('failed');
+      expect(requestsOf(b, 'create')).toHaveLength(1);
+      expect((await handle.result()).status).toBe('failed');
+      await recordHistories(b, 'charge-rejected', [idOf(input)]);
+    });
+  });
+
+  it('a decline is an answer: status declined with its code, no retry', async () => {
+    const b = await newBench();
+    await b.run(async () => {
+      const input = b.input(chargeRequest({ paymentMethod: 'pm_decline_insufficient_funds' }));
+      const { handle, view } = await startCharge(b, input);
+      expect(view).toMatchObject({ status: 'declined', declineCode: 'insufficient_funds' });
+      expect(requestsOf(b, 'create')).toHaveLength(1);
+      expect((await handle.result()).status).toBe('declined');
+    });
+  });
+});
+
+describe('chargeWorkflow: unknown outcomes', () => {
+  it('provider without keys + lost response: no resend; the reconcile finds the payment by reference after skipped time', async () => {
+    const b = await newBench({ noKeys: true });
+    await b.run(async () => {
+      const input = b.input(chargeRequest(), { timings: { reconcileScheduleMs: [3_600_000, 6 * 3_600_000] } });
+      b.sim.addFaults({ rules: [{ match: { operation: 'create' }, fault: 'commit_then_drop', times: 1 }] });
+      const { handle, view } = await startCharge(b, input);
+      expect(view.status).toBe('unknown');
+      expect(view.unknownSince).toBeDefined();
+      const before = await env.currentTimeMs();
+      await env.sleep('61 minutes');
+      const found = await waitForStatus(handle, 'succeeded');
+      expect((await env.currentTimeMs()) - before).toBeGreaterThanOrEqual(3_600_000);
+      expect(found.providerPaymentId).toBe(effectsOf(b, 'create')[0]?.payment_id);
+      expect(found.unknownSince).toBeUndefined();
+      expect(requestsOf(b, 'create')).toHaveLength(1); // never sent twice
+      expect(effectsOf(b, 'create')).toHaveLength(1);
+      expect(requestsOf(b, 'lookup').length).toBeGreaterThanOrEqual(1);
+      const reconcileId = reconcileWorkflowId(input.merchantId, 'create', input.key);
+      const reconcileHistory = await env.client.workflow.getHandle(reconcileId).fetchHistory();
+      expect(reconcileHistory.events?.filter((e) => e.timerStartedEventAttributes)).toHaveLength(1);
+      await recordHistories(b, 'charge-unknown-found', [idOf(input), reconcileId]);
+    });
+  });
+
+  it('a webhook ends the wait early: no lookups afterwards', async () => {
+    const b = await newBench({ noKeys: true });
+    await b.run(async () => {
+      const input = b.input(chargeRequest(), { timings: { reconcileScheduleMs: [3_600_000, 6 * 3_600_000] } });
+      b.sim.addFaults({ rules: [{ match: { operation: 'create' }, fault: 'commit_then_drop', times: 1 }] });
+      const { handle, view } = await startCharge(b, input);
+      expect(view.status).toBe('unknown');
+      const paymentId = effectsOf(b, 'create')[0]?.payment_id as string;
+      const payment = await b.provider.getPayment(paymentId);
+      if (!payment) throw new Error('simulator lost the payment');
+      const lookupsBefore = requestsOf(b, 'lookup').length; // the test's own read above
+      const event = { eventId: 'evt_1', type: 'payment.succeeded' as const, created: payment.created, payment };
+      await handle.signal(webhookSignal, event);
+      await handle.signal(webhookSignal, event); // delivered twice: applied once
+      await waitForStatus(handle, 'succeeded');
+      const reconcile = env.client.workflow.getHandle(reconcileWorkflowId(input.merchantId, 'create', input.key));
+      expect(await reconcile.result()).toMatchObject({ outcome: 'found', via: 'webhook', checks: 0 });
+      await env.sleep('10 hours');
+      expect(requestsOf(b, 'lookup')).toHaveLength(lookupsBefore);
+      expect((await handle.query(paymentQuery)).status).toBe('succeeded');
+      await recordHistories(b, 'charge-unknown-webhook', [idOf(input), reconcile.workflowId]);
+    });
+  });
+
+  it('never found: needs_review after the schedule (with one same-key resubmission), then an operator resolves it', async () => {
+    const b = await newBench();
+    await b.run(async () => {
+      const input = b.input(chargeRequest(), {
+        timings: { reconcileScheduleMs: [60_000, 3_600_000], settleWindowMs: 30_000 },
+        retry: { create: { budgetMs: 4_000, attemptTimeoutMs: 3_500, initialIntervalMs: 100, maximumIntervalMs: 200 } },
+      });
+      // The request never commits, and the client cannot know: every create is reset after it was sent.
+      b.sim.addFaults({ rules: [{ match: { operation: 'create' }, fault: 'reset_before_commit' }] });
+      const { handle, view } = await startCharge(b, input);
+      expect(['pending', 'unknown']).toContain(view.status);
+      await waitForStatus(handle, 'unknown');
+      await env.sleep('2 hours');
+      const review = await waitForStatus(handle, 'needs_review');
+      expect(review.review?.reason).toMatch(/not found at simulator after 2 checks/);
+      expect(effectsOf(b, 'create')).toHaveLength(0);
+      // Resubmitted once with the same key after the settle window: every create request carries one key.
+      expect(new Set(requestsOf(b, 'create').map((r) => r.idempotency_key)).size).toBe(1);
+      const resolved = await handle.executeUpdate(resolveUpdate, {
+        args: [{ outcome: 'failed', note: 'provider support confirmed no charge' }],
+      });
+      expect(resolved.status).toBe('failed');
+      expect((await handle.result()).status).toBe('failed');
+      await recordHistories(b, 'charge-needs-review', [idOf(input)]);
+    });
+  });
+
+  it('resolve is refused unless the payment is in needs_review', async () => {
+    const b = await newBench();
+    await b.run(async () => {
+      const input = b.input(chargeRequest());
+      const { handle } = await startCharge(b, input);
+      const type = await updateFailureType(
+        handle.executeUpdate(resolveUpdate, { args: [{ outcome: 'failed', note: 'nope' }] }),
+      );
+      expect(type).toBe(ErrorType.InvalidTransition);
+      expect((await handle.query(paymentQuery)).status).toBe('succeeded');
+    });
+  });
+});
