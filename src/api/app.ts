@@ -1,0 +1,137 @@
+/**
+ * The payments HTTP API (CONTRACTS.md §1) over a {@link PaymentsClient}. zod schemas from `src/domain` validate every
+ * request and response and generate `/openapi.json`.
+ */
+import { randomUUID } from 'node:crypto';
+import swagger from '@fastify/swagger';
+import Fastify, { type FastifyBaseLogger, type FastifyInstance, LogController } from 'fastify';
+import {
+  type ZodTypeProvider,
+  createJsonSchemaTransform,
+  createJsonSchemaTransformObject,
+  serializerCompiler,
+  validatorCompiler,
+} from 'fastify-type-provider-zod';
+import { z } from 'zod';
+import type { PaymentsClient } from '../client';
+import { ApiError, Health, PaymentList, WebhookAck } from '../domain/api-schemas';
+import { PaymentView } from '../domain/payment';
+import { type TokenEntry, createTokenVerifier } from './auth';
+import { errorBody, handleError } from './errors';
+import { registerRequestLog } from './request-log';
+import { paymentRoutes } from './routes/payments';
+import { webhookRoutes } from './routes/webhooks';
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** The merchant the bearer token maps to ('' on public routes). */
+    merchantId: string;
+  }
+  interface FastifyContextConfig {
+    /** No bearer token needed (health, OpenAPI, provider webhooks: those are signed instead). */
+    public?: boolean;
+  }
+}
+
+/** What the API needs from the configuration. */
+export interface ApiConfig {
+  readonly API_TOKENS: readonly TokenEntry[];
+  readonly WEBHOOK_SECRET: string;
+  readonly WEBHOOK_TOLERANCE_S: number;
+}
+
+/** Dependencies of {@link buildApi}. */
+export interface ApiDeps {
+  readonly client: PaymentsClient;
+  readonly config: ApiConfig;
+  readonly logger: FastifyBaseLogger;
+}
+
+/** Bodies above this are refused with 413 before they are read further. */
+export const BODY_LIMIT_BYTES = 16 * 1024;
+
+/** Builds the Fastify app (not listening yet). */
+export async function buildApi({ client, config, logger }: ApiDeps): Promise<FastifyInstance> {
+  const app = Fastify({
+    loggerInstance: logger,
+    bodyLimit: BODY_LIMIT_BYTES,
+    genReqId: () => randomUUID(),
+    requestIdHeader: false,
+    // registerRequestLog writes one safe line per request instead of the default lines with raw URLs.
+    logController: new LogController({ requestIdLogLabel: 'requestId', disableRequestLogging: true }),
+    return503OnClosing: true,
+  }).withTypeProvider<ZodTypeProvider>();
+  app.setValidatorCompiler(validatorCompiler);
+  app.setSerializerCompiler(serializerCompiler);
+  app.setErrorHandler(handleError);
+  app.setNotFoundHandler((_request, reply) => reply.code(404).send(errorBody('not_found', 'No such route')));
+
+  const registry = z.registry<{ id: string }>();
+  registry.add(PaymentView, { id: 'PaymentView' });
+  registry.add(PaymentList, { id: 'PaymentList' });
+  registry.add(ApiError, { id: 'Error' });
+  registry.add(WebhookAck, { id: 'WebhookAck' });
+  await app.register(swagger, {
+    openapi: {
+      openapi: '3.1.0',
+      info: {
+        title: 'payment-workflows',
+        version: '1.0.0',
+        description: 'Charge, capture, refund and reconcile payments as Temporal workflows (CONTRACTS.md §1).',
+      },
+      components: { securitySchemes: { bearerAuth: { type: 'http', scheme: 'bearer' } } },
+      security: [{ bearerAuth: [] }],
+    },
+    transform: createJsonSchemaTransform({ schemaRegistry: registry }),
+    transformObject: createJsonSchemaTransformObject({ schemaRegistry: registry }),
+  });
+
+  const merchantOf = createTokenVerifier(config.API_TOKENS);
+  app.decorateRequest('merchantId', '');
+  app.addHook('onRequest', async (request, reply) => {
+    reply.header('request-id', request.id);
+    if (request.routeOptions.config.public) return;
+    const merchantId = merchantOf(request.headers.authorization);
+    if (merchantId === undefined) {
+      return reply.code(401).header('www-authenticate', 'Bearer').send(errorBody('unauthorized'));
+    }
+    request.merchantId = merchantId;
+  });
+  registerRequestLog(app);
+
+  app.get(
+    '/healthz',
+    {
+      config: { public: true },
+      schema: {
+        operationId: 'health',
+        summary: 'Liveness',
+        tags: ['operations'],
+        security: [],
+        response: { 200: Health },
+      },
+    },
+    async () => ({ status: 'ok' as const }),
+  );
+  app.get(
+    '/openapi.json',
+    {
+      config: { public: true },
+      schema: {
+        operationId: 'openapi',
+        summary: 'This OpenAPI document',
+        tags: ['operations'],
+        security: [],
+        response: { 200: z.looseObject({ openapi: z.string() }) },
+      },
+    },
+    async () => app.swagger() as unknown as { openapi: string },
+  );
+  await app.register(paymentRoutes, { client });
+  await app.register(webhookRoutes, {
+    client,
+    secret: config.WEBHOOK_SECRET,
+    toleranceS: config.WEBHOOK_TOLERANCE_S,
+  });
+  return app;
+}

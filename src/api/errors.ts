@@ -1,0 +1,76 @@
+/** Error answers: one shape (`{ error: { type, message?, fields? } }`), never a stack trace or an internal message. */
+import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
+import { hasZodFastifySchemaValidationErrors } from 'fastify-type-provider-zod';
+import {
+  isAmountExceeded,
+  isIdempotencyKeyReused,
+  isInvalidTransition,
+  isPaymentNotFound,
+  isTemporalUnavailable,
+  isValidationError,
+} from '../client';
+import type { ApiError, ApiErrorType, FieldError } from '../domain/api-schemas';
+
+/** An error answer body. */
+export const errorBody = (type: ApiErrorType, message?: string, fields?: readonly FieldError[]): ApiError => ({
+  error: {
+    type,
+    ...(message === undefined ? {} : { message }),
+    ...(fields === undefined ? {} : { fields: [...fields] }),
+  },
+});
+
+const headerNames: Record<string, string> = { 'idempotency-key': 'Idempotency-Key' };
+
+/** A schema-validation issue as a field error: body paths dotted, headers by their canonical name. */
+function fieldOf(context: string | undefined, instancePath: string, message: string, keys?: unknown): FieldError[] {
+  const segments = instancePath.split('/').filter(Boolean);
+  if (Array.isArray(keys) && keys.length > 0) {
+    // An unknown member: name it, so the caller sees which field to remove.
+    return keys.map((k) => ({ path: [...segments, String(k)].join('.'), message }));
+  }
+  if (context === 'headers') {
+    const name = segments[0] ?? '';
+    return [{ path: headerNames[name] ?? name, message }];
+  }
+  return [{ path: segments.length === 0 ? `(${context ?? 'body'})` : segments.join('.'), message }];
+}
+
+/** Maps every error to its answer; unexpected ones are logged with the request id and answered 500 without detail. */
+export function handleError(error: FastifyError, request: FastifyRequest, reply: FastifyReply): FastifyReply {
+  if (hasZodFastifySchemaValidationErrors(error)) {
+    const fields = error.validation.flatMap((v) =>
+      fieldOf(error.validationContext, v.instancePath, v.message ?? 'invalid', (v.params as { keys?: unknown }).keys),
+    );
+    return reply.code(400).send(errorBody('validation_error', 'The request is invalid', fields));
+  }
+  if (isValidationError(error))
+    return reply.code(400).send(errorBody('validation_error', 'The request is invalid', error.fields));
+  if (isIdempotencyKeyReused(error)) return reply.code(422).send(errorBody('idempotency_key_reused', error.message));
+  if (isAmountExceeded(error)) return reply.code(422).send(errorBody('amount_exceeded', error.message));
+  if (isPaymentNotFound(error)) return reply.code(404).send(errorBody('not_found', 'No such payment'));
+  if (isInvalidTransition(error)) return reply.code(409).send(errorBody('invalid_transition', error.message));
+  switch (error.code) {
+    case 'FST_ERR_CTP_BODY_TOO_LARGE':
+      return reply.code(413).send(errorBody('payload_too_large', 'The body is too large'));
+    case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
+      return reply.code(415).send(errorBody('unsupported_media_type', 'Send application/json'));
+    case 'FST_ERR_CTP_INVALID_JSON_BODY':
+    case 'FST_ERR_CTP_EMPTY_JSON_BODY':
+      return reply
+        .code(400)
+        .send(
+          errorBody('validation_error', 'The body is not valid JSON', [{ path: '(body)', message: 'invalid JSON' }]),
+        );
+  }
+  const status = typeof error.statusCode === 'number' ? error.statusCode : 500;
+  if (status >= 400 && status < 500) {
+    return reply.code(status).send(errorBody('validation_error', 'The request is invalid'));
+  }
+  request.log.error({ err: error }, 'request failed');
+  if (isTemporalUnavailable(error)) {
+    // The caller may repeat: every write is idempotent by its key.
+    return reply.code(503).header('retry-after', '1').send(errorBody('unavailable', 'Temporarily unavailable'));
+  }
+  return reply.code(500).send(errorBody('internal_error', 'Internal error'));
+}

@@ -1,0 +1,158 @@
+import type { FastifyReply } from 'fastify';
+import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
+import type { PaymentsClient } from '../../client';
+import {
+  ApiError,
+  IdempotencyKeyHeaders,
+  ListPaymentsQuery,
+  PaymentKeyParams,
+  PaymentList,
+} from '../../domain/api-schemas';
+import {
+  CaptureRequest,
+  ChargeRequest,
+  type PaymentView,
+  PaymentView as PaymentViewSchema,
+  RefundRequest,
+  ResolveRequest,
+  isSettledStatus,
+} from '../../domain/payment';
+
+/** Options of {@link paymentRoutes}. */
+export interface PaymentRoutesOptions {
+  readonly client: PaymentsClient;
+}
+
+const tags = ['payments'];
+const errors = { 400: ApiError, 401: ApiError, 404: ApiError, 503: ApiError };
+const viewResponses = { 200: PaymentViewSchema, 202: PaymentViewSchema, ...errors };
+
+/** The path of a payment, for `Location`. */
+export const paymentPath = (key: string): string => `/v1/payments/${encodeURIComponent(key)}`;
+
+/** 200 once the provider answered; 202 + `Location` while pending, unknown or in review (or still running). */
+function sendView(reply: FastifyReply, view: PaymentView, completed = true) {
+  if (completed && isSettledStatus(view.status)) return reply.code(200).send(view);
+  return reply.code(202).header('location', paymentPath(view.key)).send(view);
+}
+
+/** `/v1/payments...`: every route acts for the merchant the bearer token maps to. */
+export const paymentRoutes: FastifyPluginAsyncZod<PaymentRoutesOptions> = async (app, { client }) => {
+  app.post(
+    '/v1/payments',
+    {
+      schema: {
+        operationId: 'createPayment',
+        summary: 'Charge (or authorize) a payment, once per Idempotency-Key',
+        description:
+          '200 when the provider answered; 202 with `Location` while pending or unknown. A repeat with the same key ' +
+          'and body answers the same payment with `Idempotent-Replayed: true`; another body under the same key is 422.',
+        tags,
+        headers: IdempotencyKeyHeaders,
+        body: ChargeRequest,
+        response: { ...viewResponses, 422: ApiError },
+      },
+    },
+    async (request, reply) => {
+      const { view, replayed } = await client.charge(
+        request.merchantId,
+        request.headers['idempotency-key'],
+        request.body,
+      );
+      if (replayed) reply.header('idempotent-replayed', 'true');
+      return sendView(reply, view);
+    },
+  );
+
+  app.get(
+    '/v1/payments/:key',
+    {
+      schema: {
+        operationId: 'getPayment',
+        summary: 'A payment by its idempotency key',
+        tags,
+        params: PaymentKeyParams,
+        response: { 200: PaymentViewSchema, ...errors },
+      },
+    },
+    async (request) => client.get(request.merchantId, request.params.key),
+  );
+
+  app.get(
+    '/v1/payments',
+    {
+      schema: {
+        operationId: 'listPayments',
+        summary: 'The merchant’s payments from Temporal visibility (eventually consistent), newest first',
+        tags,
+        querystring: ListPaymentsQuery,
+        response: { 200: PaymentList, ...errors },
+      },
+    },
+    async (request) => client.list(request.merchantId, request.query),
+  );
+
+  app.post(
+    '/v1/payments/:key/capture',
+    {
+      schema: {
+        operationId: 'capturePayment',
+        summary: 'Capture an authorized payment (all of it without an amount), once per Idempotency-Key',
+        tags,
+        params: PaymentKeyParams,
+        headers: IdempotencyKeyHeaders,
+        body: CaptureRequest.optional(),
+        response: { ...viewResponses, 409: ApiError, 422: ApiError },
+      },
+    },
+    async (request, reply) => {
+      const { view, completed } = await client.capture(
+        request.merchantId,
+        request.params.key,
+        request.headers['idempotency-key'],
+        request.body ?? {},
+      );
+      return sendView(reply, view, completed);
+    },
+  );
+
+  app.post(
+    '/v1/payments/:key/refunds',
+    {
+      schema: {
+        operationId: 'refundPayment',
+        summary: 'Refund part or all of what was captured, once per Idempotency-Key',
+        tags,
+        params: PaymentKeyParams,
+        headers: IdempotencyKeyHeaders,
+        body: RefundRequest,
+        response: { ...viewResponses, 409: ApiError, 422: ApiError },
+      },
+    },
+    async (request, reply) => {
+      const { view, completed } = await client.refund(
+        request.merchantId,
+        request.params.key,
+        request.headers['idempotency-key'],
+        request.body,
+      );
+      return sendView(reply, view, completed);
+    },
+  );
+
+  app.post(
+    '/v1/payments/:key/resolve',
+    {
+      schema: {
+        operationId: 'resolvePayment',
+        summary: 'An operator’s verdict on a payment in needs_review',
+        tags,
+        params: PaymentKeyParams,
+        body: ResolveRequest,
+        response: { 200: PaymentViewSchema, ...errors, 409: ApiError },
+      },
+    },
+    async (request) =>
+      client.resolve(request.merchantId, request.params.key, request.body, `api:${request.merchantId}`),
+  );
+};

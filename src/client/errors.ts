@@ -1,0 +1,71 @@
+/**
+ * The failures a {@link PaymentsClient} caller can act on, one class each, with type guards. Anything else (Temporal
+ * unavailable, a bug) is thrown as it came, so it is never mistaken for one of these.
+ */
+import type { FieldError } from '../domain/api-schemas';
+
+/** Base of the typed client errors; `code` is stable, `message` is for humans. */
+export abstract class PaymentsClientError extends Error {
+  abstract readonly code: string;
+}
+
+/** The request does not parse: one entry per invalid field. Nothing was started. */
+export class ValidationError extends PaymentsClientError {
+  readonly code = 'validation_error';
+  constructor(
+    readonly fields: readonly FieldError[],
+    options?: ErrorOptions,
+  ) {
+    super(`Invalid request: ${fields.map((f) => `${f.path}: ${f.message}`).join('; ')}`, options);
+    this.name = 'ValidationError';
+  }
+}
+
+/** The idempotency key was used before for a request with other significant fields. Nothing happened. */
+export class IdempotencyKeyReused extends PaymentsClientError {
+  readonly code = 'idempotency_key_reused';
+  constructor(message = 'This idempotency key was used for a different request', options?: ErrorOptions) {
+    super(message, options);
+    this.name = 'IdempotencyKeyReused';
+  }
+}
+
+/** No payment with this key for this merchant (another merchant's key looks exactly the same). */
+export class PaymentNotFound extends PaymentsClientError {
+  readonly code = 'not_found';
+  constructor(options?: ErrorOptions) {
+    super('No such payment', options);
+    this.name = 'PaymentNotFound';
+  }
+}
+
+/** The payment's current status does not allow the operation (capture of a declined payment, resolve outside review). */
+export class InvalidTransition extends PaymentsClientError {
+  readonly code = 'invalid_transition';
+  constructor(message: string, options?: ErrorOptions) {
+    super(message, options);
+    this.name = 'InvalidTransition';
+  }
+}
+
+/** The amount exceeds what can be captured or refunded. */
+export class AmountExceeded extends PaymentsClientError {
+  readonly code = 'amount_exceeded';
+  constructor(message: string, options?: ErrorOptions) {
+    super(message, options);
+    this.name = 'AmountExceeded';
+  }
+}
+
+/** True for a {@link ValidationError}. */
+export const isValidationError = (e: unknown): e is ValidationError => e instanceof ValidationError;
+/** True for an {@link IdempotencyKeyReused}. */
+export const isIdempotencyKeyReused = (e: unknown): e is IdempotencyKeyReused => e instanceof IdempotencyKeyReused;
+/** True for a {@link PaymentNotFound}. */
+export const isPaymentNotFound = (e: unknown): e is PaymentNotFound => e instanceof PaymentNotFound;
+/** True for an {@link InvalidTransition}. */
+export const isInvalidTransition = (e: unknown): e is InvalidTransition => e instanceof InvalidTransition;
+/** True for an {@link AmountExceeded}. */
+export const isAmountExceeded = (e: unknown): e is AmountExceeded => e instanceof AmountExceeded;
+/** True for any typed client error. */
+export const isPaymentsClientError = (e: unknown): e is PaymentsClientError => e instanceof PaymentsClientError;

@@ -1,0 +1,56 @@
+/** Turns Temporal failures and zod errors into the typed client errors, keeping the original as `cause`. */
+import { ServiceError, WorkflowUpdateFailedError, WorkflowUpdateRPCTimeoutOrCancelledError } from '@temporalio/client';
+import { ApplicationFailure } from '@temporalio/common';
+import type { z } from 'zod';
+import type { FieldError } from '../domain/api-schemas';
+import { ErrorType } from '../domain/errors';
+import { AmountExceeded, IdempotencyKeyReused, InvalidTransition, ValidationError } from './errors';
+
+/** The failure type the capture/refund validators use for an amount over the limit. */
+export const AmountExceededType = ErrorType.AmountExceeded;
+
+/** A zod issue path as the API shows it: `amount.value`, `items.0.id`; the root is `(body)`. */
+export const dottedPath = (path: readonly PropertyKey[], prefix?: string): string => {
+  const parts = [...(prefix === undefined ? [] : [prefix]), ...path.map(String)];
+  return parts.length === 0 ? '(body)' : parts.join('.');
+};
+
+/** The field errors of a zod error; an unknown member is named by its own path, so the caller sees what to remove. */
+export const fieldErrors = (error: z.ZodError, prefix?: string): FieldError[] =>
+  error.issues.flatMap((issue) =>
+    issue.code === 'unrecognized_keys'
+      ? issue.keys.map((k) => ({ path: dottedPath([...issue.path, k], prefix), message: issue.message }))
+      : [{ path: dottedPath(issue.path, prefix), message: issue.message }],
+  );
+
+/** Parses `value` or throws a {@link ValidationError} naming every invalid field. */
+export function parseOrThrow<S extends z.ZodType>(schema: S, value: unknown, prefix?: string): z.output<S> {
+  const result = schema.safeParse(value);
+  if (!result.success) throw new ValidationError(fieldErrors(result.error, prefix), { cause: result.error });
+  return result.data;
+}
+
+/** The ApplicationFailure an update validator or handler threw, if that is what `err` carries. */
+export const updateFailureOf = (err: unknown): ApplicationFailure | undefined =>
+  err instanceof WorkflowUpdateFailedError && err.cause instanceof ApplicationFailure ? err.cause : undefined;
+
+/** The typed error for a rejected update; anything else comes back unchanged. */
+export function translateUpdateFailure(err: unknown): unknown {
+  const failure = updateFailureOf(err);
+  switch (failure?.type) {
+    case ErrorType.IdempotencyKeyReused:
+      return new IdempotencyKeyReused(failure.message, { cause: err });
+    case ErrorType.InvalidTransition:
+      return new InvalidTransition(failure.message, { cause: err });
+    case AmountExceededType:
+      return new AmountExceeded(failure.message, { cause: err });
+    case ErrorType.ValidationError:
+      return new ValidationError([{ path: '(body)', message: failure.message }], { cause: err });
+    default:
+      return err;
+  }
+}
+
+/** Temporal could not be reached or did not answer in time: nothing is known to have failed, the caller may repeat. */
+export const isTemporalUnavailable = (err: unknown): boolean =>
+  err instanceof ServiceError || err instanceof WorkflowUpdateRPCTimeoutOrCancelledError;

@@ -1,0 +1,12 @@
+export {
+  PaymentsClient,
+  type ChargeResult,
+  type ListOptions,
+  type OperationResult,
+  type PaymentPage,
+  type PaymentsClientOptions,
+} from './payments-client';
+export * from './errors';
+export { captureFingerprint, chargeFingerprint, refundFingerprint } from './fingerprint';
+export type { EventOwner, ProviderEventDelivery } from './provider-events';
+export { isTemporalUnavailable } from './failures';

@@ -1,0 +1,399 @@
+import { randomUUID } from 'node:crypto';
+import {
+  type Client,
+  WithStartWorkflowOperation,
+  WorkflowExecutionAlreadyStartedError,
+  WorkflowNotFoundError,
+  WorkflowUpdateRPCTimeoutOrCancelledError,
+  WorkflowUpdateStage,
+  type WorkflowExecutionDescription,
+  type WorkflowHandle,
+  type WorkflowUpdateHandle,
+} from '@temporalio/client';
+import type { UpdateDefinition } from '@temporalio/common';
+import {
+  type CaptureArgs,
+  type ProviderEvent,
+  type RefundArgs,
+  captureUpdate,
+  paymentQuery,
+  refundUpdate,
+  resolveUpdate,
+  submitUpdate,
+} from '../domain/definitions';
+import { chargeWorkflowId } from '../domain/ids';
+import {
+  CaptureRequest,
+  ChargeRequest,
+  IdempotencyKey,
+  MerchantId,
+  type PaymentView,
+  RefundRequest,
+  ResolveRequest,
+} from '../domain/payment';
+import type { RetryOverrides } from '../domain/retry';
+import type { ChargeWorkflowInput, PaymentTimings } from '../domain/workflow-inputs';
+import type { chargeWorkflow } from '../workflows';
+import { IdempotencyKeyReused, InvalidTransition, PaymentNotFound, ValidationError } from './errors';
+import { captureFingerprint, chargeFingerprint, refundFingerprint } from './fingerprint';
+import { parseOrThrow, translateUpdateFailure, updateFailureOf } from './failures';
+import { type EventOwner, type ProviderEventDelivery, deliverProviderEvent } from './provider-events';
+import {
+  type PaymentFilter,
+  decodePageToken,
+  encodePageToken,
+  isVisibilityLiteral,
+  paymentListQuery,
+} from './visibility';
+
+/** How a {@link PaymentsClient} starts and waits for payments. */
+export interface PaymentsClientOptions {
+  /** The workflow task queue (config `TASK_QUEUE`). */
+  readonly taskQueue: string;
+  /** Every delay of the payment workflows, passed to each new payment. */
+  readonly timings: PaymentTimings;
+  /** Default: the Temporal client's namespace. */
+  readonly namespace?: string;
+  /** Retry overrides passed to each new payment (config `retry`). */
+  readonly retry?: RetryOverrides;
+  /** How long capture and refund wait for their outcome before answering the current view; default `submitWaitMs`. */
+  readonly operationWaitMs?: number;
+  /** How long a webhook without metadata waits for visibility to index its payment; default 2000 ms. */
+  readonly webhookMatchWaitMs?: number;
+  /**
+   * Upper bound of each call to Temporal beyond the workflow's own waits (no worker, overloaded server); default
+   * 10 000 ms. A call cut off throws a Temporal timeout: nothing is known to have failed, the caller may repeat.
+   */
+  readonly rpcTimeoutMs?: number;
+}
+
+/** A charge's answer: the view, and whether the payment already existed (a repeat of the same key and body). */
+export interface ChargeResult {
+  readonly view: PaymentView;
+  readonly replayed: boolean;
+}
+
+/** A capture's or refund's answer: the view, and whether the operation finished within the wait (else 202). */
+export interface OperationResult {
+  readonly view: PaymentView;
+  readonly completed: boolean;
+}
+
+/** A page of payments, newest first; `nextPageToken` when there are more. */
+export interface PaymentPage {
+  readonly payments: PaymentView[];
+  readonly nextPageToken?: string;
+}
+
+/** Options of {@link PaymentsClient.list}. */
+export interface ListOptions extends PaymentFilter {
+  readonly pageToken?: string;
+  readonly pageSize?: number;
+}
+
+/** Memo of a charge workflow: the fingerprint (compared on a closed run) and which request started it. */
+interface ChargeMemo {
+  readonly fingerprint?: string;
+  readonly startedBy?: string;
+}
+
+type ChargeHandle = WorkflowHandle<typeof chargeWorkflow>;
+
+/**
+ * What the order service calls: charge, capture, refund, get, list and resolve, each scoped to one merchant. It never
+ * retries: a repeat with the same key is idempotent, so the caller may repeat.
+ */
+export class PaymentsClient {
+  private readonly namespace: string;
+  private readonly operationWaitMs: number;
+  private readonly rpcTimeoutMs: number;
+  /** Charges in flight in this process by workflow id and fingerprint: identical concurrent requests share one. */
+  private readonly inflight = new Map<string, Promise<ChargeResult>>();
+
+  constructor(
+    private readonly client: Client,
+    private readonly options: PaymentsClientOptions,
+  ) {
+    this.namespace = options.namespace ?? client.options.namespace;
+    this.operationWaitMs = options.operationWaitMs ?? options.timings.submitWaitMs;
+    this.rpcTimeoutMs = options.rpcTimeoutMs ?? 10_000;
+  }
+
+  /** Charges once per (merchant, key): starts the payment or attaches to it, and answers its early view. */
+  async charge(merchantId: string, key: string, body: unknown): Promise<ChargeResult> {
+    const { workflowId, merchant, paymentKey } = this.scope(merchantId, key);
+    const request = parseOrThrow(ChargeRequest, body);
+    const fingerprint = chargeFingerprint(request);
+    // Temporal limits in-flight updates per workflow (10 by default): a burst of identical requests to this process
+    // becomes one update-with-start, and the others answer as repeats. Across processes the server dedups.
+    const flightKey = `${workflowId}\n${fingerprint}`;
+    const joined = this.inflight.get(flightKey);
+    if (joined) return { view: (await joined).view, replayed: true };
+    const flight = this.startCharge(workflowId, merchant, paymentKey, request, fingerprint);
+    this.inflight.set(flightKey, flight);
+    try {
+      return await flight;
+    } finally {
+      this.inflight.delete(flightKey);
+    }
+  }
+
+  private async startCharge(
+    workflowId: string,
+    merchant: string,
+    paymentKey: string,
+    request: ChargeRequest,
+    fingerprint: string,
+  ): Promise<ChargeResult> {
+    const input: ChargeWorkflowInput = {
+      merchantId: merchant,
+      key: paymentKey,
+      fingerprint,
+      request,
+      timings: this.options.timings,
+      ...(this.options.retry === undefined ? {} : { retry: this.options.retry }),
+    };
+    const startedBy = randomUUID();
+    const startWorkflowOperation = new WithStartWorkflowOperation<typeof chargeWorkflow>('chargeWorkflow', {
+      workflowId,
+      taskQueue: this.options.taskQueue,
+      workflowIdConflictPolicy: 'USE_EXISTING',
+      // A closed payment is never charged again under its key: the repeat gets the stored result.
+      workflowIdReusePolicy: 'REJECT_DUPLICATE',
+      args: [input],
+      memo: { fingerprint, startedBy } satisfies ChargeMemo,
+    });
+    try {
+      const view = await this.bounded(
+        () =>
+          this.client.workflow.executeUpdateWithStart(submitUpdate, {
+            args: [{ fingerprint }],
+            startWorkflowOperation,
+          }),
+        this.options.timings.submitWaitMs,
+      );
+      return { view, replayed: !(await this.wasStartedBy(workflowId, startedBy)) };
+    } catch (err) {
+      if (closedBeforeUpdate(err)) return this.replayClosed(workflowId, fingerprint, err);
+      throw translateUpdateFailure(err);
+    }
+  }
+
+  /** The payment's current view; {@link PaymentNotFound} for a missing key and for another merchant's. */
+  async get(merchantId: string, key: string): Promise<PaymentView> {
+    const { workflowId } = this.scope(merchantId, key);
+    try {
+      return await this.bounded(() => this.handle(workflowId).query(paymentQuery));
+    } catch (err) {
+      if (err instanceof WorkflowNotFoundError) throw new PaymentNotFound({ cause: err });
+      throw err;
+    }
+  }
+
+  /** One page of the merchant's payments from Temporal visibility, optionally by status and order id. */
+  async list(merchantId: string, options: ListOptions = {}): Promise<PaymentPage> {
+    const merchant = parseOrThrow(MerchantId, merchantId, 'merchantId');
+    if (options.orderId !== undefined && !isVisibilityLiteral(options.orderId)) {
+      throw new ValidationError([
+        { path: 'orderId', message: 'a list filter cannot contain a backslash or a double quote' },
+      ]);
+    }
+    const response = await this.bounded(() =>
+      this.client.workflowService.listWorkflowExecutions({
+        namespace: this.namespace,
+        query: paymentListQuery(merchant, options),
+        pageSize: options.pageSize ?? 20,
+        nextPageToken: decodePageToken(options.pageToken),
+      }),
+    );
+    const views = await this.bounded(() =>
+      Promise.all(
+        response.executions.map(async ({ execution }) => {
+          if (!execution?.workflowId) return undefined;
+          try {
+            return await this.client.workflow
+              .getHandle<typeof chargeWorkflow>(execution.workflowId, execution.runId ?? undefined)
+              .query(paymentQuery);
+          } catch (err) {
+            if (err instanceof WorkflowNotFoundError) return undefined; // deleted since it was listed
+            throw err;
+          }
+        }),
+      ),
+    );
+    const nextPageToken = encodePageToken(response.nextPageToken);
+    return {
+      // Defence in depth: the query is scoped already.
+      payments: views.filter((v): v is PaymentView => v !== undefined && v.merchantId === merchant),
+      ...(nextPageToken === undefined ? {} : { nextPageToken }),
+    };
+  }
+
+  /** Captures an authorized payment (all of it without an amount) under its own idempotency key. */
+  async capture(merchantId: string, key: string, captureKey: string, body: unknown = {}): Promise<OperationResult> {
+    const { workflowId, paymentKey } = this.scope(merchantId, key);
+    const opKey = parseOrThrow(IdempotencyKey, captureKey, 'idempotencyKey');
+    const request = parseOrThrow(CaptureRequest, body ?? {});
+    const fingerprint = captureFingerprint(paymentKey, request);
+    const args: CaptureArgs = {
+      captureKey: opKey,
+      fingerprint,
+      ...(request.amount === undefined ? {} : { amount: request.amount }),
+    };
+    return this.moveMoney(workflowId, captureUpdate, args, `capture:${opKey}:${fingerprint}`);
+  }
+
+  /** Refunds part or all of what was captured, under its own idempotency key. */
+  async refund(merchantId: string, key: string, refundKey: string, body: unknown): Promise<OperationResult> {
+    const { workflowId, paymentKey } = this.scope(merchantId, key);
+    const opKey = parseOrThrow(IdempotencyKey, refundKey, 'idempotencyKey');
+    const request = parseOrThrow(RefundRequest, body);
+    const fingerprint = refundFingerprint(paymentKey, request);
+    const args: RefundArgs = { refundKey: opKey, fingerprint, amount: request.amount };
+    return this.moveMoney(workflowId, refundUpdate, args, `refund:${opKey}:${fingerprint}`);
+  }
+
+  /** An operator's verdict on a payment in `needs_review`; {@link InvalidTransition} in any other status. */
+  async resolve(merchantId: string, key: string, body: unknown, operator?: string): Promise<PaymentView> {
+    const { workflowId } = this.scope(merchantId, key);
+    const request = parseOrThrow(ResolveRequest, body);
+    try {
+      return await this.bounded(() =>
+        this.handle(workflowId).executeUpdate(resolveUpdate, {
+          args: [{ ...request, ...(operator === undefined ? {} : { operator }) }],
+        }),
+      );
+    } catch (err) {
+      throw await this.translateClosedOrMissing(err, workflowId);
+    }
+  }
+
+  /**
+   * Hands a verified provider event to the payment it belongs to (durably: the promise resolves once Temporal
+   * accepted it), or parks it when no open payment owns it. `owner` comes from the event's metadata when present.
+   */
+  async deliverProviderEvent(
+    provider: string,
+    event: ProviderEvent,
+    owner?: EventOwner,
+  ): Promise<ProviderEventDelivery> {
+    return deliverProviderEvent(
+      {
+        client: this.client,
+        namespace: this.namespace,
+        taskQueue: this.options.taskQueue,
+        retainMs: this.options.timings.refundWindowMs,
+        matchWaitMs: this.options.webhookMatchWaitMs ?? 2_000,
+      },
+      provider,
+      event,
+      owner,
+    );
+  }
+
+  private scope(merchantId: string, key: string) {
+    const merchant = parseOrThrow(MerchantId, merchantId, 'merchantId');
+    const paymentKey = parseOrThrow(IdempotencyKey, key, 'key');
+    return { merchant, paymentKey, workflowId: chargeWorkflowId(merchant, paymentKey) };
+  }
+
+  /** Runs Temporal calls under a deadline: `rpcTimeoutMs` beyond what the workflow itself may take (`extraMs`). */
+  private bounded<T>(fn: () => Promise<T>, extraMs = 0): Promise<T> {
+    return this.client.connection.withDeadline(Date.now() + this.rpcTimeoutMs + extraMs, fn);
+  }
+
+  private handle(workflowId: string): ChargeHandle {
+    return this.client.workflow.getHandle<typeof chargeWorkflow>(workflowId);
+  }
+
+  /** Whether this request's start created the run (the memo names the request that started it). */
+  private async wasStartedBy(workflowId: string, startedBy: string): Promise<boolean> {
+    const description = await this.handle(workflowId).describe();
+    return (description.memo as ChargeMemo | undefined)?.startedBy === startedBy;
+  }
+
+  /** A repeat against a closed payment: the stored result for the same fingerprint, else the key was reused. */
+  private async replayClosed(workflowId: string, fingerprint: string, original: unknown): Promise<ChargeResult> {
+    const handle = this.handle(workflowId);
+    let description: WorkflowExecutionDescription;
+    try {
+      description = await handle.describe();
+    } catch (err) {
+      if (err instanceof WorkflowNotFoundError) throw original;
+      throw err;
+    }
+    if ((await this.storedFingerprint(description)) !== fingerprint) {
+      throw new IdempotencyKeyReused('This idempotency key was used for a different payment request', {
+        cause: original,
+      });
+    }
+    const view = description.status.name === 'COMPLETED' ? await handle.result() : await handle.query(paymentQuery);
+    return { view, replayed: true };
+  }
+
+  /** The fingerprint in the memo; a run that continued as new without its memo falls back to the chain's first run. */
+  private async storedFingerprint(description: WorkflowExecutionDescription): Promise<string | undefined> {
+    const own = (description.memo as ChargeMemo | undefined)?.fingerprint;
+    const firstRunId = description.raw.workflowExecutionInfo?.firstRunId;
+    if (own !== undefined || !firstRunId || firstRunId === description.runId) return own;
+    const first = await this.client.workflow.getHandle(description.workflowId, firstRunId).describe();
+    return (first.memo as ChargeMemo | undefined)?.fingerprint;
+  }
+
+  /**
+   * Runs a capture or refund update: validators reject before any side effect; the answer waits at most
+   * `operationWaitMs` for the outcome, then returns the current view (the operation goes on in the workflow). The
+   * update id carries key and fingerprint, so a repeat attaches to the running update instead of queueing another.
+   */
+  private async moveMoney<Args>(
+    workflowId: string,
+    update: UpdateDefinition<PaymentView, [Args]>,
+    args: Args,
+    updateId: string,
+  ): Promise<OperationResult> {
+    const handle = this.handle(workflowId);
+    let updateHandle: WorkflowUpdateHandle<PaymentView>;
+    try {
+      updateHandle = await this.bounded(() =>
+        handle.startUpdate(update, { args: [args] as [Args], waitForStage: WorkflowUpdateStage.ACCEPTED, updateId }),
+      );
+    } catch (err) {
+      throw await this.translateClosedOrMissing(err, workflowId);
+    }
+    try {
+      const view = await this.client.connection.withDeadline(Date.now() + this.operationWaitMs, () =>
+        updateHandle.result(),
+      );
+      return { view, completed: true };
+    } catch (err) {
+      // Accepted and still running (a provider call, a reconcile): answer the current view; the workflow goes on.
+      if (err instanceof WorkflowUpdateRPCTimeoutOrCancelledError) {
+        return { view: await this.bounded(() => handle.query(paymentQuery)), completed: false };
+      }
+      throw await this.translateClosedOrMissing(err, workflowId);
+    }
+  }
+
+  /** Missing payment → {@link PaymentNotFound}; closed payment → {@link InvalidTransition}; rejections → typed. */
+  private async translateClosedOrMissing(err: unknown, workflowId: string): Promise<unknown> {
+    if (!(err instanceof WorkflowNotFoundError) && !closedBeforeUpdate(err)) return translateUpdateFailure(err);
+    try {
+      const description = await this.handle(workflowId).describe();
+      return new InvalidTransition(`This payment is closed (${description.status.name.toLowerCase()})`, {
+        cause: err,
+      });
+    } catch (describeErr) {
+      if (describeErr instanceof WorkflowNotFoundError) return new PaymentNotFound({ cause: err });
+      throw describeErr;
+    }
+  }
+}
+
+/** The payment's run closed before (or while) the update reached it. */
+function closedBeforeUpdate(err: unknown): boolean {
+  return (
+    err instanceof WorkflowExecutionAlreadyStartedError ||
+    err instanceof WorkflowNotFoundError ||
+    updateFailureOf(err)?.type === 'AcceptedUpdateCompletedWorkflow'
+  );
+}

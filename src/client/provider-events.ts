@@ -1,0 +1,167 @@
+/**
+ * Routing of verified provider events (webhooks) to the payment they belong to. An event is acknowledged only after
+ * Temporal durably accepted it: signalled to the payment's workflow, or parked in a workflow of its own.
+ */
+import { setTimeout as sleep } from 'node:timers/promises';
+import { type Client, WorkflowNotFoundError } from '@temporalio/client';
+import { type ProviderEvent, type ProviderPaymentState, paymentQuery, webhookSignal } from '../domain/definitions';
+import { chargeWorkflowId, parseChargeWorkflowId } from '../domain/ids';
+import { type ParkReason, type ParkedEventInput, parkedEventWorkflowId } from '../domain/parked-events';
+import type { PaymentView } from '../domain/payment';
+import { isVisibilityLiteral, paymentsByReferenceQuery } from './visibility';
+
+/** Our payment named by the event's metadata. */
+export interface EventOwner {
+  readonly merchantId: string;
+  readonly key: string;
+}
+
+/** Where an event went: its payment's workflow, a parked-event workflow, or nowhere because it was already applied. */
+export type ProviderEventDelivery = 'payment' | 'parked' | 'duplicate';
+
+/** What routing needs from the client. */
+export interface EventRoutingContext {
+  readonly client: Client;
+  readonly namespace: string;
+  readonly taskQueue: string;
+  /** How long a parked-event workflow waits for more events before it completes. */
+  readonly retainMs: number;
+  /** How long to wait for visibility to index a just-started payment when matching by reference. */
+  readonly matchWaitMs: number;
+}
+
+const MATCH_POLL_MS = 200;
+
+/** Signals the event to its payment, or parks it; resolves once Temporal accepted it. */
+export async function deliverProviderEvent(
+  ctx: EventRoutingContext,
+  provider: string,
+  event: ProviderEvent,
+  owner?: EventOwner,
+): Promise<ProviderEventDelivery> {
+  if (owner) {
+    const workflowId = chargeWorkflowId(owner.merchantId, owner.key);
+    const outcome = await signalPayment(ctx, workflowId, event);
+    if (outcome === 'signalled') return 'payment';
+    if (outcome === 'closed') return closedPayment(ctx, workflowId, provider, event);
+    return park(ctx, provider, event, 'unmatched', owner);
+  }
+  const candidates = await findByReference(ctx, provider, event.payment.reference);
+  const chosen = await choose(ctx, candidates, event.payment);
+  if (chosen === undefined) return park(ctx, provider, event, candidates.length === 0 ? 'unmatched' : 'ambiguous');
+  const outcome = await signalPayment(ctx, chosen, event);
+  if (outcome === 'signalled') return 'payment';
+  if (outcome === 'closed') return closedPayment(ctx, chosen, provider, event);
+  return park(ctx, provider, event, 'unmatched');
+}
+
+async function signalPayment(
+  ctx: EventRoutingContext,
+  workflowId: string,
+  event: ProviderEvent,
+): Promise<'signalled' | 'closed' | 'missing'> {
+  const handle = ctx.client.workflow.getHandle(workflowId);
+  try {
+    await handle.signal(webhookSignal, event);
+    return 'signalled';
+  } catch (err) {
+    if (!(err instanceof WorkflowNotFoundError)) throw err;
+  }
+  try {
+    await handle.describe();
+    return 'closed';
+  } catch (err) {
+    if (err instanceof WorkflowNotFoundError) return 'missing';
+    throw err;
+  }
+}
+
+/** A late event for a closed payment: nothing to do if its final view shows it already, else an operator looks. */
+async function closedPayment(
+  ctx: EventRoutingContext,
+  workflowId: string,
+  provider: string,
+  event: ProviderEvent,
+): Promise<ProviderEventDelivery> {
+  const view = await ctx.client.workflow.getHandle(workflowId).query(paymentQuery);
+  if (reflects(view, event.payment)) return 'duplicate';
+  const owner = parseChargeWorkflowId(workflowId);
+  return park(
+    ctx,
+    provider,
+    event,
+    'payment_closed',
+    owner ? { merchantId: owner.merchantId, key: owner.key } : undefined,
+  );
+}
+
+/** True when the view already accounts for everything the provider's payment shows. */
+export function reflects(view: PaymentView, payment: ProviderPaymentState): boolean {
+  if (view.providerPaymentId !== payment.id) return false;
+  if (view.amountCaptured < payment.amountCaptured || view.amountRefunded < payment.amountRefunded) return false;
+  if (payment.status === 'voided') return view.status === 'voided';
+  return view.amountAuthorized > 0 || view.status === 'voided';
+}
+
+/** Charge workflows of this order at this provider; waits briefly for visibility to index a just-started one. */
+async function findByReference(ctx: EventRoutingContext, provider: string, reference: string): Promise<string[]> {
+  if (!isVisibilityLiteral(reference)) return []; // not one of our order ids (OrderId is searchable), or unmatchable
+  const deadline = Date.now() + ctx.matchWaitMs;
+  for (;;) {
+    const response = await ctx.client.workflowService.listWorkflowExecutions({
+      namespace: ctx.namespace,
+      query: paymentsByReferenceQuery(provider, reference),
+      pageSize: 20,
+    });
+    const ids = [
+      ...new Set(response.executions.flatMap((e) => (e.execution?.workflowId ? [e.execution.workflowId] : []))),
+    ];
+    if (ids.length > 0 || Date.now() >= deadline) return ids;
+    await sleep(MATCH_POLL_MS);
+  }
+}
+
+/**
+ * The one candidate that owns the provider payment: the one whose view carries its id, else the only one that does
+ * not know its provider payment yet (its create outcome is still pending or unknown). Otherwise none.
+ */
+async function choose(
+  ctx: EventRoutingContext,
+  candidates: readonly string[],
+  payment: ProviderPaymentState,
+): Promise<string | undefined> {
+  if (candidates.length === 1) return candidates[0];
+  const views = await Promise.all(
+    candidates.map(async (id) => ({ id, view: await ctx.client.workflow.getHandle(id).query(paymentQuery) })),
+  );
+  const owner = views.filter((c) => c.view.providerPaymentId === payment.id);
+  if (owner.length === 1) return owner[0]?.id;
+  const waiting = views.filter((c) => c.view.providerPaymentId === undefined && c.view.amount.value === payment.amount);
+  return waiting.length === 1 ? waiting[0]?.id : undefined;
+}
+
+/** Keeps the event in `provider-event:<provider>:<providerPaymentId>` (started if needed, deduplicated there). */
+async function park(
+  ctx: EventRoutingContext,
+  provider: string,
+  event: ProviderEvent,
+  reason: ParkReason,
+  owner?: EventOwner,
+): Promise<ProviderEventDelivery> {
+  const input: ParkedEventInput = {
+    provider,
+    providerPaymentId: event.payment.id,
+    reference: event.payment.reference,
+    reason,
+    retainMs: ctx.retainMs,
+    ...(owner === undefined ? {} : { merchantId: owner.merchantId, paymentKey: owner.key }),
+  };
+  await ctx.client.workflow.signalWithStart('parkedProviderEventWorkflow', {
+    workflowId: parkedEventWorkflowId(provider, event.payment.id),
+    taskQueue: ctx.taskQueue,
+    args: [input],
+    signal: webhookSignal,
+    signalArgs: [event],
+  });
+  return 'parked';
+}

@@ -1,0 +1,216 @@
+/**
+ * An API test bench: the real API over HTTP (Fastify listening on 127.0.0.1:0), the real PaymentsClient, the real
+ * simulator (webhooks pointed at the API), the real REST provider and the real workers on a fresh task queue, against
+ * the run's shared dev server.
+ */
+import { randomUUID } from 'node:crypto';
+import type { AddressInfo } from 'node:net';
+import type { TestWorkflowEnvironment } from '@temporalio/testing';
+import type { Worker } from '@temporalio/worker';
+import type { FastifyInstance } from 'fastify';
+import pino from 'pino';
+import { buildApi } from '../../src/api/app';
+import { PaymentsClient } from '../../src/client';
+import type { RetryOverrides } from '../../src/domain/retry';
+import type { PaymentTimings } from '../../src/domain/workflow-inputs';
+import { createProvider, simulatorCapabilities } from '../../src/providers';
+import { type RunningSimulator, startSimulator } from '../../src/simulator/server';
+import { createWorkers } from '../../src/worker';
+import { workflowBundle } from '../helpers/payments';
+
+/** Real-time timings: a reconcile waits a minute first, so an unknown payment stays unknown during a test. */
+export const testTimings: PaymentTimings = {
+  submitWaitMs: 2_000,
+  reconcileScheduleMs: [60_000, 120_000],
+  settleWindowMs: 5_000,
+  authorizationExpiryMs: 600_000,
+  refundWindowMs: 600_000,
+  unknownSweepThresholdMs: 3_600_000,
+};
+
+/** Short create retries, so a provider that keeps failing leaves the payment `unknown` within seconds. */
+export const testRetry: RetryOverrides = {
+  create: {
+    initialIntervalMs: 200,
+    maximumIntervalMs: 500,
+    attemptTimeoutMs: 2_000,
+    budgetMs: 6_000,
+    maximumAttempts: 2,
+  },
+};
+
+export const WEBHOOK_SECRET = 'whsec_test_api_harness';
+
+/** One merchant of the bench with its bearer token. */
+export interface TestMerchant {
+  readonly id: string;
+  readonly token: string;
+}
+
+/** A decoded API answer. */
+export interface ApiResponse {
+  readonly status: number;
+  readonly headers: Headers;
+  // Tests read arbitrary fields; shapes are asserted with expect().
+  readonly body: Record<string, unknown> & { error?: { type: string; fields?: { path: string }[] } };
+}
+
+/** Options of {@link ApiHarness.request}. */
+export interface RequestOptions {
+  readonly token?: string | null;
+  readonly key?: string;
+  readonly body?: unknown;
+  readonly rawBody?: string;
+  readonly headers?: Record<string, string>;
+  /** Another API instance's URL (default: the first one's). */
+  readonly baseUrl?: string;
+}
+
+export interface ApiHarness {
+  readonly env: TestWorkflowEnvironment;
+  readonly sim: RunningSimulator;
+  readonly apiKey: string;
+  readonly taskQueue: string;
+  readonly url: string;
+  readonly app: FastifyInstance;
+  readonly payments: PaymentsClient;
+  /** Merchant A (the default token) and merchant B. */
+  readonly a: TestMerchant;
+  readonly b: TestMerchant;
+  request(method: string, path: string, opts?: RequestOptions): Promise<ApiResponse>;
+  /** Starts another API process-equivalent (own PaymentsClient) on the same workers; answers its URL. */
+  anotherApi(): Promise<string>;
+  /** Effects and requests the simulator recorded for this bench's api key. */
+  ledger(): ReturnType<RunningSimulator['ledger']>;
+  close(): Promise<void>;
+}
+
+export interface HarnessOptions {
+  readonly timings?: Partial<PaymentTimings>;
+  readonly retry?: RetryOverrides;
+  /** Point the simulator's webhooks at the API (default true). */
+  readonly webhooks?: boolean;
+}
+
+/** Starts simulator, workers and API; every test file gets its own. */
+export async function startApiHarness(env: TestWorkflowEnvironment, opts: HarnessOptions = {}): Promise<ApiHarness> {
+  const logger = pino({ level: process.env.TEST_LOG_LEVEL ?? 'silent' });
+  const sim = await startSimulator({ port: 0, webhookRetry: { attempts: 3, baseDelayMs: 200 } });
+  const apiKey = `sk_test_${randomUUID()}`;
+  const provider = createProvider(
+    {
+      name: 'simulator',
+      baseUrl: sim.url,
+      apiKey,
+      capabilities: simulatorCapabilities(),
+      connectTimeoutMs: 500,
+      totalTimeoutMs: 1_500,
+    },
+    logger,
+  );
+  const taskQueue = `api-test-${randomUUID()}`;
+  const a = { id: `ma_${randomUUID().slice(0, 8)}`, token: `tok_a_${randomUUID()}` };
+  const b = { id: `mb_${randomUUID().slice(0, 8)}`, token: `tok_b_${randomUUID()}` };
+  const apps: FastifyInstance[] = [];
+  /** One API process: its own PaymentsClient and Fastify app, listening on a free port. */
+  const startApi = async () => {
+    const payments = new PaymentsClient(env.client, {
+      taskQueue,
+      timings: { ...testTimings, ...opts.timings },
+      retry: opts.retry ?? testRetry,
+    });
+    const app = await buildApi({
+      client: payments,
+      config: {
+        API_TOKENS: [a, b].map((m) => ({ merchantId: m.id, token: m.token })),
+        WEBHOOK_SECRET,
+        WEBHOOK_TOLERANCE_S: 300,
+      },
+      logger,
+    });
+    apps.push(app);
+    await app.listen({ port: 0, host: '127.0.0.1' });
+    return { app, payments, url: `http://127.0.0.1:${(app.server.address() as AddressInfo).port}` };
+  };
+  const { app, payments, url } = await startApi();
+  await sim.setMerchant(apiKey, {
+    idempotency: true,
+    ...(opts.webhooks === false ? {} : { webhook_url: `${url}/webhooks/simulator`, webhook_secret: WEBHOOK_SECRET }),
+  });
+
+  const workers: Worker[] = await createWorkers({
+    connection: env.nativeConnection,
+    namespace: env.namespace ?? 'default',
+    taskQueue,
+    providers: { simulator: provider },
+    logger,
+    workflows: { workflowBundle: await workflowBundle() },
+  });
+  const running = workers.map((w) => w.run());
+
+  return {
+    env,
+    sim,
+    apiKey,
+    taskQueue,
+    url,
+    app,
+    payments,
+    a,
+    b,
+    async anotherApi() {
+      return (await startApi()).url;
+    },
+    async request(method, path, o = {}) {
+      const headers: Record<string, string> = { ...o.headers };
+      const token = o.token === undefined ? a.token : o.token;
+      if (token !== null) headers.authorization = `Bearer ${token}`;
+      if (o.key !== undefined) headers['idempotency-key'] = o.key;
+      const body = o.rawBody ?? (o.body === undefined ? undefined : JSON.stringify(o.body));
+      if (body !== undefined) headers['content-type'] ??= 'application/json';
+      const res = await fetch(`${o.baseUrl ?? url}${path}`, { method, headers, body });
+      const text = await res.text();
+      return { status: res.status, headers: res.headers, body: text ? (JSON.parse(text) as ApiResponse['body']) : {} };
+    },
+    ledger: () => sim.ledger(apiKey),
+    async close() {
+      await sim.flushWebhooks().catch(() => undefined);
+      await Promise.all(apps.map((x) => x.close()));
+      for (const w of workers) w.shutdown();
+      await Promise.all(running);
+      await provider.close();
+      await sim.close();
+    },
+  };
+}
+
+/** A valid charge body; override any field. */
+export const chargeBody = (over: Record<string, unknown> = {}): Record<string, unknown> => ({
+  orderId: `order_${randomUUID()}`,
+  amount: { value: 1_000, currency: 'EUR' },
+  paymentMethod: 'pm_card_visa',
+  ...over,
+});
+
+/** A fresh idempotency key. */
+export const newKey = (): string => `key_${randomUUID()}`;
+
+/** Polls `probe` until it returns a truthy value or `timeoutMs` passes (then throws naming `what`). */
+export async function eventually<T>(
+  what: string,
+  probe: () => Promise<T | undefined | false>,
+  timeoutMs = 10_000,
+): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  let last: unknown;
+  for (;;) {
+    try {
+      const value = await probe();
+      if (value) return value;
+    } catch (err) {
+      last = err;
+    }
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}${last ? `: ${String(last)}` : ''}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}

@@ -1,0 +1,70 @@
+import type { FastifyInstance } from 'fastify';
+import { startStubApi, stubClient } from './stub';
+import { validateOpenApi } from './validate-openapi';
+
+let api: { app: FastifyInstance; url: string };
+
+beforeAll(async () => {
+  api = await startStubApi(stubClient({}));
+});
+afterAll(() => api.app.close());
+
+type Doc = {
+  openapi: string;
+  paths: Record<string, Record<string, { security?: unknown[]; responses: Record<string, unknown> }>>;
+  components: { securitySchemes: Record<string, unknown> };
+  security: unknown[];
+};
+
+const fetchDoc = async (): Promise<Doc> => (await (await fetch(`${api.url}/openapi.json`)).json()) as Doc;
+
+describe('GET /openapi.json', () => {
+  it('is a valid OpenAPI document (swagger-parser)', async () => {
+    const doc = await fetchDoc();
+
+    await expect(validateOpenApi(doc)).resolves.toBeUndefined();
+    expect(doc.openapi).toBe('3.1.0');
+    await expect(validateOpenApi({ openapi: '3.1.0', paths: { '/x': { get: { responses: 'no' } } } })).rejects.toThrow(
+      /invalid OpenAPI/,
+    );
+  });
+
+  it('documents every endpoint of CONTRACTS.md §1', async () => {
+    const doc = await fetchDoc();
+    const operations = Object.entries(doc.paths).flatMap(([path, ops]) =>
+      Object.keys(ops).map((m) => `${m.toUpperCase()} ${path}`),
+    );
+
+    expect(operations.sort()).toEqual(
+      [
+        'POST /v1/payments',
+        'GET /v1/payments',
+        'GET /v1/payments/{key}',
+        'POST /v1/payments/{key}/capture',
+        'POST /v1/payments/{key}/refunds',
+        'POST /v1/payments/{key}/resolve',
+        'POST /webhooks/{provider}',
+        'GET /healthz',
+        'GET /openapi.json',
+      ].sort(),
+    );
+  });
+
+  it('declares bearer auth, lifted only for health, the document itself and signed webhooks', async () => {
+    const doc = await fetchDoc();
+
+    expect(doc.components.securitySchemes).toEqual({ bearerAuth: { type: 'http', scheme: 'bearer' } });
+    expect(doc.security).toEqual([{ bearerAuth: [] }]);
+    expect(doc.paths['/healthz']?.get?.security).toEqual([]);
+    expect(doc.paths['/webhooks/{provider}']?.post?.security).toEqual([]);
+    expect(doc.paths['/v1/payments']?.post?.security).toBeUndefined();
+  });
+
+  it('documents the answers of POST /v1/payments, including 202, 400 and 422', async () => {
+    const doc = await fetchDoc();
+
+    expect(Object.keys(doc.paths['/v1/payments']?.post?.responses ?? {})).toEqual(
+      expect.arrayContaining(['200', '202', '400', '401', '422']),
+    );
+  });
+});

@@ -1,0 +1,37 @@
+/** An API over a stub PaymentsClient: for tests of HTTP behaviour that never reach Temporal. */
+import type { AddressInfo } from 'node:net';
+import type { FastifyInstance } from 'fastify';
+import pino from 'pino';
+import { buildApi } from '../../src/api/app';
+import type { PaymentsClient } from '../../src/client';
+
+export const STUB_TOKEN = 'tok_stub_merchant_0123456789';
+export const STUB_SECRET = 'whsec_stub_secret';
+
+/** A PaymentsClient whose every method is the given implementation or throws "not stubbed". */
+export function stubClient(
+  methods: Partial<Record<keyof PaymentsClient, (...args: never[]) => unknown>>,
+): PaymentsClient {
+  return new Proxy({} as PaymentsClient, {
+    get: (_target, name: string) =>
+      (methods as Record<string, unknown>)[name] ??
+      (() => {
+        throw new Error(`not stubbed: ${name}`);
+      }),
+  });
+}
+
+/** Starts the API over `client` on a free port. */
+export async function startStubApi(client: PaymentsClient): Promise<{ app: FastifyInstance; url: string }> {
+  const app = await buildApi({
+    client,
+    config: {
+      API_TOKENS: [{ merchantId: 'm_stub', token: STUB_TOKEN }],
+      WEBHOOK_SECRET: STUB_SECRET,
+      WEBHOOK_TOLERANCE_S: 300,
+    },
+    logger: pino({ level: 'silent' }),
+  });
+  await app.listen({ port: 0, host: '127.0.0.1' });
+  return { app, url: `http://127.0.0.1:${(app.server.address() as AddressInfo).port}` };
+}

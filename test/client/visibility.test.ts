@@ -1,0 +1,32 @@
+import { decodePageToken, encodePageToken, paymentListQuery, quoteLiteral } from '../../src/client/visibility';
+
+describe('visibility queries', () => {
+  it('scope every list to the merchant and to payments only', () => {
+    expect(paymentListQuery('m_1')).toBe(
+      "WorkflowType = 'chargeWorkflow' AND MerchantId = 'm_1' AND ExecutionStatus != 'ContinuedAsNew'",
+    );
+    expect(paymentListQuery('m_1', { status: 'unknown', orderId: 'o_1' })).toBe(
+      "WorkflowType = 'chargeWorkflow' AND MerchantId = 'm_1' AND ExecutionStatus != 'ContinuedAsNew' AND " +
+        "PaymentStatus = 'unknown' AND OrderId = 'o_1'",
+    );
+  });
+
+  it('double quotes, so an order id cannot widen the query', () => {
+    expect(quoteLiteral("o' OR MerchantId = 'x")).toBe("'o'' OR MerchantId = ''x'");
+  });
+
+  it('refuse what visibility cannot match: backslashes and double quotes', () => {
+    expect(() => quoteLiteral('a\\b')).toThrow(TypeError);
+    expect(() => quoteLiteral('a"b')).toThrow(TypeError);
+  });
+
+  it('round-trip page tokens as base64url', () => {
+    const bytes = new Uint8Array([0, 1, 2, 250, 251, 255]);
+    const token = encodePageToken(bytes);
+
+    expect(token).toMatch(/^[A-Za-z0-9_-]+$/);
+    expect(decodePageToken(token)).toEqual(bytes);
+    expect(encodePageToken(new Uint8Array())).toBeUndefined();
+    expect(encodePageToken(null)).toBeUndefined();
+  });
+});
