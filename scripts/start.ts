@@ -10,6 +10,7 @@ import { mkdirSync } from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 import { TestWorkflowEnvironment } from '@temporalio/testing';
+import { type Config, loadConfig } from '../src/config';
 import { paymentSearchAttributes } from '../src/domain/search-attributes';
 import { DEFAULT_CACHE_DIR, PROJECT_ROOT, TEMPORAL_CLI, resolveBinary, startWith } from './lib/temporal-binaries';
 
@@ -23,11 +24,20 @@ interface Component {
   readonly name: string;
   readonly entry: string;
   readonly port?: number;
+  /** A URL that answers 2xx once the component is ready. */
+  readonly ready?: string;
 }
 
+// In start order: the simulator must be configured before the worker calls it, the API comes last.
 const components: Component[] = [
-  { name: 'simulator', entry: 'src/simulator/main.ts', port: simulatorPort },
+  {
+    name: 'simulator',
+    entry: 'src/simulator/main.ts',
+    port: simulatorPort,
+    ready: `http://${HOST}:${simulatorPort}/_sim/health`,
+  },
   { name: 'worker', entry: 'src/worker.ts' },
+  { name: 'api', entry: 'src/api/main.ts', port: apiPort, ready: `http://${HOST}:${apiPort}/healthz` },
 ];
 
 function log(line: string) {
@@ -84,7 +94,45 @@ function stopChild(child: ChildProcess, timeoutMs: number): Promise<void> {
   });
 }
 
+/** Polls `url` until it answers 2xx (bounded), or fails naming the component. */
+async function waitReady(name: string, url: string, child: ChildProcess, timeoutMs = 60_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    if (child.exitCode !== null) throw new Error(`${name} exited with code ${child.exitCode} while starting`);
+    try {
+      const res = await fetch(url, { signal: AbortSignal.timeout(1_000) });
+      if (res.ok) return;
+    } catch {
+      // not listening yet
+    }
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  throw new Error(`${name} was not ready at ${url} within ${timeoutMs / 1000} s`);
+}
+
+/** Points the simulator's merchant (our provider api key) at the API's webhook endpoint, signed with our secret. */
+async function configureSimulatorMerchant(config: Config): Promise<void> {
+  const res = await fetch(
+    `http://${HOST}:${simulatorPort}/_sim/merchants/${encodeURIComponent(config.PROVIDER_API_KEY)}`,
+    {
+      method: 'PUT',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({
+        idempotency: config.PROVIDER_IDEMPOTENCY,
+        key_ttl_s: config.PROVIDER_KEY_TTL_S,
+        webhook_url: `http://${HOST}:${apiPort}/webhooks/simulator`,
+        webhook_secret: config.WEBHOOK_SECRET,
+      }),
+    },
+  );
+  if (!res.ok) throw new Error(`configuring the simulator merchant failed: ${res.status} ${await res.text()}`);
+}
+
 async function main() {
+  const config = loadConfig({
+    ...process.env,
+    SIMULATOR_URL: process.env.SIMULATOR_URL ?? `http://${HOST}:${simulatorPort}`,
+  });
   await assertPortFree(temporalPort, 'Temporal frontend');
   await assertPortFree(uiPort, 'Temporal web UI');
   for (const c of components) if (c.port) await assertPortFree(c.port, c.name);
@@ -118,8 +166,7 @@ async function main() {
     SIMULATOR_URL: process.env.SIMULATOR_URL ?? `http://${HOST}:${simulatorPort}`,
     PORT: String(apiPort),
   };
-  const children = components.map((c) => ({ c, child: spawnComponent(c, env) }));
-
+  const children: { c: Component; child: ChildProcess }[] = [];
   let stopping = false;
   const stop = async (code: number) => {
     if (stopping) return;
@@ -130,20 +177,42 @@ async function main() {
     log('Stopped.');
     process.exit(code);
   };
-  for (const { c, child } of children) {
-    child.once('exit', (code, signal) => {
-      if (stopping) return;
-      log(`${c.name} exited unexpectedly (${signal ?? `code ${code}`}); stopping the stack.`);
-      void stop(1);
-    });
-  }
   process.once('SIGINT', () => void stop(0));
   process.once('SIGTERM', () => void stop(0));
+  try {
+    for (const c of components) {
+      const child = spawnComponent(c, env);
+      children.push({ c, child });
+      child.once('exit', (code, signal) => {
+        if (stopping) return;
+        log(`${c.name} exited unexpectedly (${signal ?? `code ${code}`}); stopping the stack.`);
+        void stop(1);
+      });
+      if (c.ready) await waitReady(c.name, c.ready, child);
+      if (c.name === 'simulator') await configureSimulatorMerchant(config);
+    }
+  } catch (err) {
+    // Never leave a half-started stack behind: whatever did start is stopped again.
+    log(err instanceof Error ? err.message : String(err));
+    await stop(1);
+  }
+  const [token] = config.API_TOKENS;
 
   log('');
   log(`Temporal web UI:       http://${HOST}:${uiPort}`);
   log(`Temporal frontend:     ${HOST}:${temporalPort} (namespace default)`);
   log(`Provider simulator:    http://${HOST}:${simulatorPort}`);
+  log(`Payments API:          http://${HOST}:${apiPort}  (OpenAPI: http://${HOST}:${apiPort}/openapi.json)`);
+  if (token) {
+    log(`Dev token (merchant ${token.merchantId}): ${token.token}`);
+    log('First payment:');
+    log(
+      `  curl -s -X POST http://${HOST}:${apiPort}/v1/payments -H 'Authorization: Bearer ${token.token}' ` +
+        `-H 'Idempotency-Key: demo-1' -H 'Content-Type: application/json' ` +
+        `-d '{"orderId":"order-1","amount":{"value":1000,"currency":"EUR"},"paymentMethod":"pm_card_visa"}'`,
+    );
+  }
+  log('Walk the interesting paths: npm run demo');
   log('Press Ctrl-C to stop.');
 }
 

@@ -104,6 +104,8 @@ const EnvSchema = z.object({
   TEMPORAL_NAMESPACE: nonEmpty.default('default'),
   TASK_QUEUE: nonEmpty.default('payments'),
   PORT: port.default(3000),
+  /** The API's listen address: loopback unless deployed (docker-compose sets 0.0.0.0). */
+  HOST: nonEmpty.default('127.0.0.1'),
   SIMULATOR_PORT: port.default(4010),
   /** Base URL of the provider API; default `http://127.0.0.1:<SIMULATOR_PORT>`. */
   SIMULATOR_URL: z.url({ protocol: /^https?$/, message: 'must be an http(s) URL' }).optional(),

@@ -1,5 +1,5 @@
 /**
- * The API process: listens on 127.0.0.1:PORT, drains on SIGINT/SIGTERM (in-flight requests finish, new ones get 503),
+ * The API process: listens on HOST:PORT (default 127.0.0.1:3000), drains on SIGINT/SIGTERM (in-flight requests finish, new ones get 503),
  * exits 1 on a start-up error.
  */
 import { Client, Connection } from '@temporalio/client';
@@ -26,7 +26,7 @@ async function main(): Promise<void> {
     retry: config.retry,
   });
   const app = await buildApi({ client: payments, config, logger });
-  await app.listen({ port: config.PORT, host: '127.0.0.1' });
+  await app.listen({ port: config.PORT, host: config.HOST });
 
   let stopping = false;
   const stop = (signal: NodeJS.Signals) => {
