@@ -1,4 +1,7 @@
-import { DefaultLogger, Runtime } from '@temporalio/worker';
+import { DefaultLogger, Runtime, makeTelemetryFilterString } from '@temporalio/worker';
 
-// Worker lifecycle INFO lines would bury test output; warnings and errors still show.
-Runtime.install({ logger: new DefaultLogger('WARN') });
+// Worker lifecycle INFO lines and the test server's capability warnings would bury test output; errors still show.
+Runtime.install({
+  logger: new DefaultLogger('ERROR'),
+  telemetryOptions: { logging: { filter: makeTelemetryFilterString({ core: 'ERROR' }), forward: {} } },
+});

@@ -5,7 +5,7 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import type { WorkflowHandle } from '@temporalio/client';
-import { historyToJSON } from '@temporalio/common/lib/proto-utils';
+import { temporal } from '@temporalio/proto';
 import { paymentQuery, submitUpdate } from '../../src/domain/definitions';
 import type { PaymentStatus, PaymentView } from '../../src/domain/payment';
 import type { ChargeWorkflowInput } from '../../src/domain/workflow-inputs';
@@ -58,8 +58,14 @@ export async function recordHistories(bench: Bench, name: string, workflowIds: s
   mkdirSync(HISTORIES_DIR, { recursive: true });
   for (const [i, workflowId] of workflowIds.entries()) {
     const history = await bench.env.client.workflow.getHandle(workflowId).fetchHistory();
-    // The same JSON form `temporal workflow show --output json` writes, so a history from production replays too.
-    writeFileSync(path.join(HISTORIES_DIR, `${name}.${i}.json`), historyToJSON(history) + '\n');
+    // Proto3 JSON (enum names, string longs, base64 bytes): what `temporal workflow show --output json` writes too,
+    // so a history exported from production replays through the same test.
+    const json = temporal.api.history.v1.History.toObject(temporal.api.history.v1.History.fromObject(history), {
+      longs: String,
+      enums: String,
+      bytes: String,
+    });
+    writeFileSync(path.join(HISTORIES_DIR, `${name}.${i}.json`), JSON.stringify(json, null, 1) + '\n');
   }
 }
 

@@ -1,0 +1,153 @@
+/**
+ * Manual capture, refunds and authorization expiry on the time-skipping server, against the real simulator. Capture
+ * and refund are updates validated against the payment's single serialized state before any side effect.
+ */
+import { WorkflowUpdateFailedError } from '@temporalio/client';
+import { ApplicationFailure } from '@temporalio/common';
+import type { TestWorkflowEnvironment } from '@temporalio/testing';
+import { captureUpdate, paymentQuery, refundUpdate } from '../../src/domain/definitions';
+import { ErrorType } from '../../src/domain/errors';
+import { captureWorkflowId, refundWorkflowId } from '../../src/domain/ids';
+import { createTimeSkippingEnv } from '../helpers/servers';
+import { type Bench, chargeRequest, idOf, startBench } from '../helpers/payments';
+import { effectsOf, recordHistories, requestsOf, startCharge } from '../helpers/workflows';
+
+let env: TestWorkflowEnvironment;
+let bench: Bench | undefined;
+
+beforeEach(async () => {
+  env = await createTimeSkippingEnv();
+});
+afterEach(async () => {
+  await bench?.close();
+  bench = undefined;
+  await env?.teardown();
+});
+
+async function failureType(p: Promise<unknown>): Promise<string | undefined> {
+  try {
+    await p;
+  } catch (err) {
+    if (err instanceof WorkflowUpdateFailedError && err.cause instanceof ApplicationFailure)
+      return err.cause.type ?? undefined;
+    throw err;
+  }
+  throw new Error('expected the update to fail');
+}
+
+const DAY = 24 * 3_600_000;
+
+describe('manual capture', () => {
+  it('captures part of the authorization once per capture key, then refunds within what was captured', async () => {
+    const b = (bench = await startBench(env));
+    await b.run(async () => {
+      const input = b.input(chargeRequest({ capture: 'manual' }));
+      const { handle, view } = await startCharge(b, input);
+      expect(view).toMatchObject({ status: 'authorized', amountAuthorized: 1_000, amountCaptured: 0 });
+
+      const overCapture = await failureType(
+        handle.executeUpdate(captureUpdate, { args: [{ captureKey: 'cap-big', fingerprint: 'f-big', amount: 1_001 }] }),
+      );
+      expect(overCapture).toBe(ErrorType.AmountExceeded);
+      expect(requestsOf(b, 'capture')).toHaveLength(0);
+
+      const capture = { captureKey: 'cap-1', fingerprint: 'f-cap-1', amount: 600 };
+      const captured = await handle.executeUpdate(captureUpdate, { args: [capture] });
+      expect(captured).toMatchObject({ status: 'succeeded', amountCaptured: 600 });
+      // The same capture again (a retry from the order service): same answer, no second effect.
+      const again = await handle.executeUpdate(captureUpdate, { args: [capture] });
+      expect(again.amountCaptured).toBe(600);
+      expect(effectsOf(b, 'capture')).toHaveLength(1);
+      // The same capture key with other parameters is a reused key.
+      const reused = await failureType(
+        handle.executeUpdate(captureUpdate, { args: [{ ...capture, fingerprint: 'f-other', amount: 100 }] }),
+      );
+      expect(reused).toBe(ErrorType.IdempotencyKeyReused);
+
+      // Refunds: never more than captured minus refunded.
+      const overRefund = await failureType(
+        handle.executeUpdate(refundUpdate, { args: [{ refundKey: 'ref-big', fingerprint: 'f-rb', amount: 601 }] }),
+      );
+      expect(overRefund).toBe(ErrorType.AmountExceeded);
+      const refunded = await handle.executeUpdate(refundUpdate, {
+        args: [{ refundKey: 'ref-1', fingerprint: 'f-r1', amount: 200 }],
+      });
+      expect(refunded).toMatchObject({ status: 'succeeded', amountCaptured: 600, amountRefunded: 200 });
+      const tooMuchNow = await failureType(
+        handle.executeUpdate(refundUpdate, { args: [{ refundKey: 'ref-2', fingerprint: 'f-r2', amount: 401 }] }),
+      );
+      expect(tooMuchNow).toBe(ErrorType.AmountExceeded);
+      const rest = await handle.executeUpdate(refundUpdate, {
+        args: [{ refundKey: 'ref-3', fingerprint: 'f-r3', amount: 400 }],
+      });
+      expect(rest.amountRefunded).toBe(600);
+      expect(effectsOf(b, 'refund').map((e) => e.amount)).toEqual([200, 400]);
+
+      // A second capture after the first: the authorization is spent (the provider released the rest).
+      const secondCapture = await failureType(
+        handle.executeUpdate(captureUpdate, { args: [{ captureKey: 'cap-2', fingerprint: 'f-cap-2', amount: 100 }] }),
+      );
+      expect(secondCapture).toBe(ErrorType.InvalidTransition);
+
+      await recordHistories(b, 'manual-capture-refund', [
+        idOf(input),
+        captureWorkflowId(input.merchantId, 'cap-1'),
+        refundWorkflowId(input.merchantId, 'ref-1'),
+      ]);
+    });
+  });
+
+  it('concurrent refunds are serialized: together they never exceed what was captured', async () => {
+    const b = (bench = await startBench(env));
+    await b.run(async () => {
+      const input = b.input(chargeRequest());
+      const { handle } = await startCharge(b, input);
+      const results = await Promise.allSettled(
+        [400, 400, 400].map((amount, i) =>
+          handle.executeUpdate(refundUpdate, { args: [{ refundKey: `r-${i}`, fingerprint: `f-${i}`, amount }] }),
+        ),
+      );
+      const accepted = results.filter((r) => r.status === 'fulfilled');
+      expect(accepted).toHaveLength(2);
+      const refundedTotal = effectsOf(b, 'refund').reduce((sum, e) => sum + e.amount, 0);
+      expect(refundedTotal).toBe(800);
+      expect((await handle.query(paymentQuery)).amountRefunded).toBe(800);
+    });
+  });
+
+  it('an authorization nobody captures is voided when it expires, after skipped days', async () => {
+    const b = (bench = await startBench(env));
+    await b.run(async () => {
+      const input = b.input(chargeRequest({ capture: 'manual' }), { timings: { authorizationExpiryMs: 7 * DAY } });
+      const { handle, view } = await startCharge(b, input);
+      expect(view.status).toBe('authorized');
+      const before = await env.currentTimeMs();
+      const final = await handle.result(); // skips the 7 days
+      expect((await env.currentTimeMs()) - before).toBeGreaterThanOrEqual(7 * DAY);
+      expect(final).toMatchObject({ status: 'voided', amountCaptured: 0 });
+      expect(effectsOf(b, 'void')).toHaveLength(1);
+      const history = await handle.fetchHistory();
+      const timers = history.events?.filter((e) => e.timerStartedEventAttributes) ?? [];
+      expect(timers.length).toBeGreaterThanOrEqual(1);
+      await recordHistories(b, 'authorization-expiry', [idOf(input)]);
+    });
+  });
+
+  it('capture is refused on an automatic (already captured) payment, refund on a declined one', async () => {
+    const b = (bench = await startBench(env));
+    await b.run(async () => {
+      const { handle } = await startCharge(b, b.input(chargeRequest()));
+      expect(
+        await failureType(handle.executeUpdate(captureUpdate, { args: [{ captureKey: 'c', fingerprint: 'f' }] })),
+      ).toBe(ErrorType.InvalidTransition);
+      // A declined payment's workflow has closed: no update reaches it at all (the client answers 409).
+      const declined = await startCharge(b, b.input(chargeRequest({ paymentMethod: 'pm_decline' })));
+      await declined.handle.result();
+      await expect(
+        declined.handle.executeUpdate(refundUpdate, { args: [{ refundKey: 'r', fingerprint: 'f', amount: 1 }] }),
+      ).rejects.toThrow(/not found|completed/i);
+      expect(requestsOf(b, 'capture')).toHaveLength(0);
+      expect(requestsOf(b, 'refund')).toHaveLength(0);
+    });
+  });
+});
