@@ -126,6 +126,10 @@ const EnvSchema = z.object({
   AUTH_EXPIRY_MS: ms.default(defaultPaymentTimings.authorizationExpiryMs),
   REFUND_WINDOW_MS: ms.default(defaultPaymentTimings.refundWindowMs),
   UNKNOWN_SWEEP_THRESHOLD_MS: ms.default(defaultPaymentTimings.unknownSweepThresholdMs),
+  /** How often the reconcile sweep schedule runs (whole seconds: the schedule's resolution). */
+  SWEEP_INTERVAL_MS: wholeNumber(1_000, Number.MAX_SAFE_INTEGER).default(10 * 60_000),
+  /** How far behind each sweep run its provider window ends; default twice SETTLE_WINDOW_MS. */
+  SWEEP_LOOKBACK_MS: ms.optional(),
   /** Retry overrides for every operation. */
   RETRY_INITIAL_INTERVAL_MS: ms.optional(),
   RETRY_MAX_INTERVAL_MS: ms.optional(),
@@ -152,8 +156,12 @@ export const retryVariables: readonly string[] = ProviderOperation.options.flatM
 type Env = z.output<typeof EnvSchema>;
 
 /** The validated configuration: every variable under its own name, parsed, plus what is derived from them. */
-export type Config = Omit<Env, 'SIMULATOR_URL' | 'PROVIDER_API_KEY' | 'API_TOKENS' | 'WEBHOOK_SECRET'> & {
+export type Config = Omit<
+  Env,
+  'SIMULATOR_URL' | 'PROVIDER_API_KEY' | 'API_TOKENS' | 'WEBHOOK_SECRET' | 'SWEEP_LOOKBACK_MS'
+> & {
   readonly SIMULATOR_URL: string;
+  readonly SWEEP_LOOKBACK_MS: number;
   readonly PROVIDER_API_KEY: string;
   readonly API_TOKENS: readonly { readonly merchantId: string; readonly token: string }[];
   readonly WEBHOOK_SECRET: string;
@@ -271,11 +279,20 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>> = p
     }
   }
 
+  const sweepLookbackMs = e.SWEEP_LOOKBACK_MS ?? 2 * e.SETTLE_WINDOW_MS;
+  if (sweepLookbackMs < e.SETTLE_WINDOW_MS) {
+    issues.push({
+      variable: 'SWEEP_LOOKBACK_MS',
+      message: 'must be at least SETTLE_WINDOW_MS, or the sweep flags payments whose outcome is still in flight',
+    });
+  }
+
   if (issues.length > 0 || !tokens.success || !timingsResult.success) throw new ConfigError(issues);
 
   return {
     ...e,
     SIMULATOR_URL: e.SIMULATOR_URL ?? `http://127.0.0.1:${e.SIMULATOR_PORT}`,
+    SWEEP_LOOKBACK_MS: sweepLookbackMs,
     PROVIDER_API_KEY: e.PROVIDER_API_KEY ?? developmentDefaults.PROVIDER_API_KEY,
     API_TOKENS: tokens.data,
     WEBHOOK_SECRET: e.WEBHOOK_SECRET ?? developmentDefaults.WEBHOOK_SECRET,

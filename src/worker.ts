@@ -2,14 +2,17 @@
  * The worker process: one worker on the workflow task queue, plus one activity worker per provider on that
  * provider's own task queue (bulkheads: a slow provider exhausts only its own slots).
  */
+import { Client } from '@temporalio/client';
 import { NativeConnection, Worker, type WorkerOptions } from '@temporalio/worker';
 import pino, { type Logger } from 'pino';
 import { type Activities, createActivities } from './activities';
+import { type SweepActivities, createSweepActivities } from './activities/sweep';
 import { loadConfig } from './config';
 import { providerTaskQueue } from './domain/ids';
 import { connectionOptions } from './temporal-connection';
 import { createProvider } from './providers';
 import type { PaymentProvider } from './providers/types';
+import { ensureSweepSchedule } from './schedules';
 
 export interface WorkerSetup {
   readonly connection: NativeConnection;
@@ -20,7 +23,7 @@ export interface WorkerSetup {
   /** A prebuilt bundle (production) or the path to bundle at start-up (development, tests). */
   readonly workflows: Pick<WorkerOptions, 'workflowBundle'> | Pick<WorkerOptions, 'workflowsPath'>;
   /** Extra activities (e.g. the sweep's visibility queries) registered beside the provider activities. */
-  readonly activities?: Partial<Activities>;
+  readonly activities?: Partial<Activities> & Partial<SweepActivities>;
   readonly maxConcurrentActivityTaskExecutions?: number;
 }
 
@@ -71,6 +74,8 @@ async function main() {
       logger,
     ),
   };
+  // The sweep's activities query visibility and signal payments: a client over the worker's own connection.
+  const client = new Client({ connection, namespace: config.TEMPORAL_NAMESPACE });
   const workers = await createWorkers({
     connection,
     namespace: config.TEMPORAL_NAMESPACE,
@@ -80,7 +85,16 @@ async function main() {
     workflows: process.env.WORKFLOW_BUNDLE_PATH
       ? { workflowBundle: { codePath: process.env.WORKFLOW_BUNDLE_PATH } }
       : { workflowsPath: require.resolve('./workflows') },
+    activities: createSweepActivities({ client, logger }),
   });
+  const sweep = await ensureSweepSchedule(client, {
+    taskQueue: config.TASK_QUEUE,
+    intervalMs: config.SWEEP_INTERVAL_MS,
+    lookbackMs: config.SWEEP_LOOKBACK_MS,
+    unknownThresholdMs: config.timings.unknownSweepThresholdMs,
+    providers: Object.keys(providers),
+  });
+  logger.info(sweep, 'reconcile sweep schedule');
   logger.info({ taskQueue: config.TASK_QUEUE, providers: Object.keys(providers) }, 'worker running');
   try {
     await runWorkers(workers);

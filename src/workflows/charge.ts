@@ -408,6 +408,11 @@ export async function chargeWorkflow(input: ChargeWorkflowInput, carried?: Charg
     let result: ReconcileResult;
     try {
       result = await child.result();
+    } catch (err) {
+      // A reconcile that failed or was terminated decided nothing: the payment stays unknown, never failed, and the
+      // sweep's ensureReconcile starts a new one.
+      log.warn('reconcile ended without a result; the payment stays unknown', { reason: messageOf(err) });
+      return;
     } finally {
       reconcileRunning = false;
     }

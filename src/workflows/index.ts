@@ -4,3 +4,5 @@ export { captureWorkflow } from './capture';
 export { refundWorkflow } from './refund';
 export { reconcileWorkflow } from './reconcile';
 export { parkedProviderEventWorkflow } from './parked-event';
+export { reconcileSweepWorkflow } from './sweep';
+export { reviewItemWorkflow } from './review-item';

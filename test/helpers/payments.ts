@@ -81,6 +81,7 @@ export async function startBench(env: TestWorkflowEnvironment, opts: BenchOption
   // agree with workflow time, as it does in production, or "created after our first send" means nothing.
   const skew = Math.floor(((await env.currentTimeMs()) - Date.now()) / 1000);
   if (skew > 0) await sim.advanceClock(skew);
+  const logger = pino({ level: process.env.TEST_LOG_LEVEL ?? 'silent' });
   const provider = createProvider({
     name: 'simulator',
     baseUrl: sim.url,
@@ -88,10 +89,10 @@ export async function startBench(env: TestWorkflowEnvironment, opts: BenchOption
     capabilities: opts.noKeys ? simulatorCapabilitiesWithoutKeys() : simulatorCapabilities(keyTtlS),
     connectTimeoutMs: 1_000,
     totalTimeoutMs: opts.totalTimeoutMs ?? 3_000,
+    logger,
   });
   const taskQueue = `test-${randomUUID()}`;
   const merchantId = `m_${randomUUID().slice(0, 8)}`;
-  const logger = pino({ level: process.env.TEST_LOG_LEVEL ?? 'silent' });
   const workflowBundleReady = await workflowBundle();
   const tracked = new Set<string>();
 

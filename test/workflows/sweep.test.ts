@@ -1,0 +1,521 @@
+/**
+ * The reconcile sweep on the run's shared dev server (visibility and schedules need it), against the real simulator
+ * over HTTP and real workers built by `createWorkers` with the sweep's activities. Every test has its own simulator,
+ * merchant, task queue and ids; visibility is eventually consistent, so reads of it poll with a deadline.
+ */
+import { randomUUID } from 'node:crypto';
+import { WorkflowNotFoundError } from '@temporalio/client';
+import { SearchAttributeType, defineSearchAttributeKey } from '@temporalio/common';
+import type { TestWorkflowEnvironment } from '@temporalio/testing';
+import type { Worker } from '@temporalio/worker';
+import pino from 'pino';
+import { createSweepActivities } from '../../src/activities/sweep';
+import { loadConfig } from '../../src/config';
+import { paymentQuery } from '../../src/domain/definitions';
+import { reconcileWorkflowId } from '../../src/domain/ids';
+import type { PaymentView } from '../../src/domain/payment';
+import {
+  type ReviewItemState,
+  resolveReviewItemUpdate,
+  reviewItemQuery,
+  reviewItemWorkflowId,
+} from '../../src/domain/review-items';
+import {
+  type SweepInput,
+  type SweepResult,
+  SweepInput as SweepInputSchema,
+  compareWithOurs,
+  providerSeconds,
+  sweepScheduleId,
+  sweepWindow,
+} from '../../src/domain/sweep';
+import type { ProviderPayment } from '../../src/providers/types';
+import { ensureSweepSchedule } from '../../src/schedules';
+import { createWorkers } from '../../src/worker';
+import { paymentMetadata } from '../../src/workflows/activity-options';
+import type { reconcileSweepWorkflow } from '../../src/workflows/sweep';
+import { type Bench, chargeRequest, startBench, workflowBundle } from '../helpers/payments';
+import { connectDevServer } from '../helpers/servers';
+import { startCharge, waitForStatus } from '../helpers/workflows';
+
+let env: TestWorkflowEnvironment;
+let bench: Bench | undefined;
+const TemporalScheduledStartTime = defineSearchAttributeKey('TemporalScheduledStartTime', SearchAttributeType.DATETIME);
+const logger = pino({ level: process.env.TEST_LOG_LEVEL ?? 'silent' });
+
+beforeAll(async () => {
+  env = await connectDevServer();
+});
+afterAll(async () => {
+  await env?.teardown();
+});
+afterEach(async () => {
+  await bench?.close();
+  bench = undefined;
+});
+
+async function newBench(opts?: Parameters<typeof startBench>[1]): Promise<Bench> {
+  bench = await startBench(env, opts);
+  return bench;
+}
+
+/** Runs `fn` while the bench's workers poll, with the sweep activities registered as the worker's `main()` does. */
+async function withWorkers<T>(b: Bench, fn: () => Promise<T>): Promise<T> {
+  const workers: Worker[] = await createWorkers({
+    connection: env.nativeConnection,
+    namespace: env.namespace ?? 'default',
+    taskQueue: b.taskQueue,
+    providers: { simulator: b.provider },
+    logger,
+    workflows: { workflowBundle: await workflowBundle() },
+    activities: createSweepActivities({ client: env.client, logger }),
+  });
+  const running = workers.map((w) => w.run());
+  try {
+    return await fn();
+  } finally {
+    for (const w of workers) w.shutdown();
+    await Promise.all(running);
+  }
+}
+
+/** A sweep input over an explicit window around the test (provider clocks have one-second resolution). */
+function sweepInput(fromMs: number, over: Partial<SweepInput> = {}): SweepInput {
+  return SweepInputSchema.parse({
+    providers: ['simulator'],
+    intervalMs: 3_600_000,
+    lookbackMs: 0,
+    unknownThresholdMs: 3_600_000,
+    window: { fromMs: fromMs - 2_000, toMs: Date.now() + 2_000 },
+    ...over,
+  });
+}
+
+/** Executes one sweep run directly (no schedule) on the bench's task queue; tracks the review items it raised. */
+async function runSweep(b: Bench, input: SweepInput): Promise<SweepResult> {
+  const workflowId = `sweep-test:${randomUUID()}`;
+  b.track(workflowId);
+  const result = await env.client.workflow.execute<typeof reconcileSweepWorkflow>('reconcileSweepWorkflow', {
+    workflowId,
+    taskQueue: b.taskQueue,
+    args: [input],
+  });
+  for (const id of result.reviewItems) b.track(id);
+  return result;
+}
+
+/** Polls `probe` until it answers something truthy, at most `timeoutMs`. */
+async function eventually<T>(
+  what: string,
+  probe: () => Promise<T | undefined | false>,
+  timeoutMs = 10_000,
+): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await probe();
+    if (value) return value;
+    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+/** Workflow ids a visibility query matches (one page is plenty for one test's workflows). */
+async function visible(query: string): Promise<string[]> {
+  const response = await env.client.workflowService.listWorkflowExecutions({
+    namespace: env.namespace ?? 'default',
+    query,
+    pageSize: 100,
+  });
+  return response.executions.flatMap((e) => (e.execution?.workflowId ? [e.execution.workflowId] : []));
+}
+
+/** Open review items of one order, as an operator finds them in the web UI. */
+const openReviewItemsQuery = (reference: string) =>
+  `WorkflowType = 'reviewItemWorkflow' AND PaymentStatus = 'needs_review' AND OrderId = '${reference}'`;
+
+/** Waits until visibility shows exactly `ids` for `query`. */
+const visibleExactly = (query: string, ids: string[]) =>
+  eventually(`visibility to show ${JSON.stringify(ids)}`, async () => {
+    const found = await visible(query);
+    return found.length === ids.length && ids.every((id) => found.includes(id)) && found;
+  });
+
+/** Creates a payment at the provider directly: an effect no workflow of ours started. */
+async function createAtProvider(
+  b: Bench,
+  over: { reference?: string; amount?: number; metadata?: Record<string, string> } = {},
+): Promise<ProviderPayment> {
+  const result = await b.provider.createPayment(
+    {
+      amount: over.amount ?? 1_000,
+      currency: 'EUR',
+      reference: over.reference ?? `order_${randomUUID()}`,
+      paymentMethod: 'pm_card_visa',
+      capture: 'automatic',
+      ...(over.metadata ? { metadata: over.metadata } : {}),
+    },
+    { idempotencyKey: `direct_${randomUUID()}`, attempt: 1 },
+  );
+  if (result.outcome === 'declined') throw new Error('the direct charge was declined');
+  return result.payment;
+}
+
+/** Whether a workflow id exists at all. */
+async function exists(workflowId: string): Promise<boolean> {
+  try {
+    await env.client.workflow.getHandle(workflowId).describe();
+    return true;
+  } catch (err) {
+    if (err instanceof WorkflowNotFoundError) return false;
+    throw err;
+  }
+}
+
+/** A payment in `unknown` with a live reconcile: provider without keys, the create committed and its answer lost. */
+async function unknownPayment(b: Bench) {
+  const input = b.input(chargeRequest(), { timings: { reconcileScheduleMs: [600_000], settleWindowMs: 1_000 } });
+  b.sim.addFaults({
+    rules: [{ match: { operation: 'create', reference: input.request.orderId }, fault: 'commit_then_drop', times: 1 }],
+  });
+  const { handle } = await startCharge(b, input);
+  await waitForStatus(handle, 'unknown');
+  const reconcileId = reconcileWorkflowId(input.merchantId, 'create', input.key);
+  b.track(reconcileId);
+  const reconcile = env.client.workflow.getHandle(reconcileId);
+  await eventually('the reconcile child to run', async () => (await reconcile.describe()).status.name === 'RUNNING');
+  // The sweep finds stuck payments through visibility: wait until it has indexed this one as unknown.
+  await visibleExactly(`TaskQueue = '${b.taskQueue}' AND PaymentStatus = 'unknown'`, [handle.workflowId]);
+  const effect = b.ledger().effects.find((e) => e.operation === 'create' && e.reference === input.request.orderId);
+  if (!effect) throw new Error('the create was not committed');
+  return { input, handle, reconcile, providerPaymentId: effect.payment_id };
+}
+
+/** The signal names a workflow received, in order. */
+async function signalsOf(workflowId: string): Promise<string[]> {
+  const history = await env.client.workflow.getHandle(workflowId).fetchHistory();
+  return (history.events ?? []).flatMap((e) =>
+    e.workflowExecutionSignaledEventAttributes?.signalName
+      ? [e.workflowExecutionSignaledEventAttributes.signalName]
+      : [],
+  );
+}
+
+describe('reconcile sweep: payments stuck in unknown', () => {
+  it('signals a payment unknown beyond the threshold; its reconcile is live; the provider effect it misses is a disagreement', async () => {
+    const b = await newBench({ noKeys: true });
+    const fromMs = Date.now();
+    await withWorkers(b, async () => {
+      const { handle, reconcile, providerPaymentId } = await unknownPayment(b);
+
+      // A threshold of 1 ms: this payment has been unknown "too long" already.
+      const result = await runSweep(b, sweepInput(fromMs, { unknownThresholdMs: 1 }));
+
+      expect(result).toMatchObject({
+        stuckUnknown: 1,
+        reconcilesEnsured: 1,
+        providerPaymentsChecked: 1,
+        orphans: 0,
+        // The provider shows the charge our payment still calls unknown, after the whole threshold.
+        disagreements: 1,
+        reviewItemsStarted: 1,
+        reviewItems: [reviewItemWorkflowId('simulator', providerPaymentId)],
+        truncated: false,
+      });
+      expect(await signalsOf(handle.workflowId)).toEqual(['ensureReconcile']);
+      // A reconcile was running already: the signal started no second one, and the one there still runs.
+      expect((await reconcile.describe()).status.name).toBe('RUNNING');
+      expect((await handle.query(paymentQuery)).status).toBe('unknown');
+    });
+  });
+
+  it('leaves a payment alone while it is unknown for less than the threshold', async () => {
+    const b = await newBench({ noKeys: true });
+    const fromMs = Date.now();
+    await withWorkers(b, async () => {
+      const { handle } = await unknownPayment(b);
+      const result = await runSweep(b, sweepInput(fromMs, { unknownThresholdMs: 3_600_000 }));
+      // Neither stuck nor a disagreement: its reconcile has the whole schedule to find the provider's payment.
+      expect(result).toMatchObject({
+        stuckUnknown: 0,
+        reconcilesEnsured: 0,
+        providerPaymentsChecked: 1,
+        orphans: 0,
+        disagreements: 0,
+        reviewItems: [],
+      });
+      expect(await signalsOf(handle.workflowId)).toEqual([]);
+    });
+  });
+
+  // The charge workflow survives a lost reconcile child (it stays unknown, never failed), so the sweep can restart it.
+  it('a lost reconcile (child terminated) is started again by the sweep', async () => {
+    const b = await newBench({ noKeys: true });
+    const fromMs = Date.now();
+    await withWorkers(b, async () => {
+      const { handle, reconcile } = await unknownPayment(b);
+      const lostRunId = (await reconcile.describe()).runId;
+      await reconcile.terminate('simulating a lost reconcile');
+
+      const result = await runSweep(b, sweepInput(fromMs, { unknownThresholdMs: 1 }));
+
+      expect(result).toMatchObject({ stuckUnknown: 1, reconcilesEnsured: 1 });
+      const again = await eventually('a new reconcile run', async () => {
+        const d = await env.client.workflow.getHandle(reconcile.workflowId).describe();
+        return d.runId !== lostRunId && d.status.name === 'RUNNING' && d;
+      });
+      expect(again.status.name).toBe('RUNNING');
+      expect((await handle.describe()).status.name).toBe('RUNNING');
+    });
+  });
+});
+
+describe('reconcile sweep: provider payments against ours', () => {
+  it('flags an orphan charge exactly once, visible as needs_review; a later sweep raises no duplicate; resolved, it stays resolved', async () => {
+    const b = await newBench();
+    const fromMs = Date.now();
+    await withWorkers(b, async () => {
+      const reference = `order_${randomUUID()}`;
+      const orphan = await createAtProvider(b, { reference, amount: 1_234 });
+      const itemId = reviewItemWorkflowId('simulator', orphan.id);
+
+      const first = await runSweep(b, sweepInput(fromMs));
+      expect(first).toMatchObject({
+        stuckUnknown: 0,
+        providerPaymentsChecked: 1,
+        orphans: 1,
+        disagreements: 0,
+        reviewItemsStarted: 1,
+        reviewItems: [itemId],
+      });
+      await visibleExactly(openReviewItemsQuery(reference), [itemId]);
+      const item: ReviewItemState = await env.client.workflow.getHandle(itemId).query(reviewItemQuery);
+      expect(item.input).toMatchObject({
+        kind: 'orphan',
+        orphanReason: 'unmatched',
+        provider: 'simulator',
+        providerPaymentId: orphan.id,
+        reference,
+        payment: { id: orphan.id, amount: 1_234, status: 'succeeded' },
+      });
+      expect(item.resolution).toBeUndefined();
+
+      const second = await runSweep(b, sweepInput(fromMs));
+      expect(second).toMatchObject({ orphans: 1, reviewItemsStarted: 0, reviewItems: [itemId] });
+      await visibleExactly(openReviewItemsQuery(reference), [itemId]);
+
+      // An operator resolves it: the item completes and leaves the needs_review filter; no sweep raises it again.
+      const handle = env.client.workflow.getHandle(itemId);
+      const resolved = await handle.executeUpdate(resolveReviewItemUpdate, {
+        args: [{ action: 'refunded_at_provider', note: 'refunded in the provider dashboard', operator: 'ops-1' }],
+      });
+      expect(resolved.resolution).toMatchObject({ action: 'refunded_at_provider', operator: 'ops-1' });
+      expect((await handle.result()).resolution?.action).toBe('refunded_at_provider');
+      await visibleExactly(openReviewItemsQuery(reference), []);
+      const third = await runSweep(b, sweepInput(fromMs));
+      expect(third).toMatchObject({ orphans: 1, reviewItemsStarted: 0 });
+      await visibleExactly(openReviewItemsQuery(reference), []);
+    });
+  });
+
+  it('flags a disagreement (ours failed, the provider shows it succeeded) and a second charge; a payment that agrees is not flagged', async () => {
+    const b = await newBench();
+    const fromMs = Date.now();
+    await withWorkers(b, async () => {
+      // Agrees: charged once, succeeded on both sides.
+      const agreeing = b.input(chargeRequest());
+      const { view: agreed } = await startCharge(b, agreeing);
+      expect(agreed.status).toBe('succeeded');
+
+      // Ours failed (the provider refused with a 400), yet the provider holds a payment carrying its metadata.
+      const failing = b.input(chargeRequest({ amount: { value: 2_500, currency: 'EUR' } }));
+      b.sim.addFaults({
+        rules: [
+          {
+            match: { operation: 'create', reference: failing.request.orderId },
+            fault: 'status',
+            status: 400,
+            times: 1,
+          },
+        ],
+      });
+      const { view: failed } = await startCharge(b, failing);
+      expect(failed.status).toBe('failed');
+      const contradicting = await createAtProvider(b, {
+        reference: failing.request.orderId,
+        amount: 2_500,
+        metadata: paymentMetadata(failing.merchantId, failing.key),
+      });
+
+      // A second provider payment for the agreeing payment: a second charge.
+      const second = await createAtProvider(b, {
+        reference: agreeing.request.orderId,
+        metadata: paymentMetadata(agreeing.merchantId, agreeing.key),
+      });
+
+      const result = await runSweep(b, sweepInput(fromMs));
+      expect(result).toMatchObject({ providerPaymentsChecked: 3, orphans: 1, disagreements: 1, reviewItemsStarted: 2 });
+      expect([...result.reviewItems].sort()).toEqual(
+        [reviewItemWorkflowId('simulator', contradicting.id), reviewItemWorkflowId('simulator', second.id)].sort(),
+      );
+      expect(await exists(reviewItemWorkflowId('simulator', agreed.providerPaymentId as string))).toBe(false);
+
+      const disagreement = await env.client.workflow
+        .getHandle(reviewItemWorkflowId('simulator', contradicting.id))
+        .query(reviewItemQuery);
+      expect(disagreement.input).toMatchObject({
+        kind: 'disagreement',
+        merchantId: failing.merchantId,
+        ours: { status: 'failed', amount: 2_500, currency: 'EUR' },
+      });
+      const secondCharge = await env.client.workflow
+        .getHandle(reviewItemWorkflowId('simulator', second.id))
+        .query(reviewItemQuery);
+      expect(secondCharge.input).toMatchObject({
+        kind: 'orphan',
+        orphanReason: 'second_charge',
+        merchantId: agreeing.merchantId,
+      });
+      // Operators find both under the merchant's needs_review filter.
+      await visibleExactly(
+        `WorkflowType = 'reviewItemWorkflow' AND PaymentStatus = 'needs_review' AND MerchantId = '${b.merchantId}'`,
+        [reviewItemWorkflowId('simulator', contradicting.id), reviewItemWorkflowId('simulator', second.id)],
+      );
+    });
+  });
+});
+
+describe('ensureSweepSchedule', () => {
+  it('creates one schedule, leaves it on a repeat, updates it (keeping it paused) on a new interval; a trigger runs the sweep', async () => {
+    const b = await newBench();
+    const opts = {
+      taskQueue: b.taskQueue,
+      intervalMs: 3_600_000,
+      lookbackMs: 0,
+      unknownThresholdMs: 3_600_000,
+      providers: ['simulator'],
+    };
+    const scheduleId = sweepScheduleId(b.taskQueue);
+    const handle = env.client.schedule.getHandle(scheduleId);
+    try {
+      expect(await ensureSweepSchedule(env.client, opts)).toEqual({ scheduleId, outcome: 'created' });
+      expect(await ensureSweepSchedule(env.client, opts)).toEqual({ scheduleId, outcome: 'unchanged' });
+      const described = await handle.describe();
+      expect(described.spec.intervals?.map((i) => i.every)).toEqual([3_600_000]);
+      expect(described.policies.overlap).toBe('SKIP');
+      expect(described.action).toMatchObject({
+        workflowType: 'reconcileSweepWorkflow',
+        workflowId: scheduleId,
+        taskQueue: b.taskQueue,
+        args: [{ providers: ['simulator'], intervalMs: 3_600_000, lookbackMs: 0, unknownThresholdMs: 3_600_000 }],
+      });
+      expect(described.info.numActionsTaken).toBe(0);
+
+      await handle.pause('paused by an operator');
+      expect(await ensureSweepSchedule(env.client, { ...opts, intervalMs: 1_800_000 })).toEqual({
+        scheduleId,
+        outcome: 'updated',
+      });
+      const updated = await handle.describe();
+      expect(updated.spec.intervals?.map((i) => i.every)).toEqual([1_800_000]);
+      expect(updated.action.args).toEqual([expect.objectContaining({ intervalMs: 1_800_000 })]);
+      expect(updated.state).toMatchObject({ paused: true, note: 'paused by an operator' });
+      await handle.unpause();
+
+      // The triggered run derives its window from its own time: the orphan created a second before is in it.
+      const orphan = await createAtProvider(b);
+      await new Promise((r) => setTimeout(r, 1_100)); // provider times are whole seconds; the window's end is exclusive
+      await withWorkers(b, async () => {
+        const triggeredAt = Date.now();
+        await handle.trigger();
+        const workflowId = await eventually(
+          'the schedule to start a run',
+          async () => (await handle.describe()).info.recentActions[0]?.action.workflow.workflowId,
+        );
+        b.track(workflowId);
+        expect(workflowId.startsWith(`${scheduleId}-`)).toBe(true);
+        const result: SweepResult = await env.client.workflow.getHandle(workflowId).result();
+        for (const id of result.reviewItems) b.track(id);
+        expect(result).toMatchObject({
+          providerPaymentsChecked: 1,
+          orphans: 1,
+          reviewItems: [reviewItemWorkflowId('simulator', orphan.id)],
+        });
+        // Anchored on the time the schedule set for the run (whole seconds), not on when the run happened to start.
+        const scheduledAt = (await env.client.workflow.getHandle(workflowId).describe()).typedSearchAttributes.get(
+          TemporalScheduledStartTime,
+        );
+        expect(result.window.toMs).toBe(scheduledAt?.getTime());
+        expect(Math.abs(result.window.toMs - triggeredAt)).toBeLessThan(5_000);
+        expect(result.window.toMs - result.window.fromMs).toBe(2 * 1_800_000);
+      });
+    } finally {
+      await handle.delete();
+    }
+  });
+});
+
+describe('sweep rules (pure)', () => {
+  const ours = (over: Partial<PaymentView> = {}): PaymentView => ({
+    key: 'k',
+    merchantId: 'm',
+    orderId: 'o',
+    status: 'succeeded',
+    amount: { value: 1_000, currency: 'EUR' },
+    amountAuthorized: 1_000,
+    amountCaptured: 1_000,
+    amountRefunded: 0,
+    provider: 'simulator',
+    providerPaymentId: 'pay_1',
+    attempts: 1,
+    createdAt: '2030-01-01T00:00:00.000Z',
+    updatedAt: '2030-01-01T00:00:00.000Z',
+    ...over,
+  });
+  const theirs = { id: 'pay_1', status: 'succeeded', amount: 1_000, currency: 'EUR' } as const;
+  const cutoff = Date.parse('2030-01-01T01:00:00.000Z');
+
+  it('compares the creation only', () => {
+    expect(compareWithOurs(ours(), theirs, cutoff).kind).toBe('agrees');
+    expect(compareWithOurs(ours({ status: 'authorized' }), theirs, cutoff).kind).toBe('agrees');
+    expect(compareWithOurs(ours(), { ...theirs, id: 'pay_2' }, cutoff)).toMatchObject({
+      kind: 'orphan',
+      reason: 'second_charge',
+    });
+    expect(compareWithOurs(ours(), { ...theirs, amount: 999 }, cutoff).kind).toBe('disagreement');
+    const none = { providerPaymentId: undefined } as const;
+    for (const status of ['failed', 'declined'] as const)
+      expect(compareWithOurs(ours({ ...none, status }), theirs, cutoff).kind).toBe('disagreement');
+    expect(compareWithOurs(ours({ ...none, status: 'failed' }), { ...theirs, status: 'voided' }, cutoff).kind).toBe(
+      'agrees',
+    );
+    expect(compareWithOurs(ours({ ...none, status: 'needs_review' }), theirs, cutoff).kind).toBe('in_review');
+    const unknownSince = (iso: string) => ours({ ...none, status: 'unknown', unknownSince: iso });
+    expect(compareWithOurs(unknownSince('2030-01-01T00:30:00.000Z'), theirs, cutoff).kind).toBe('disagreement');
+    expect(compareWithOurs(unknownSince('2030-01-01T01:30:00.000Z'), theirs, cutoff).kind).toBe('reconciling');
+  });
+
+  it('derives adjacent, overlapping windows from the scheduled time', () => {
+    const input = SweepInputSchema.parse({
+      providers: ['simulator'],
+      intervalMs: 600_000,
+      lookbackMs: 120_000,
+      unknownThresholdMs: 3_600_000,
+    });
+    const t = Date.parse('2030-01-01T00:10:00.000Z');
+    expect(sweepWindow(input, t)).toEqual({ fromMs: t - 120_000 - 1_200_000, toMs: t - 120_000 });
+    // The next run's window starts one interval later and overlaps this one by an interval.
+    expect(sweepWindow(input, t + 600_000).fromMs).toBe(t - 120_000 - 600_000);
+    expect(providerSeconds({ fromMs: 1_999, toMs: 5_000 })).toEqual({ createdGte: 1, createdLt: 5 });
+    expect(() => SweepInputSchema.parse({ ...input, window: { fromMs: 2, toMs: 1 } })).toThrow();
+  });
+
+  it('reads SWEEP_INTERVAL_MS and SWEEP_LOOKBACK_MS (default: twice the settle window, never below it)', () => {
+    expect(loadConfig({})).toMatchObject({ SWEEP_INTERVAL_MS: 600_000, SWEEP_LOOKBACK_MS: 120_000 });
+    expect(loadConfig({ SETTLE_WINDOW_MS: '5000', SWEEP_INTERVAL_MS: '60000' })).toMatchObject({
+      SWEEP_INTERVAL_MS: 60_000,
+      SWEEP_LOOKBACK_MS: 10_000,
+    });
+    expect(() => loadConfig({ SETTLE_WINDOW_MS: '5000', SWEEP_LOOKBACK_MS: '4000' })).toThrow(/SWEEP_LOOKBACK_MS/);
+    expect(() => loadConfig({ SWEEP_INTERVAL_MS: '500' })).toThrow(/SWEEP_INTERVAL_MS/);
+  });
+});
