@@ -5,7 +5,7 @@
 import { Client } from '@temporalio/client';
 import { NativeConnection, Worker, type WorkerOptions } from '@temporalio/worker';
 import pino, { type Logger } from 'pino';
-import { type Activities, createActivities } from './activities';
+import { type Activities, type CircuitBreaker, InMemoryCircuitBreaker, createActivities } from './activities';
 import { type SweepActivities, createSweepActivities } from './activities/sweep';
 import { loadConfig } from './config';
 import { providerTaskQueue } from './domain/ids';
@@ -24,12 +24,18 @@ export interface WorkerSetup {
   readonly workflows: Pick<WorkerOptions, 'workflowBundle'> | Pick<WorkerOptions, 'workflowsPath'>;
   /** Extra activities (e.g. the sweep's visibility queries) registered beside the provider activities. */
   readonly activities?: Partial<Activities> & Partial<SweepActivities>;
+  /** Per-provider circuit breaker; default one in-memory breaker for this process. */
+  readonly breaker?: CircuitBreaker;
   readonly maxConcurrentActivityTaskExecutions?: number;
 }
 
 /** Builds the workflow worker and one activity worker per provider. */
 export async function createWorkers(setup: WorkerSetup): Promise<Worker[]> {
-  const activities = { ...createActivities({ providers: setup.providers, logger: setup.logger }), ...setup.activities };
+  const breaker = setup.breaker ?? new InMemoryCircuitBreaker();
+  const activities = {
+    ...createActivities({ providers: setup.providers, logger: setup.logger, breaker }),
+    ...setup.activities,
+  };
   const workflowWorker = await Worker.create({
     connection: setup.connection,
     namespace: setup.namespace,

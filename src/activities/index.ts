@@ -226,7 +226,9 @@ export const createActivities = (deps: ActivityDeps) => {
         random,
       });
 
-    const decision = await acquire(provider.name, log);
+    // The breaker gates writes only: it exists to stop piling new, possibly-unknown effects onto a failing provider.
+    // Reads are how a reconcile learns the truth; they go through (and still report their outcome to the breaker).
+    const decision: BreakerDecision = safety === 'read' ? { allowed: true } : await acquire(provider.name, log);
     if (!decision.allowed) {
       const failure = classify(
         new CircuitOpenError({ operation, reason: 'breaker_open', retryAfterMs: decision.retryAfterMs }),

@@ -271,6 +271,23 @@ describe('createPayment', () => {
     expect(open.nextRetryDelay).toBeGreaterThan(4_000);
     expect(open.nextRetryDelay).toBeLessThanOrEqual(5_000);
   });
+
+  it('an open breaker stops writes but not the lookups a reconcile needs to learn the truth', async () => {
+    const s = await setup();
+    for (let i = 0; i < 3; i++) s.breaker.record('simulator', ErrorType.NotSent);
+    const write = await failureOf(run(attemptEnv(1), s.acts.createPayment, charge(s, 'k11')));
+    expect(write.type).toBe(ErrorType.CircuitOpen);
+    expect(sim.ledger(s.apiKey).requests).toHaveLength(0); // the write never left
+    const found = await run(attemptEnv(1), s.acts.lookupPayment, {
+      provider: 'simulator',
+      merchantId: s.merchantId,
+      key: 'k11',
+      operation: 'create',
+      reference: 'order-none',
+    });
+    expect(found).toBeNull();
+    expect(sim.ledger(s.apiKey).requests.map((r) => r.operation)).toEqual(['lookup']);
+  });
 });
 
 describe('capture, void, refund', () => {
