@@ -14,12 +14,13 @@ import {
 } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import type { PaymentsClient } from '../client';
-import { ApiError, Health, PaymentList, WebhookAck } from '../domain/api-schemas';
+import { ApiError, Health, PaymentList, ReviewItemList, ReviewItemView, WebhookAck } from '../domain/api-schemas';
 import { PaymentView } from '../domain/payment';
 import { type TokenEntry, createTokenVerifier } from './auth';
 import { errorBody, handleError } from './errors';
 import { registerRequestLog } from './request-log';
 import { paymentRoutes } from './routes/payments';
+import { reviewItemRoutes } from './routes/review-items';
 import { webhookRoutes } from './routes/webhooks';
 
 declare module 'fastify' {
@@ -69,6 +70,8 @@ export async function buildApi({ client, config, logger }: ApiDeps): Promise<Fas
   const registry = z.registry<{ id: string }>();
   registry.add(PaymentView, { id: 'PaymentView' });
   registry.add(PaymentList, { id: 'PaymentList' });
+  registry.add(ReviewItemView, { id: 'ReviewItemView' });
+  registry.add(ReviewItemList, { id: 'ReviewItemList' });
   registry.add(ApiError, { id: 'Error' });
   registry.add(WebhookAck, { id: 'WebhookAck' });
   await app.register(swagger, {
@@ -128,6 +131,7 @@ export async function buildApi({ client, config, logger }: ApiDeps): Promise<Fas
     async () => app.swagger() as unknown as { openapi: string },
   );
   await app.register(paymentRoutes, { client });
+  await app.register(reviewItemRoutes, { client });
   await app.register(webhookRoutes, {
     client,
     secret: config.WEBHOOK_SECRET,

@@ -6,6 +6,7 @@ import {
   isIdempotencyKeyReused,
   isInvalidTransition,
   isPaymentNotFound,
+  isReviewItemNotFound,
   isTemporalUnavailable,
   isValidationError,
 } from '../client';
@@ -49,6 +50,7 @@ export function handleError(error: FastifyError, request: FastifyRequest, reply:
   if (isIdempotencyKeyReused(error)) return reply.code(422).send(errorBody('idempotency_key_reused', error.message));
   if (isAmountExceeded(error)) return reply.code(422).send(errorBody('amount_exceeded', error.message));
   if (isPaymentNotFound(error)) return reply.code(404).send(errorBody('not_found', 'No such payment'));
+  if (isReviewItemNotFound(error)) return reply.code(404).send(errorBody('not_found', 'No such review item'));
   if (isInvalidTransition(error)) return reply.code(409).send(errorBody('invalid_transition', error.message));
   switch (error.code) {
     case 'FST_ERR_CTP_BODY_TOO_LARGE':

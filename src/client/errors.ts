@@ -69,3 +69,15 @@ export const isInvalidTransition = (e: unknown): e is InvalidTransition => e ins
 export const isAmountExceeded = (e: unknown): e is AmountExceeded => e instanceof AmountExceeded;
 /** True for any typed client error. */
 export const isPaymentsClientError = (e: unknown): e is PaymentsClientError => e instanceof PaymentsClientError;
+
+/** No review item with this id for this merchant (another merchant's item, or one without a merchant, looks the same). */
+export class ReviewItemNotFound extends PaymentsClientError {
+  readonly code = 'not_found';
+  constructor(options?: ErrorOptions) {
+    super('No such review item', options);
+    this.name = 'ReviewItemNotFound';
+  }
+}
+
+/** True for a {@link ReviewItemNotFound}. */
+export const isReviewItemNotFound = (e: unknown): e is ReviewItemNotFound => e instanceof ReviewItemNotFound;

@@ -11,6 +11,7 @@ import {
   type WorkflowUpdateHandle,
 } from '@temporalio/client';
 import type { UpdateDefinition } from '@temporalio/common';
+import { ResolveReviewItemBody, ReviewItemId, type ReviewItemView } from '../domain/api-schemas';
 import {
   type CaptureArgs,
   type ProviderEvent,
@@ -32,18 +33,29 @@ import {
   ResolveRequest,
 } from '../domain/payment';
 import type { RetryOverrides } from '../domain/retry';
+import { type ReviewItemState, resolveReviewItemUpdate, reviewItemQuery } from '../domain/review-items';
+import { MerchantIdAttr } from '../domain/search-attributes';
 import type { ChargeWorkflowInput, PaymentTimings } from '../domain/workflow-inputs';
-import type { chargeWorkflow } from '../workflows';
-import { IdempotencyKeyReused, InvalidTransition, PaymentNotFound, ValidationError } from './errors';
+import type { chargeWorkflow, reviewItemWorkflow } from '../workflows';
+import {
+  IdempotencyKeyReused,
+  InvalidTransition,
+  PaymentNotFound,
+  ReviewItemNotFound,
+  ValidationError,
+} from './errors';
 import { captureFingerprint, chargeFingerprint, refundFingerprint } from './fingerprint';
 import { parseOrThrow, translateUpdateFailure, updateFailureOf } from './failures';
 import { type EventOwner, type ProviderEventDelivery, deliverProviderEvent } from './provider-events';
+import { type ReviewItemListOptions, type ReviewItemPage, reviewItemView } from './review-items';
 import {
   type PaymentFilter,
   decodePageToken,
   encodePageToken,
   isVisibilityLiteral,
   paymentListQuery,
+  reviewItemListQuery,
+  reviewItemWorkflowType,
 } from './visibility';
 
 /** How a {@link PaymentsClient} starts and waits for payments. */
@@ -98,6 +110,10 @@ interface ChargeMemo {
 }
 
 type ChargeHandle = WorkflowHandle<typeof chargeWorkflow>;
+type ReviewItemHandle = WorkflowHandle<typeof reviewItemWorkflow>;
+
+/** `temporal.api.enums.v1.WorkflowExecutionStatus` values of a visibility listing. */
+const ExecutionStatus = { Running: 1, Completed: 2 } as const;
 
 /**
  * What the order service calls: charge, capture, refund, get, list and resolve, each scoped to one merchant. It never
@@ -266,6 +282,120 @@ export class PaymentsClient {
     } catch (err) {
       throw await this.translateClosedOrMissing(err, workflowId);
     }
+  }
+
+  /**
+   * One page of the merchant's review items (the reconcile sweep's orphans and disagreements) from Temporal
+   * visibility, open ones only unless `open: false`. Items without a merchant are for operators and never listed.
+   */
+  async listReviewItems(merchantId: string, options: ReviewItemListOptions = {}): Promise<ReviewItemPage> {
+    const merchant = parseOrThrow(MerchantId, merchantId, 'merchantId');
+    const response = await this.bounded(() =>
+      this.client.workflowService.listWorkflowExecutions({
+        namespace: this.namespace,
+        query: reviewItemListQuery(merchant, { open: options.open ?? true }),
+        pageSize: options.pageSize ?? 20,
+        nextPageToken: decodePageToken(options.pageToken),
+      }),
+    );
+    const views = await this.bounded(() =>
+      Promise.all(
+        response.executions.map(async ({ execution, status }) => {
+          if (!execution?.workflowId) return undefined;
+          const state = await this.reviewItemState(
+            execution.workflowId,
+            execution.runId ?? undefined,
+            status === ExecutionStatus.Completed,
+          );
+          return state && reviewItemView(execution.workflowId, state, status === ExecutionStatus.Running);
+        }),
+      ),
+    );
+    const nextPageToken = encodePageToken(response.nextPageToken);
+    return {
+      // Defence in depth: the query is scoped already.
+      items: views.filter((v): v is ReviewItemView => v !== undefined && v.merchantId === merchant),
+      ...(nextPageToken === undefined ? {} : { nextPageToken }),
+    };
+  }
+
+  /**
+   * Resolves one of the merchant's open review items (its `resolveReviewItem` update) and answers the resolved item.
+   * {@link ReviewItemNotFound} for a missing item, another merchant's and one without a merchant;
+   * {@link InvalidTransition} when it is already resolved (or was closed otherwise).
+   */
+  async resolveReviewItem(
+    merchantId: string,
+    itemId: string,
+    body: unknown,
+    operator?: string,
+  ): Promise<ReviewItemView> {
+    const merchant = parseOrThrow(MerchantId, merchantId, 'merchantId');
+    const id = parseOrThrow(ReviewItemId, itemId, 'id');
+    const request = parseOrThrow(ResolveReviewItemBody, body);
+    const handle: ReviewItemHandle = this.client.workflow.getHandle<typeof reviewItemWorkflow>(id);
+    // Ownership first (a foreign item answers exactly like a missing one), from the item's search attributes.
+    const closed = await this.reviewItemClosedStatus(handle, merchant);
+    if (closed === 'COMPLETED') throw new InvalidTransition('This review item is already resolved');
+    if (closed !== undefined) throw new InvalidTransition(`This review item is closed (${closed.toLowerCase()})`);
+    let state: ReviewItemState;
+    try {
+      state = await this.bounded(() =>
+        handle.executeUpdate(resolveReviewItemUpdate, {
+          args: [{ ...request, ...(operator === undefined ? {} : { operator }) }],
+        }),
+      );
+    } catch (err) {
+      // Its validator refuses a second resolve (InvalidTransition); a run that closed meanwhile refuses any update.
+      if (!(err instanceof WorkflowNotFoundError) && !closedBeforeUpdate(err)) throw translateUpdateFailure(err);
+      const now = await this.reviewItemClosedStatus(handle, merchant);
+      if (now === undefined) throw err;
+      throw new InvalidTransition(
+        now === 'COMPLETED'
+          ? 'This review item is already resolved'
+          : `This review item is closed (${now.toLowerCase()})`,
+        { cause: err },
+      );
+    }
+    const view = reviewItemView(id, state, false);
+    if (!view) throw new ReviewItemNotFound(); // unreachable: it carried the merchant's id
+    return view;
+  }
+
+  /** The item's state: its result once completed (no replay needed), else its query; undefined when it is gone. */
+  private async reviewItemState(
+    workflowId: string,
+    runId: string | undefined,
+    completed: boolean,
+  ): Promise<ReviewItemState | undefined> {
+    const handle = this.client.workflow.getHandle<typeof reviewItemWorkflow>(workflowId, runId);
+    try {
+      return completed ? await handle.result() : await handle.query(reviewItemQuery);
+    } catch (err) {
+      if (err instanceof WorkflowNotFoundError) return undefined; // deleted since it was listed
+      throw err;
+    }
+  }
+
+  /**
+   * Undefined while the merchant's item is running, else how it closed (`COMPLETED` = resolved); throws
+   * {@link ReviewItemNotFound} unless the item exists and carries this merchant's `MerchantId`.
+   */
+  private async reviewItemClosedStatus(handle: ReviewItemHandle, merchant: string): Promise<string | undefined> {
+    let description: WorkflowExecutionDescription;
+    try {
+      description = await this.bounded(() => handle.describe());
+    } catch (err) {
+      if (err instanceof WorkflowNotFoundError) throw new ReviewItemNotFound({ cause: err });
+      throw err;
+    }
+    if (
+      description.type !== reviewItemWorkflowType ||
+      description.typedSearchAttributes.get(MerchantIdAttr) !== merchant
+    ) {
+      throw new ReviewItemNotFound();
+    }
+    return description.status.name === 'RUNNING' ? undefined : description.status.name;
   }
 
   /**

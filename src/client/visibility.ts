@@ -1,4 +1,4 @@
-/** Temporal visibility queries and page tokens for `PaymentsClient.list`, always scoped to one merchant. */
+/** Visibility queries and page tokens for `PaymentsClient.list` and `.listReviewItems`, scoped to one merchant. */
 import type { PaymentStatus } from '../domain/payment';
 
 /** The workflow type of a payment; other workflows (captures, reconciles, parked events) never list as payments. */
@@ -47,6 +47,23 @@ export const paymentsByReferenceQuery = (provider: string, reference: string): s
     `Provider = ${quoteLiteral(provider)}`,
     `ExecutionStatus != 'ContinuedAsNew'`,
   ].join(' AND ');
+
+/** The workflow type of a review item (`review:<provider>:<providerPaymentId>`), raised by the reconcile sweep. */
+export const reviewItemWorkflowType = 'reviewItemWorkflow';
+
+/**
+ * The visibility query of one merchant's review items. Items without a merchant (no metadata, no matching payment of
+ * ours) carry no `MerchantId`, so no merchant's query matches them: they are for operators (web UI) only. `open`: the
+ * items still awaiting a decision (`PaymentStatus` is removed on resolve; a terminated item is not open either).
+ */
+export function reviewItemListQuery(merchantId: string, { open }: { readonly open: boolean }): string {
+  const clauses = [
+    `WorkflowType = ${quoteLiteral(reviewItemWorkflowType)}`,
+    `MerchantId = ${quoteLiteral(merchantId)}`,
+  ];
+  if (open) clauses.push(`PaymentStatus = 'needs_review'`, `ExecutionStatus = 'Running'`);
+  return clauses.join(' AND ');
+}
 
 /** Visibility token bytes → the opaque page token the API hands out. */
 export const encodePageToken = (token: Uint8Array | null | undefined): string | undefined =>

@@ -4,6 +4,7 @@
  */
 import { z } from 'zod';
 import { IdempotencyKey, OrderId, PaymentStatus, PaymentView, ProviderName } from './payment';
+import { ResolveReviewItemRequest } from './review-items';
 
 /** The `Idempotency-Key` header every write carries (header names arrive lower-cased). Other headers pass through. */
 export const IdempotencyKeyHeaders = z.looseObject({
@@ -105,3 +106,107 @@ export const SimulatorWebhookEvent = z.object({
   }),
 });
 export type SimulatorWebhookEvent = z.infer<typeof SimulatorWebhookEvent>;
+
+// --- Review items (`/v1/review-items`): provider payments the reconcile sweep flagged for a decision. ---
+
+const Iso = z.iso.datetime({ offset: true });
+const NonNegative = z.number().int().nonnegative().max(Number.MAX_SAFE_INTEGER);
+
+/** A review item's id, `review:<provider>:<providerPaymentId>`; in a path its colons may be sent as is or as `%3A`. */
+export const ReviewItemId = z
+  .string()
+  .max(300, { message: 'id is too long' })
+  .regex(/^review:[a-z][a-z0-9_-]{0,31}:[\x21-\x7E]{1,255}$/, {
+    message: 'id must be a review item id: review:<provider>:<providerPaymentId>',
+  });
+
+/** `/v1/review-items/:id`. */
+export const ReviewItemParams = z.object({
+  id: ReviewItemId.describe('The review item id, `review:<provider>:<providerPaymentId>`.'),
+});
+
+/** `GET /v1/review-items` query string. */
+export const ListReviewItemsQuery = z.strictObject({
+  open: z
+    .enum(['true', 'false'], { error: 'open must be true or false' })
+    .optional()
+    .describe('`true` (default): only items awaiting a decision; `false`: every item (open, resolved, closed).'),
+  pageToken: PageToken.optional(),
+  pageSize: z.coerce.number().int().min(1).max(100).optional(),
+});
+export type ListReviewItemsQuery = z.infer<typeof ListReviewItemsQuery>;
+
+/** `POST /v1/review-items/:id/resolve` body: what was done about it (the operator is the caller's merchant). */
+export const ResolveReviewItemBody = ResolveReviewItemRequest.omit({ operator: true });
+export type ResolveReviewItemBody = z.infer<typeof ResolveReviewItemBody>;
+
+/** Why a review item was raised. */
+export const ReviewItemKind = z
+  .enum(['orphan', 'disagreement'])
+  .describe(
+    '`orphan`: a provider payment no payment of ours accounts for; `disagreement`: our payment says otherwise ' +
+      '(status or amount).',
+  );
+
+/**
+ * `open`: awaiting a decision; `resolved`: decided (`resolution` says how); `closed`: ended without a decision
+ * (terminated by an operator).
+ */
+export const ReviewItemStatus = z.enum(['open', 'resolved', 'closed']);
+export type ReviewItemStatus = z.infer<typeof ReviewItemStatus>;
+
+/** A review item as the API shows it. Amounts are minor units, as the provider reported them when flagged. */
+export const ReviewItemView = z.object({
+  id: z.string(),
+  merchantId: z.string(),
+  provider: z.string(),
+  providerPaymentId: z.string(),
+  kind: ReviewItemKind,
+  /** Orphans only. */
+  orphanReason: z
+    .enum(['unmatched', 'second_charge', 'ambiguous'])
+    .optional()
+    .describe(
+      'Orphans only. `unmatched`: no payment of ours has its metadata or reference; `second_charge`: our payment ' +
+        'records another provider payment; `ambiguous`: several payments of ours could own it.',
+    ),
+  detail: z.string().describe('One line on what was found.'),
+  reference: z.string().describe('The provider payment’s reference: our order id when the payment is ours.'),
+  amount: z.object({ value: NonNegative, currency: z.string() }),
+  providerStatus: z.enum(['authorized', 'succeeded', 'voided']).describe('The provider payment’s status when flagged.'),
+  providerCreatedAt: Iso,
+  paymentKey: z
+    .string()
+    .optional()
+    .describe(
+      'The key of our payment this provider payment names: the matched payment’s, else the `payment_key` of its ' +
+        'metadata (which may name a payment that was never started).',
+    ),
+  payment: z
+    .object({
+      key: z.string(),
+      status: PaymentStatus,
+      amount: z.object({ value: NonNegative, currency: z.string() }),
+    })
+    .optional()
+    .describe('Our payment it was compared with (disagreements, second charges), as it was when flagged.'),
+  status: ReviewItemStatus,
+  resolution: z
+    .object({
+      action: ResolveReviewItemRequest.shape.action,
+      note: z.string(),
+      operator: z.string().optional(),
+      resolvedAt: Iso,
+    })
+    .optional(),
+  /** When the sweep flagged it. */
+  createdAt: Iso,
+});
+export type ReviewItemView = z.infer<typeof ReviewItemView>;
+
+/** `GET /v1/review-items` answer. */
+export const ReviewItemList = z.object({
+  items: z.array(ReviewItemView),
+  nextPageToken: PageToken.optional(),
+});
+export type ReviewItemList = z.infer<typeof ReviewItemList>;

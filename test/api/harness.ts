@@ -15,7 +15,7 @@ import type { RetryOverrides } from '../../src/domain/retry';
 import type { PaymentTimings } from '../../src/domain/workflow-inputs';
 import { createProvider, simulatorCapabilities } from '../../src/providers';
 import { type RunningSimulator, startSimulator } from '../../src/simulator/server';
-import { createWorkers } from '../../src/worker';
+import { type WorkerSetup, createWorkers } from '../../src/worker';
 import { workflowBundle } from '../helpers/payments';
 
 /** Real-time timings: a reconcile waits a minute first, so an unknown payment stays unknown during a test. */
@@ -90,6 +90,8 @@ export interface HarnessOptions {
   readonly retry?: RetryOverrides;
   /** Point the simulator's webhooks at the API (default true). */
   readonly webhooks?: boolean;
+  /** Extra activities for the workers (e.g. the sweep's, as the worker's `main()` registers them). */
+  readonly activities?: WorkerSetup['activities'];
 }
 
 /** Starts simulator, workers and API; every test file gets its own. */
@@ -145,6 +147,7 @@ export async function startApiHarness(env: TestWorkflowEnvironment, opts: Harnes
     providers: { simulator: provider },
     logger,
     workflows: { workflowBundle: await workflowBundle() },
+    ...(opts.activities === undefined ? {} : { activities: opts.activities }),
   });
   const running = workers.map((w) => w.run());
 

@@ -43,6 +43,8 @@ describe('GET /openapi.json', () => {
         'POST /v1/payments/{key}/capture',
         'POST /v1/payments/{key}/refunds',
         'POST /v1/payments/{key}/resolve',
+        'GET /v1/review-items',
+        'POST /v1/review-items/{id}/resolve',
         'POST /webhooks/{provider}',
         'GET /healthz',
         'GET /openapi.json',
