@@ -5,7 +5,7 @@
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { connectDevServer } from '../helpers/servers';
 import { type Bench, chargeRequest, startBench } from '../helpers/payments';
-import { effectsOf, requestsOf, startCharge, waitForStatus } from '../helpers/workflows';
+import { effectsOf, recordHistories, requestsOf, startCharge, waitForStatus } from '../helpers/workflows';
 
 let env: TestWorkflowEnvironment;
 let bench: Bench | undefined;
@@ -40,6 +40,7 @@ it('503 with Retry-After: the next attempt waits at least that long, then succee
     expect(requestsOf(b, 'create').map((r) => r.status)).toEqual([503, 200]);
     expect(gaps(b)[0]).toBeGreaterThanOrEqual(2_000);
     expect(effectsOf(b, 'create')).toHaveLength(1);
+    await recordHistories(b, 'charge-retry-after', [handle.workflowId]);
   });
 });
 
@@ -74,5 +75,6 @@ it('a provider that stays unavailable: attempts stop within the budget, none aft
     await new Promise((r) => setTimeout(r, 2_500));
     expect(requestsOf(b, 'create')).toHaveLength(countAtUnknown);
     expect(effectsOf(b, 'create')).toHaveLength(0);
+    await recordHistories(b, 'charge-budget-exhausted', [handle.workflowId]);
   });
 });
