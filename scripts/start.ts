@@ -1,9 +1,11 @@
 /**
  * `npm start`: the whole local stack on one machine.
- *   - the Temporal dev server (embedded SQLite under .temporal/, so state survives a restart) with its web UI,
+ *   - the Temporal dev server (embedded SQLite under .temporal/, so state survives a restart; env TEMPORAL_DB_FILE
+ *     names another file) with its web UI,
  *     the payment search attributes registered;
  *   - the provider simulator, the worker and the payments API as child processes.
- * Ctrl-C stops everything: children drain first, then the dev server.
+ * Ctrl-C stops everything: the simulator, worker and API (own process groups) drain, then the dev server is torn
+ * down (it shares the terminal's process group, so it may already have received the Ctrl-C itself).
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdirSync } from 'node:fs';
@@ -138,9 +140,13 @@ async function main() {
   for (const c of components) if (c.port) await assertPortFree(c.port, c.name);
 
   const cli = await resolveBinary(TEMPORAL_CLI);
-  mkdirSync(DEFAULT_CACHE_DIR, { recursive: true });
-  const dbFilename = path.join(DEFAULT_CACHE_DIR, 'dev-server.sqlite');
-  log(`Starting the Temporal dev server (state in ${path.relative(PROJECT_ROOT, dbFilename)})...`);
+  // TEMPORAL_DB_FILE: another SQLite file for the dev server's state (e.g. a test's temp dir).
+  const dbFilename = process.env.TEMPORAL_DB_FILE
+    ? path.resolve(process.env.TEMPORAL_DB_FILE)
+    : path.join(DEFAULT_CACHE_DIR, 'dev-server.sqlite');
+  mkdirSync(path.dirname(dbFilename), { recursive: true });
+  const shownDb = dbFilename.startsWith(PROJECT_ROOT + path.sep) ? path.relative(PROJECT_ROOT, dbFilename) : dbFilename;
+  log(`Starting the Temporal dev server (state in ${shownDb})...`);
   const started = Date.now();
   const temporal = await startWith(cli, TEMPORAL_CLI, (executable) =>
     TestWorkflowEnvironment.createLocal({
@@ -177,8 +183,11 @@ async function main() {
     log('Stopped.');
     process.exit(code);
   };
-  process.once('SIGINT', () => void stop(0));
-  process.once('SIGTERM', () => void stop(0));
+  // `on`, not `once`: Ctrl-C reaches this process twice under `npm start` (once from the terminal's process group, once
+  // relayed by the tsx CLI when our acknowledgement is late); `stop` is idempotent, and a second, unhandled SIGINT
+  // would kill this process mid-drain: no SIGKILL backstop for a child that hangs, no teardown, exit 130.
+  process.on('SIGINT', () => void stop(0));
+  process.on('SIGTERM', () => void stop(0));
   try {
     for (const c of components) {
       const child = spawnComponent(c, env);
