@@ -13,6 +13,8 @@ import {
   workflowInfo,
 } from '@temporalio/workflow';
 import {
+  type CaptureArgs,
+  type RefundArgs,
   captureUpdate,
   ensureReconcileSignal,
   paymentQuery,
@@ -120,100 +122,72 @@ export async function chargeWorkflow(input: ChargeWorkflowInput, carried?: Charg
     if (state.view.status === 'unknown' && !reconcileRunning) reconcileWanted = true;
   });
 
-  setHandler(
-    captureUpdate,
-    async (args) =>
+  /**
+   * Capture and refund share one shape: a repeat of a known key answers without a new effect, a new key is checked
+   * against the state under the lock (validators run before the lock, so concurrent updates are checked again), then
+   * runs as a child workflow under its own key.
+   */
+  const moneyMovement = <A extends { readonly fingerprint: string; readonly amount?: number }>(
+    kind: SubOperation['kind'],
+    keyOf: (args: A) => string,
+    assertAllowed: (args: A) => void,
+    start: (args: A, key: string, amount: number) => Promise<CaptureResult | RefundResult>,
+  ) => ({
+    handler: (args: A) =>
       lock.run(async () => {
-        const earlier = findSubOperation(state, 'capture', args.captureKey);
-        if (earlier) return state.view; // a repeat of a capture already done (or failed): same answer, no new effect
-        assertCapturable(state, args.amount);
+        const key = keyOf(args);
+        if (findSubOperation(state, kind, key)) return state.view; // a repeat: same answer, no new effect
+        assertAllowed(args);
         const amount = args.amount ?? state.view.amountAuthorized - state.view.amountCaptured;
-        const op: SubOperation = {
-          kind: 'capture',
-          key: args.captureKey,
-          fingerprint: args.fingerprint,
-          amount,
-          state: 'running',
-        };
+        const op: SubOperation = { kind, key, fingerprint: args.fingerprint, amount, state: 'running' };
         state.subOperations.push(op);
-        const result: CaptureResult = await executeChild(captureWorkflow, {
-          workflowId: captureWorkflowId(input.merchantId, args.captureKey),
-          args: [
-            {
-              merchantId: input.merchantId,
-              key: args.captureKey,
-              provider: request.provider,
-              reference: request.orderId,
-              paymentId: state.view.providerPaymentId as string,
-              amount,
-              amountCapturedBefore: state.view.amountCaptured,
-              capabilities: requireCapabilities(capabilities),
-              timings,
-              retry: input.retry,
-            },
-          ],
-        });
-        settleSubOperation(op, result);
+        settleSubOperation(op, await start(args, key, amount));
         return state.view;
       }),
-    {
-      validator: (args) => {
-        const earlier = findSubOperation(state, 'capture', args.captureKey);
-        if (earlier) {
-          if (earlier.fingerprint !== args.fingerprint) throw keyReused('capture');
-          return;
-        }
-        assertCapturable(state, args.amount);
-      },
+    validator: (args: A) => {
+      const earlier = findSubOperation(state, kind, keyOf(args));
+      if (earlier) {
+        if (earlier.fingerprint !== args.fingerprint) throw keyReused(kind);
+        return;
+      }
+      assertAllowed(args);
     },
-  );
+  });
+  const movementInput = (key: string, amount: number) => ({
+    merchantId: input.merchantId,
+    key,
+    provider: request.provider,
+    reference: request.orderId,
+    paymentId: state.view.providerPaymentId as string,
+    amount,
+    capabilities: requireCapabilities(capabilities),
+    timings,
+    retry: input.retry,
+  });
 
-  setHandler(
-    refundUpdate,
-    async (args) =>
-      lock.run(async () => {
-        const earlier = findSubOperation(state, 'refund', args.refundKey);
-        if (earlier) return state.view;
-        assertRefundable(state, args.amount);
-        const op: SubOperation = {
-          kind: 'refund',
-          key: args.refundKey,
-          fingerprint: args.fingerprint,
-          amount: args.amount,
-          state: 'running',
-        };
-        state.subOperations.push(op);
-        const result: RefundResult = await executeChild(refundWorkflow, {
-          workflowId: refundWorkflowId(input.merchantId, args.refundKey),
-          args: [
-            {
-              merchantId: input.merchantId,
-              key: args.refundKey,
-              provider: request.provider,
-              reference: request.orderId,
-              paymentId: state.view.providerPaymentId as string,
-              amount: args.amount,
-              amountRefundedBefore: state.view.amountRefunded,
-              capabilities: requireCapabilities(capabilities),
-              timings,
-              retry: input.retry,
-            },
-          ],
-        });
-        settleSubOperation(op, result);
-        return state.view;
+  const capture = moneyMovement(
+    'capture',
+    (args: CaptureArgs) => args.captureKey,
+    (args) => assertCapturable(state, args.amount),
+    (_args, key, amount) =>
+      executeChild(captureWorkflow, {
+        workflowId: captureWorkflowId(input.merchantId, key),
+        args: [{ ...movementInput(key, amount), amountCapturedBefore: state.view.amountCaptured }],
       }),
-    {
-      validator: (args) => {
-        const earlier = findSubOperation(state, 'refund', args.refundKey);
-        if (earlier) {
-          if (earlier.fingerprint !== args.fingerprint) throw keyReused('refund');
-          return;
-        }
-        assertRefundable(state, args.amount);
-      },
-    },
   );
+  setHandler(captureUpdate, capture.handler, { validator: capture.validator });
+
+  const refund = moneyMovement(
+    'refund',
+    (args: RefundArgs) => args.refundKey,
+    (args) => assertRefundable(state, args.amount),
+    (_args, key, amount) =>
+      executeChild(refundWorkflow, {
+        workflowId: refundWorkflowId(input.merchantId, key),
+        args: [{ ...movementInput(key, amount), amountRefundedBefore: state.view.amountRefunded }],
+      }),
+  );
+  setHandler(refundUpdate, refund.handler, { validator: refund.validator });
 
   setHandler(
     resolveUpdate,

@@ -4,7 +4,8 @@
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import type { WorkflowHandle } from '@temporalio/client';
+import { type WorkflowHandle, WorkflowUpdateFailedError } from '@temporalio/client';
+import { ApplicationFailure } from '@temporalio/common';
 import { temporal } from '@temporalio/proto';
 import { paymentQuery, submitUpdate } from '../../src/domain/definitions';
 import type { PaymentStatus, PaymentView } from '../../src/domain/payment';
@@ -76,3 +77,15 @@ export const requestsOf = (bench: Bench, operation: string) =>
 /** Counts the ledger's effects of one operation. */
 export const effectsOf = (bench: Bench, operation: string) =>
   bench.ledger().effects.filter((e) => e.operation === operation);
+
+/** The ApplicationFailure type a failed update carries (its validator's or handler's); fails if it succeeds. */
+export async function updateFailureType(update: Promise<unknown>): Promise<string | undefined> {
+  try {
+    await update;
+  } catch (err) {
+    if (err instanceof WorkflowUpdateFailedError && err.cause instanceof ApplicationFailure)
+      return err.cause.type ?? undefined;
+    throw err;
+  }
+  throw new Error('expected the update to fail');
+}

@@ -2,15 +2,13 @@
  * Manual capture, refunds and authorization expiry on the time-skipping server, against the real simulator. Capture
  * and refund are updates validated against the payment's single serialized state before any side effect.
  */
-import { WorkflowUpdateFailedError } from '@temporalio/client';
-import { ApplicationFailure } from '@temporalio/common';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { captureUpdate, paymentQuery, refundUpdate } from '../../src/domain/definitions';
 import { ErrorType } from '../../src/domain/errors';
 import { captureWorkflowId, refundWorkflowId } from '../../src/domain/ids';
 import { createTimeSkippingEnv } from '../helpers/servers';
 import { type Bench, chargeRequest, idOf, startBench } from '../helpers/payments';
-import { effectsOf, recordHistories, requestsOf, startCharge } from '../helpers/workflows';
+import { effectsOf, recordHistories, requestsOf, startCharge, updateFailureType } from '../helpers/workflows';
 
 let env: TestWorkflowEnvironment;
 let bench: Bench | undefined;
@@ -24,17 +22,6 @@ afterEach(async () => {
   await env?.teardown();
 });
 
-async function failureType(p: Promise<unknown>): Promise<string | undefined> {
-  try {
-    await p;
-  } catch (err) {
-    if (err instanceof WorkflowUpdateFailedError && err.cause instanceof ApplicationFailure)
-      return err.cause.type ?? undefined;
-    throw err;
-  }
-  throw new Error('expected the update to fail');
-}
-
 const DAY = 24 * 3_600_000;
 
 describe('manual capture', () => {
@@ -45,7 +32,7 @@ describe('manual capture', () => {
       const { handle, view } = await startCharge(b, input);
       expect(view).toMatchObject({ status: 'authorized', amountAuthorized: 1_000, amountCaptured: 0 });
 
-      const overCapture = await failureType(
+      const overCapture = await updateFailureType(
         handle.executeUpdate(captureUpdate, { args: [{ captureKey: 'cap-big', fingerprint: 'f-big', amount: 1_001 }] }),
       );
       expect(overCapture).toBe(ErrorType.AmountExceeded);
@@ -59,13 +46,13 @@ describe('manual capture', () => {
       expect(again.amountCaptured).toBe(600);
       expect(effectsOf(b, 'capture')).toHaveLength(1);
       // The same capture key with other parameters is a reused key.
-      const reused = await failureType(
+      const reused = await updateFailureType(
         handle.executeUpdate(captureUpdate, { args: [{ ...capture, fingerprint: 'f-other', amount: 100 }] }),
       );
       expect(reused).toBe(ErrorType.IdempotencyKeyReused);
 
       // Refunds: never more than captured minus refunded.
-      const overRefund = await failureType(
+      const overRefund = await updateFailureType(
         handle.executeUpdate(refundUpdate, { args: [{ refundKey: 'ref-big', fingerprint: 'f-rb', amount: 601 }] }),
       );
       expect(overRefund).toBe(ErrorType.AmountExceeded);
@@ -73,7 +60,7 @@ describe('manual capture', () => {
         args: [{ refundKey: 'ref-1', fingerprint: 'f-r1', amount: 200 }],
       });
       expect(refunded).toMatchObject({ status: 'succeeded', amountCaptured: 600, amountRefunded: 200 });
-      const tooMuchNow = await failureType(
+      const tooMuchNow = await updateFailureType(
         handle.executeUpdate(refundUpdate, { args: [{ refundKey: 'ref-2', fingerprint: 'f-r2', amount: 401 }] }),
       );
       expect(tooMuchNow).toBe(ErrorType.AmountExceeded);
@@ -84,7 +71,7 @@ describe('manual capture', () => {
       expect(effectsOf(b, 'refund').map((e) => e.amount)).toEqual([200, 400]);
 
       // A second capture after the first: the authorization is spent (the provider released the rest).
-      const secondCapture = await failureType(
+      const secondCapture = await updateFailureType(
         handle.executeUpdate(captureUpdate, { args: [{ captureKey: 'cap-2', fingerprint: 'f-cap-2', amount: 100 }] }),
       );
       expect(secondCapture).toBe(ErrorType.InvalidTransition);
@@ -138,7 +125,7 @@ describe('manual capture', () => {
     await b.run(async () => {
       const { handle } = await startCharge(b, b.input(chargeRequest()));
       expect(
-        await failureType(handle.executeUpdate(captureUpdate, { args: [{ captureKey: 'c', fingerprint: 'f' }] })),
+        await updateFailureType(handle.executeUpdate(captureUpdate, { args: [{ captureKey: 'c', fingerprint: 'f' }] })),
       ).toBe(ErrorType.InvalidTransition);
       // A declined payment's workflow has closed: no update reaches it at all (the client answers 409).
       const declined = await startCharge(b, b.input(chargeRequest({ paymentMethod: 'pm_decline' })));

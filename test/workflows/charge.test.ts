@@ -3,15 +3,20 @@
  * scenarios, unknown outcomes that reconcile over skipped hours, and reviews. Each scenario records its histories
  * (RECORD_HISTORIES=1) for the replay test.
  */
-import { WorkflowUpdateFailedError } from '@temporalio/client';
-import { ApplicationFailure } from '@temporalio/common';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { paymentQuery, resolveUpdate, submitUpdate, webhookSignal } from '../../src/domain/definitions';
 import { ErrorType } from '../../src/domain/errors';
 import { reconcileWorkflowId } from '../../src/domain/ids';
 import { createTimeSkippingEnv } from '../helpers/servers';
 import { type Bench, chargeRequest, idOf, startBench } from '../helpers/payments';
-import { effectsOf, recordHistories, requestsOf, startCharge, waitForStatus } from '../helpers/workflows';
+import {
+  effectsOf,
+  recordHistories,
+  requestsOf,
+  startCharge,
+  updateFailureType,
+  waitForStatus,
+} from '../helpers/workflows';
 
 let env: TestWorkflowEnvironment;
 let bench: Bench | undefined;
@@ -30,18 +35,6 @@ afterEach(async () => {
 async function newBench(opts?: Parameters<typeof startBench>[1]) {
   bench = await startBench(env, opts);
   return bench;
-}
-
-/** The cause type of a failed update. */
-async function updateFailureType(p: Promise<unknown>): Promise<string | undefined> {
-  try {
-    await p;
-  } catch (err) {
-    if (err instanceof WorkflowUpdateFailedError && err.cause instanceof ApplicationFailure)
-      return err.cause.type ?? undefined;
-    throw err;
-  }
-  throw new Error('expected the update to fail');
 }
 
 describe('chargeWorkflow: the retry contract', () => {
