@@ -1,0 +1,125 @@
+/** Plain-text tables of the benchmark results. */
+import type { ScenarioResult } from './scenario';
+
+/** Right-aligns numbers, left-aligns the first column. */
+export function table(header: readonly string[], rows: readonly (readonly string[])[]): string {
+  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)));
+  const line = (cells: readonly string[]) =>
+    cells.map((c, i) => (i === 0 ? c.padEnd(widths[i] ?? 0) : c.padStart(widths[i] ?? 0))).join('  ');
+  return [line(header), widths.map((w) => '-'.repeat(w)).join('  '), ...rows.map(line)].join('\n');
+}
+
+const num = (x: number | undefined | null, digits = 0): string =>
+  x === undefined || x === null || Number.isNaN(x) ? '-' : x.toFixed(digits);
+
+/** Throughput, latency, errors and the money check, one row per scenario. */
+export function latencyTable(results: readonly ScenarioResult[]): string {
+  return table(
+    [
+      'scenario',
+      'N',
+      'C',
+      'pay/s',
+      'p50',
+      'p95',
+      'p99',
+      'max',
+      'settled p95',
+      'non-2xx',
+      '202',
+      'errors',
+      'effects',
+      'others busy %',
+    ],
+    results.map((r) => [
+      r.id,
+      String(r.payments),
+      String(r.concurrency),
+      num(r.throughputPerS, 1),
+      num(r.latencyMs.p50, 1),
+      num(r.latencyMs.p95, 1),
+      num(r.latencyMs.p99, 1),
+      num(r.latencyMs.max, 1),
+      num(r.settledMs.p95, 1),
+      String(r.answers.non2xx),
+      String(r.answers.accepted202),
+      String(r.errors),
+      `${r.simulator.createEffects}/${r.simulator.expectedEffects}`,
+      num(r.cpu.othersBusyPct, 0),
+    ]),
+  );
+}
+
+/** What each payment cost in Temporal, from sampled histories. */
+export function temporalTable(results: readonly ScenarioResult[]): string {
+  const rows: string[][] = [];
+  for (const r of results) {
+    for (const [label, h] of [
+      [r.id, r.history],
+      [`  ${r.id} (faulted only)`, r.historyFaulted],
+    ] as const) {
+      if (!h || h.sampled === 0) continue;
+      rows.push([
+        label,
+        String(h.sampled),
+        num(h.eventsPerPayment, 1),
+        num(h.workflowTasksPerPayment, 1),
+        num(h.activityAttemptsPerPayment, 2),
+        num(h.localActivitiesPerPayment, 1),
+        num(h.timersPerPayment, 1),
+        num(h.signalsPerPayment, 1),
+        num(h.updatesPerPayment, 1),
+        num(h.actionsPerPayment, 1),
+        num(h.firstWorkflowTaskScheduleToStartMsP50, 1),
+        num(h.activityScheduleToStartMsP50, 1),
+        num(h.activityStartToCloseMsP50, 1),
+        num(h.startToActivityCompletedMsP50, 1),
+      ]);
+    }
+  }
+  return table(
+    [
+      'history sample',
+      'n',
+      'events',
+      'WFTs',
+      'act.attempts',
+      'LAs',
+      'timers',
+      'signals',
+      'updates',
+      '~actions',
+      'WFT1 s2s',
+      'act s2s',
+      'act run',
+      'start->act done',
+    ],
+    rows,
+  );
+}
+
+/** CPU per payment (the measured part) and memory before/after each scenario. */
+export function resourceTable(results: readonly ScenarioResult[]): string {
+  return table(
+    [
+      'scenario',
+      'cpu ms/pay node',
+      'cpu ms/pay temporal',
+      'rss before',
+      'rss after',
+      'heap before',
+      'heap after',
+      'temporal rss',
+    ],
+    results.map((r) => [
+      r.id,
+      num(r.cpu.benchProcessMsPerPayment, 1),
+      num(r.cpu.devServerMsPerPayment, 1),
+      num(r.memory.before.rssMiB, 0),
+      num(r.memory.after.rssMiB, 0),
+      num(r.memory.before.heapUsedMiB, 0),
+      num(r.memory.after.heapUsedMiB, 0),
+      num(r.memory.after.childrenRssMiB, 0),
+    ]),
+  );
+}

@@ -1,0 +1,322 @@
+/**
+ * One benchmark scenario: a fresh task queue, workers and API; a warm-up; N measured payments; then the money check
+ * at the simulator (exactly one create effect per payment), a sample of histories, and memory before/after.
+ */
+import { type HistorySummary, type TimelineEvent, evenSample, sampleHistories, summarizeHistories } from './history';
+import {
+  type Driver,
+  type EagerUpdateWithStartProbe,
+  type PaymentOutcome,
+  apiDriver,
+  directDriver,
+  probeEagerUpdateWithStart,
+  runLoad,
+} from './load';
+import { type CpuUsage, type MemorySnapshot, cpuSnapshot, cpuUsage, memorySnapshot } from './resources';
+import { type BenchInfra, benchTimings, startScenarioStack } from './stack';
+import { type LatencySummary, summarize } from './stats';
+
+/** What a scenario does. */
+export interface ScenarioSpec {
+  readonly id: string;
+  readonly description: string;
+  /** `api`: HTTP -> PaymentsClient (update-with-start); `direct`: Temporal client start + submit update. */
+  readonly path: 'api' | 'direct';
+  readonly requestEagerStart?: boolean;
+  /** Share of provider creates hit by `commit_then_drop` (seeded). */
+  readonly faultRate?: number;
+  /** Also probe update-with-start with requestEagerStart (one extra payment). */
+  readonly probeEagerUpdateWithStart?: boolean;
+  /** One payment at a time (`serialPayments` of them): the unloaded latency, where per-hop savings show. */
+  readonly serial?: boolean;
+}
+
+/** Sizes and bounds shared by the scenarios of one run. */
+export interface RunSettings {
+  readonly payments: number;
+  readonly concurrency: number;
+  /** Payments of the serial (concurrency 1) scenarios. */
+  readonly serialPayments: number;
+  readonly warmup: number;
+  readonly historySample: number;
+  readonly seed: number;
+}
+
+/** The simulator's side of the money check. */
+export interface SimulatorCheck {
+  /** Create effects (charges that moved money) recorded for this scenario's merchant. */
+  readonly createEffects: number;
+  /** One per payment driven (warm-up and probe included). */
+  readonly expectedEffects: number;
+  /** References (order ids) with more than one create effect: double charges. */
+  readonly doubleCharged: number;
+  /** Payments the load drove that have no create effect. */
+  readonly missing: number;
+  readonly createRequests: number;
+  readonly faultHits: number;
+  readonly webhookDeliveries: number;
+  readonly webhookNon2xx: number;
+}
+
+export interface ScenarioResult {
+  readonly id: string;
+  readonly description: string;
+  readonly payments: number;
+  readonly concurrency: number;
+  readonly warmup: number;
+  readonly wallMs: number;
+  readonly throughputPerS: number;
+  /** Latency of the first answer to each measured payment. */
+  readonly latencyMs: LatencySummary;
+  /** Until a settled answer (same-key repeats after 202 included). */
+  readonly settledMs: LatencySummary;
+  /** The same, only payments whose create was hit by a fault (fault scenarios). */
+  readonly settledFaultedMs?: LatencySummary;
+  readonly settledCleanMs?: LatencySummary;
+  readonly answers: {
+    readonly byStatus: Record<string, number>;
+    readonly non2xx: number;
+    readonly accepted202: number;
+  };
+  readonly repeats: number;
+  /** Unexpected answers (non-2xx, network errors, a status other than succeeded) over warm-up and measurement. */
+  readonly errors: number;
+  readonly errorSamples: readonly string[];
+  readonly eager?: { readonly requested: number; readonly eagerlyStarted: number };
+  readonly eagerUpdateWithStartProbe?: EagerUpdateWithStartProbe;
+  readonly simulator: SimulatorCheck;
+  readonly history: HistorySummary;
+  readonly historyFaulted?: HistorySummary;
+  /** One sampled payment's history as a timeline (and one faulted payment's), to see where the time goes. */
+  readonly timelines: { readonly sample?: PaymentTimeline; readonly faulted?: PaymentTimeline };
+  readonly memory: {
+    readonly before: MemorySnapshot;
+    readonly after: MemorySnapshot;
+    /** RSS growth of this process per payment of the scenario (open payments stay in the workers' cache), KiB. */
+    readonly rssGrowthKiBPerPayment: number;
+  };
+  /** CPU of the measured part (warm-up and history sampling excluded). */
+  readonly cpu: CpuUsage;
+  /** Why the scenario failed the bench; empty: passed. */
+  readonly failures: readonly string[];
+}
+
+/** One payment's history timeline beside what its caller saw. */
+export interface PaymentTimeline {
+  readonly workflowId: string;
+  /** The caller's latency of the first answer, ms. */
+  readonly callerMs: number | undefined;
+  readonly events: readonly TimelineEvent[];
+}
+
+const timelineOf = (outcome: PaymentOutcome | undefined, events: readonly TimelineEvent[]): PaymentTimeline => ({
+  workflowId: outcome?.workflowId ?? '',
+  callerMs: outcome === undefined ? undefined : Math.round(outcome.firstMs * 10) / 10,
+  events,
+});
+
+const RPC_TIMEOUT_MS = 10_000;
+
+/** Runs one scenario on `infra`; `signal` aborts it (the run's deadline). */
+export async function runScenario(
+  infra: BenchInfra,
+  spec: ScenarioSpec,
+  runSettings: RunSettings,
+  signal: AbortSignal,
+  log: (line: string) => void,
+): Promise<ScenarioResult> {
+  const settings: RunSettings = spec.serial
+    ? {
+        ...runSettings,
+        payments: runSettings.serialPayments,
+        concurrency: 1,
+        warmup: Math.min(runSettings.warmup, 5),
+      }
+    : runSettings;
+  const before = memorySnapshot();
+  const deliveriesBefore = infra.sim.webhookDeliveries().length;
+  const stack = await startScenarioStack(infra, spec.id);
+  const closers: (() => Promise<void>)[] = [];
+  try {
+    let drive: Driver;
+    const directTarget = {
+      client: infra.nativeClient,
+      taskQueue: stack.taskQueue,
+      merchantId: stack.merchantId,
+      timings: benchTimings,
+      scenario: spec.id,
+      requestEagerStart: spec.requestEagerStart ?? false,
+      rpcTimeoutMs: RPC_TIMEOUT_MS,
+    };
+    if (spec.path === 'api') {
+      const api = apiDriver(
+        { url: stack.url, token: stack.token, merchantId: stack.merchantId, scenario: spec.id },
+        settings.concurrency,
+      );
+      drive = api.drive;
+      closers.push(api.close);
+    } else {
+      drive = directDriver(directTarget);
+    }
+
+    const warm = await runLoad(drive, settings.warmup, settings.concurrency, signal);
+    if (spec.faultRate) {
+      infra.sim.addFaults({
+        rules: [{ match: { operation: 'create' }, fault: 'commit_then_drop', probability: spec.faultRate }],
+        seed: settings.seed,
+      });
+    }
+    log(`  ${spec.id}: ${settings.warmup} warm-up payments done; measuring ${settings.payments}...`);
+    const cpuBefore = cpuSnapshot();
+    const measured = await runLoad(drive, settings.payments, settings.concurrency, signal, settings.warmup);
+    const cpu = cpuUsage(cpuBefore, cpuSnapshot(), measured.outcomes.length);
+    const faultHits = infra.sim.faults().reduce((sum, r) => sum + r.hits, 0);
+    infra.sim.clearFaults();
+
+    let probe: EagerUpdateWithStartProbe | undefined;
+    if (spec.probeEagerUpdateWithStart && !signal.aborted) {
+      probe = await probeEagerUpdateWithStart(directTarget, settings.warmup + settings.payments);
+    }
+
+    // Webhooks (payment.succeeded -> API -> signal) are part of each payment's cost: let them land first.
+    await withTimeout(infra.sim.flushWebhooks(), 20_000, 'webhook flush');
+    const all = [...warm.outcomes, ...measured.outcomes];
+    const simulator = checkSimulator(infra, stack.apiKey, all, probe, faultHits, deliveriesBefore);
+
+    const ledger = infra.sim.ledger(stack.apiKey);
+    const faultedRefs = new Set(
+      ledger.requests.filter((r) => r.fault === 'commit_then_drop' && r.reference).map((r) => r.reference as string),
+    );
+    const faulted = measured.outcomes.filter((o) => faultedRefs.has(o.orderId));
+    const clean = measured.outcomes.filter((o) => !faultedRefs.has(o.orderId));
+
+    const sampled = evenSample(measured.outcomes, settings.historySample);
+    const history = await sampleHistories(
+      infra.nativeClient,
+      sampled.map((o) => o.workflowId),
+    );
+    const faultedSampled = evenSample(faulted, settings.historySample);
+    let faultedHistory: Awaited<ReturnType<typeof sampleHistories>> | undefined;
+    if (faulted.length > 0) {
+      faultedHistory = await sampleHistories(
+        infra.nativeClient,
+        faultedSampled.map((o) => o.workflowId),
+      );
+    }
+
+    const errorOutcomes = all.filter((o) => o.errors.length > 0);
+    const byStatus: Record<string, number> = {};
+    for (const o of measured.outcomes) byStatus[o.firstAnswer] = (byStatus[o.firstAnswer] ?? 0) + 1;
+    const non2xx = measured.outcomes.filter((o) => /^[013-9]\d\d$|^network$/.test(o.firstAnswer)).length;
+    const eagerOutcomes = measured.outcomes.filter((o) => o.eagerlyStarted !== undefined);
+
+    const failures: string[] = [];
+    if (signal.aborted) failures.push('the run deadline aborted this scenario');
+    if (measured.outcomes.length !== settings.payments) {
+      failures.push(`only ${measured.outcomes.length} of ${settings.payments} payments ran`);
+    }
+    if (simulator.doubleCharged > 0)
+      failures.push(`DOUBLE CHARGE: ${simulator.doubleCharged} references charged twice`);
+    if (simulator.createEffects !== simulator.expectedEffects) {
+      failures.push(`simulator create effects ${simulator.createEffects} != payments ${simulator.expectedEffects}`);
+    }
+    if (simulator.missing > 0) failures.push(`${simulator.missing} payments have no create effect`);
+    if (errorOutcomes.length > 0) failures.push(`${errorOutcomes.length} payments had unexpected answers`);
+    if (simulator.webhookNon2xx > 0) failures.push(`${simulator.webhookNon2xx} webhook deliveries were not 2xx`);
+    if (spec.requestEagerStart && eagerOutcomes.every((o) => !o.eagerlyStarted)) {
+      failures.push('requestEagerStart was set but no workflow started eagerly');
+    }
+
+    const after = memorySnapshot();
+    return {
+      id: spec.id,
+      description: spec.description,
+      payments: settings.payments,
+      concurrency: settings.concurrency,
+      warmup: settings.warmup,
+      wallMs: Math.round(measured.wallMs),
+      throughputPerS: Math.round((measured.outcomes.length / (measured.wallMs / 1000)) * 10) / 10,
+      latencyMs: summarize(measured.outcomes.map((o) => o.firstMs)),
+      settledMs: summarize(measured.outcomes.map((o) => o.settledMs)),
+      ...(spec.faultRate
+        ? {
+            settledFaultedMs: summarize(faulted.map((o) => o.settledMs)),
+            settledCleanMs: summarize(clean.map((o) => o.settledMs)),
+          }
+        : {}),
+      answers: { byStatus, non2xx, accepted202: byStatus['202'] ?? 0 },
+      repeats: measured.outcomes.reduce((sum, o) => sum + o.repeats, 0),
+      errors: errorOutcomes.length,
+      errorSamples: errorOutcomes.flatMap((o) => o.errors).slice(0, 5),
+      ...(eagerOutcomes.length > 0
+        ? {
+            eager: {
+              requested: eagerOutcomes.length,
+              eagerlyStarted: eagerOutcomes.filter((o) => o.eagerlyStarted).length,
+            },
+          }
+        : {}),
+      ...(probe ? { eagerUpdateWithStartProbe: probe } : {}),
+      simulator,
+      history: summarizeHistories(history.stats),
+      ...(faultedHistory ? { historyFaulted: summarizeHistories(faultedHistory.stats) } : {}),
+      timelines: {
+        ...(history.firstTimeline ? { sample: timelineOf(sampled[0], history.firstTimeline) } : {}),
+        ...(faultedHistory?.firstTimeline
+          ? { faulted: timelineOf(faultedSampled[0], faultedHistory.firstTimeline) }
+          : {}),
+      },
+      memory: {
+        before,
+        after,
+        rssGrowthKiBPerPayment: Math.round(((after.rssMiB - before.rssMiB) * 1024) / Math.max(1, all.length)),
+      },
+      cpu,
+      failures,
+    };
+  } finally {
+    for (const close of closers) await close();
+    await stack.close();
+  }
+}
+
+/** Exactly one create effect per payment driven, and none twice for one reference. */
+function checkSimulator(
+  infra: BenchInfra,
+  apiKey: string,
+  outcomes: readonly PaymentOutcome[],
+  probe: EagerUpdateWithStartProbe | undefined,
+  faultHits: number,
+  deliveriesBefore: number,
+): SimulatorCheck {
+  const ledger = infra.sim.ledger(apiKey);
+  const creates = ledger.effects.filter((e) => e.operation === 'create');
+  const perReference = new Map<string, number>();
+  for (const e of creates) perReference.set(e.reference, (perReference.get(e.reference) ?? 0) + 1);
+  // The simulator keeps one delivery log for the run; scenarios run one at a time, each flushed before the next.
+  const deliveries = infra.sim.webhookDeliveries().slice(deliveriesBefore);
+  return {
+    createEffects: creates.length,
+    expectedEffects: outcomes.length + (probe?.accepted ? 1 : 0),
+    doubleCharged: [...perReference.values()].filter((n) => n > 1).length,
+    missing: outcomes.filter((o) => !perReference.has(o.orderId)).length,
+    createRequests: ledger.requests.filter((r) => r.operation === 'create').length,
+    faultHits,
+    webhookDeliveries: deliveries.length,
+    webhookNon2xx: deliveries.filter((d) => d.status === null || d.status < 200 || d.status > 299).length,
+  };
+}
+
+async function withTimeout<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    return await Promise.race([
+      promise,
+      new Promise<never>((_, reject) => {
+        timer = setTimeout(() => reject(new Error(`${what} took over ${ms} ms`)), ms);
+      }),
+    ]);
+  } finally {
+    clearTimeout(timer);
+  }
+}

