@@ -6,7 +6,7 @@
 import { randomUUID } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
 import { Client } from '@temporalio/client';
-import { TestWorkflowEnvironment } from '@temporalio/testing';
+import { type TestWorkflowEnvironment } from '@temporalio/testing';
 import {
   DefaultLogger,
   Runtime,
@@ -16,10 +16,9 @@ import {
 } from '@temporalio/worker';
 import type { FastifyInstance } from 'fastify';
 import pino, { type Logger } from 'pino';
-import { TEMPORAL_CLI, resolveBinary, startWith } from '../scripts/lib/temporal-binaries';
+import { startDevServer } from '../scripts/lib/dev-server';
 import { buildApi } from '../src/api/app';
 import { PaymentsClient } from '../src/client';
-import { paymentSearchAttributes } from '../src/domain/search-attributes';
 import { type PaymentTimings, defaultPaymentTimings } from '../src/domain/workflow-inputs';
 import { createProvider, simulatorCapabilities } from '../src/providers';
 import type { RestProvider } from '../src/providers/simulator-rest';
@@ -56,23 +55,21 @@ export async function startInfra(log: (line: string) => void): Promise<BenchInfr
   Runtime.install({ logger: new DefaultLogger('ERROR') });
   const logger = pino({ level: process.env.BENCH_LOG_LEVEL ?? 'silent' });
   const extraArgs = (process.env.BENCH_DEV_SERVER_ARGS ?? '').split(/\s+/).filter(Boolean);
-  const cli = await resolveBinary(TEMPORAL_CLI, { log: (l) => log(`[temporal] ${l}`) });
-  log(`temporal CLI from ${cli.source}`);
   const bundlePromise = bundleWorkflowCode({
     workflowsPath: require.resolve('../src/workflows'),
     logger: { log() {}, trace() {}, debug() {}, info() {}, warn() {}, error: (m: string) => log(m) },
   });
-  const env = await startWith(cli, TEMPORAL_CLI, (executable) =>
-    TestWorkflowEnvironment.createLocal({
-      server: {
-        executable,
-        ip: '127.0.0.1',
-        searchAttributes: [...paymentSearchAttributes],
-        log: { format: 'pretty', level: 'error' },
-        // e.g. `--dynamic-config-value matching.numTaskqueueReadPartitions=1`: to measure server-side levers.
-        ...(extraArgs.length > 0 ? { extraArgs } : {}),
+  let temporalSource = 'unknown';
+  const env = await startDevServer(
+    // e.g. `--dynamic-config-value matching.numTaskqueueReadPartitions=1`: to measure server-side levers.
+    extraArgs.length > 0 ? { extraArgs } : {},
+    {
+      log: (l) => log(`[temporal] ${l}`),
+      onResolved: (source) => {
+        temporalSource = source;
+        log(`temporal CLI from ${source}`);
       },
-    }),
+    },
   );
   const closers: (() => Promise<void>)[] = [() => env.teardown()];
   try {
@@ -88,7 +85,7 @@ export async function startInfra(log: (line: string) => void): Promise<BenchInfr
       sim,
       bundle,
       logger,
-      temporalSource: cli.source,
+      temporalSource,
       devServerArgs: extraArgs,
       namespace,
       close: () => runClosers(closers),

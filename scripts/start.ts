@@ -11,10 +11,9 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdirSync } from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
-import { TestWorkflowEnvironment } from '@temporalio/testing';
 import { type Config, loadConfig } from '../src/config';
-import { paymentSearchAttributes } from '../src/domain/search-attributes';
-import { DEFAULT_CACHE_DIR, PROJECT_ROOT, TEMPORAL_CLI, resolveBinary, startWith } from './lib/temporal-binaries';
+import { startDevServer } from './lib/dev-server';
+import { DEFAULT_CACHE_DIR, PROJECT_ROOT } from './lib/temporal-binaries';
 
 const HOST = '127.0.0.1';
 const temporalPort = Number(process.env.TEMPORAL_PORT ?? 7233);
@@ -139,7 +138,6 @@ async function main() {
   await assertPortFree(uiPort, 'Temporal web UI');
   for (const c of components) if (c.port) await assertPortFree(c.port, c.name);
 
-  const cli = await resolveBinary(TEMPORAL_CLI);
   // TEMPORAL_DB_FILE: another SQLite file for the dev server's state (e.g. a test's temp dir).
   const dbFilename = process.env.TEMPORAL_DB_FILE
     ? path.resolve(process.env.TEMPORAL_DB_FILE)
@@ -148,20 +146,14 @@ async function main() {
   const shownDb = dbFilename.startsWith(PROJECT_ROOT + path.sep) ? path.relative(PROJECT_ROOT, dbFilename) : dbFilename;
   log(`Starting the Temporal dev server (state in ${shownDb})...`);
   const started = Date.now();
-  const temporal = await startWith(cli, TEMPORAL_CLI, (executable) =>
-    TestWorkflowEnvironment.createLocal({
-      server: {
-        executable,
-        ip: HOST,
-        port: temporalPort,
-        ui: true,
-        uiPort,
-        dbFilename,
-        searchAttributes: [...paymentSearchAttributes],
-        log: { format: 'pretty', level: 'warn' },
-      },
-    }),
-  );
+  const temporal = await startDevServer({
+    ip: HOST,
+    port: temporalPort,
+    ui: true,
+    uiPort,
+    dbFilename,
+    log: { format: 'pretty', level: 'warn' },
+  });
   log(`Temporal dev server up in ${((Date.now() - started) / 1000).toFixed(1)} s`);
 
   const env: NodeJS.ProcessEnv = {

@@ -1,6 +1,6 @@
-import { TestWorkflowEnvironment } from '@temporalio/testing';
-import { TEMPORAL_CLI, TEMPORAL_TEST_SERVER, resolveBinary, startWith } from '../scripts/lib/temporal-binaries';
-import { paymentSearchAttributes } from '../src/domain/search-attributes';
+import { type TestWorkflowEnvironment } from '@temporalio/testing';
+import { startDevServer } from '../scripts/lib/dev-server';
+import { TEMPORAL_TEST_SERVER, resolveBinary } from '../scripts/lib/temporal-binaries';
 import { DEV_SERVER_ADDRESS_ENV } from './helpers/servers';
 
 declare global {
@@ -14,17 +14,7 @@ export default async function globalSetup(): Promise<void> {
   if (testServer.executable.type === 'existing-path')
     process.env.TEMPORAL_TEST_SERVER_PATH = testServer.executable.path;
 
-  const cli = await resolveBinary(TEMPORAL_CLI);
-  const env = await startWith(cli, TEMPORAL_CLI, (executable) =>
-    TestWorkflowEnvironment.createLocal({
-      server: {
-        executable,
-        ip: '127.0.0.1',
-        searchAttributes: [...paymentSearchAttributes],
-        log: { format: 'pretty', level: 'error' },
-      },
-    }),
-  );
+  const env = await startDevServer();
   globalThis.__PW_DEV_SERVER__ = env;
   process.env[DEV_SERVER_ADDRESS_ENV] = env.address;
 }

@@ -3,11 +3,10 @@
  * already applied (so a redelivered webhook still changes nothing) and the fingerprint memo the client compares.
  * Runs on a dev server of its own whose suggestion threshold is tiny (the default is thousands of events).
  */
-import { TestWorkflowEnvironment } from '@temporalio/testing';
+import { type TestWorkflowEnvironment } from '@temporalio/testing';
 import { paymentQuery, refundUpdate, webhookSignal } from '../../src/domain/definitions';
 import { ErrorType } from '../../src/domain/errors';
-import { paymentSearchAttributes } from '../../src/domain/search-attributes';
-import { TEMPORAL_CLI, resolveBinary, startWith } from '../../scripts/lib/temporal-binaries';
+import { startDevServer } from '../../scripts/lib/dev-server';
 import { type Bench, chargeRequest, startBench } from '../helpers/payments';
 import { effectsOf, startCharge } from '../helpers/workflows';
 
@@ -15,18 +14,9 @@ let env: TestWorkflowEnvironment;
 let bench: Bench | undefined;
 
 beforeAll(async () => {
-  const cli = await resolveBinary(TEMPORAL_CLI);
-  env = await startWith(cli, TEMPORAL_CLI, (executable) =>
-    TestWorkflowEnvironment.createLocal({
-      server: {
-        executable,
-        ip: '127.0.0.1',
-        searchAttributes: [...paymentSearchAttributes],
-        log: { format: 'pretty', level: 'error' },
-        extraArgs: ['--dynamic-config-value', 'limit.historyCount.suggestContinueAsNew=40'],
-      },
-    }),
-  );
+  env = await startDevServer({
+    extraArgs: ['--dynamic-config-value', 'limit.historyCount.suggestContinueAsNew=40'],
+  });
 });
 afterAll(async () => {
   await bench?.close();
