@@ -67,13 +67,20 @@ export async function buildApi({ client, config, logger }: ApiDeps): Promise<Fas
   app.setErrorHandler(handleError);
   app.setNotFoundHandler((_request, reply) => reply.code(404).send(errorBody('not_found', 'No such route')));
 
-  const registry = z.registry<{ id: string }>();
-  registry.add(PaymentView, { id: 'PaymentView' });
-  registry.add(PaymentList, { id: 'PaymentList' });
-  registry.add(ReviewItemView, { id: 'ReviewItemView' });
-  registry.add(ReviewItemList, { id: 'ReviewItemList' });
-  registry.add(ApiError, { id: 'Error' });
-  registry.add(WebhookAck, { id: 'WebhookAck' });
+  // The component ids go into zod's global registry, where `.describe()` keeps its texts: a registry of our own would
+  // carry the ids but drop every field description from the document. Registered once per process.
+  const registry = z.globalRegistry;
+  const components = {
+    PaymentView,
+    PaymentList,
+    ReviewItemView,
+    ReviewItemList,
+    Error: ApiError,
+    WebhookAck,
+  } as const;
+  for (const [id, schema] of Object.entries(components)) {
+    if (registry.get(schema)?.id !== id) registry.add(schema, { ...registry.get(schema), id });
+  }
   await app.register(swagger, {
     openapi: {
       openapi: '3.1.0',

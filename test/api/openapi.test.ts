@@ -69,4 +69,13 @@ describe('GET /openapi.json', () => {
       expect.arrayContaining(['200', '202', '400', '401', '422']),
     );
   });
+
+  it('carries the field descriptions written with .describe() in the zod schemas', async () => {
+    const doc = (await fetchDoc()) as unknown as {
+      paths: Record<string, Record<string, { parameters?: { name: string; in: string; description?: string }[] }>>;
+    };
+    const params = doc.paths['/v1/payments']?.post?.parameters ?? [];
+    const key = params.find((p) => p.in === 'header' && p.name.toLowerCase() === 'idempotency-key');
+    expect(key?.description).toMatch(/printable ASCII/);
+  });
 });
