@@ -9,6 +9,7 @@ import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import type { Worker } from '@temporalio/worker';
 import type { FastifyInstance } from 'fastify';
 import pino from 'pino';
+import { InMemoryCircuitBreaker } from '../../src/activities';
 import { buildApi } from '../../src/api/app';
 import { PaymentsClient } from '../../src/client';
 import type { RetryOverrides } from '../../src/domain/retry';
@@ -20,7 +21,8 @@ import { workflowBundle } from '../helpers/payments';
 
 /** Real-time timings: a reconcile waits a minute first, so an unknown payment stays unknown during a test. */
 export const testTimings: PaymentTimings = {
-  submitWaitMs: 2_000,
+  // Generous: on two loaded cores a first provider call can take seconds, and a 202 where 200 is expected is a flake.
+  submitWaitMs: 8_000,
   reconcileScheduleMs: [60_000, 120_000],
   settleWindowMs: 5_000,
   authorizationExpiryMs: 600_000,
@@ -148,6 +150,9 @@ export async function startApiHarness(env: TestWorkflowEnvironment, opts: Harnes
     logger,
     workflows: { workflowBundle: await workflowBundle() },
     ...(opts.activities === undefined ? {} : { activities: opts.activities }),
+    // The tests of one file share these workers and inject provider faults one after another; a breaker tripped by
+    // one test would fail the next test's payments fast. The breaker has its own tests (test/activities).
+    breaker: new InMemoryCircuitBreaker({ failureThreshold: Number.MAX_SAFE_INTEGER }),
   });
   const running = workers.map((w) => w.run());
 

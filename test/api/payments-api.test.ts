@@ -216,7 +216,7 @@ describe('capture, refund, resolve', () => {
         {
           match: { operation: 'capture', reference: body.orderId as string },
           fault: 'latency',
-          latency_ms: 3_000,
+          latency_ms: 10_000, // longer than the client's 8 s wait (testTimings.submitWaitMs)
           times: 1,
         },
       ],
