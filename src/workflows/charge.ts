@@ -30,7 +30,7 @@ import type { ReconcileInput, ReconcileResult } from '../domain/operations';
 import type { PaymentStatus, PaymentView } from '../domain/payment';
 import { MerchantIdAttr, OrderIdAttr, PaymentStatusAttr, ProviderAttr } from '../domain/search-attributes';
 import type { ChargeWorkflowInput } from '../domain/workflow-inputs';
-import type { ProviderCapabilities } from '../providers/types';
+import type { ProviderCapabilities, ProviderPayment } from '../providers/types';
 import { describeProvider, paymentMetadata, providerActivities } from './activity-options';
 import { captureWorkflow, type CaptureResult } from './capture';
 import { Lock } from './lock';
@@ -74,6 +74,11 @@ export async function chargeWorkflow(input: ChargeWorkflowInput, carried?: Charg
   const transition = (status: PaymentStatus, reason?: string) => {
     setStatus(state, status, nowIso(), reason);
     publish();
+  };
+  /** Applies what the provider says (forward only), settles a review it answers, and publishes the status. */
+  const learn = (payment: ProviderPayment) => {
+    applyProviderPayment(state, payment, nowIso());
+    afterProviderNews();
   };
   const afterProviderNews = () => {
     const settled = reviewSatisfied(state);
@@ -236,10 +241,7 @@ export async function chargeWorkflow(input: ChargeWorkflowInput, carried?: Charg
   function settleSubOperation(op: SubOperation, result: CaptureResult | RefundResult) {
     if (result.outcome === 'done') {
       op.state = 'done';
-      applyProviderPayment(state, result.payment, nowIso());
-      if (op.kind === 'capture')
-        state.view.amountCaptured = Math.max(state.view.amountCaptured, result.payment.amountCaptured);
-      afterProviderNews();
+      learn(result.payment);
     } else if (result.outcome === 'rejected') {
       op.state = 'rejected';
       op.reason = result.reason;
@@ -290,15 +292,13 @@ export async function chargeWorkflow(input: ChargeWorkflowInput, carried?: Charg
         state.view.declineCode = result.declineCode;
         transition('declined');
       } else {
-        applyProviderPayment(state, result.payment, nowIso());
-        publish();
+        learn(result.payment);
       }
     } catch (err) {
       state.view.attempts += 1;
       if (failureType(err) === ErrorType.ProviderRejected && state.view.status === 'pending') {
         // The provider said no: nothing happened, so this is a real failure, not a guess.
-        transition('failed', undefined);
-        state.view.review = undefined;
+        transition('failed');
         log.warn('charge rejected by provider', { reason: messageOf(err) });
       } else if (state.view.status === 'pending') {
         // Unless a webhook already told us what happened, the outcome is unknown: reconcile, never resend blindly.
@@ -392,8 +392,7 @@ export async function chargeWorkflow(input: ChargeWorkflowInput, carried?: Charg
     }
     if (state.view.status !== 'unknown') return; // a webhook already moved the payment on
     if (result.outcome === 'found') {
-      applyProviderPayment(state, result.payment, nowIso());
-      publish();
+      learn(result.payment);
     } else if (result.outcome === 'declined') {
       state.view.declineCode = result.declineCode;
       transition('declined');
@@ -421,8 +420,7 @@ export async function chargeWorkflow(input: ChargeWorkflowInput, carried?: Charg
         key: `${input.key}:void`,
         paymentId,
       });
-      applyProviderPayment(state, voided, nowIso());
-      publish();
+      learn(voided);
     } catch (err) {
       // A void that fails leaves an authorization that lapses at the provider on its own; record it for an operator.
       state.pendingReview = {
