@@ -37,8 +37,10 @@ const printableAscii = /^[\x20-\x7E]+$/;
 /**
  * A card number (PAN) written the way people write one: 4-4-4-4(-3) or Amex 4-6-5 groups with one kind of separator.
  * Contiguous digit runs are not flagged in free fields: real order ids (Shopify's are 13+ digits) look just like them.
+ * The groups must stand alone (no letter or digit glued to either end): inside a UUID, all-digit groups such as
+ * `abcd1234-7890-4123-9456-…` are hex, not a card, and about one UUID in a thousand has them.
  */
-const groupedPan = /(?:^|\D)\d{4}([ -])(?:\d{4}\1\d{4}\1\d{4}(?:\1\d{3})?|\d{6}\1\d{5})(?!\d)/;
+const groupedPan = /(?:^|[^0-9A-Za-z])\d{4}([ -])(?:\d{4}\1\d{4}\1\d{4}(?:\1\d{3})?|\d{6}\1\d{5})(?![0-9A-Za-z])/;
 /** A bare run of 12–19 digits: a card number where a token belongs. */
 const barePan = /^\d{12,19}$/;
 
