@@ -50,6 +50,14 @@ export const ApiErrorType = z.enum([
   'not_found',
   'invalid_transition',
   'amount_exceeded',
+  /** The provider refused the capture/refund/void (a 4xx of its own): nothing moved. `providerCode` says why. */
+  'provider_rejected',
+  /** A capture/refund of this payment has an unknown outcome being reconciled: try again once it settled. */
+  'operation_in_flight',
+  /** A payment for this order is still pending or unknown under another key (`paymentKey` names it). */
+  'payment_in_flight',
+  /** The token is valid but its role may not do this (a merchant token on an operator action). */
+  'forbidden',
   'invalid_signature',
   'payload_too_large',
   'unsupported_media_type',
@@ -68,6 +76,10 @@ export const ApiError = z.object({
     type: ApiErrorType,
     message: z.string().optional(),
     fields: z.array(FieldError).optional(),
+    /** With `provider_rejected`: the provider's own error code, when it gave one. */
+    providerCode: z.string().optional(),
+    /** With `payment_in_flight`: the key of the open payment for the same order. */
+    paymentKey: z.string().optional(),
   }),
 });
 export type ApiError = z.infer<typeof ApiError>;

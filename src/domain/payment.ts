@@ -133,6 +133,21 @@ const Iso = z.iso.datetime({ offset: true });
 const NonNegative = z.number().int().nonnegative().max(Number.MAX_SAFE_INTEGER);
 
 /** What every payment endpoint answers (CONTRACTS.md §1). Timestamps are ISO 8601. */
+/**
+ * One capture, refund or void of a payment, by its own idempotency key: `running` while it is still moving (its first
+ * provider call, or a reconcile of an unknown outcome), `succeeded` once the provider confirmed it, `rejected` when the
+ * provider refused it (nothing moved), `needs_review` when an operator must decide.
+ */
+export const OperationView = z.object({
+  kind: z.enum(['capture', 'refund', 'void']),
+  key: z.string(),
+  amount: NonNegative,
+  state: z.enum(['running', 'succeeded', 'rejected', 'needs_review']),
+  reason: z.string().optional(),
+  providerCode: z.string().optional(),
+});
+export type OperationView = z.infer<typeof OperationView>;
+
 export const PaymentView = z.object({
   key: z.string(),
   merchantId: z.string(),
@@ -148,6 +163,8 @@ export const PaymentView = z.object({
   declineCode: z.string().optional(),
   unknownSince: Iso.optional(),
   review: z.object({ reason: z.string() }).optional(),
+  /** Captures, refunds and voids of this payment, oldest first (absent until the first one). */
+  operations: z.array(OperationView).optional(),
   createdAt: Iso,
   updatedAt: Iso,
 });
