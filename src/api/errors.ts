@@ -5,7 +5,9 @@ import {
   isAmountExceeded,
   isIdempotencyKeyReused,
   isInvalidTransition,
+  isOperationInFlight,
   isPaymentNotFound,
+  isProviderRejected,
   isReviewItemNotFound,
   isTemporalUnavailable,
   isValidationError,
@@ -49,6 +51,12 @@ export function handleError(error: FastifyError, request: FastifyRequest, reply:
     return reply.code(400).send(errorBody('validation_error', 'The request is invalid', error.fields));
   if (isIdempotencyKeyReused(error)) return reply.code(422).send(errorBody('idempotency_key_reused', error.message));
   if (isAmountExceeded(error)) return reply.code(422).send(errorBody('amount_exceeded', error.message));
+  if (isProviderRejected(error)) {
+    const body = errorBody('provider_rejected', error.message);
+    if (error.providerCode !== undefined) body.error.providerCode = error.providerCode;
+    return reply.code(422).send(body);
+  }
+  if (isOperationInFlight(error)) return reply.code(409).send(errorBody('operation_in_flight', error.message));
   if (isPaymentNotFound(error)) return reply.code(404).send(errorBody('not_found', 'No such payment'));
   if (isReviewItemNotFound(error)) return reply.code(404).send(errorBody('not_found', 'No such review item'));
   if (isInvalidTransition(error)) return reply.code(409).send(errorBody('invalid_transition', error.message));

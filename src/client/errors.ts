@@ -57,6 +57,36 @@ export class AmountExceeded extends PaymentsClientError {
   }
 }
 
+/**
+ * The provider refused the capture or refund (a 4xx of its own): nothing moved. A repeat of the same key answers the
+ * same refusal. `providerCode` is the provider's own code, when it gave one.
+ */
+export class ProviderRejected extends PaymentsClientError {
+  readonly code = 'provider_rejected';
+  constructor(
+    message: string,
+    readonly providerCode?: string,
+    options?: ErrorOptions,
+  ) {
+    super(message, options);
+    this.name = 'ProviderRejected';
+  }
+}
+
+/** Another capture or refund of this payment has an unknown outcome being reconciled: repeat once it settled. */
+export class OperationInFlight extends PaymentsClientError {
+  readonly code = 'operation_in_flight';
+  constructor(message: string, options?: ErrorOptions) {
+    super(message, options);
+    this.name = 'OperationInFlight';
+  }
+}
+
+/** True for a {@link ProviderRejected}. */
+export const isProviderRejected = (e: unknown): e is ProviderRejected => e instanceof ProviderRejected;
+/** True for an {@link OperationInFlight}. */
+export const isOperationInFlight = (e: unknown): e is OperationInFlight => e instanceof OperationInFlight;
+
 /** True for a {@link ValidationError}. */
 export const isValidationError = (e: unknown): e is ValidationError => e instanceof ValidationError;
 /** True for an {@link IdempotencyKeyReused}. */

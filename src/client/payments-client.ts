@@ -41,6 +41,7 @@ import {
   IdempotencyKeyReused,
   InvalidTransition,
   PaymentNotFound,
+  ProviderRejected,
   ReviewItemNotFound,
   ValidationError,
 } from './errors';
@@ -256,7 +257,7 @@ export class PaymentsClient {
       fingerprint,
       ...(request.amount === undefined ? {} : { amount: request.amount }),
     };
-    return this.moveMoney(workflowId, captureUpdate, args, `capture:${opKey}:${fingerprint}`);
+    return this.moveMoney(workflowId, captureUpdate, args, 'capture', opKey, fingerprint);
   }
 
   /** Refunds part or all of what was captured, under its own idempotency key. */
@@ -266,7 +267,7 @@ export class PaymentsClient {
     const request = parseOrThrow(RefundRequest, body);
     const fingerprint = refundFingerprint(paymentKey, request);
     const args: RefundArgs = { refundKey: opKey, fingerprint, amount: request.amount };
-    return this.moveMoney(workflowId, refundUpdate, args, `refund:${opKey}:${fingerprint}`);
+    return this.moveMoney(workflowId, refundUpdate, args, 'refund', opKey, fingerprint);
   }
 
   /** An operator's verdict on a payment in `needs_review`; {@link InvalidTransition} in any other status. */
@@ -471,37 +472,57 @@ export class PaymentsClient {
   }
 
   /**
-   * Runs a capture or refund update: validators reject before any side effect; the answer waits at most
-   * `operationWaitMs` for the outcome, then returns the current view (the operation goes on in the workflow). The
-   * update id carries key and fingerprint, so a repeat attaches to the running update instead of queueing another.
+   * Runs a capture or refund update: validators reject before any side effect; the update answers once the operation's
+   * first provider call settled, and the caller waits at most `operationWaitMs` for that (then the current view: the
+   * operation goes on in the workflow). The answer follows the operation's own state, never the payment's alone:
+   * `succeeded` (the provider confirmed it) is completed, a refusal by the provider throws {@link ProviderRejected},
+   * anything still open is not completed (202). The update id carries key and fingerprint, so a repeat attaches to the
+   * running update instead of queueing another.
    */
   private async moveMoney<Args>(
     workflowId: string,
     update: UpdateDefinition<PaymentView, [Args]>,
     args: Args,
-    updateId: string,
+    kind: 'capture' | 'refund',
+    opKey: string,
+    fingerprint: string,
   ): Promise<OperationResult> {
     const handle = this.handle(workflowId);
     let updateHandle: WorkflowUpdateHandle<PaymentView>;
     try {
       updateHandle = await this.bounded(() =>
-        handle.startUpdate(update, { args: [args] as [Args], waitForStage: WorkflowUpdateStage.ACCEPTED, updateId }),
+        handle.startUpdate(update, {
+          args: [args] as [Args],
+          waitForStage: WorkflowUpdateStage.ACCEPTED,
+          updateId: `${kind}:${opKey}:${fingerprint}`,
+        }),
       );
     } catch (err) {
       throw await this.translateClosedOrMissing(err, workflowId);
     }
+    let view: PaymentView;
     try {
-      const view = await this.client.connection.withDeadline(Date.now() + this.operationWaitMs, () =>
-        updateHandle.result(),
-      );
-      return { view, completed: true };
+      view = await this.client.connection.withDeadline(Date.now() + this.operationWaitMs, () => updateHandle.result());
     } catch (err) {
-      // Accepted and still running (a provider call, a reconcile): answer the current view; the workflow goes on.
-      if (err instanceof WorkflowUpdateRPCTimeoutOrCancelledError) {
-        return { view: await this.bounded(() => handle.query(paymentQuery)), completed: false };
-      }
-      throw await this.translateClosedOrMissing(err, workflowId);
+      // Accepted and its first call still running: answer the current view; the workflow goes on.
+      if (!(err instanceof WorkflowUpdateRPCTimeoutOrCancelledError))
+        throw await this.translateClosedOrMissing(err, workflowId);
+      view = await this.bounded(() => handle.query(paymentQuery));
     }
+    let op = view.operations?.find((o) => o.kind === kind && o.key === opKey);
+    if (op?.state === 'running') {
+      // An earlier update with this id may have answered long ago (Temporal keeps its result): read the state now.
+      view = await this.bounded(() => handle.query(paymentQuery));
+      op = view.operations?.find((o) => o.kind === kind && o.key === opKey) ?? op;
+    }
+    if (op === undefined) return { view, completed: false }; // accepted, not yet recorded: still moving
+    if (op.state === 'rejected') {
+      throw new ProviderRejected(
+        `The provider refused this ${kind}${op.reason === undefined ? '' : `: ${op.reason}`}`,
+        op.providerCode,
+      );
+    }
+    return { view, completed: op.state === 'succeeded' };
   }
 
   /** Missing payment → {@link PaymentNotFound}; closed payment → {@link InvalidTransition}; rejections → typed. */

@@ -108,6 +108,14 @@ export function failureType(err: unknown): string | undefined {
   return undefined;
 }
 
+/** The provider's own error code (e.g. `amount_too_large`) of a classified provider failure, if it gave one. */
+export function providerCodeOf(err: unknown): string | undefined {
+  const failure = err instanceof ActivityFailure ? err.cause : err;
+  if (!(failure instanceof ApplicationFailure)) return undefined;
+  const info = failure.details?.[0] as { code?: unknown } | undefined;
+  return typeof info?.code === 'string' ? info.code : undefined;
+}
+
 /** The innermost message, for a review reason an operator can read. */
 export function messageOf(err: unknown): string {
   if (err instanceof ActivityFailure && err.cause) return err.cause.message;
