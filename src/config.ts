@@ -68,33 +68,67 @@ const ApiToken = z.string().regex(/^[A-Za-z0-9._~+/=-]{16,256}$/, {
   message: 'every token must be 16-256 characters of A-Z a-z 0-9 . _ ~ + / = -',
 });
 
-/** `merchantId:token,merchantId:token`: several tokens may map to one merchant; a token maps to exactly one. */
-const apiTokens = z.string().transform((v, ctx) => {
-  const pairs: { merchantId: string; token: string }[] = [];
-  for (const entry of v
-    .split(',')
-    .map((e) => e.trim())
-    .filter((e) => e.length > 0)) {
-    const colon = entry.indexOf(':');
-    const merchantId = MerchantId.safeParse(colon === -1 ? '' : entry.slice(0, colon));
-    const token = ApiToken.safeParse(colon === -1 ? '' : entry.slice(colon + 1));
-    if (colon === -1) ctx.addIssue({ code: 'custom', message: 'every entry must be merchantId:token' });
-    else if (!merchantId.success) ctx.addIssue({ code: 'custom', message: merchantId.error.issues[0]?.message ?? '' });
-    else if (!token.success) ctx.addIssue({ code: 'custom', message: token.error.issues[0]?.message ?? '' });
-    else pairs.push({ merchantId: merchantId.data, token: token.data });
-  }
-  if (pairs.length === 0 && ctx.issues.length === 0)
-    ctx.addIssue({ code: 'custom', message: 'no merchantId:token pair' });
-  if (new Set(pairs.map((p) => p.token)).size !== pairs.length) {
-    ctx.addIssue({ code: 'custom', message: 'a token is listed twice' });
-  }
-  return pairs;
+/** An operator's id: recorded in audits as `operator:<operatorId>`. */
+const OperatorId = z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, {
+  message: 'operatorId must be 1-64 characters of A-Z, a-z, 0-9, _ or -',
 });
+
+/** `<id>:token,<id>:token`: several tokens may map to one id; a token maps to exactly one. */
+const tokenPairs = (idSchema: z.ZodType<string>, idName: string) =>
+  z.string().transform((v, ctx) => {
+    const pairs: { id: string; token: string }[] = [];
+    for (const entry of v
+      .split(',')
+      .map((e) => e.trim())
+      .filter((e) => e.length > 0)) {
+      const colon = entry.indexOf(':');
+      const id = idSchema.safeParse(colon === -1 ? '' : entry.slice(0, colon));
+      const token = ApiToken.safeParse(colon === -1 ? '' : entry.slice(colon + 1));
+      if (colon === -1) ctx.addIssue({ code: 'custom', message: `every entry must be ${idName}:token` });
+      else if (!id.success) ctx.addIssue({ code: 'custom', message: id.error.issues[0]?.message ?? '' });
+      else if (!token.success) ctx.addIssue({ code: 'custom', message: token.error.issues[0]?.message ?? '' });
+      else pairs.push({ id: id.data, token: token.data });
+    }
+    if (pairs.length === 0 && ctx.issues.length === 0)
+      ctx.addIssue({ code: 'custom', message: `no ${idName}:token pair` });
+    if (new Set(pairs.map((p) => p.token)).size !== pairs.length) {
+      ctx.addIssue({ code: 'custom', message: 'a token is listed twice' });
+    }
+    return pairs;
+  });
+
+/** `merchantId:token,merchantId:token` (config `API_TOKENS`). */
+const apiTokens = tokenPairs(MerchantId, 'merchantId').transform((pairs) =>
+  pairs.map(({ id, token }) => ({ merchantId: id, token })),
+);
+/** `operatorId:token,operatorId:token` (config `OPERATOR_TOKENS`). */
+const operatorTokens = tokenPairs(OperatorId, 'operatorId').transform((pairs) =>
+  pairs.map(({ id, token }) => ({ operatorId: id, token })),
+);
+
+/** `m1,m2`: merchant ids, comma separated. */
+const merchantList = z
+  .string()
+  .transform((v) =>
+    v
+      .split(',')
+      .map((part) => part.trim())
+      .filter((part) => part.length > 0),
+  )
+  .pipe(z.array(MerchantId));
+
+/**
+ * The providers the worker builds, by name (it names each provider's activity task queue), and the one a charge
+ * without `provider` goes to. Today the worker builds exactly one, the REST provider at SIMULATOR_URL, named
+ * `simulator`; the API refuses any other name (400) instead of starting a payment no worker serves.
+ */
+export const configuredProviders = ['simulator'] as const;
 
 /** Development-only defaults for the secrets; never used when NODE_ENV=production. */
 export const developmentDefaults = {
   PROVIDER_API_KEY: 'sk_dev_payment_workflows',
   API_TOKENS: 'dev_merchant:pw_dev_token_change_me',
+  OPERATOR_TOKENS: 'dev_operator:pw_dev_operator_token_change_me',
   WEBHOOK_SECRET: 'whsec_dev_payment_workflows',
 } as const;
 
@@ -116,6 +150,12 @@ const EnvSchema = z.object({
   PROVIDER_CONNECT_TIMEOUT_MS: ms.default(2_000),
   PROVIDER_TOTAL_TIMEOUT_MS: ms.default(10_000),
   API_TOKENS: z.string().optional(),
+  /** Operator tokens; without them in production no one can resolve through the API. */
+  OPERATOR_TOKENS: z.string().optional(),
+  /** One open payment per order: a new key for an order whose payment is pending/unknown is 409. */
+  ORDER_SINGLE_FLIGHT: boolean.default(true),
+  /** Merchants exempt from ORDER_SINGLE_FLIGHT (they split an order into several payments). */
+  SPLIT_PAYMENT_MERCHANTS: merchantList.default([]),
   WEBHOOK_SECRET: secret.optional(),
   /** Webhooks older than this are rejected (replay protection). */
   WEBHOOK_TOLERANCE_S: wholeNumber(1, 86_400).default(300),
@@ -158,12 +198,18 @@ type Env = z.output<typeof EnvSchema>;
 /** The validated configuration: every variable under its own name, parsed, plus what is derived from them. */
 export type Config = Omit<
   Env,
-  'SIMULATOR_URL' | 'PROVIDER_API_KEY' | 'API_TOKENS' | 'WEBHOOK_SECRET' | 'SWEEP_LOOKBACK_MS'
+  'SIMULATOR_URL' | 'PROVIDER_API_KEY' | 'API_TOKENS' | 'OPERATOR_TOKENS' | 'WEBHOOK_SECRET' | 'SWEEP_LOOKBACK_MS'
 > & {
   readonly SIMULATOR_URL: string;
   readonly SWEEP_LOOKBACK_MS: number;
   readonly PROVIDER_API_KEY: string;
   readonly API_TOKENS: readonly { readonly merchantId: string; readonly token: string }[];
+  /** Empty in production unless set: no development operator token there. */
+  readonly OPERATOR_TOKENS: readonly { readonly operatorId: string; readonly token: string }[];
+  /** The provider names the worker serves (see {@link configuredProviders}). */
+  readonly providers: readonly string[];
+  /** The provider of a charge that names none. */
+  readonly defaultProvider: string;
   readonly WEBHOOK_SECRET: string;
   /** Whether the development defaults for secrets are in use (say so loudly at start-up). */
   readonly usingDevelopmentSecrets: boolean;
@@ -213,6 +259,16 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>> = p
   }
   const tokens = apiTokens.safeParse(raw.API_TOKENS ?? developmentDefaults.API_TOKENS);
   if (!tokens.success) issues.push(...issuesOf(tokens.error, 'API_TOKENS'));
+  // In production no operator token unless one is configured: a development default there would be a known password.
+  const operatorSource = raw.OPERATOR_TOKENS ?? (production ? undefined : developmentDefaults.OPERATOR_TOKENS);
+  const operators = operatorSource === undefined ? undefined : operatorTokens.safeParse(operatorSource);
+  if (operators && !operators.success) issues.push(...issuesOf(operators.error, 'OPERATOR_TOKENS'));
+  if (tokens.success && operators?.success) {
+    const merchantTokens = new Set(tokens.data.map((t) => t.token));
+    if (operators.data.some((o) => merchantTokens.has(o.token))) {
+      issues.push({ variable: 'OPERATOR_TOKENS', message: 'a token is both a merchant token and an operator token' });
+    }
+  }
   if (!parsed.success) throw new ConfigError(issues);
   const e = parsed.data;
 
@@ -287,7 +343,9 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>> = p
     });
   }
 
-  if (issues.length > 0 || !tokens.success || !timingsResult.success) throw new ConfigError(issues);
+  if (issues.length > 0 || !tokens.success || operators?.success === false || !timingsResult.success) {
+    throw new ConfigError(issues);
+  }
 
   return {
     ...e,
@@ -295,9 +353,15 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>> = p
     SWEEP_LOOKBACK_MS: sweepLookbackMs,
     PROVIDER_API_KEY: e.PROVIDER_API_KEY ?? developmentDefaults.PROVIDER_API_KEY,
     API_TOKENS: tokens.data,
+    OPERATOR_TOKENS: operators?.success ? operators.data : [],
+    providers: [...configuredProviders],
+    defaultProvider: configuredProviders[0],
     WEBHOOK_SECRET: e.WEBHOOK_SECRET ?? developmentDefaults.WEBHOOK_SECRET,
     usingDevelopmentSecrets:
-      e.PROVIDER_API_KEY === undefined || e.API_TOKENS === undefined || e.WEBHOOK_SECRET === undefined,
+      e.PROVIDER_API_KEY === undefined ||
+      e.API_TOKENS === undefined ||
+      e.WEBHOOK_SECRET === undefined ||
+      (!production && e.OPERATOR_TOKENS === undefined),
     timings: timingsResult.data,
     retry,
     providerCapabilities,

@@ -6,6 +6,7 @@ import {
   isIdempotencyKeyReused,
   isInvalidTransition,
   isOperationInFlight,
+  isPaymentInFlight,
   isPaymentNotFound,
   isProviderRejected,
   isReviewItemNotFound,
@@ -14,12 +15,18 @@ import {
 } from '../client';
 import type { ApiError, ApiErrorType, FieldError } from '../domain/api-schemas';
 
-/** An error answer body. */
-export const errorBody = (type: ApiErrorType, message?: string, fields?: readonly FieldError[]): ApiError => ({
+/** An error answer body; `extra` carries a type's own fields (`paymentKey` with `payment_in_flight`). */
+export const errorBody = (
+  type: ApiErrorType,
+  message?: string,
+  fields?: readonly FieldError[],
+  extra: Pick<ApiError['error'], 'paymentKey' | 'providerCode'> = {},
+): ApiError => ({
   error: {
     type,
     ...(message === undefined ? {} : { message }),
     ...(fields === undefined ? {} : { fields: [...fields] }),
+    ...extra,
   },
 });
 
@@ -60,6 +67,11 @@ export function handleError(error: FastifyError, request: FastifyRequest, reply:
   if (isPaymentNotFound(error)) return reply.code(404).send(errorBody('not_found', 'No such payment'));
   if (isReviewItemNotFound(error)) return reply.code(404).send(errorBody('not_found', 'No such review item'));
   if (isInvalidTransition(error)) return reply.code(409).send(errorBody('invalid_transition', error.message));
+  if (isPaymentInFlight(error)) {
+    return reply
+      .code(409)
+      .send(errorBody('payment_in_flight', error.message, undefined, { paymentKey: error.paymentKey }));
+  }
   switch (error.code) {
     case 'FST_ERR_CTP_BODY_TOO_LARGE':
       return reply.code(413).send(errorBody('payload_too_large', 'The body is too large'));

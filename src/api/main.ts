@@ -24,6 +24,10 @@ async function main(): Promise<void> {
     taskQueue: config.TASK_QUEUE,
     timings: config.timings,
     retry: config.retry,
+    providers: config.providers,
+    defaultProvider: config.defaultProvider,
+    orderSingleFlight: config.ORDER_SINGLE_FLIGHT,
+    splitPaymentMerchants: config.SPLIT_PAYMENT_MERCHANTS,
   });
   const app = await buildApi({ client: payments, config, logger });
   await app.listen({ port: config.PORT, host: config.HOST });

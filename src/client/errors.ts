@@ -111,3 +111,22 @@ export class ReviewItemNotFound extends PaymentsClientError {
 
 /** True for a {@link ReviewItemNotFound}. */
 export const isReviewItemNotFound = (e: unknown): e is ReviewItemNotFound => e instanceof ReviewItemNotFound;
+
+/**
+ * Another payment for the same order is still open (pending, unknown, or in review with its charge undecided): a new
+ * key for that order is refused so the customer is not charged twice. `paymentKey` names the open payment. Nothing
+ * was started.
+ */
+export class PaymentInFlight extends PaymentsClientError {
+  readonly code = 'payment_in_flight';
+  constructor(
+    readonly paymentKey: string,
+    options?: ErrorOptions,
+  ) {
+    super('A payment for this order is still open under another key', options);
+    this.name = 'PaymentInFlight';
+  }
+}
+
+/** True for a {@link PaymentInFlight}. */
+export const isPaymentInFlight = (e: unknown): e is PaymentInFlight => e instanceof PaymentInFlight;
