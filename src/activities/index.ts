@@ -326,14 +326,14 @@ export const createActivities = (deps: ActivityDeps) => {
       return execute<CreatePaymentOutcome>('createPayment', 'create', args.provider, scope, async (step) => {
         if (step.mustLookBeforeResend) {
           const notBeforeMs = args.notBeforeMs ?? step.scheduledAtMs;
-          const candidates = await lookupBeforeResend('create', async () => {
+          const adoption = await lookupBeforeResend('create', async (): Promise<Adoption<ProviderPayment>> => {
             const { capabilities } = step.provider;
             if (capabilities.lookupByKey && step.idempotencyKey !== undefined) {
               const byKey = await step.provider.findByIdempotencyKey(step.idempotencyKey);
-              return byKey ? [byKey] : [];
+              return byKey ? { kind: 'adopt', payment: byKey, by: 'key' } : { kind: 'none' };
             }
             if (!capabilities.lookupByReference) throw unverifiable('create', 'no_lookup_to_verify_resend');
-            const adoption = await adoptByReference(
+            return adoptByReference(
               step.provider,
               { merchantId: args.merchantId, key: args.key },
               {
@@ -343,10 +343,9 @@ export const createActivities = (deps: ActivityDeps) => {
                 notBeforeMs,
               },
             );
-            if (adoption.kind === 'ambiguous') throw unverifiable('create', 'ambiguous_lookup_before_resend');
-            return adoption.kind === 'adopt' ? [adoption.payment] : [];
           });
-          const found = candidates[0];
+          if (adoption.kind === 'ambiguous') throw unverifiable('create', 'ambiguous_lookup_before_resend');
+          const found = adoption.kind === 'adopt' ? adoption.payment : undefined;
           if (found) {
             const outcome = found.status === 'succeeded' ? 'succeeded' : 'authorized';
             return { value: { outcome, payment: found, replayed: true, recovered: true }, outcome: 'recovered' };

@@ -66,7 +66,7 @@ export function matchesCharge(p: AdoptionCandidate, facts: ChargeFacts, skewMs =
 
 /** The verdict on a search's candidates for one charge. */
 export type Adoption<P> =
-  | { readonly kind: 'adopt'; readonly payment: P; readonly by: 'metadata' | 'fields' }
+  | { readonly kind: 'adopt'; readonly payment: P; readonly by: 'key' | 'metadata' | 'fields' }
   | { readonly kind: 'none' }
   /** Several could be ours: nothing is adopted, the charge stays unknown and ends with an operator. */
   | { readonly kind: 'ambiguous'; readonly count: number };
