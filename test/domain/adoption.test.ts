@@ -85,9 +85,10 @@ describe('adoptCandidate (a lookup by reference)', () => {
   });
   it('two payments naming our own key are ambiguous (a double charge for an operator), never a pick', () => {
     const metadata = paymentMetadata(A.merchantId, A.key);
-    expect(
-      adoptCandidate([payment({ id: 'p1', metadata }), payment({ id: 'p2', metadata })], A, facts),
-    ).toMatchObject({ kind: 'ambiguous', count: 2 });
+    expect(adoptCandidate([payment({ id: 'p1', metadata }), payment({ id: 'p2', metadata })], A, facts)).toMatchObject({
+      kind: 'ambiguous',
+      count: 2,
+    });
   });
 });
 
@@ -110,9 +111,9 @@ describe('attributeProviderPayment (a webhook or a sweep finding by reference)',
     expect(attributeProviderPayment(payment({ metadata: { merchant_id: B.merchantId } }), [a])).toEqual({
       kind: 'unmatched',
     });
-    expect(
-      attributeProviderPayment(payment({ metadata: paymentMetadata(A.merchantId, A.key) }), [ours(B), a]),
-    ).toEqual({ kind: 'owner', candidate: a, by: 'metadata' });
+    expect(attributeProviderPayment(payment({ metadata: paymentMetadata(A.merchantId, A.key) }), [ours(B), a])).toEqual(
+      { kind: 'owner', candidate: a, by: 'metadata' },
+    );
   });
   it('without metadata: the payment recording it, else the only one waiting whose every field matches', () => {
     const a = ours(A);
