@@ -2,6 +2,13 @@ import { Context, type Info } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
 import { msToNumber } from '@temporalio/common/lib/time';
 import type { Logger } from 'pino';
+import {
+  type Adoption,
+  type ChargeFacts,
+  type PaymentOwner,
+  adoptCandidate,
+  metadataVerdict,
+} from '../domain/adoption';
 import { ErrorType } from '../domain/errors';
 import type { ScopeOperation } from '../domain/ids';
 import {
@@ -297,10 +304,14 @@ export const createActivities = (deps: ActivityDeps) => {
     // Cannot prove an earlier attempt did nothing, so a resend could double it: let the workflow reconcile instead.
     new OutcomeUnknownError({ operation, reason: why });
 
-  const createdAfter = (p: ProviderPayment, notBeforeMs: number) => p.created * 1000 >= notBeforeMs - skewMs;
-  // Metadata we sent (merchant id, payment key) and the provider echoes tells our payment from another of the same order.
-  const sameMetadata = (p: ProviderPayment, sent: Readonly<Record<string, string>> | undefined) =>
-    sent === undefined || p.metadata === undefined || Object.entries(sent).every(([k, v]) => p.metadata?.[k] === v);
+  // All merchants share one provider account: a search by reference sees every merchant's payments of that order. Only
+  // a payment whose metadata names this merchant and key, or the one metadata-less payment matching every field, is ours.
+  const adoptByReference = async (
+    provider: PaymentProvider,
+    owner: PaymentOwner,
+    facts: ChargeFacts,
+  ): Promise<Adoption<ProviderPayment>> =>
+    adoptCandidate(await provider.findByReference(facts.reference), owner, facts, skewMs);
 
   return {
     /** The provider's capability flags (a local activity: the workflow derives its retry policies from them). */
@@ -315,24 +326,26 @@ export const createActivities = (deps: ActivityDeps) => {
       return execute<CreatePaymentOutcome>('createPayment', 'create', args.provider, scope, async (step) => {
         if (step.mustLookBeforeResend) {
           const notBeforeMs = args.notBeforeMs ?? step.scheduledAtMs;
-          const candidates = await lookupBeforeResend('create', async () => {
+          const adoption = await lookupBeforeResend('create', async (): Promise<Adoption<ProviderPayment>> => {
             const { capabilities } = step.provider;
             if (capabilities.lookupByKey && step.idempotencyKey !== undefined) {
               const byKey = await step.provider.findByIdempotencyKey(step.idempotencyKey);
-              return byKey ? [byKey] : [];
+              return byKey ? { kind: 'adopt', payment: byKey, by: 'key' } : { kind: 'none' };
             }
             if (!capabilities.lookupByReference) throw unverifiable('create', 'no_lookup_to_verify_resend');
-            const all = await step.provider.findByReference(args.input.reference);
-            return all.filter(
-              (p) =>
-                p.amount === args.input.amount &&
-                p.currency === args.input.currency &&
-                createdAfter(p, notBeforeMs) &&
-                sameMetadata(p, args.input.metadata),
+            return adoptByReference(
+              step.provider,
+              { merchantId: args.merchantId, key: args.key },
+              {
+                amount: args.input.amount,
+                currency: args.input.currency,
+                reference: args.input.reference,
+                notBeforeMs,
+              },
             );
           });
-          if (candidates.length > 1) throw unverifiable('create', 'ambiguous_lookup_before_resend');
-          const found = candidates[0];
+          if (adoption.kind === 'ambiguous') throw unverifiable('create', 'ambiguous_lookup_before_resend');
+          const found = adoption.kind === 'adopt' ? adoption.payment : undefined;
           if (found) {
             const outcome = found.status === 'succeeded' ? 'succeeded' : 'authorized';
             return { value: { outcome, payment: found, replayed: true, recovered: true }, outcome: 'recovered' };
@@ -394,11 +407,15 @@ export const createActivities = (deps: ActivityDeps) => {
 
     /**
      * Looks a write up at the provider: by payment id when known, else by the derived key when the provider can, else
-     * by reference (narrowed by `match`; the most recent when several remain). Null when nothing is there.
+     * by reference, adopting only a payment whose metadata names this merchant and key, or the one payment without
+     * metadata that matches every field of `match`. Null when nothing is there, and when several could be ours (an
+     * ambiguity is never guessed: the write stays unknown and ends with an operator).
      */
     async lookupPayment(args: LookupPaymentArgs): Promise<ProviderPayment | null> {
       const scope = { merchantId: args.merchantId, operation: args.operation, key: args.key };
+      const owner: PaymentOwner = { merchantId: args.merchantId, key: args.key };
       return execute('lookupPayment', 'lookup', args.provider, scope, async (step) => {
+        let ambiguous = false;
         const found = await (async (): Promise<ProviderPayment | null> => {
           if (args.paymentId !== undefined) return step.provider.getPayment(args.paymentId);
           const { capabilities } = step.provider;
@@ -408,19 +425,22 @@ export const createActivities = (deps: ActivityDeps) => {
           }
           if (!capabilities.lookupByReference) return null;
           const { match } = args;
-          const candidates = (await step.provider.findByReference(args.reference)).filter(
-            (p) =>
-              match === undefined ||
-              (p.amount === match.amount &&
-                p.currency === match.currency &&
-                (match.createdGteMs === undefined || createdAfter(p, match.createdGteMs))),
-          );
-          return candidates.reduce<ProviderPayment | null>(
-            (latest, p) => (latest === null || p.created > latest.created ? p : latest),
-            null,
-          );
+          // Without `match` nothing but metadata naming us can make a payment ours: no fields to check it against.
+          if (match === undefined) {
+            const all = await step.provider.findByReference(args.reference);
+            const named = all.filter((p) => metadataVerdict(p.metadata, owner) === 'ours');
+            return named.length === 1 ? (named[0] ?? null) : null;
+          }
+          const adoption = await adoptByReference(step.provider, owner, {
+            amount: match.amount,
+            currency: match.currency,
+            reference: args.reference,
+            ...(match.createdGteMs === undefined ? {} : { notBeforeMs: match.createdGteMs }),
+          });
+          if (adoption.kind === 'ambiguous') ambiguous = true;
+          return adoption.kind === 'adopt' ? adoption.payment : null;
         })();
-        return { value: found, outcome: found ? 'succeeded' : 'not_found' };
+        return { value: found, outcome: found ? 'succeeded' : ambiguous ? 'ambiguous' : 'not_found' };
       });
     },
 

@@ -3,7 +3,8 @@
  * directly and the charge workflow only orchestrates.
  */
 import type { OperationView, PaymentStatus, PaymentView } from '../domain/payment';
-import type { ProviderEvent } from '../domain/definitions';
+import { metadataVerdict } from '../domain/adoption';
+import type { ProviderEvent, ProviderPaymentState } from '../domain/definitions';
 import type { ProviderPayment } from '../providers/types';
 
 /** A capture, refund or void, remembered by its own key so a repeat is answered instead of re-run. */
@@ -107,12 +108,30 @@ export function reviewSatisfied(state: PaymentState): PaymentStatus | undefined 
   return undefined;
 }
 
-/** Applies a provider webhook once: duplicates (same event id) change nothing. */
+/**
+ * Applies a provider webhook once: duplicates (same event id) change nothing, and neither does an event about a payment
+ * that is not this one's (see {@link eventMayBeOurs}).
+ */
 export function applyProviderEvent(state: PaymentState, event: ProviderEvent, nowIso: string): boolean {
   if (state.seenEvents.includes(event.eventId)) return false;
   rememberEvent(state, event.eventId);
-  if (state.view.providerPaymentId && state.view.providerPaymentId !== event.payment.id) return false;
+  if (!eventMayBeOurs(state.view, event.payment)) return false;
   return applyProviderPayment(state, event.payment, nowIso);
+}
+
+/**
+ * Whether a provider payment may be this payment's. All merchants share one provider account: metadata naming another
+ * merchant or key is never ours; without metadata, it is the provider payment we know, or, while we know none, one
+ * whose amount, currency and reference are ours.
+ */
+export function eventMayBeOurs(view: PaymentView, p: ProviderPaymentState): boolean {
+  const verdict = metadataVerdict(p.metadata, { merchantId: view.merchantId, key: view.key });
+  if (verdict === 'foreign') return false;
+  if (view.providerPaymentId !== undefined) return view.providerPaymentId === p.id;
+  return (
+    verdict === 'ours' ||
+    (p.amount === view.amount.value && p.currency === view.amount.currency && p.reference === view.orderId)
+  );
 }
 
 /** Adds an event id to the dedup set, dropping the oldest beyond {@link SEEN_EVENTS_LIMIT}. */
