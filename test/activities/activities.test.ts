@@ -619,6 +619,9 @@ describe('attempt safety: heartbeats, what earlier attempts did, cancellation', 
     // The look-up was aborted after it left (unknown for a read), so this attempt sent nothing: NotSent, retryable.
     expect(f).toMatchObject({ type: ErrorType.NotSent, nonRetryable: false });
     expect(f.details?.[0]).toMatchObject({ reason: 'lookup_before_resend_failed', everSent: false });
+    expect(((f.cause as Error).cause as { details?: unknown }).details).toMatchObject({
+      reason: 'cancelled_after_send',
+    });
     expect(sim.ledger(s.apiKey).requests.map((r) => r.operation)).toEqual(['lookup']);
   });
 
