@@ -7,6 +7,10 @@ import { MerchantId } from './domain/payment';
 import {
   ProviderOperation,
   assertResendWindowWithinKeyTtl,
+  callsPerAttempt,
+  defaultReferenceLookupPages,
+  defaultRetrySpecs,
+  minAttemptTimeoutMs,
   retrySpecFor,
   writeOperations,
   type RetryCapabilities,
@@ -299,9 +303,16 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>> = p
     );
   }
 
+  const callLimits = { callTimeoutMs: e.PROVIDER_TOTAL_TIMEOUT_MS, referencePages: defaultReferenceLookupPages };
   const providerCapabilities = e.PROVIDER_IDEMPOTENCY
-    ? { idempotencyKeys: true, keyTtlSeconds: e.PROVIDER_KEY_TTL_S, lookupByKey: true, lookupByReference: true }
-    : { idempotencyKeys: false, keyTtlSeconds: null, lookupByKey: false, lookupByReference: true };
+    ? {
+        idempotencyKeys: true,
+        keyTtlSeconds: e.PROVIDER_KEY_TTL_S,
+        lookupByKey: true,
+        lookupByReference: true,
+        callLimits,
+      }
+    : { idempotencyKeys: false, keyTtlSeconds: null, lookupByKey: false, lookupByReference: true, callLimits };
 
   if (e.PROVIDER_CONNECT_TIMEOUT_MS > e.PROVIDER_TOTAL_TIMEOUT_MS) {
     issues.push({ variable: 'PROVIDER_CONNECT_TIMEOUT_MS', message: 'must not exceed PROVIDER_TOTAL_TIMEOUT_MS' });
@@ -309,19 +320,39 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>> = p
   const resubmitWindowMs = reconcileWindowMs({ reconcileScheduleMs: e.RECONCILE_SCHEDULE_MS });
   for (const op of ProviderOperation.options) {
     const variable = retry[op] === undefined ? 'RETRY_*' : `RETRY_${op.toUpperCase()}_*`;
+    // One attempt may make several calls (look-up pages before a resend, the write, the read after a refund), each
+    // bounded by the HTTP deadline: an attempt timeout below their sum lets Temporal give an attempt up while its
+    // calls still go out, and the next attempt's look-up can miss them.
+    const calls = callsPerAttempt(op, providerCapabilities);
+    const minimumMs = minAttemptTimeoutMs(op, providerCapabilities) ?? 0;
+    const why = `one ${op} attempt may make ${calls} call(s) of up to PROVIDER_TOTAL_TIMEOUT_MS (${e.PROVIDER_TOTAL_TIMEOUT_MS} ms) each, so it needs at least ${minimumMs} ms`;
+    const explicitAttemptMs = retry[op]?.attemptTimeoutMs;
+    if (explicitAttemptMs !== undefined && explicitAttemptMs < minimumMs) {
+      issues.push({
+        variable: `RETRY_${op.toUpperCase()}_ATTEMPT_TIMEOUT_MS`,
+        message: `is ${explicitAttemptMs} ms, but ${why}; an attempt cut off by Temporal is never classified`,
+      });
+      continue;
+    }
+    const budgetMs = retry[op]?.budgetMs ?? defaultRetrySpecs[op].budgetMs;
+    if (budgetMs < minimumMs) {
+      const budgetVariable = `RETRY_${op.toUpperCase()}_BUDGET_MS`;
+      issues.push(
+        retry[op]?.budgetMs === undefined
+          ? {
+              variable: 'PROVIDER_TOTAL_TIMEOUT_MS',
+              message: `${why}, more than the ${op} budget (${budgetMs} ms; raise ${budgetVariable} or lower this)`,
+            }
+          : { variable: budgetVariable, message: `is ${budgetMs} ms, but ${why}: not even one attempt fits` },
+      );
+      continue;
+    }
     let spec: RetrySpec;
     try {
       spec = retrySpecFor(op, providerCapabilities, retry[op]);
     } catch (err) {
       issues.push({ variable, message: err instanceof Error ? err.message : String(err) });
       continue;
-    }
-    // The HTTP client must give up (and classify) before Temporal cuts the attempt off unclassified.
-    if (spec.attemptTimeoutMs <= e.PROVIDER_TOTAL_TIMEOUT_MS) {
-      issues.push({
-        variable: 'PROVIDER_TOTAL_TIMEOUT_MS',
-        message: `must be below the ${op} attempt timeout (${spec.attemptTimeoutMs} ms): an attempt cut off by Temporal is never classified`,
-      });
     }
     if ((writeOperations as readonly string[]).includes(op)) {
       try {

@@ -12,6 +12,9 @@ import {
 import { ErrorType } from '../domain/errors';
 import type { ScopeOperation } from '../domain/ids';
 import {
+  AttemptRecord,
+  RejectedAfterUnknown,
+  carriedAttemptRecord,
   operationSafety,
   retrySpecFor,
   type OperationSafety,
@@ -19,18 +22,26 @@ import {
   type RetryOverrides,
   type RetrySpec,
 } from '../domain/retry';
-import { CircuitOpenError, NotSentError, OutcomeUnknownError, isProviderError } from '../providers/errors';
+import {
+  CircuitOpenError,
+  NotSentError,
+  OutcomeUnknownError,
+  isProviderError,
+  isProviderErrorOfType,
+} from '../providers/errors';
 import { keyHash } from '../providers/logging';
 import type {
   CallContext,
   CreatePaymentInput,
+  LookupContext,
   PaymentProvider,
   ProviderCapabilities,
+  ProviderFailureDetails,
   ProviderPayment,
   ProviderRefund,
 } from '../providers/types';
 import type { BreakerDecision, BreakerOutcome, CircuitBreaker } from './breaker';
-import { failureDetailsOf, toActivityFailure } from './classify';
+import { failureDetailsOf, toActivityFailure, type AttemptHistory } from './classify';
 import { providerIdempotencyKey } from './keys';
 
 export * from './breaker';
@@ -166,6 +177,52 @@ export const createActivities = (deps: ActivityDeps) => {
     };
   };
 
+  /**
+   * The provider as one attempt uses it: every call carries the activity's cancellation (so an attempt that Temporal
+   * gave up, or a cancelled workflow, stops sending), and every write heartbeats the attempt record right before it is
+   * sent and right after its outcome is classified, so the next attempt knows what this one may have done.
+   */
+  const attemptProvider = (
+    provider: PaymentProvider,
+    base: LookupContext,
+    record: { current: AttemptRecord },
+    beat: () => void,
+  ): PaymentProvider => {
+    const readCtx = (ctx?: LookupContext): LookupContext => ({ ...base, ...ctx, ...withSignal(base.signal) });
+    const writeCtx = (ctx: CallContext): CallContext => ({ ...ctx, ...withSignal(base.signal) });
+    const write = async <T>(send: () => Promise<T>): Promise<T> => {
+      record.current = { ...record.current, inFlight: true };
+      beat();
+      try {
+        const value = await send();
+        record.current = { ...record.current, everSent: true, inFlight: false };
+        return value;
+      } catch (err) {
+        const { type } = failureDetailsOf(err, 'create');
+        record.current = {
+          everSent: record.current.everSent || (type !== ErrorType.NotSent && type !== ErrorType.CircuitOpen),
+          everUnknown: record.current.everUnknown || type === ErrorType.OutcomeUnknown,
+          inFlight: false,
+        };
+        throw err;
+      } finally {
+        beat();
+      }
+    };
+    return {
+      name: provider.name,
+      capabilities: provider.capabilities,
+      createPayment: (input, ctx) => write(() => provider.createPayment(input, writeCtx(ctx))),
+      capturePayment: (id, body, ctx) => write(() => provider.capturePayment(id, body, writeCtx(ctx))),
+      voidPayment: (id, ctx) => write(() => provider.voidPayment(id, writeCtx(ctx))),
+      refundPayment: (id, body, ctx) => write(() => provider.refundPayment(id, body, writeCtx(ctx))),
+      getPayment: (id, ctx) => provider.getPayment(id, readCtx(ctx)),
+      findByIdempotencyKey: (key, ctx) => provider.findByIdempotencyKey(key, readCtx(ctx)),
+      findByReference: (reference, ctx) => provider.findByReference(reference, readCtx(ctx)),
+      listPayments: (query, ctx) => provider.listPayments(query, readCtx(ctx)),
+    };
+  };
+
   // The breaker is advisory: if its store fails, calls go ahead (fail open) rather than fail for a reason of ours.
   const acquire = async (provider: string, log: Logger): Promise<BreakerDecision> => {
     try {
@@ -214,7 +271,8 @@ export const createActivities = (deps: ActivityDeps) => {
     body: (step: Step) => Promise<Outcome<T>>,
   ): Promise<T> => {
     const provider = providerNamed(providerName);
-    const { info } = Context.current();
+    const context = Context.current();
+    const { info } = context;
     const attempt = info.attempt;
     const safety = operationSafety(operation, provider.capabilities);
     const idempotencyKey =
@@ -222,8 +280,24 @@ export const createActivities = (deps: ActivityDeps) => {
     const hash = idempotencyKey === undefined ? undefined : keyHash(idempotencyKey);
     const log = deps.logger.child({ activity, provider: provider.name, attempt, ...(hash ? { keyHash: hash } : {}) });
     const started = now();
-    const classify = (err: unknown) =>
-      toActivityFailure(err, {
+
+    // What earlier attempts did (their heartbeat details), and what this one adds as it goes.
+    const earlier = AttemptRecord.safeParse(info.heartbeatDetails);
+    const carried = carriedAttemptRecord(info.heartbeatDetails);
+    const attempts = { current: carried };
+    const history = (): AttemptHistory | undefined =>
+      safety === 'read'
+        ? undefined
+        : {
+            everSent: attempts.current.everSent,
+            everUnknown: attempts.current.everUnknown,
+            ...(earlier.success ? { earlier: earlier.data } : {}),
+          };
+    const beat = () => context.heartbeat(attempts.current);
+
+    const classify = (err: unknown) => {
+      const h = history();
+      return toActivityFailure(err, {
         operation,
         safety,
         provider: provider.name,
@@ -231,7 +305,9 @@ export const createActivities = (deps: ActivityDeps) => {
         spec: effectiveSpec(info, operation, provider.capabilities),
         elapsedMs: now() - info.scheduledTimestampMs,
         random,
+        ...(h === undefined ? {} : { history: h }),
       });
+    };
 
     // The breaker gates writes only: it exists to stop piling new, possibly-unknown effects onto a failing provider.
     // Reads are how a reconcile learns the truth; they go through (and still report their outcome to the breaker).
@@ -240,6 +316,8 @@ export const createActivities = (deps: ActivityDeps) => {
       const failure = classify(
         new CircuitOpenError({ operation, reason: 'breaker_open', retryAfterMs: decision.retryAfterMs }),
       );
+      // Keep what earlier attempts did for the next one (details persist only when some attempt records them).
+      if (info.attempt > 1) beat();
       log.warn(
         { outcome: ErrorType.CircuitOpen, failure: failure.type, nextRetryDelay: failure.nextRetryDelay },
         'activity',
@@ -247,25 +325,27 @@ export const createActivities = (deps: ActivityDeps) => {
       throw failure;
     }
 
+    // Heartbeats between sends too: Temporal delivers a cancellation (the attempt timed out, the workflow was
+    // cancelled) only in answer to one, and the signal below is how it reaches the HTTP call in flight.
+    const ticker = setInterval(beat, Math.max(1_000, Math.floor((info.heartbeatTimeoutMs || 20_000) / 4)));
+    ticker.unref();
+    const requestId = `req_${hash ?? activity}_${attempt}`;
     try {
       const result = await body({
-        provider,
+        provider: attemptProvider(provider, { requestId, attempt, signal: context.cancellationSignal }, attempts, beat),
         attempt,
         safety,
         ...(idempotencyKey === undefined ? {} : { idempotencyKey }),
-        ctx: {
-          idempotencyKey: idempotencyKey ?? '',
-          attempt,
-          requestId: `req_${hash ?? activity}_${attempt}`,
-        },
+        ctx: { idempotencyKey: idempotencyKey ?? '', attempt, requestId },
         scheduledAtMs: info.scheduledTimestampMs,
         mustLookBeforeResend: attempt > 1 && safety === 'non-idempotent-write',
       });
       await record(provider.name, 'success', log);
       log.info({ outcome: result.outcome, durationMs: now() - started }, 'activity');
       return result.value;
-    } catch (err) {
-      await record(provider.name, failureDetailsOf(err, operation).type, log);
+    } catch (caught) {
+      await record(provider.name, failureDetailsOf(caught, operation).type, log);
+      const err = safety === 'read' ? caught : rejectedAfterUnknown(caught, operation, carried);
       const failure = classify(err);
       log.warn(
         {
@@ -274,12 +354,36 @@ export const createActivities = (deps: ActivityDeps) => {
           nonRetryable: failure.nonRetryable,
           nextRetryDelay: failure.nextRetryDelay,
           reason: isProviderError(err) ? err.details.reason : 'unexpected_error',
+          ...history(),
           durationMs: now() - started,
         },
         'activity',
       );
       throw failure;
+    } finally {
+      clearInterval(ticker);
     }
+  };
+
+  /**
+   * After an earlier attempt's outcome was unknown, a refusal of this attempt's request says nothing about that one's
+   * effect (a 401 after a key rotation, a 400 from a changed validation): it becomes OutcomeUnknown
+   * (`rejected_after_unknown`, non-retryable) so the workflow reconciles instead of marking the payment failed. Only an
+   * answer about the key itself stands: a key mismatch, or the provider replaying its stored answer for the key.
+   */
+  const rejectedAfterUnknown = (err: unknown, operation: ProviderOperation, carried: AttemptRecord): unknown => {
+    if (!carried.everUnknown || !isProviderErrorOfType(err, ErrorType.ProviderRejected)) return err;
+    if (isAnswerAboutTheKey(err.details)) return err;
+    const { status, code } = err.details;
+    return new OutcomeUnknownError(
+      {
+        operation,
+        ...(status === undefined ? {} : { status }),
+        ...(code === undefined ? {} : { code }),
+        reason: RejectedAfterUnknown,
+      },
+      { cause: err },
+    );
   };
 
   /**
@@ -398,8 +502,11 @@ export const createActivities = (deps: ActivityDeps) => {
           }
         }
         const refund = await step.provider.refundPayment(args.paymentId, { amount: args.amount }, step.ctx);
-        // The refund is committed; if this read fails, the retry replays (keys) or recovers (look-up) it.
-        const payment = await step.provider.getPayment(args.paymentId);
+        // The refund is committed: whatever this read answers, it is not a refusal of the refund. Unknown: the retry
+        // replays it (keys) or the workflow reconciles it (no keys).
+        const payment = await step.provider.getPayment(args.paymentId).catch((err: unknown) => {
+          throw new OutcomeUnknownError({ operation: 'refund', reason: 'read_after_refund_failed' }, { cause: err });
+        });
         if (!payment) throw unverifiable('refund', 'payment_missing_after_refund');
         return { value: { refund, payment, recovered: false }, outcome: 'succeeded' };
       });
@@ -458,6 +565,13 @@ export const createActivities = (deps: ActivityDeps) => {
     },
   };
 };
+
+/** A refusal that answers about the idempotency key itself: a key mismatch, or the key's stored answer replayed. */
+const isAnswerAboutTheKey = (details: ProviderFailureDetails): boolean =>
+  details.code === 'idempotency_key_mismatch' || details.replayed === true;
+
+const withSignal = (signal: AbortSignal | undefined): { signal?: AbortSignal } =>
+  signal === undefined ? {} : { signal };
 
 /** The activities' type, for `proxyActivities<Activities>` in workflows (type import only). */
 export type Activities = ReturnType<typeof createActivities>;

@@ -90,6 +90,7 @@ describe('loadConfig', () => {
       keyTtlSeconds: null,
       lookupByKey: false,
       lookupByReference: true,
+      callLimits: { callTimeoutMs: 10_000, referencePages: 5 },
     });
   });
 
@@ -136,8 +137,14 @@ describe('loadConfig', () => {
     [{ ORDER_SINGLE_FLIGHT: 'sometimes' }, 'ORDER_SINGLE_FLIGHT'],
     [{ SPLIT_PAYMENT_MERCHANTS: 'shop:a' }, 'SPLIT_PAYMENT_MERCHANTS'],
     [{ PROVIDER_CONNECT_TIMEOUT_MS: '20000' }, 'PROVIDER_CONNECT_TIMEOUT_MS'],
-    [{ PROVIDER_TOTAL_TIMEOUT_MS: '15000' }, 'PROVIDER_TOTAL_TIMEOUT_MS'],
     [{ RETRY_CREATE_ATTEMPT_TIMEOUT_MS: '200000' }, 'RETRY_CREATE_*'],
+    // One attempt's calls, each up to the HTTP deadline, must fit its timeout: refund then read back (2 x 10 s)...
+    [{ RETRY_REFUND_ATTEMPT_TIMEOUT_MS: '15000' }, 'RETRY_REFUND_ATTEMPT_TIMEOUT_MS'],
+    // ... look-up pages before a resend plus the create, without keys (6 x 10 s) ...
+    [{ PROVIDER_IDEMPOTENCY: 'false', RETRY_CREATE_ATTEMPT_TIMEOUT_MS: '30000' }, 'RETRY_CREATE_ATTEMPT_TIMEOUT_MS'],
+    // ... and every one of them inside the budget (6 x 30 s > the 120 s create budget).
+    [{ PROVIDER_IDEMPOTENCY: 'false', PROVIDER_TOTAL_TIMEOUT_MS: '30000' }, 'PROVIDER_TOTAL_TIMEOUT_MS'],
+    [{ RETRY_LOOKUP_BUDGET_MS: '40000' }, 'RETRY_LOOKUP_BUDGET_MS'],
   ])('rejects %j at %s', (env, variable) => {
     expect(failingVariables(env)).toContain(variable);
   });
