@@ -115,6 +115,15 @@ export const paymentRoutes: FastifyPluginAsyncZod<PaymentRoutesOptions> = async 
       schema: {
         operationId: 'capturePayment',
         summary: 'Capture an authorized payment (all of it without an amount), once per Idempotency-Key',
+        description:
+          'What each answer means for the money: **200** the provider confirmed this capture (`operations[]` shows it ' +
+          '`succeeded`); **202** + `Location` it is still moving (its first call is slow, or its outcome was unknown and ' +
+          'a reconcile is checking the provider: poll the payment, `operations[]` says `running` or `needs_review`); ' +
+          '**422 `provider_rejected`** the provider refused it, nothing moved (`providerCode` says why; a repeat of the ' +
+          'key answers the same); **409 `invalid_transition`** the payment is not authorized; **409 ' +
+          '`operation_in_flight`** another capture or refund of this payment is being reconciled; **422 ' +
+          '`amount_exceeded`** over what is still authorized; **422 `idempotency_key_reused`** the key was used for ' +
+          'another payment or amount. A repeat with the same key and body never moves money twice.',
         tags,
         params: PaymentKeyParams,
         headers: IdempotencyKeyHeaders,
@@ -139,6 +148,15 @@ export const paymentRoutes: FastifyPluginAsyncZod<PaymentRoutesOptions> = async 
       schema: {
         operationId: 'refundPayment',
         summary: 'Refund part or all of what was captured, once per Idempotency-Key',
+        description:
+          'What each answer means for the money: **200** the provider confirmed this refund (`operations[]` shows it ' +
+          '`succeeded`); **202** + `Location` it is still moving (its first call is slow, or its outcome was unknown and ' +
+          'a reconcile is checking the provider: poll the payment, `operations[]` says `running` or `needs_review`); ' +
+          '**422 `provider_rejected`** the provider refused it, nothing moved (`providerCode` says why; a repeat of the ' +
+          'key answers the same); **409 `invalid_transition`** the payment is not captured, or its refund window has closed; **409 ' +
+          '`operation_in_flight`** another capture or refund of this payment is being reconciled; **422 ' +
+          '`amount_exceeded`** over what was captured and not yet refunded; **422 `idempotency_key_reused`** the key was used for ' +
+          'another payment or amount. A repeat with the same key and body never moves money twice.',
         tags,
         params: PaymentKeyParams,
         headers: IdempotencyKeyHeaders,
