@@ -32,8 +32,8 @@ const unknownRefundRetry = {
   refund: {
     initialIntervalMs: 100,
     maximumIntervalMs: 200,
-    attemptTimeoutMs: 2_000,
-    budgetMs: 3_000,
+    attemptTimeoutMs: 7_000,
+    budgetMs: 10_000,
     maximumAttempts: 2,
   },
 };

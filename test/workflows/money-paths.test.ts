@@ -37,14 +37,31 @@ const unknownRefundRetry = {
   refund: {
     initialIntervalMs: 100,
     maximumIntervalMs: 200,
-    attemptTimeoutMs: 2_000,
-    budgetMs: 3_000,
+    attemptTimeoutMs: 7_000,
+    budgetMs: 10_000,
     maximumAttempts: 2,
   },
 };
 
 const opOf = (view: PaymentView, kind: string, key: string) =>
   view.operations?.find((o) => o.kind === kind && o.key === key);
+
+/** Polls until one operation reaches a state (real time, bounded): its reconcile runs activities over real HTTP. */
+async function waitForOperation(
+  handle: { query: (q: typeof paymentQuery) => Promise<PaymentView> },
+  kind: string,
+  key: string,
+  state: string,
+): Promise<PaymentView> {
+  const deadline = Date.now() + 15_000;
+  let last: PaymentView | undefined;
+  while (Date.now() < deadline) {
+    last = await handle.query(paymentQuery);
+    if (opOf(last, kind, key)?.state === state) return last;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error(`${kind} ${key} did not reach ${state}; last view: ${JSON.stringify(last)}`);
+}
 
 describe('capture and refund answers follow what the provider did', () => {
   it('a refund the provider refuses is recorded as rejected with its code; a repeat answers the same, no second request', async () => {
@@ -137,6 +154,66 @@ describe('an unknown capture or refund outcome', () => {
   });
 });
 
+describe('capture and refund outcomes that are unknown', () => {
+  it('a refund whose every answer is lost is found by its reconcile: succeeded, exactly one effect', async () => {
+    const b = (bench = await startBench(env));
+    await b.run(async () => {
+      const input = b.input(chargeRequest(), {
+        retry: unknownRefundRetry,
+        timings: { reconcileScheduleMs: [HOUR, HOUR] },
+      });
+      const { handle } = await startCharge(b, input);
+      b.sim.addFaults({ rules: [{ match: { operation: 'refund' }, fault: 'commit_then_drop' }] });
+      const view = await handle.executeUpdate(refundUpdate, {
+        args: [{ refundKey: 'r-lost', fingerprint: 'f', amount: 400 }],
+      });
+      expect(opOf(view, 'refund', 'r-lost')?.state).toBe('running');
+      expect(view.amountRefunded).toBe(0);
+      await env.sleep(HOUR + 60_000);
+      const found = await waitForOperation(handle, 'refund', 'r-lost', 'succeeded');
+      expect(found.amountRefunded).toBe(400);
+      expect(found.status).toBe('succeeded');
+      expect(effectsOf(b, 'refund')).toHaveLength(1);
+      await recordHistories(b, 'refund-unknown-found', [idOf(input)]);
+    });
+  });
+
+  it('a capture never found goes to review; the operator says it failed: authorized again, a new capture works', async () => {
+    const b = (bench = await startBench(env));
+    await b.run(async () => {
+      const input = b.input(chargeRequest({ capture: 'manual' }), {
+        retry: {
+          capture: {
+            initialIntervalMs: 100,
+            maximumIntervalMs: 200,
+            attemptTimeoutMs: 7_000,
+            budgetMs: 10_000,
+            maximumAttempts: 2,
+          },
+        },
+        timings: { reconcileScheduleMs: [HOUR, HOUR] },
+      });
+      const { handle } = await startCharge(b, input);
+      b.sim.addFaults({ rules: [{ match: { operation: 'capture' }, fault: 'reset_before_commit', times: 2 }] });
+      const view = await handle.executeUpdate(captureUpdate, { args: [{ captureKey: 'c-lost', fingerprint: 'f' }] });
+      expect(opOf(view, 'capture', 'c-lost')?.state).toBe('running');
+      await env.sleep(2 * HOUR + 60_000);
+      const review = await waitForStatus(handle, 'needs_review');
+      expect(review.review?.reason).toMatch(/^capture not found at simulator after 2 checks/);
+      expect(opOf(review, 'capture', 'c-lost')?.state).toBe('needs_review');
+      expect(effectsOf(b, 'capture')).toHaveLength(0);
+      const resolved = await handle.executeUpdate(resolveUpdate, {
+        args: [{ outcome: 'failed', note: 'not captured' }],
+      });
+      expect(resolved).toMatchObject({ status: 'authorized', amountCaptured: 0 });
+      expect(opOf(resolved, 'capture', 'c-lost')?.state).toBe('rejected');
+      const again = await handle.executeUpdate(captureUpdate, { args: [{ captureKey: 'c-2', fingerprint: 'f2' }] });
+      expect(again).toMatchObject({ status: 'succeeded', amountCaptured: 1_000 });
+      expect(effectsOf(b, 'capture')).toHaveLength(1);
+    });
+  });
+});
+
 describe('a void after authorization expiry', () => {
   it('a void the provider refuses is reviewed as a void; resolving it never invents a captured amount', async () => {
     const b = (bench = await startBench(env));
@@ -174,8 +251,8 @@ describe('an operator resolving a charge under review', () => {
           create: {
             initialIntervalMs: 100,
             maximumIntervalMs: 200,
-            attemptTimeoutMs: 2_000,
-            budgetMs: 3_000,
+            attemptTimeoutMs: 7_000,
+            budgetMs: 10_000,
             maximumAttempts: 2,
           },
         },
