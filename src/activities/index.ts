@@ -80,6 +80,11 @@ export interface CreatePaymentArgs extends ScopedArgs {
    * activity re-sends the same charge.
    */
   readonly notBeforeMs?: number;
+  /**
+   * The capabilities the workflow's starter configured for this provider (lean history shape). Checked against this
+   * worker's adapter before anything is sent: a mismatch fails the charge as not sent, never with the wrong safety.
+   */
+  readonly expectCapabilities?: ProviderCapabilities;
 }
 
 export interface CapturePaymentArgs extends ScopedArgs {
@@ -426,6 +431,7 @@ export const createActivities = (deps: ActivityDeps) => {
 
     /** Creates (authorizes, or authorizes and captures) a payment under the key derived from the charge's scope. */
     async createPayment(args: CreatePaymentArgs): Promise<CreatePaymentOutcome> {
+      if (args.expectCapabilities) assertSameCapabilities(providerNamed(args.provider), args.expectCapabilities);
       const scope = { merchantId: args.merchantId, operation: 'create' as const, key: args.key };
       return execute<CreatePaymentOutcome>('createPayment', 'create', args.provider, scope, async (step) => {
         if (step.mustLookBeforeResend) {
@@ -572,6 +578,30 @@ const isAnswerAboutTheKey = (details: ProviderFailureDetails): boolean =>
 
 const withSignal = (signal: AbortSignal | undefined): { signal?: AbortSignal } =>
   signal === undefined ? {} : { signal };
+
+/**
+ * The starter's view of a provider must be this worker's: idempotency keys and their lifetime decide whether a retry
+ * is safe, and the call limits decide the attempt timeout. A mismatch is a configuration error, refused before sending.
+ */
+function assertSameCapabilities(provider: PaymentProvider, expected: ProviderCapabilities): void {
+  const actual = provider.capabilities;
+  const same =
+    actual.idempotencyKeys === expected.idempotencyKeys &&
+    actual.keyTtlSeconds === expected.keyTtlSeconds &&
+    actual.lookupByKey === expected.lookupByKey &&
+    actual.lookupByReference === expected.lookupByReference &&
+    (expected.callLimits === undefined ||
+      (actual.callLimits?.callTimeoutMs === expected.callLimits.callTimeoutMs &&
+        actual.callLimits.referencePages === expected.callLimits.referencePages));
+  if (!same) {
+    throw ApplicationFailure.create({
+      type: ErrorType.ValidationError,
+      message: `provider "${provider.name}": the capabilities the payment was started with differ from this worker's (check PROVIDER_* settings of the API and the worker); nothing was sent`,
+      nonRetryable: true,
+      details: [{ expected, actual }],
+    });
+  }
+}
 
 /** The activities' type, for `proxyActivities<Activities>` in workflows (type import only). */
 export type Activities = ReturnType<typeof createActivities>;

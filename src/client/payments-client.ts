@@ -35,7 +35,7 @@ import {
 import type { RetryOverrides } from '../domain/retry';
 import { type ReviewItemState, resolveReviewItemUpdate, reviewItemQuery } from '../domain/review-items';
 import { MerchantIdAttr, OrderIdAttr, PaymentStatusAttr, ProviderAttr } from '../domain/search-attributes';
-import type { ChargeWorkflowInput, PaymentTimings } from '../domain/workflow-inputs';
+import type { ChargeWorkflowInput, PaymentTimings, ProviderCapabilitiesInput } from '../domain/workflow-inputs';
 import type { chargeWorkflow, reviewItemWorkflow } from '../workflows';
 import {
   IdempotencyKeyReused,
@@ -74,6 +74,12 @@ export interface PaymentsClientOptions {
   readonly timings: PaymentTimings;
   /** Default: the Temporal client's namespace. */
   readonly namespace?: string;
+  /**
+   * Each provider's capabilities as configured (config `providerCapabilities`, the settings the worker reads too). A
+   * payment whose provider is listed takes the lean history shape: no capability look-up in its history, the early
+   * answer under this client's deadline instead of a workflow timer. The worker refuses a mismatch before sending.
+   */
+  readonly capabilities?: Readonly<Record<string, ProviderCapabilitiesInput>>;
   /** Retry overrides passed to each new payment (config `retry`). */
   readonly retry?: RetryOverrides;
   /** How long capture and refund wait for their outcome before answering the current view; default `submitWaitMs`. */
@@ -301,6 +307,7 @@ export class PaymentsClient {
     request: ChargeRequest,
     fingerprint: string,
   ): Promise<ChargeResult> {
+    const capabilities = this.options.capabilities?.[request.provider];
     const input: ChargeWorkflowInput = {
       merchantId: merchant,
       key: paymentKey,
@@ -308,6 +315,8 @@ export class PaymentsClient {
       request,
       timings: this.options.timings,
       ...(this.options.retry === undefined ? {} : { retry: this.options.retry }),
+      // With the provider's capabilities known here, the payment takes the lean history shape (see HistoryShape).
+      ...(capabilities === undefined ? {} : { capabilities, shape: 2 as const }),
     };
     const startedBy = randomUUID();
     const startWorkflowOperation = new WithStartWorkflowOperation<typeof chargeWorkflow>('chargeWorkflow', {
@@ -328,18 +337,48 @@ export class PaymentsClient {
       ],
     });
     try {
-      const view = await this.bounded(
-        () =>
-          this.client.workflow.executeUpdateWithStart(submitUpdate, {
-            args: [{ fingerprint }],
-            startWorkflowOperation,
-          }),
-        this.options.timings.submitWaitMs,
-      );
+      const view =
+        input.shape === 2
+          ? await this.submitLean(workflowId, fingerprint, startWorkflowOperation)
+          : await this.bounded(
+              () =>
+                this.client.workflow.executeUpdateWithStart(submitUpdate, {
+                  args: [{ fingerprint }],
+                  startWorkflowOperation,
+                }),
+              this.options.timings.submitWaitMs,
+            );
       return { view, replayed: !(await this.wasStartedBy(workflowId, startedBy)) };
     } catch (err) {
       if (closedBeforeUpdate(err)) return this.replayClosed(workflowId, fingerprint, err);
       throw translateUpdateFailure(err);
+    }
+  }
+
+  /**
+   * Update-with-Start for the lean shape: the workflow answers `submit` when the first provider call settled, and this
+   * client waits for that at most `submitWaitMs` (its own deadline, no timer in the workflow's history); past it the
+   * current view answers (pending: 202), and the payment goes on.
+   */
+  private async submitLean(
+    workflowId: string,
+    fingerprint: string,
+    startWorkflowOperation: WithStartWorkflowOperation<typeof chargeWorkflow>,
+  ): Promise<PaymentView> {
+    const update = await this.bounded(() =>
+      this.client.workflow.startUpdateWithStart(submitUpdate, {
+        args: [{ fingerprint }],
+        startWorkflowOperation,
+        waitForStage: WorkflowUpdateStage.ACCEPTED,
+      }),
+    );
+    try {
+      return await this.client.connection.withDeadline(Date.now() + this.options.timings.submitWaitMs, () =>
+        update.result(),
+      );
+    } catch (err) {
+      if (!(err instanceof WorkflowUpdateRPCTimeoutOrCancelledError)) throw err;
+      return this.bounded(() => this.handle(workflowId).query(paymentQuery));
     }
   }
 

@@ -44,6 +44,7 @@ export async function deliverProviderEvent(
     const workflowId = chargeWorkflowId(owner.merchantId, owner.key);
     const outcome = await signalPayment(ctx, workflowId, event);
     if (outcome === 'signalled') return 'payment';
+    if (outcome === 'known') return 'duplicate';
     if (outcome === 'closed') return closedPayment(ctx, workflowId, provider, event);
     return park(ctx, provider, event, 'unmatched', owner);
   }
@@ -53,6 +54,7 @@ export async function deliverProviderEvent(
   const chosen = attribution.candidate.id;
   const outcome = await signalPayment(ctx, chosen, event);
   if (outcome === 'signalled') return 'payment';
+  if (outcome === 'known') return 'duplicate';
   if (outcome === 'closed') return closedPayment(ctx, chosen, provider, event);
   return park(ctx, provider, event, 'unmatched');
 }
@@ -61,8 +63,12 @@ async function signalPayment(
   ctx: EventRoutingContext,
   workflowId: string,
   event: ProviderEvent,
-): Promise<'signalled' | 'closed' | 'missing'> {
+): Promise<'signalled' | 'known' | 'closed' | 'missing'> {
   const handle = ctx.client.workflow.getHandle(workflowId);
+  // Most webhooks confirm what the payment already knows (its own call's answer): a query, which costs the payment no
+  // history and no action, tells; only news is signalled. A query that fails decides nothing: signal then.
+  const known = await handle.query(paymentQuery).catch(() => undefined);
+  if (known && settledView(known) && reflects(known, event.payment)) return 'known';
   try {
     await handle.signal(webhookSignal, event);
     return 'signalled';
@@ -96,6 +102,10 @@ async function closedPayment(
     owner ? { merchantId: owner.merchantId, key: owner.key } : undefined,
   );
 }
+
+/** A view no provider news is waited for: not pending, unknown or under review (there the event must reach the run). */
+const settledView = (view: PaymentView): boolean =>
+  view.status !== 'pending' && view.status !== 'unknown' && view.status !== 'needs_review';
 
 /** True when the view already accounts for everything the provider's payment shows. */
 export function reflects(view: PaymentView, payment: ProviderPaymentState): boolean {

@@ -76,7 +76,9 @@ export async function chargeWorkflow(input: ChargeWorkflowInput, carried?: Charg
   const { request, timings } = input;
   const state: PaymentState = carried?.state ?? initialState(input);
   const lock = new Lock();
-  let capabilities: ProviderCapabilities | undefined = carried?.capabilities;
+  // The lean shape (see HistoryShape) takes what it can from its input instead of recording it in history.
+  const lean = input.shape === 2;
+  let capabilities: ProviderCapabilities | undefined = carried?.capabilities ?? (lean ? input.capabilities : undefined);
   let reconcileRunning = false;
   let reconcileWanted = false;
   let acts: ReturnType<typeof providerActivities> | undefined = undefined;
@@ -87,7 +89,7 @@ export async function chargeWorkflow(input: ChargeWorkflowInput, carried?: Charg
   };
 
   const publish = () => {
-    if (patched(PUBLISH_ON_CHANGE) && publishedStatus === state.view.status) return;
+    if ((lean || patched(PUBLISH_ON_CHANGE)) && publishedStatus === state.view.status) return;
     publishedStatus = state.view.status;
     upsertSearchAttributes([{ key: PaymentStatusAttr, value: state.view.status }]);
   };
@@ -118,8 +120,10 @@ export async function chargeWorkflow(input: ChargeWorkflowInput, carried?: Charg
   setHandler(
     submitUpdate,
     async () => {
-      // Early answer: the first provider call's result, or the pending view after a short wait (then 202).
-      await condition(() => state.firstCallSettled, timings.submitWaitMs);
+      // Early answer: the first provider call's result. The lean shape leaves the short wait to the caller's own
+      // deadline (then 202 from a query): no timer in history for it.
+      if (lean) await condition(() => state.firstCallSettled);
+      else await condition(() => state.firstCallSettled, timings.submitWaitMs);
       return state.view;
     },
     {
@@ -421,12 +425,15 @@ export async function chargeWorkflow(input: ChargeWorkflowInput, carried?: Charg
   }
 
   // ---- main line ----
-  upsertSearchAttributes([
-    { key: PaymentStatusAttr, value: state.view.status },
-    { key: MerchantIdAttr, value: input.merchantId },
-    { key: OrderIdAttr, value: request.orderId },
-    { key: ProviderAttr, value: request.provider },
-  ]);
+  // The lean shape's starter sets these in the start request; a starter that did not gets them here.
+  if (!lean || workflowInfo().typedSearchAttributes.get(PaymentStatusAttr) === undefined) {
+    upsertSearchAttributes([
+      { key: PaymentStatusAttr, value: state.view.status },
+      { key: MerchantIdAttr, value: input.merchantId },
+      { key: OrderIdAttr, value: request.orderId },
+      { key: ProviderAttr, value: request.provider },
+    ]);
+  }
   capabilities ??= await describeProvider(request.provider);
   acts = providerActivities(workflowInfo().taskQueue, request.provider, capabilities, input.retry);
 
@@ -446,6 +453,8 @@ export async function chargeWorkflow(input: ChargeWorkflowInput, carried?: Charg
           metadata: paymentMetadata(input.merchantId, input.key),
         },
         notBeforeMs: state.firstSentAtMs,
+        // The worker checks the starter's view of the provider against its own before it sends anything.
+        ...(lean && input.capabilities ? { expectCapabilities: input.capabilities } : {}),
       });
       state.view.attempts += 1;
       if (result.outcome === 'declined') {
@@ -456,10 +465,14 @@ export async function chargeWorkflow(input: ChargeWorkflowInput, carried?: Charg
       }
     } catch (err) {
       state.view.attempts += 1;
-      if (failureType(err) === ErrorType.ProviderRejected && state.view.status === 'pending') {
-        // The provider said no: nothing happened, so this is a real failure, not a guess.
+      const type = failureType(err);
+      if (
+        (type === ErrorType.ProviderRejected || type === ErrorType.ValidationError) &&
+        state.view.status === 'pending'
+      ) {
+        // The provider said no, or the worker refused before sending: nothing happened, a real failure, not a guess.
         transition('failed');
-        log.warn('charge rejected by provider', { reason: messageOf(err) });
+        log.warn('charge rejected', { reason: messageOf(err), type });
       } else if (state.view.status === 'pending') {
         // Unless a webhook already told us what happened, the outcome is unknown: reconcile, never resend blindly.
         transition('unknown');

@@ -136,6 +136,7 @@ export async function startApiHarness(env: TestWorkflowEnvironment, opts: Harnes
       timings: { ...testTimings, ...opts.timings },
       retry: opts.retry ?? testRetry,
       providers: ['simulator'],
+      capabilities: { simulator: provider.capabilities },
       ...(opts.orderSingleFlight === undefined ? {} : { orderSingleFlight: opts.orderSingleFlight }),
       splitPaymentMerchants: (opts.splitPaymentMerchants ?? []).map((m) => (m === 'a' ? a.id : b.id)),
     });
