@@ -2,8 +2,11 @@ import { randomUUID } from 'node:crypto';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { chargeWorkflowId } from '../../src/domain/ids';
 import { parkedEventWorkflowId, parkedEventsQuery } from '../../src/domain/parked-events';
+import type { ProviderEvent } from '../../src/domain/definitions';
 import type { PaymentView } from '../../src/domain/payment';
 import { signWebhook } from '../../src/simulator/signature';
+import { startDevServer } from '../../scripts/lib/dev-server';
+import { carriedChargeState, runChain, signalArgs } from '../helpers/history';
 import { connectDevServer } from '../helpers/servers';
 import { type ApiHarness, WEBHOOK_SECRET, chargeBody, newKey, startApiHarness } from './harness';
 
@@ -49,25 +52,26 @@ function event(
   };
 }
 
-/** Posts an event to the API, signed at `t` (default now) unless a signature is given. */
-function deliver(body: unknown, opts: { t?: number; signature?: string; raw?: string } = {}) {
+/** Posts an event to the API (default: this file's harness), signed at `t` (default now) unless a signature is given. */
+function deliver(body: unknown, opts: { t?: number; signature?: string; raw?: string } = {}, api: ApiHarness = h) {
   const raw = opts.raw ?? JSON.stringify(body);
   const signature = opts.signature ?? signWebhook(WEBHOOK_SECRET, raw, opts.t ?? nowS());
-  return h.request('POST', '/webhooks/simulator', {
+  return api.request('POST', '/webhooks/simulator', {
     token: null,
     rawBody: raw,
     headers: { 'sim-signature': signature },
   });
 }
 
-async function authorizedPayment(): Promise<PaymentView> {
+async function authorizedPayment(api: ApiHarness = h): Promise<PaymentView> {
   const key = newKey();
-  const answer = await h.request('POST', '/v1/payments', { key, body: chargeBody({ capture: 'manual' }) });
+  const answer = await api.request('POST', '/v1/payments', { key, body: chargeBody({ capture: 'manual' }) });
   expect(answer.body.status).toBe('authorized');
   return answer.body as unknown as PaymentView;
 }
 
-const viewOf = async (key: string) => (await h.request('GET', `/v1/payments/${key}`)).body as unknown as PaymentView;
+const viewOf = async (key: string, api: ApiHarness = h) =>
+  (await api.request('GET', `/v1/payments/${key}`)).body as unknown as PaymentView;
 
 async function signalsOf(view: PaymentView): Promise<number> {
   const history = await env.client.workflow.getHandle(chargeWorkflowId(view.merchantId, view.key)).fetchHistory();
@@ -77,24 +81,6 @@ async function signalsOf(view: PaymentView): Promise<number> {
 }
 
 describe('POST /webhooks/simulator', () => {
-  it('applies a duplicated event once', async () => {
-    const view = await authorizedPayment();
-    const signalsBefore = await signalsOf(view);
-    const captured = event(view);
-
-    const first = await deliver(captured);
-    const afterFirst = await viewOf(view.key);
-    const second = await deliver(captured);
-    const afterSecond = await viewOf(view.key);
-
-    expect(first.status).toBe(200);
-    expect(first.body).toEqual({ received: true, delivery: 'payment' });
-    expect(second.status).toBe(200);
-    expect(afterFirst).toMatchObject({ status: 'succeeded', amountCaptured: view.amount.value });
-    expect(afterSecond).toEqual(afterFirst);
-    expect(await signalsOf(view)).toBe(signalsBefore + 2);
-  });
-
   it('matches an event without metadata by its reference', async () => {
     const view = await authorizedPayment();
 
@@ -220,5 +206,66 @@ describe('POST /webhooks/simulator', () => {
     expect(unknown.status).toBe(404);
     expect(invalid.status).toBe(400);
     expect(invalid.body.error?.type).toBe('validation_error');
+  });
+});
+
+describe('POST /webhooks/simulator: redeliveries', () => {
+  // A redelivered event cannot change a forward-only view, so dedup is read where the payment hands its state over:
+  // the input of its next run. This server suggests continue-as-new after 40 history events (default: thousands).
+  let canEnv: TestWorkflowEnvironment;
+  let api: ApiHarness;
+
+  beforeAll(async () => {
+    canEnv = await startDevServer({
+      extraArgs: ['--dynamic-config-value', 'limit.historyCount.suggestContinueAsNew=40'],
+    });
+    api = await startApiHarness(canEnv);
+  }, 60_000);
+  afterAll(async () => {
+    await api?.close();
+    await canEnv?.teardown();
+  });
+
+  it('applies a duplicated event once', async () => {
+    const view = await authorizedPayment(api);
+    const workflowId = chargeWorkflowId(view.merchantId, view.key);
+    const firstRunId = (await canEnv.client.workflow.getHandle(workflowId).describe()).runId;
+    const captured = event(view);
+    const deliveriesOf = (events: ProviderEvent[]) => events.filter((e) => e.eventId === captured.id).length;
+
+    const first = await deliver(captured, {}, api);
+    const afterFirst = await viewOf(view.key, api);
+    expect(first.status).toBe(200);
+    expect(first.body).toEqual({ received: true, delivery: 'payment' });
+    expect(afterFirst).toMatchObject({ status: 'succeeded', amountCaptured: view.amount.value });
+
+    // Redeliver until a run that took the event at least twice has handed its state over.
+    let deliveries = 1;
+    let handedOver: string[] | undefined;
+    let runs: string[] = [];
+    while (!handedOver && deliveries < 40) {
+      const again = await deliver(captured, {}, api);
+      expect(again.status).toBe(200);
+      deliveries++;
+      runs = await runChain(canEnv.client, workflowId, firstRunId);
+      let taken = 0;
+      for (const [i, runId] of runs.entries()) {
+        if (i > 0) {
+          const seen = (await carriedChargeState(canEnv.client, workflowId, runId))?.state.seenEvents ?? [];
+          if (taken >= 2) handedOver = seen;
+          if (handedOver) break;
+        }
+        taken += deliveriesOf(await signalArgs<ProviderEvent>(canEnv.client, workflowId, runId, 'providerEvent'));
+      }
+    }
+
+    expect(handedOver?.filter((id) => id === captured.id)).toEqual([captured.id]);
+    expect(await viewOf(view.key, api)).toEqual(afterFirst);
+    // The API passed every delivery on (it does not deduplicate): the workflow did.
+    let signalled = 0;
+    for (const runId of await runChain(canEnv.client, workflowId, firstRunId)) {
+      signalled += deliveriesOf(await signalArgs<ProviderEvent>(canEnv.client, workflowId, runId, 'providerEvent'));
+    }
+    expect(signalled).toBe(deliveries);
   });
 });

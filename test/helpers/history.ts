@@ -29,3 +29,17 @@ export async function carriedChargeState(
   const carried = payloads[1];
   return carried ? defaultPayloadConverter.fromPayload<ChargeContinuation>(carried as Payload) : undefined;
 }
+
+/** The first argument of each `signalName` signal the run `runId` received, decoded, in history order. */
+export async function signalArgs<T>(
+  client: Client,
+  workflowId: string,
+  runId: string,
+  signalName: string,
+): Promise<T[]> {
+  const history = await client.workflow.getHandle(workflowId, runId).fetchHistory();
+  return (history.events ?? [])
+    .map((e) => e.workflowExecutionSignaledEventAttributes)
+    .filter((a) => a?.signalName === signalName)
+    .map((a) => defaultPayloadConverter.fromPayload<T>(a?.input?.payloads?.[0] as Payload));
+}
