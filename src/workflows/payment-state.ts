@@ -75,7 +75,9 @@ export function applyProviderPayment(state: PaymentState, p: ProviderPayment, no
   const v = state.view;
   const before = JSON.stringify(v);
   if (!v.providerPaymentId) v.providerPaymentId = p.id;
-  if (p.id === v.providerPaymentId) state.providerStatus = p.status;
+  // Forward only, like ours: an older answer (authorized) never takes back succeeded or voided.
+  if (p.id === v.providerPaymentId && (state.providerStatus === undefined || state.providerStatus === 'authorized'))
+    state.providerStatus = p.status;
   v.amountAuthorized = Math.max(v.amountAuthorized, p.amount);
   v.amountCaptured = Math.max(v.amountCaptured, p.amountCaptured);
   v.amountRefunded = Math.max(v.amountRefunded, p.amountRefunded);

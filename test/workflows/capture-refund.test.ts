@@ -157,4 +157,28 @@ describe('manual capture', () => {
       expect(requestsOf(b, 'refund')).toHaveLength(0);
     });
   });
+
+  it('refund is refused on an open authorized payment that nothing captured yet: no refund request reaches the provider', async () => {
+    const b = (bench = await startBench(env));
+    await b.run(async () => {
+      const { handle, view } = await startCharge(b, b.input(chargeRequest({ capture: 'manual' })));
+      expect(view).toMatchObject({ status: 'authorized', amountAuthorized: 1_000, amountCaptured: 0 });
+
+      const refused = await updateFailureType(
+        handle.executeUpdate(refundUpdate, { args: [{ refundKey: 'r-early', fingerprint: 'f', amount: 1 }] }),
+      );
+
+      // Refused because of the status, not merely because nothing is refundable yet (that would be amount_exceeded).
+      expect(refused).toBe(ErrorType.InvalidTransition);
+      expect(requestsOf(b, 'refund')).toHaveLength(0);
+      // Still open and unchanged: the refusal moved nothing.
+      expect(await handle.query(paymentQuery)).toMatchObject({
+        status: 'authorized',
+        amountCaptured: 0,
+        amountRefunded: 0,
+      });
+      const history = await handle.fetchHistory();
+      expect(history.events?.filter((e) => e.startChildWorkflowExecutionInitiatedEventAttributes)).toHaveLength(0);
+    });
+  });
 });

@@ -51,6 +51,21 @@ describe('chargeWorkflow: the retry contract', () => {
       // result() skips the 30-day refund window.
       const final = await handle.result();
       expect(final.status).toBe('succeeded');
+      // The workflow closed one refund window after the capture, in workflow time: not earlier, not a day later.
+      expect(input.timings.refundWindowMs).toBe(30 * 24 * 3_600_000);
+      const events = (await handle.fetchHistory()).events ?? [];
+      const at = (e: (typeof events)[number] | undefined) =>
+        Number(e?.eventTime?.seconds ?? NaN) * 1_000 + Math.floor((e?.eventTime?.nanos ?? 0) / 1e6);
+      const create = events.find((e) => e.activityTaskScheduledEventAttributes?.activityType?.name === 'createPayment');
+      const capturedAt = at(
+        events.find(
+          (e) => String(e.activityTaskCompletedEventAttributes?.scheduledEventId) === String(create?.eventId),
+        ),
+      );
+      const closedAt = at(events.find((e) => e.workflowExecutionCompletedEventAttributes));
+      expect(closedAt - capturedAt).toBeGreaterThanOrEqual(input.timings.refundWindowMs);
+      // Tolerance: the workflow tasks between the create answer and the timer (real time, a loaded machine).
+      expect(closedAt - capturedAt).toBeLessThan(input.timings.refundWindowMs + 60_000);
       await recordHistories(b, 'charge-succeeded', [idOf(input)]);
     });
   });
