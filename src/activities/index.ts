@@ -85,6 +85,11 @@ export interface CreatePaymentArgs extends ScopedArgs {
    * worker's adapter before anything is sent: a mismatch fails the charge as not sent, never with the wrong safety.
    */
   readonly expectCapabilities?: ProviderCapabilities;
+  /**
+   * This send repeats one whose outcome was unknown (a reconcile's resubmission with the same key): only an answer
+   * about the key (its stored answer, a key mismatch) or a decline decides; any other refusal stays unknown.
+   */
+  readonly afterUnknown?: boolean;
 }
 
 export interface CapturePaymentArgs extends ScopedArgs {
@@ -274,6 +279,8 @@ export const createActivities = (deps: ActivityDeps) => {
     providerName: string,
     scope: { readonly merchantId: string; readonly operation: ScopeOperation; readonly key: string } | undefined,
     body: (step: Step) => Promise<Outcome<T>>,
+    /** An earlier operation on this key had an unknown outcome (a reconcile's resubmission): start the record so. */
+    afterUnknown = false,
   ): Promise<T> => {
     const provider = providerNamed(providerName);
     const context = Context.current();
@@ -288,7 +295,8 @@ export const createActivities = (deps: ActivityDeps) => {
 
     // What earlier attempts did (their heartbeat details), and what this one adds as it goes.
     const earlier = AttemptRecord.safeParse(info.heartbeatDetails);
-    const carried = carriedAttemptRecord(info.heartbeatDetails);
+    const fromAttempts = carriedAttemptRecord(info.heartbeatDetails);
+    const carried = afterUnknown ? { ...fromAttempts, everSent: true, everUnknown: true } : fromAttempts;
     const attempts = { current: carried };
     const history = (): AttemptHistory | undefined =>
       safety === 'read'
@@ -433,40 +441,47 @@ export const createActivities = (deps: ActivityDeps) => {
     async createPayment(args: CreatePaymentArgs): Promise<CreatePaymentOutcome> {
       if (args.expectCapabilities) assertSameCapabilities(providerNamed(args.provider), args.expectCapabilities);
       const scope = { merchantId: args.merchantId, operation: 'create' as const, key: args.key };
-      return execute<CreatePaymentOutcome>('createPayment', 'create', args.provider, scope, async (step) => {
-        if (step.mustLookBeforeResend) {
-          const notBeforeMs = args.notBeforeMs ?? step.scheduledAtMs;
-          const adoption = await lookupBeforeResend('create', async (): Promise<Adoption<ProviderPayment>> => {
-            const { capabilities } = step.provider;
-            if (capabilities.lookupByKey && step.idempotencyKey !== undefined) {
-              const byKey = await step.provider.findByIdempotencyKey(step.idempotencyKey);
-              return byKey ? { kind: 'adopt', payment: byKey, by: 'key' } : { kind: 'none' };
+      return execute<CreatePaymentOutcome>(
+        'createPayment',
+        'create',
+        args.provider,
+        scope,
+        async (step) => {
+          if (step.mustLookBeforeResend) {
+            const notBeforeMs = args.notBeforeMs ?? step.scheduledAtMs;
+            const adoption = await lookupBeforeResend('create', async (): Promise<Adoption<ProviderPayment>> => {
+              const { capabilities } = step.provider;
+              if (capabilities.lookupByKey && step.idempotencyKey !== undefined) {
+                const byKey = await step.provider.findByIdempotencyKey(step.idempotencyKey);
+                return byKey ? { kind: 'adopt', payment: byKey, by: 'key' } : { kind: 'none' };
+              }
+              if (!capabilities.lookupByReference) throw unverifiable('create', 'no_lookup_to_verify_resend');
+              return adoptByReference(
+                step.provider,
+                { merchantId: args.merchantId, key: args.key },
+                {
+                  amount: args.input.amount,
+                  currency: args.input.currency,
+                  reference: args.input.reference,
+                  notBeforeMs,
+                },
+              );
+            });
+            if (adoption.kind === 'ambiguous') throw unverifiable('create', 'ambiguous_lookup_before_resend');
+            const found = adoption.kind === 'adopt' ? adoption.payment : undefined;
+            if (found) {
+              const outcome = found.status === 'succeeded' ? 'succeeded' : 'authorized';
+              return { value: { outcome, payment: found, replayed: true, recovered: true }, outcome: 'recovered' };
             }
-            if (!capabilities.lookupByReference) throw unverifiable('create', 'no_lookup_to_verify_resend');
-            return adoptByReference(
-              step.provider,
-              { merchantId: args.merchantId, key: args.key },
-              {
-                amount: args.input.amount,
-                currency: args.input.currency,
-                reference: args.input.reference,
-                notBeforeMs,
-              },
-            );
-          });
-          if (adoption.kind === 'ambiguous') throw unverifiable('create', 'ambiguous_lookup_before_resend');
-          const found = adoption.kind === 'adopt' ? adoption.payment : undefined;
-          if (found) {
-            const outcome = found.status === 'succeeded' ? 'succeeded' : 'authorized';
-            return { value: { outcome, payment: found, replayed: true, recovered: true }, outcome: 'recovered' };
           }
-        }
-        const result = await step.provider.createPayment(args.input, step.ctx);
-        if (result.outcome === 'declined') {
-          return { value: { outcome: 'declined', declineCode: result.declineCode }, outcome: 'declined' };
-        }
-        return { value: { ...result, recovered: false }, outcome: 'succeeded' };
-      });
+          const result = await step.provider.createPayment(args.input, step.ctx);
+          if (result.outcome === 'declined') {
+            return { value: { outcome: 'declined', declineCode: result.declineCode }, outcome: 'declined' };
+          }
+          return { value: { ...result, recovered: false }, outcome: 'succeeded' };
+        },
+        args.afterUnknown === true,
+      );
     },
 
     /** Captures an authorized payment (all of it when `amount` is absent) under the capture's own key. */

@@ -81,6 +81,7 @@ export async function reconcileWorkflow(input: ReconcileInput): Promise<Reconcil
             metadata: paymentMetadata(input.merchantId, input.key),
           },
           notBeforeMs: input.firstSentAtMs,
+          afterUnknown: true,
         });
         if (result.outcome === 'declined') return { outcome: 'declined', declineCode: result.declineCode, checks };
         return { outcome: 'found', payment: result.payment, via: 'resubmit', checks };

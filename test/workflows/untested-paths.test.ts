@@ -182,10 +182,9 @@ describe('a reconcile resubmission answered by the provider', () => {
     });
   });
 
-  // What the code does today (src/workflows/reconcile.ts: a ProviderRejected resubmission ends the reconcile
-  // `rejected`, and the charge marks the payment failed). A 401 says nothing about what the first, unknown, request
-  // did: issue 8 defect 9 asks that only an answer about the key's effect decides. See the helper's report.
-  it('with a 401 (today): the reconcile ends rejected and the payment is marked failed, after one resubmission', async () => {
+  // A 401 says nothing about what the first, unknown, request did (issue 8 defect 9): only an answer about the key's
+  // effect decides, so the reconcile keeps checking and, finding nothing, asks an operator.
+  it('with a 401: still unknown after the resubmission, and needs_review when the schedule runs out', async () => {
     const b = (bench = await startBench(env));
     await b.run(async () => {
       const { input, handle, createsBefore } = await unknownCharge(b, 'pm_card_visa');
@@ -194,15 +193,14 @@ describe('a reconcile resubmission answered by the provider', () => {
           { match: { operation: 'create', reference: input.request.orderId }, fault: 'status', status: 401, times: 1 },
         ],
       });
-      await env.sleep(HOUR + 60_000);
-      const failed = await waitForStatus(handle, 'failed');
-      expect(failed.review).toBeUndefined();
+      await env.sleep(2 * HOUR + 60_000);
+      const review = await waitForStatus(handle, 'needs_review');
+      expect(review.review?.reason).toMatch(/after 2 checks .* and one resubmission with the same key$/);
       expect(requestsOf(b, 'create')).toHaveLength(createsBefore + 1);
       expect(requestsOf(b, 'create').at(-1)).toMatchObject({ status: 401, fault: 'status' });
       expect(await resubmissionsOf(input)).toBe(1);
       const reconcile = env.client.workflow.getHandle(reconcileWorkflowId(input.merchantId, 'create', input.key));
-      expect(await reconcile.result()).toMatchObject({ outcome: 'rejected', checks: 1 });
-      expect((await handle.result()).status).toBe('failed');
+      expect(await reconcile.result()).toMatchObject({ outcome: 'needs_review', checks: 2 });
     });
   });
 });
