@@ -215,3 +215,25 @@ export function connectBreakerRedis(url: string, onError: (err: Error) => void =
   redis.on('error', onError);
   return redis;
 }
+
+/** Resolves true once the connection is ready, false after `timeoutMs` (the caller then starts on the fallback). */
+export function redisReady(redis: Redis, timeoutMs: number): Promise<boolean> {
+  if (redis.status === 'ready') return Promise.resolve(true);
+  return new Promise((resolve) => {
+    const done = (ok: boolean) => {
+      clearTimeout(timer);
+      redis.off('ready', onReady);
+      resolve(ok);
+    };
+    const onReady = () => done(true);
+    const timer = setTimeout(() => done(false), timeoutMs);
+    redis.on('ready', onReady);
+  });
+}
+
+/** Closes the connection and stops reconnecting: QUIT when it is up (a clean close), else drop it. */
+export async function closeBreakerRedis(redis: Redis): Promise<void> {
+  if (redis.status === 'end') return;
+  if (redis.status === 'ready') await redis.quit().catch(() => redis.disconnect());
+  else redis.disconnect();
+}
