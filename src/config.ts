@@ -184,7 +184,37 @@ const EnvSchema = z.object({
     .pipe(z.number().min(1).max(100))
     .optional(),
   RETRY_JITTER: z.enum(['full', 'none']).optional(),
+  /** The breaker store every worker shares; absent: each worker keeps its breaker in-process. */
+  REDIS_URL: z.url({ protocol: /^rediss?$/, message: 'must be a redis:// or rediss:// URL' }).optional(),
+  REDIS_KEY_PREFIX: nonEmpty.default('pw:breaker:'),
+  /** Consecutive provider failures (unavailable, unknown, not sent) that open the breaker. */
+  BREAKER_FAILURE_THRESHOLD: wholeNumber(1, 1_000_000).default(5),
+  /** Also open at this failure rate over BREAKER_WINDOW_MS, once BREAKER_WINDOW_MIN_CALLS calls were seen. */
+  BREAKER_WINDOW_MS: ms.default(60_000),
+  BREAKER_WINDOW_FAILURE_RATE: z
+    .string()
+    .regex(/^(0(\.\d+)?|1(\.0+)?)$/, { message: 'must be a rate between 0 and 1' })
+    .transform(Number)
+    .pipe(z.number().gt(0, { message: 'must be above 0' }))
+    .default(0.5),
+  BREAKER_WINDOW_MIN_CALLS: wholeNumber(1, 1_000_000).default(20),
+  /** How long an open breaker refuses writes before one probe; how long that probe may be out. */
+  BREAKER_OPEN_MS: ms.default(30_000),
+  BREAKER_PROBE_TIMEOUT_MS: ms.optional(),
+  /** Up to this much random delay on top of every breaker refusal, so the waiting writes do not return together. */
+  BREAKER_JITTER_MS: wholeNumber(0, 600_000).default(1_000),
 });
+
+/** `PROVIDER_<NAME>_MAX_RPS` / `PROVIDER_<NAME>_MAX_CONCURRENCY`: per-provider activity limits. */
+const providerLimitVariable = /^PROVIDER_([A-Z0-9_]+)_MAX_(RPS|CONCURRENCY)$/;
+
+/** One provider's activity limits: fleet-wide rate (enforced by the Temporal server) and per-worker concurrency. */
+export interface ProviderLimits {
+  /** `maxTaskQueueActivitiesPerSecond` of the provider's activity task queue: for all workers together. */
+  readonly maxRps?: number;
+  /** `maxConcurrentActivityTaskExecutions` of each worker's activity worker for that provider. */
+  readonly maxConcurrency?: number;
+}
 
 const perOperationSuffixes = {
   BUDGET_MS: 'budgetMs',
@@ -224,6 +254,16 @@ export type Config = Omit<
     readonly lookupByKey: boolean;
     readonly lookupByReference: boolean;
   };
+  /** Circuit-breaker policy (the store is Redis when REDIS_URL is set). */
+  readonly breaker: {
+    readonly failureThreshold: number;
+    readonly window: { readonly durationMs: number; readonly failureRate: number; readonly minimumCalls: number };
+    readonly cooldownMs: number;
+    readonly probeTimeoutMs: number;
+    readonly jitterMs: number;
+  };
+  /** By provider name in lower case (`PROVIDER_SIMULATOR_MAX_RPS` -> `simulator`). */
+  readonly providerLimits: Readonly<Record<string, ProviderLimits>>;
 };
 
 const issuesOf = (error: z.ZodError, fallbackVariable?: string): ConfigIssue[] =>
@@ -254,6 +294,21 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>> = p
       if (result.success) retry[op] = { ...retry[op], [field]: result.data };
       else issues.push(...issuesOf(result.error, variable));
     }
+  }
+  const providerLimits: Record<string, { maxRps?: number; maxConcurrency?: number }> = {};
+  const rps = z
+    .string()
+    .regex(/^\d+(\.\d+)?$/, { message: 'must be a number of activities per second' })
+    .transform(Number)
+    .pipe(z.number().gt(0, { message: 'must be above 0' }));
+  for (const [variable, value] of Object.entries(raw)) {
+    const m = providerLimitVariable.exec(variable);
+    if (!m?.[1]) continue;
+    const name = m[1].toLowerCase();
+    const result = (m[2] === 'RPS' ? rps : wholeNumber(1, 10_000)).safeParse(value);
+    if (!result.success) issues.push(...issuesOf(result.error, variable));
+    else
+      providerLimits[name] = { ...providerLimits[name], [m[2] === 'RPS' ? 'maxRps' : 'maxConcurrency']: result.data };
   }
   const production = raw.NODE_ENV === 'production';
   for (const name of ['PROVIDER_API_KEY', 'API_TOKENS', 'WEBHOOK_SECRET'] as const) {
@@ -396,5 +451,17 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>> = p
     timings: timingsResult.data,
     retry,
     providerCapabilities,
+    breaker: {
+      failureThreshold: e.BREAKER_FAILURE_THRESHOLD,
+      window: {
+        durationMs: e.BREAKER_WINDOW_MS,
+        failureRate: e.BREAKER_WINDOW_FAILURE_RATE,
+        minimumCalls: e.BREAKER_WINDOW_MIN_CALLS,
+      },
+      cooldownMs: e.BREAKER_OPEN_MS,
+      probeTimeoutMs: e.BREAKER_PROBE_TIMEOUT_MS ?? e.BREAKER_OPEN_MS,
+      jitterMs: e.BREAKER_JITTER_MS,
+    },
+    providerLimits,
   };
 }

@@ -40,11 +40,18 @@ import type {
   ProviderPayment,
   ProviderRefund,
 } from '../providers/types';
-import type { BreakerDecision, BreakerOutcome, CircuitBreaker } from './breaker';
+import {
+  type BreakerDecision,
+  type BreakerOutcome,
+  type BreakerReport,
+  type CircuitBreaker,
+  breakerReport,
+} from './breaker';
 import { failureDetailsOf, toActivityFailure, type AttemptHistory } from './classify';
 import { providerIdempotencyKey } from './keys';
 
 export * from './breaker';
+export * from './breaker-counting';
 export * from './classify';
 export * from './keys';
 
@@ -242,9 +249,9 @@ export const createActivities = (deps: ActivityDeps) => {
       return { allowed: true };
     }
   };
-  const record = async (provider: string, outcome: BreakerOutcome, log: Logger): Promise<void> => {
+  const record = async (provider: string, outcome: BreakerOutcome, report: BreakerReport, log: Logger) => {
     try {
-      await deps.breaker?.record(provider, outcome);
+      await deps.breaker?.record(provider, outcome, report);
     } catch (err) {
       log.error({ err }, 'circuit breaker unavailable; outcome not recorded');
     }
@@ -353,11 +360,12 @@ export const createActivities = (deps: ActivityDeps) => {
         scheduledAtMs: info.scheduledTimestampMs,
         mustLookBeforeResend: attempt > 1 && safety === 'non-idempotent-write',
       });
-      await record(provider.name, 'success', log);
+      await record(provider.name, 'success', breakerReport(safety, decision), log);
       log.info({ outcome: result.outcome, durationMs: now() - started }, 'activity');
       return result.value;
     } catch (caught) {
-      await record(provider.name, failureDetailsOf(caught, operation).type, log);
+      const details = failureDetailsOf(caught, operation);
+      await record(provider.name, details.type, breakerReport(safety, decision, details), log);
       const err = safety === 'read' ? caught : rejectedAfterUnknown(caught, operation, carried);
       const failure = classify(err);
       log.warn(
