@@ -52,7 +52,7 @@ import {
   reviewSatisfied,
   setStatus,
 } from './payment-state';
-import { failureType, messageOf, reconcileWorkflow } from './reconcile';
+import { failureType, messageOf, neverSent, reconcileWorkflow } from './reconcile';
 import { refundWorkflow } from './refund';
 
 /** Patch: the status search attribute is upserted only when the status changed (histories before it upsert more). */
@@ -473,6 +473,11 @@ export async function chargeWorkflow(input: ChargeWorkflowInput, carried?: Charg
         // The provider said no, or the worker refused before sending: nothing happened, a real failure, not a guess.
         transition('failed');
         log.warn('charge rejected', { reason: messageOf(err), type });
+      } else if (neverSent(err) && state.view.status === 'pending') {
+        // Every attempt met an open breaker, a cool-down or a refused connection: the provider never saw it.
+        state.view.failureReason = 'provider_unavailable';
+        transition('failed');
+        log.warn('charge never reached the provider', { reason: messageOf(err) });
       } else if (state.view.status === 'pending') {
         // Unless a webhook already told us what happened, the outcome is unknown: reconcile, never resend blindly.
         transition('unknown');

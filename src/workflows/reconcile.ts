@@ -117,6 +117,17 @@ export function providerCodeOf(err: unknown): string | undefined {
   return typeof info?.code === 'string' ? info.code : undefined;
 }
 
+/**
+ * The activity proved no attempt ever sent the write (its final failure says `everSent: false`: breaker open,
+ * cool-down, connection refused). Only the activity's own final failure counts: a Temporal timeout could have cut an
+ * attempt off after it sent.
+ */
+export function neverSent(err: unknown): boolean {
+  if (!(err instanceof ActivityFailure) || !(err.cause instanceof ApplicationFailure)) return false;
+  const info = err.cause.details?.[0] as { everSent?: unknown } | undefined;
+  return info?.everSent === false;
+}
+
 /** The innermost message, for a review reason an operator can read. */
 export function messageOf(err: unknown): string {
   if (err instanceof ActivityFailure && err.cause) return err.cause.message;

@@ -6,6 +6,7 @@ import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { captureUpdate, paymentQuery, refundUpdate, resolveUpdate } from '../../src/domain/definitions';
 import { ErrorType } from '../../src/domain/errors';
 import type { PaymentView } from '../../src/domain/payment';
+import { InMemoryCircuitBreaker } from '../../src/activities';
 import { createTimeSkippingEnv } from '../helpers/servers';
 import { type Bench, chargeRequest, idOf, startBench } from '../helpers/payments';
 import {
@@ -210,6 +211,31 @@ describe('capture and refund outcomes that are unknown', () => {
       const again = await handle.executeUpdate(captureUpdate, { args: [{ captureKey: 'c-2', fingerprint: 'f2' }] });
       expect(again).toMatchObject({ status: 'succeeded', amountCaptured: 1_000 });
       expect(effectsOf(b, 'capture')).toHaveLength(1);
+    });
+  });
+});
+
+describe('a charge that never reaches the provider', () => {
+  it('every attempt met an open breaker: failed with provider_unavailable, not unknown; no request at all', async () => {
+    const breaker = new InMemoryCircuitBreaker({ failureThreshold: 1, cooldownMs: HOUR });
+    await breaker.record('simulator', 'ProviderUnavailable');
+    expect(breaker.state('simulator').kind).toBe('open');
+    const b = (bench = await startBench(env, { breaker }));
+    await b.run(async () => {
+      const input = b.input(chargeRequest(), {
+        retry: {
+          create: { initialIntervalMs: 100, maximumIntervalMs: 200, attemptTimeoutMs: 5_000, budgetMs: 10_000 },
+        },
+      });
+      const { handle } = await startCharge(b, input);
+      const final = await handle.result();
+      expect(final).toMatchObject({ status: 'failed', failureReason: 'provider_unavailable' });
+      expect(final.unknownSince).toBeUndefined();
+      expect(b.ledger().requests).toHaveLength(0);
+      const children = (await handle.fetchHistory()).events?.filter(
+        (e) => e.startChildWorkflowExecutionInitiatedEventAttributes,
+      );
+      expect(children).toHaveLength(0); // no reconcile: nothing can have happened
     });
   });
 });
