@@ -104,10 +104,12 @@ describe('the fingerprint check after continue-as-new', () => {
     const workflowId = chargeWorkflowId(h.a.id, key);
     const firstRunId = (await env.client.workflow.getHandle(workflowId).describe()).runId;
 
-    // A provider redelivering one event grows the history past the threshold: the payment continues as new.
-    for (let i = 0; i < 15; i++) expect((await deliver(view, 'evt_redelivered')).status).toBe(200);
-    await newRunAfter(workflowId, firstRunId);
+    // A webhook it already knows is answered from a query (no history); signals that change nothing grow the
+    // history past the threshold: the payment continues as new.
+    expect((await deliver(view, 'evt_redelivered')).body).toEqual({ received: true, delivery: 'duplicate' });
     const handle = env.client.workflow.getHandle(workflowId);
+    for (let i = 0; i < 15; i++) await handle.signal(ensureReconcileSignal);
+    await newRunAfter(workflowId, firstRunId);
     const stored = await eventually(
       'the payment closed after its refund window',
       async () => (await handle.describe()).status.name === 'COMPLETED' && handle.result(),
@@ -205,12 +207,19 @@ describe('webhooks delivered out of order and twice, through the API', () => {
     }).catch(() => undefined);
     expect(await readView()).toMatchObject(expected);
 
-    // Every delivery reached the payment as a signal (the API acknowledges only after Temporal accepted it) ...
+    // Every delivery was acknowledged; those that told the payment something new reached it as a signal (the API
+    // answers the others from a query), a redelivery racing its first copy as well ...
     const workflowId = chargeWorkflowId(h.a.id, key);
     const signalled = (await runChain(workflowId)).flatMap(({ history }) =>
       (history.events ?? []).filter((e) => e.workflowExecutionSignaledEventAttributes?.signalName === 'providerEvent'),
     );
-    expect(signalled).toHaveLength(6);
+    expect(signalled.length).toBeGreaterThanOrEqual(1);
+    const signalledIds = signalled.map(
+      (e) =>
+        defaultPayloadConverter.fromPayload<{ eventId: string }>(
+          e.workflowExecutionSignaledEventAttributes?.input?.payloads?.[0] as temporal.api.common.v1.IPayload,
+        ).eventId,
+    );
     // ... and the payment remembers each event once: its dedup set, carried into the next run, is observed there.
     const handle = env.client.workflow.getHandle(workflowId);
     const runBefore = (await handle.describe()).runId;
@@ -221,7 +230,7 @@ describe('webhooks delivered out of order and twice, through the API', () => {
     const carried = defaultPayloadConverter.fromPayload<ChargeContinuation>(
       payloads[1] as temporal.api.common.v1.IPayload,
     );
-    expect([...carried.state.seenEvents].sort()).toEqual([...eventIds].sort());
+    expect([...carried.state.seenEvents].sort()).toEqual([...new Set(signalledIds)].sort());
     expect(carried.state.view).toMatchObject({ amountCaptured: 1_000, amountRefunded: 300, status: 'succeeded' });
   });
 });
