@@ -9,6 +9,7 @@
 import { type TestWorkflowEnvironment } from '@temporalio/testing';
 import { paymentQuery, refundUpdate, webhookSignal } from '../../src/domain/definitions';
 import { ErrorType } from '../../src/domain/errors';
+import { reconcileWorkflowId } from '../../src/domain/ids';
 import { startDevServer } from '../../scripts/lib/dev-server';
 import { carriedChargeState, runChain } from '../helpers/history';
 import { type Bench, chargeRequest, startBench } from '../helpers/payments';
@@ -96,3 +97,64 @@ it('continues as new past the suggested history size and keeps its state, dedup 
     expect((await latest.query(paymentQuery)).amountRefunded).toBe(10_000);
   });
 });
+
+it('continues as new while unknown (its reconcile gone, waiting for the sweep), and stays unknown in the new run', async () => {
+  const b = (bench = await startBench(env));
+  await b.run(async () => {
+    // Another payment, made first: its events are foreign to the one under test.
+    const other = await startCharge(b, b.input(chargeRequest()));
+    const foreign = await b.provider.getPayment(other.view.providerPaymentId as string);
+    if (!foreign) throw new Error('simulator lost the payment');
+    const input = b.input(chargeRequest(), {
+      retry: { create: { initialIntervalMs: 100, maximumIntervalMs: 200, attemptTimeoutMs: 4_000, budgetMs: 8_000 } },
+      timings: { reconcileScheduleMs: [3_600_000] },
+    });
+    // Every create is reset before it commits: the outcome is unknown, a reconcile starts and waits an hour.
+    b.sim.addFaults({
+      rules: [{ match: { operation: 'create', reference: input.request.orderId }, fault: 'reset_before_commit' }],
+    });
+    const { handle } = await startCharge(b, input);
+    const reconcile = b.env.client.workflow.getHandle(reconcileWorkflowId(input.merchantId, 'create', input.key));
+    const deadline = Date.now() + 20_000;
+    while (
+      (await reconcile.describe().then(
+        (d) => d.status.name,
+        () => '',
+      )) !== 'RUNNING' &&
+      Date.now() < deadline
+    )
+      await new Promise((r) => setTimeout(r, 100));
+    const firstRunId = (await handle.describe()).runId;
+    await reconcile.terminate('lost reconcile');
+    // Events about other payments change nothing but history: the run grows past the threshold while unknown.
+    for (let i = 0; i < 20; i++) {
+      await handle.signal(webhookSignal, {
+        eventId: `evt_foreign_${i}`,
+        type: 'payment.succeeded',
+        created: foreign.created,
+        payment: foreign,
+      });
+    }
+    const chain = await eventuallyValue(async () => {
+      const runs = await runChain(b.env.client, handle.workflowId, firstRunId);
+      return runs.length > 1 ? runs : undefined;
+    });
+    expect(chain.length).toBeGreaterThan(1);
+    const after = await b.env.client.workflow.getHandle(handle.workflowId).query(paymentQuery);
+    expect(after.status).toBe('unknown');
+    expect(after.unknownSince).toBeDefined();
+    expect(after.providerPaymentId).toBeUndefined();
+    expect(effectsOf(b, 'create').filter((e) => e.reference === input.request.orderId)).toHaveLength(0);
+  });
+});
+
+/** Polls until `probe` answers a value (bounded: 20 s). */
+async function eventuallyValue<T>(probe: () => Promise<T | undefined>): Promise<T> {
+  const deadline = Date.now() + 20_000;
+  for (;;) {
+    const value = await probe();
+    if (value !== undefined) return value;
+    if (Date.now() > deadline) throw new Error('timed out');
+    await new Promise((r) => setTimeout(r, 200));
+  }
+}
