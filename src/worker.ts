@@ -3,16 +3,26 @@
  * provider's own task queue (bulkheads: a slow provider exhausts only its own slots).
  */
 import { Client } from '@temporalio/client';
-import { NativeConnection, Worker, type WorkerOptions } from '@temporalio/worker';
+import type { DataConverter } from '@temporalio/common';
+import { NativeConnection, Runtime, Worker, type WorkerOptions } from '@temporalio/worker';
+import { Registry, collectDefaultMetrics } from 'prom-client';
 import pino, { type Logger } from 'pino';
 import { type Activities, type CircuitBreaker, InMemoryCircuitBreaker, createActivities } from './activities';
 import { type SweepActivities, createSweepActivities } from './activities/sweep';
-import { loadConfig } from './config';
+import { encryptingDataConverter } from './codec';
+import { type Config, loadConfig } from './config';
 import { providerTaskQueue } from './domain/ids';
 import { connectionOptions } from './temporal-connection';
 import { createProvider } from './providers';
 import type { PaymentProvider } from './providers/types';
 import { ensureSweepSchedule } from './schedules';
+import { parseListenAddress, serveMetrics } from './metrics/serve';
+import {
+  type WorkerMetrics,
+  createWorkerMetrics,
+  paymentSinks,
+  providerCallInterceptor,
+} from './metrics/worker-metrics';
 
 export interface WorkerSetup {
   readonly connection: NativeConnection;
@@ -27,6 +37,10 @@ export interface WorkerSetup {
   /** Per-provider circuit breaker; default one in-memory breaker for this process. */
   readonly breaker?: CircuitBreaker;
   readonly maxConcurrentActivityTaskExecutions?: number;
+  /** Payload encryption (src/codec); default none. Clients of the same workflows must use the same one. */
+  readonly dataConverter?: DataConverter;
+  /** Where provider calls and reconciles are counted; default a registry of their own. */
+  readonly metrics?: WorkerMetrics;
 }
 
 /** Builds the workflow worker and one activity worker per provider. */
@@ -36,6 +50,12 @@ export async function createWorkers(setup: WorkerSetup): Promise<Worker[]> {
     ...createActivities({ providers: setup.providers, logger: setup.logger, breaker }),
     ...setup.activities,
   };
+  const metrics = setup.metrics ?? createWorkerMetrics(new Registry());
+  // Metrics and encryption: the same on every worker of the process.
+  const common = {
+    ...(setup.dataConverter === undefined ? {} : { dataConverter: setup.dataConverter }),
+    interceptors: { activity: [providerCallInterceptor(metrics)] },
+  };
   const workflowWorker = await Worker.create({
     connection: setup.connection,
     namespace: setup.namespace,
@@ -43,6 +63,8 @@ export async function createWorkers(setup: WorkerSetup): Promise<Worker[]> {
     ...setup.workflows,
     // Local activities (describeProvider) run here, beside the workflows.
     activities,
+    ...common,
+    sinks: paymentSinks(metrics),
   });
   const providerWorkers = await Promise.all(
     Object.keys(setup.providers).map((name) =>
@@ -51,6 +73,7 @@ export async function createWorkers(setup: WorkerSetup): Promise<Worker[]> {
         namespace: setup.namespace,
         taskQueue: providerTaskQueue(setup.taskQueue, name),
         activities,
+        ...common,
         maxConcurrentActivityTaskExecutions: setup.maxConcurrentActivityTaskExecutions ?? 50,
       }),
     ),
@@ -63,9 +86,38 @@ export async function runWorkers(workers: Worker[]): Promise<void> {
   await Promise.all(workers.map((w) => w.run()));
 }
 
+/**
+ * The SDK runtime's Prometheus exporter (before anything creates the runtime) and our registry's HTTP endpoint.
+ * Answers the metrics, the endpoint to close, and the URLs for the start-up line.
+ */
+async function installMetrics(config: Config, breaker: InMemoryCircuitBreaker, providers: readonly string[]) {
+  if (config.SDK_METRICS_ADDRESS !== 'off') {
+    Runtime.install({ telemetryOptions: { metrics: { prometheus: { bindAddress: config.SDK_METRICS_ADDRESS } } } });
+  }
+  const registry = new Registry();
+  collectDefaultMetrics({ register: registry });
+  const metrics = createWorkerMetrics(registry, { providers, state: (p) => breaker.state(p).kind });
+  const server =
+    config.WORKER_METRICS_ADDRESS === 'off'
+      ? undefined
+      : await serveMetrics(
+          registry,
+          parseListenAddress(config.WORKER_METRICS_ADDRESS).host,
+          parseListenAddress(config.WORKER_METRICS_ADDRESS).port,
+        );
+  const urls = {
+    sdkMetrics: config.SDK_METRICS_ADDRESS === 'off' ? 'off' : `http://${config.SDK_METRICS_ADDRESS}/metrics`,
+    metrics: server?.url ?? 'off',
+  };
+  return { metrics, server, urls };
+}
+
 async function main() {
   const config = loadConfig();
   const logger = pino({ level: config.LOG_LEVEL, base: { component: 'worker' } });
+  const breaker = new InMemoryCircuitBreaker();
+  const observed = await installMetrics(config, breaker, config.providers);
+  const dataConverter = encryptingDataConverter(config.payloadKeys);
   const connection = await NativeConnection.connect(connectionOptions(config));
   const providers = {
     simulator: createProvider(
@@ -81,7 +133,7 @@ async function main() {
     ),
   };
   // The sweep's activities query visibility and signal payments: a client over the worker's own connection.
-  const client = new Client({ connection, namespace: config.TEMPORAL_NAMESPACE });
+  const client = new Client({ connection, namespace: config.TEMPORAL_NAMESPACE, dataConverter });
   const workers = await createWorkers({
     connection,
     namespace: config.TEMPORAL_NAMESPACE,
@@ -92,6 +144,9 @@ async function main() {
       ? { workflowBundle: { codePath: process.env.WORKFLOW_BUNDLE_PATH } }
       : { workflowsPath: require.resolve('./workflows') },
     activities: createSweepActivities({ client, logger }),
+    breaker,
+    dataConverter,
+    metrics: observed.metrics,
   });
   const sweep = await ensureSweepSchedule(client, {
     taskQueue: config.TASK_QUEUE,
@@ -101,10 +156,11 @@ async function main() {
     providers: Object.keys(providers),
   });
   logger.info(sweep, 'reconcile sweep schedule');
-  logger.info({ taskQueue: config.TASK_QUEUE, providers: Object.keys(providers) }, 'worker running');
+  logger.info({ taskQueue: config.TASK_QUEUE, providers: Object.keys(providers), ...observed.urls }, 'worker running');
   try {
     await runWorkers(workers);
   } finally {
+    await observed.server?.close();
     await connection.close();
   }
 }

@@ -9,6 +9,7 @@ import {
   getExternalWorkflowHandle,
   log,
   patched,
+  setCurrentDetails,
   setHandler,
   startChild,
   upsertSearchAttributes,
@@ -32,6 +33,7 @@ import { captureWorkflowId, reconcileWorkflowId, refundWorkflowId } from '../dom
 import type { ReconcileInput, ReconcileResult } from '../domain/operations';
 import type { PaymentStatus, PaymentView } from '../domain/payment';
 import { MerchantIdAttr, OrderIdAttr, PaymentStatusAttr, ProviderAttr } from '../domain/search-attributes';
+import { paymentCurrentDetails } from '../domain/summaries';
 import type { ChargeWorkflowInput } from '../domain/workflow-inputs';
 import type { ProviderCapabilities, ProviderPayment } from '../providers/types';
 import { describeProvider, paymentMetadata, providerActivities } from './activity-options';
@@ -87,6 +89,8 @@ export async function chargeWorkflow(input: ChargeWorkflowInput, carried?: Charg
   };
 
   const publish = () => {
+    // The web UI's "current details": a query answer, no command, so no patch is needed.
+    setCurrentDetails(paymentCurrentDetails(state.view));
     if (patched(PUBLISH_ON_CHANGE) && publishedStatus === state.view.status) return;
     publishedStatus = state.view.status;
     upsertSearchAttributes([{ key: PaymentStatusAttr, value: state.view.status }]);
@@ -114,6 +118,7 @@ export async function chargeWorkflow(input: ChargeWorkflowInput, carried?: Charg
   };
 
   setHandler(paymentQuery, () => state.view);
+  setCurrentDetails(paymentCurrentDetails(state.view));
 
   setHandler(
     submitUpdate,
