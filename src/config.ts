@@ -139,6 +139,19 @@ export const developmentDefaults = {
   PAYLOAD_KEYS: 'dev1:cGF5bWVudC13b3JrZmxvd3MtZGV2LWtleS0zMmJ5dGU=',
 } as const;
 
+/** `http://127.0.0.1:8233,http://localhost:8233`: browser origins (scheme://host[:port]), comma separated. */
+const originList = z
+  .string()
+  .transform((v) =>
+    v
+      .split(',')
+      .map((part) => part.trim())
+      .filter((part) => part.length > 0),
+  )
+  .pipe(
+    z.array(z.string().regex(/^https?:\/\/[^/\s]+$/, { message: 'each origin must be scheme://host[:port], no path' })),
+  );
+
 /** `host:port` to listen on, or `off`. */
 const listenAddress = z.union([z.literal('off'), hostPort]);
 
@@ -193,7 +206,7 @@ const EnvSchema = z.object({
   /** Payload encryption keys, `kid:base64(32 bytes)` comma separated; the first encrypts, all decrypt (src/codec). */
   PAYLOAD_KEYS: z.string().optional(),
   /** The web UI origins allowed to call the codec endpoints (CORS), comma separated. */
-  CODEC_CORS_ORIGINS: merchantList.default(['http://127.0.0.1:8233', 'http://localhost:8233']),
+  CODEC_CORS_ORIGINS: originList.default(['http://127.0.0.1:8233', 'http://localhost:8233']),
   /** The worker's own metrics (prom-client) at http://<address>/metrics, or `off`. */
   WORKER_METRICS_ADDRESS: listenAddress.default('127.0.0.1:9465'),
   /** The Temporal SDK runtime's metrics (Prometheus exporter) at http://<address>/metrics, or `off`. */

@@ -4,18 +4,19 @@
  */
 import { Client } from '@temporalio/client';
 import type { DataConverter } from '@temporalio/common';
-import { NativeConnection, Runtime, Worker, type WorkerOptions } from '@temporalio/worker';
+import { NativeConnection, Worker, type WorkerOptions } from '@temporalio/worker';
 import { Registry, collectDefaultMetrics } from 'prom-client';
-import pino, { type Logger } from 'pino';
+import pino, { type Logger as PinoLogger } from 'pino';
 import { type Activities, type CircuitBreaker, InMemoryCircuitBreaker, createActivities } from './activities';
 import { type SweepActivities, createSweepActivities } from './activities/sweep';
 import { encryptingDataConverter } from './codec';
-import { type Config, loadConfig } from './config';
+import { loadConfig } from './config';
 import { providerTaskQueue } from './domain/ids';
 import { connectionOptions } from './temporal-connection';
 import { createProvider } from './providers';
 import type { PaymentProvider } from './providers/types';
 import { ensureSweepSchedule } from './schedules';
+import { installWorkerRuntime } from './metrics/runtime';
 import { parseListenAddress, serveMetrics } from './metrics/serve';
 import {
   type WorkerMetrics,
@@ -29,7 +30,7 @@ export interface WorkerSetup {
   readonly namespace: string;
   readonly taskQueue: string;
   readonly providers: Readonly<Record<string, PaymentProvider>>;
-  readonly logger: Logger;
+  readonly logger: PinoLogger;
   /** A prebuilt bundle (production) or the path to bundle at start-up (development, tests). */
   readonly workflows: Pick<WorkerOptions, 'workflowBundle'> | Pick<WorkerOptions, 'workflowsPath'>;
   /** Extra activities (e.g. the sweep's visibility queries) registered beside the provider activities. */
@@ -86,37 +87,19 @@ export async function runWorkers(workers: Worker[]): Promise<void> {
   await Promise.all(workers.map((w) => w.run()));
 }
 
-/**
- * The SDK runtime's Prometheus exporter (before anything creates the runtime) and our registry's HTTP endpoint.
- * Answers the metrics, the endpoint to close, and the URLs for the start-up line.
- */
-async function installMetrics(config: Config, breaker: InMemoryCircuitBreaker, providers: readonly string[]) {
-  if (config.SDK_METRICS_ADDRESS !== 'off') {
-    Runtime.install({ telemetryOptions: { metrics: { prometheus: { bindAddress: config.SDK_METRICS_ADDRESS } } } });
-  }
+/** Our registry (WORKER_METRICS_ADDRESS); the breaker gauge reads the process's breaker on each scrape. */
+function workerMetrics(breaker: InMemoryCircuitBreaker, providers: readonly string[]): WorkerMetrics {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
-  const metrics = createWorkerMetrics(registry, { providers, state: (p) => breaker.state(p).kind });
-  const server =
-    config.WORKER_METRICS_ADDRESS === 'off'
-      ? undefined
-      : await serveMetrics(
-          registry,
-          parseListenAddress(config.WORKER_METRICS_ADDRESS).host,
-          parseListenAddress(config.WORKER_METRICS_ADDRESS).port,
-        );
-  const urls = {
-    sdkMetrics: config.SDK_METRICS_ADDRESS === 'off' ? 'off' : `http://${config.SDK_METRICS_ADDRESS}/metrics`,
-    metrics: server?.url ?? 'off',
-  };
-  return { metrics, server, urls };
+  return createWorkerMetrics(registry, { providers, state: (p) => breaker.state(p).kind });
 }
 
 async function main() {
   const config = loadConfig();
   const logger = pino({ level: config.LOG_LEVEL, base: { component: 'worker' } });
+  installWorkerRuntime(config);
   const breaker = new InMemoryCircuitBreaker();
-  const observed = await installMetrics(config, breaker, config.providers);
+  const metrics = workerMetrics(breaker, config.providers);
   const dataConverter = encryptingDataConverter(config.payloadKeys);
   const connection = await NativeConnection.connect(connectionOptions(config));
   const providers = {
@@ -146,7 +129,7 @@ async function main() {
     activities: createSweepActivities({ client, logger }),
     breaker,
     dataConverter,
-    metrics: observed.metrics,
+    metrics,
   });
   const sweep = await ensureSweepSchedule(client, {
     taskQueue: config.TASK_QUEUE,
@@ -156,11 +139,29 @@ async function main() {
     providers: Object.keys(providers),
   });
   logger.info(sweep, 'reconcile sweep schedule');
-  logger.info({ taskQueue: config.TASK_QUEUE, providers: Object.keys(providers), ...observed.urls }, 'worker running');
+  // Served once the workers exist: `npm start` takes the endpoint's first answer as "worker ready".
+  const metricsServer =
+    config.WORKER_METRICS_ADDRESS === 'off'
+      ? undefined
+      : await serveMetrics(
+          metrics.registry,
+          parseListenAddress(config.WORKER_METRICS_ADDRESS).host,
+          parseListenAddress(config.WORKER_METRICS_ADDRESS).port,
+        );
+  const sdkMetrics = config.SDK_METRICS_ADDRESS === 'off' ? 'off' : `http://${config.SDK_METRICS_ADDRESS}/metrics`;
+  logger.info(
+    {
+      taskQueue: config.TASK_QUEUE,
+      providers: Object.keys(providers),
+      metrics: metricsServer?.url ?? 'off',
+      sdkMetrics,
+    },
+    'worker running',
+  );
   try {
     await runWorkers(workers);
   } finally {
-    await observed.server?.close();
+    await metricsServer?.close();
     await connection.close();
   }
 }

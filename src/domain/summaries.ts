@@ -107,11 +107,12 @@ const operationVerb: Readonly<Record<ProviderOperation, string>> = {
 export const activitySummary = (operation: ProviderOperation, provider: string): string =>
   `${operationVerb[operation]} at ${provider}`;
 
-/** `30 s`, `2 min`, `1.5 h`: a wait as an operator reads it. */
+/** `30 s`, `2 min`, `1.5 h`, `30 d`: a wait as an operator reads it. */
 export function formatWait(ms: number): string {
   if (ms < 60_000) return `${Math.round(ms / 100) / 10} s`;
   if (ms < 3_600_000) return `${Math.round(ms / 6_000) / 10} min`;
-  return `${Math.round(ms / 360_000) / 10} h`;
+  if (ms < 2 * 86_400_000) return `${Math.round(ms / 360_000) / 10} h`;
+  return `${Math.round(ms / 8_640_000) / 10} d`;
 }
 
 /** A reconcile timer's summary: `wait for a webhook or re-check create in 30 s`. */

@@ -33,7 +33,7 @@ import { captureWorkflowId, reconcileWorkflowId, refundWorkflowId } from '../dom
 import type { ReconcileInput, ReconcileResult } from '../domain/operations';
 import type { PaymentStatus, PaymentView } from '../domain/payment';
 import { MerchantIdAttr, OrderIdAttr, PaymentStatusAttr, ProviderAttr } from '../domain/search-attributes';
-import { paymentCurrentDetails } from '../domain/summaries';
+import { formatWait, paymentCurrentDetails } from '../domain/summaries';
 import type { ChargeWorkflowInput } from '../domain/workflow-inputs';
 import type { ProviderCapabilities, ProviderPayment } from '../providers/types';
 import { describeProvider, paymentMetadata, providerActivities } from './activity-options';
@@ -124,7 +124,9 @@ export async function chargeWorkflow(input: ChargeWorkflowInput, carried?: Charg
     submitUpdate,
     async () => {
       // Early answer: the first provider call's result, or the pending view after a short wait (then 202).
-      await condition(() => state.firstCallSettled, timings.submitWaitMs);
+      await condition(() => state.firstCallSettled, timings.submitWaitMs, {
+        summary: `answer the caller within ${formatWait(timings.submitWaitMs)} (else 202)`,
+      });
       return state.view;
     },
     {
@@ -502,7 +504,9 @@ export async function chargeWorkflow(input: ChargeWorkflowInput, carried?: Charg
         await lock.run(() => voidExpiredAuthorization());
         continue;
       }
-      await condition(() => state.view.status !== 'authorized' || workflowInfo().continueAsNewSuggested, remaining);
+      await condition(() => state.view.status !== 'authorized' || workflowInfo().continueAsNewSuggested, remaining, {
+        summary: `wait for a capture, void when the authorization expires in ${formatWait(remaining)}`,
+      });
     } else if (status === 'succeeded') {
       state.refundWindowEndsAtMs ??= Date.now() + timings.refundWindowMs;
       const remaining = state.refundWindowEndsAtMs - Date.now();
@@ -511,7 +515,9 @@ export async function chargeWorkflow(input: ChargeWorkflowInput, carried?: Charg
         // Past the window with a refund still open: only its end can change anything, so wait without a timer.
         await condition(() => !hasRunningOperation(state) || workflowInfo().continueAsNewSuggested);
       } else {
-        await condition(() => state.view.status !== 'succeeded' || workflowInfo().continueAsNewSuggested, remaining);
+        await condition(() => state.view.status !== 'succeeded' || workflowInfo().continueAsNewSuggested, remaining, {
+          summary: `accept refunds until the refund window closes in ${formatWait(remaining)}`,
+        });
       }
     } else if (isClosedStatus(status) || status === 'pending') {
       break;

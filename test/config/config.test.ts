@@ -171,6 +171,18 @@ describe('loadConfig', () => {
     expect(c.OPERATOR_TOKENS).toEqual([]);
   });
 
+  it('reads the codec CORS origins and the metrics addresses', () => {
+    const c = loadConfig({
+      CODEC_CORS_ORIGINS: 'http://127.0.0.1:18233, https://ui.example.com',
+      WORKER_METRICS_ADDRESS: '0.0.0.0:9100',
+      SDK_METRICS_ADDRESS: 'off',
+    });
+    expect(c.CODEC_CORS_ORIGINS).toEqual(['http://127.0.0.1:18233', 'https://ui.example.com']);
+    expect([c.WORKER_METRICS_ADDRESS, c.SDK_METRICS_ADDRESS]).toEqual(['0.0.0.0:9100', 'off']);
+    expect(failingVariables({ CODEC_CORS_ORIGINS: 'http://ui.example.com/path' })).toEqual(['CODEC_CORS_ORIGINS']);
+    expect(failingVariables({ SDK_METRICS_ADDRESS: '9464' })).toEqual(['SDK_METRICS_ADDRESS']);
+  });
+
   it('refuses PAYLOAD_KEYS that do not parse, naming the variable', () => {
     expect(failingVariables({ PAYLOAD_KEYS: 'k1:c2hvcnQ=' })).toEqual(['PAYLOAD_KEYS']);
   });

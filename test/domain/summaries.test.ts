@@ -48,4 +48,5 @@ it('names activities and waits as an operator reads them', () => {
   expect(formatWait(30_000)).toBe('30 s');
   expect(formatWait(120_000)).toBe('2 min');
   expect(formatWait(21_600_000)).toBe('6 h');
+  expect(formatWait(30 * 86_400_000)).toBe('30 d');
 });
