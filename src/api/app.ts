@@ -21,6 +21,7 @@ import { type ApiMetrics, createApiMetrics, registerRequestMetrics } from '../me
 import { type OperatorTokenEntry, type Role, type TokenEntry, createTokenVerifier } from './auth';
 import { errorBody, handleError } from './errors';
 import { registerRequestLog } from './request-log';
+import { describeHeadersAndErrors } from './openapi';
 import { codecRoutes } from './routes/codec';
 import { paymentRoutes } from './routes/payments';
 import { reviewItemRoutes } from './routes/review-items';
@@ -111,7 +112,10 @@ export async function buildApi({ client, config, logger, ...deps }: ApiDeps): Pr
       security: [{ bearerAuth: [] }],
     },
     transform: createJsonSchemaTransform({ schemaRegistry: registry }),
-    transformObject: createJsonSchemaTransformObject({ schemaRegistry: registry }),
+    transformObject: (input) =>
+      describeHeadersAndErrors(
+        createJsonSchemaTransformObject({ schemaRegistry: registry })(input) as unknown as Record<string, unknown>,
+      ) as unknown as ReturnType<ReturnType<typeof createJsonSchemaTransformObject>>,
   });
 
   const principalOf = createTokenVerifier(config.API_TOKENS, config.OPERATOR_TOKENS ?? []);
