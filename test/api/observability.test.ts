@@ -192,9 +192,11 @@ describe('the payment tells its story', () => {
     expect(metadata.currentDetails).toContain('captured EUR 10.00');
 
     const history = await handle.fetchHistory();
-    const scheduled = history.events?.find((e) => e.activityTaskScheduledEventAttributes)?.userMetadata?.summary;
-    const [summary] = await codec.decode([scheduled!]);
+    const create = history.events?.find((e) => e.activityTaskScheduledEventAttributes);
+    const [summary] = await codec.decode([create!.userMetadata!.summary!]);
     expect(defaultPayloadConverter.fromPayload(summary!)).toBe('create payment at simulator');
+    // The bulkhead: the provider call runs on the provider's own task queue.
+    expect(create?.activityTaskScheduledEventAttributes?.taskQueue?.name).toBe(`${h.taskQueue}.provider.simulator`);
   });
 });
 
