@@ -38,7 +38,11 @@ export interface WorkerMetrics {
 /** Registers the worker's metrics on `registry`; `breakerState` (optional) feeds the breaker gauge on each scrape. */
 export function createWorkerMetrics(
   registry: Registry,
-  breakerState?: { readonly providers: readonly string[]; state(provider: string): BreakerStateName },
+  breakerState?: {
+    readonly providers: readonly string[];
+    /** May be async: a shared store (Redis) is read on each scrape. */
+    state(provider: string): BreakerStateName | Promise<BreakerStateName>;
+  },
 ): WorkerMetrics {
   const registers = [registry];
   const metrics: WorkerMetrics = {
@@ -82,9 +86,9 @@ export function createWorkerMetrics(
       help: 'Circuit breaker state per provider: 1 for the current state, 0 for the others',
       labelNames: ['provider', 'state'],
       registers,
-      collect() {
+      async collect() {
         for (const provider of breakerState.providers) {
-          const current = breakerState.state(provider);
+          const current = await breakerState.state(provider);
           for (const s of ['closed', 'open', 'half_open'] as const)
             this.set({ provider, state: s }, s === current ? 1 : 0);
         }
