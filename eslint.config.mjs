@@ -40,6 +40,10 @@ export default tseslint.config(
               message: 'Import activities as types only.',
             },
             {
+              group: ['**/codec', '**/codec/*', '**/metrics/*', 'prom-client'],
+              message: 'Encryption and metrics run in the worker, outside the workflow sandbox (sinks report from it).',
+            },
+            {
               group: ['@temporalio/client', '@temporalio/worker', '@temporalio/activity'],
               message: 'Not available inside the workflow sandbox.',
             },

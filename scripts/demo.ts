@@ -147,6 +147,21 @@ async function main(): Promise<void> {
       `  ${status.padEnd(13)} ${UI}/namespaces/${config.TEMPORAL_NAMESPACE}/workflows?query=${encodeURIComponent(`PaymentStatus="${status}"`)}`,
     );
   }
+  await showProviderCalls();
+}
+
+/** The worker's provider-call counters: the 503-then-success charge shows as an original attempt and a retry. */
+async function showProviderCalls(): Promise<void> {
+  if (config.WORKER_METRICS_ADDRESS === 'off') return;
+  const url = `http://${config.WORKER_METRICS_ADDRESS}/metrics`;
+  try {
+    const text = await (await fetch(url, { signal: AbortSignal.timeout(5_000) })).text();
+    console.log(`\nProvider calls counted by the worker (${url}):`);
+    for (const line of text.split('\n').filter((l) => l.startsWith('payments_provider_calls_total{')))
+      console.log(`  ${line.replace('payments_provider_calls_total', '')}`);
+  } catch (err) {
+    console.log(`\n(worker metrics at ${url} not reachable: ${err instanceof Error ? err.message : String(err)})`);
+  }
 }
 
 /** Polls a status list (visibility is eventually consistent) until it shows `key`; bounded. */

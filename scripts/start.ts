@@ -20,6 +20,11 @@ const temporalPort = Number(process.env.TEMPORAL_PORT ?? 7233);
 const uiPort = Number(process.env.TEMPORAL_UI_PORT ?? 8233);
 const simulatorPort = Number(process.env.SIMULATOR_PORT ?? 4010);
 const apiPort = Number(process.env.PORT ?? 3000);
+/** The worker's metrics (ours, then the SDK runtime's): `host:port` or `off`, as src/config.ts reads them. */
+const workerMetricsAddress = process.env.WORKER_METRICS_ADDRESS ?? `${HOST}:9465`;
+const sdkMetricsAddress = process.env.SDK_METRICS_ADDRESS ?? `${HOST}:9464`;
+const portOf = (address: string) =>
+  address === 'off' ? undefined : Number(address.slice(address.lastIndexOf(':') + 1));
 
 interface Component {
   readonly name: string;
@@ -37,7 +42,14 @@ const components: Component[] = [
     port: simulatorPort,
     ready: `http://${HOST}:${simulatorPort}/_sim/health`,
   },
-  { name: 'worker', entry: 'src/worker.ts' },
+  // The worker serves its metrics once its workers exist: the first answer means ready.
+  {
+    name: 'worker',
+    entry: 'src/worker.ts',
+    ...(workerMetricsAddress === 'off'
+      ? {}
+      : { port: portOf(workerMetricsAddress), ready: `http://${workerMetricsAddress}/metrics` }),
+  },
   { name: 'api', entry: 'src/api/main.ts', port: apiPort, ready: `http://${HOST}:${apiPort}/healthz` },
 ];
 
@@ -137,6 +149,8 @@ async function main() {
   await assertPortFree(temporalPort, 'Temporal frontend');
   await assertPortFree(uiPort, 'Temporal web UI');
   for (const c of components) if (c.port) await assertPortFree(c.port, c.name);
+  const sdkMetricsPort = portOf(sdkMetricsAddress);
+  if (sdkMetricsPort) await assertPortFree(sdkMetricsPort, 'worker SDK metrics');
 
   // TEMPORAL_DB_FILE: another SQLite file for the dev server's state (e.g. a test's temp dir).
   const dbFilename = process.env.TEMPORAL_DB_FILE
@@ -144,6 +158,10 @@ async function main() {
     : path.join(DEFAULT_CACHE_DIR, 'dev-server.sqlite');
   mkdirSync(path.dirname(dbFilename), { recursive: true });
   const shownDb = dbFilename.startsWith(PROJECT_ROOT + path.sep) ? path.relative(PROJECT_ROOT, dbFilename) : dbFilename;
+  const [operatorForUi] = config.OPERATOR_TOKENS;
+  const codecEndpoint = operatorForUi
+    ? `http://${HOST}:${apiPort}/codec/operator/${encodeURIComponent(operatorForUi.token)}`
+    : undefined;
   log(`Starting the Temporal dev server (state in ${shownDb})...`);
   const started = Date.now();
   const temporal = await startDevServer({
@@ -153,6 +171,8 @@ async function main() {
     uiPort,
     dbFilename,
     log: { format: 'pretty', level: 'warn' },
+    // The web UI decodes payloads through the API's codec endpoint (it cannot send our bearer token: path token).
+    ...(codecEndpoint ? { extraArgs: ['--ui-codec-endpoint', codecEndpoint] } : {}),
   });
   log(`Temporal dev server up in ${((Date.now() - started) / 1000).toFixed(1)} s`);
 
@@ -163,6 +183,11 @@ async function main() {
     SIMULATOR_PORT: String(simulatorPort),
     SIMULATOR_URL: process.env.SIMULATOR_URL ?? `http://${HOST}:${simulatorPort}`,
     PORT: String(apiPort),
+    // Quiet by default: each component's warnings and errors, and one "ready" line from here.
+    LOG_LEVEL: process.env.LOG_LEVEL ?? 'warn',
+    WORKER_METRICS_ADDRESS: workerMetricsAddress,
+    SDK_METRICS_ADDRESS: sdkMetricsAddress,
+    CODEC_CORS_ORIGINS: process.env.CODEC_CORS_ORIGINS ?? `http://${HOST}:${uiPort},http://localhost:${uiPort}`,
   };
   const children: { c: Component; child: ChildProcess }[] = [];
   let stopping = false;
@@ -191,6 +216,7 @@ async function main() {
       });
       if (c.ready) await waitReady(c.name, c.ready, child);
       if (c.name === 'simulator') await configureSimulatorMerchant(config);
+      log(`${c.name} ready${c.ready ? ` (${c.ready})` : ''}`);
     }
   } catch (err) {
     // Never leave a half-started stack behind: whatever did start is stopped again.
@@ -205,6 +231,13 @@ async function main() {
   log(`Temporal frontend:     ${HOST}:${temporalPort} (namespace default)`);
   log(`Provider simulator:    http://${HOST}:${simulatorPort}`);
   log(`Payments API:          http://${HOST}:${apiPort}  (OpenAPI: http://${HOST}:${apiPort}/openapi.json)`);
+  log(
+    `Metrics:               http://${HOST}:${apiPort}/metrics (API), ` +
+      `${workerMetricsAddress === 'off' ? 'off' : `http://${workerMetricsAddress}/metrics`} (worker), ` +
+      `${sdkMetricsAddress === 'off' ? 'off' : `http://${sdkMetricsAddress}/metrics`} (Temporal SDK)`,
+  );
+  if (codecEndpoint)
+    log(`Codec endpoint:        http://${HOST}:${apiPort}/codec (the web UI decodes payloads with it)`);
   if (token) {
     log(`Dev token (merchant ${token.merchantId}): ${token.token}`);
     log('First payment:');

@@ -3,6 +3,7 @@
  * tests pass a plain object. Defaults suit development; with `NODE_ENV=production` the secrets must be set explicitly.
  */
 import { z } from 'zod';
+import { type PayloadKeys, PayloadKeysError, parsePayloadKeys } from './codec';
 import { MerchantId } from './domain/payment';
 import {
   ProviderOperation,
@@ -134,7 +135,25 @@ export const developmentDefaults = {
   API_TOKENS: 'dev_merchant:pw_dev_token_change_me',
   OPERATOR_TOKENS: 'dev_operator:pw_dev_operator_token_change_me',
   WEBHOOK_SECRET: 'whsec_dev_payment_workflows',
+  /** A fixed development key (base64 of 32 bytes): anyone with this repository can decrypt what it encrypted. */
+  PAYLOAD_KEYS: 'dev1:cGF5bWVudC13b3JrZmxvd3MtZGV2LWtleS0zMmJ5dGU=',
 } as const;
+
+/** `http://127.0.0.1:8233,http://localhost:8233`: browser origins (scheme://host[:port]), comma separated. */
+const originList = z
+  .string()
+  .transform((v) =>
+    v
+      .split(',')
+      .map((part) => part.trim())
+      .filter((part) => part.length > 0),
+  )
+  .pipe(
+    z.array(z.string().regex(/^https?:\/\/[^/\s]+$/, { message: 'each origin must be scheme://host[:port], no path' })),
+  );
+
+/** `host:port` to listen on, or `off`. */
+const listenAddress = z.union([z.literal('off'), hostPort]);
 
 const EnvSchema = z.object({
   NODE_ENV: z.string().optional(),
@@ -203,6 +222,14 @@ const EnvSchema = z.object({
   BREAKER_PROBE_TIMEOUT_MS: ms.optional(),
   /** Up to this much random delay on top of every breaker refusal, so the waiting writes do not return together. */
   BREAKER_JITTER_MS: wholeNumber(0, 600_000).default(1_000),
+  /** Payload encryption keys, `kid:base64(32 bytes)` comma separated; the first encrypts, all decrypt (src/codec). */
+  PAYLOAD_KEYS: z.string().optional(),
+  /** The web UI origins allowed to call the codec endpoints (CORS), comma separated. */
+  CODEC_CORS_ORIGINS: originList.default(['http://127.0.0.1:8233', 'http://localhost:8233']),
+  /** The worker's own metrics (prom-client) at http://<address>/metrics, or `off`. */
+  WORKER_METRICS_ADDRESS: listenAddress.default('127.0.0.1:9465'),
+  /** The Temporal SDK runtime's metrics (Prometheus exporter) at http://<address>/metrics, or `off`. */
+  SDK_METRICS_ADDRESS: listenAddress.default('127.0.0.1:9464'),
 });
 
 /** `PROVIDER_<NAME>_MAX_RPS` / `PROVIDER_<NAME>_MAX_CONCURRENCY`: per-provider activity limits. */
@@ -232,8 +259,16 @@ type Env = z.output<typeof EnvSchema>;
 /** The validated configuration: every variable under its own name, parsed, plus what is derived from them. */
 export type Config = Omit<
   Env,
-  'SIMULATOR_URL' | 'PROVIDER_API_KEY' | 'API_TOKENS' | 'OPERATOR_TOKENS' | 'WEBHOOK_SECRET' | 'SWEEP_LOOKBACK_MS'
+  | 'SIMULATOR_URL'
+  | 'PROVIDER_API_KEY'
+  | 'API_TOKENS'
+  | 'OPERATOR_TOKENS'
+  | 'WEBHOOK_SECRET'
+  | 'SWEEP_LOOKBACK_MS'
+  | 'PAYLOAD_KEYS'
 > & {
+  /** The payload encryption keys (`PAYLOAD_KEYS`, parsed). */
+  readonly payloadKeys: PayloadKeys;
   readonly SIMULATOR_URL: string;
   readonly SWEEP_LOOKBACK_MS: number;
   readonly PROVIDER_API_KEY: string;
@@ -311,7 +346,7 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>> = p
       providerLimits[name] = { ...providerLimits[name], [m[2] === 'RPS' ? 'maxRps' : 'maxConcurrency']: result.data };
   }
   const production = raw.NODE_ENV === 'production';
-  for (const name of ['PROVIDER_API_KEY', 'API_TOKENS', 'WEBHOOK_SECRET'] as const) {
+  for (const name of ['PROVIDER_API_KEY', 'API_TOKENS', 'WEBHOOK_SECRET', 'PAYLOAD_KEYS'] as const) {
     if (production && raw[name] === undefined) {
       issues.push({ variable: name, message: 'is required when NODE_ENV=production (no development default)' });
     }
@@ -328,7 +363,14 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>> = p
       issues.push({ variable: 'OPERATOR_TOKENS', message: 'a token is both a merchant token and an operator token' });
     }
   }
-  if (!parsed.success) throw new ConfigError(issues);
+  let payloadKeys: PayloadKeys | undefined;
+  try {
+    payloadKeys = parsePayloadKeys(raw.PAYLOAD_KEYS ?? developmentDefaults.PAYLOAD_KEYS);
+  } catch (err) {
+    if (!(err instanceof PayloadKeysError)) throw err;
+    issues.push({ variable: 'PAYLOAD_KEYS', message: err.message });
+  }
+  if (!parsed.success || payloadKeys === undefined) throw new ConfigError(issues);
   const e = parsed.data;
 
   const shared: Partial<RetrySpec> = {
@@ -433,10 +475,13 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>> = p
     throw new ConfigError(issues);
   }
 
+  // The raw key string stays out of the config object (it may be printed); only the parsed ring goes on.
+  const { PAYLOAD_KEYS: _rawKeys, ...settings } = e;
   return {
-    ...e,
+    ...settings,
     SIMULATOR_URL: e.SIMULATOR_URL ?? `http://127.0.0.1:${e.SIMULATOR_PORT}`,
     SWEEP_LOOKBACK_MS: sweepLookbackMs,
+    payloadKeys,
     PROVIDER_API_KEY: e.PROVIDER_API_KEY ?? developmentDefaults.PROVIDER_API_KEY,
     API_TOKENS: tokens.data,
     OPERATOR_TOKENS: operators?.success ? operators.data : [],
@@ -447,6 +492,7 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>> = p
       e.PROVIDER_API_KEY === undefined ||
       e.API_TOKENS === undefined ||
       e.WEBHOOK_SECRET === undefined ||
+      e.PAYLOAD_KEYS === undefined ||
       (!production && e.OPERATOR_TOKENS === undefined),
     timings: timingsResult.data,
     retry,

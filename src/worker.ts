@@ -4,25 +4,42 @@
  * concurrency limits, and one circuit breaker per provider: shared through Redis when REDIS_URL is set.
  */
 import { Client } from '@temporalio/client';
+import type { DataConverter } from '@temporalio/common';
 import { NativeConnection, Worker, type WorkerOptions } from '@temporalio/worker';
-import pino, { type Logger } from 'pino';
-import { type Activities, type CircuitBreaker, InMemoryCircuitBreaker, createActivities } from './activities';
+import { Registry, collectDefaultMetrics } from 'prom-client';
+import pino, { type Logger as PinoLogger } from 'pino';
+import {
+  type Activities,
+  type CircuitBreaker,
+  type InspectableBreaker,
+  InMemoryCircuitBreaker,
+  createActivities,
+} from './activities';
 import { type SweepActivities, createSweepActivities } from './activities/sweep';
 import { FallbackCircuitBreaker } from './activities/breaker-fallback';
 import { RedisCircuitBreaker, closeBreakerRedis, connectBreakerRedis, redisReady } from './activities/breaker-redis';
+import { encryptingDataConverter } from './codec';
 import { type Config, type ProviderLimits, loadConfig } from './config';
 import { providerTaskQueue } from './domain/ids';
 import { connectionOptions } from './temporal-connection';
 import { createProvider } from './providers';
 import type { PaymentProvider } from './providers/types';
 import { ensureSweepSchedule } from './schedules';
+import { installWorkerRuntime } from './metrics/runtime';
+import { parseListenAddress, serveMetrics } from './metrics/serve';
+import {
+  type WorkerMetrics,
+  createWorkerMetrics,
+  paymentSinks,
+  providerCallInterceptor,
+} from './metrics/worker-metrics';
 
 export interface WorkerSetup {
   readonly connection: NativeConnection;
   readonly namespace: string;
   readonly taskQueue: string;
   readonly providers: Readonly<Record<string, PaymentProvider>>;
-  readonly logger: Logger;
+  readonly logger: PinoLogger;
   /** A prebuilt bundle (production) or the path to bundle at start-up (development, tests). */
   readonly workflows: Pick<WorkerOptions, 'workflowBundle'> | Pick<WorkerOptions, 'workflowsPath'>;
   /** Extra activities (e.g. the sweep's visibility queries) registered beside the provider activities. */
@@ -33,6 +50,10 @@ export interface WorkerSetup {
   readonly maxConcurrentActivityTaskExecutions?: number;
   /** Per provider: fleet-wide activities per second (server-enforced) and this worker's concurrency. */
   readonly providerLimits?: Readonly<Record<string, ProviderLimits>>;
+  /** Payload encryption (src/codec); default none. Clients of the same workflows must use the same one. */
+  readonly dataConverter?: DataConverter;
+  /** Where provider calls and reconciles are counted; default a registry of their own. */
+  readonly metrics?: WorkerMetrics;
 }
 
 /** Builds the workflow worker and one activity worker per provider. */
@@ -42,6 +63,12 @@ export async function createWorkers(setup: WorkerSetup): Promise<Worker[]> {
     ...createActivities({ providers: setup.providers, logger: setup.logger, breaker }),
     ...setup.activities,
   };
+  const metrics = setup.metrics ?? createWorkerMetrics(new Registry());
+  // Metrics and encryption: the same on every worker of the process.
+  const common = {
+    ...(setup.dataConverter === undefined ? {} : { dataConverter: setup.dataConverter }),
+    interceptors: { activity: [providerCallInterceptor(metrics)] },
+  };
   const workflowWorker = await Worker.create({
     connection: setup.connection,
     namespace: setup.namespace,
@@ -49,6 +76,8 @@ export async function createWorkers(setup: WorkerSetup): Promise<Worker[]> {
     ...setup.workflows,
     // Local activities (describeProvider) run here, beside the workflows.
     activities,
+    ...common,
+    sinks: paymentSinks(metrics),
   });
   const providerWorkers = await Promise.all(
     Object.keys(setup.providers).map((name) => {
@@ -58,6 +87,7 @@ export async function createWorkers(setup: WorkerSetup): Promise<Worker[]> {
         namespace: setup.namespace,
         taskQueue: providerTaskQueue(setup.taskQueue, name),
         activities,
+        ...common,
         maxConcurrentActivityTaskExecutions: limits?.maxConcurrency ?? setup.maxConcurrentActivityTaskExecutions ?? 50,
         // The Temporal server hands out at most this many of the queue's activities per second, to all workers.
         ...(limits?.maxRps === undefined ? {} : { maxTaskQueueActivitiesPerSecond: limits.maxRps }),
@@ -73,7 +103,7 @@ export async function createWorkers(setup: WorkerSetup): Promise<Worker[]> {
  */
 export async function createBreaker(
   config: Pick<Config, 'REDIS_URL' | 'REDIS_KEY_PREFIX' | 'breaker'>,
-  logger: Logger,
+  logger: PinoLogger,
 ): Promise<{ readonly breaker: CircuitBreaker; close(): Promise<void> }> {
   const local = new InMemoryCircuitBreaker(config.breaker);
   if (config.REDIS_URL === undefined) {
@@ -96,9 +126,24 @@ export async function runWorkers(workers: Worker[]): Promise<void> {
   await Promise.all(workers.map((w) => w.run()));
 }
 
+/** Our registry (WORKER_METRICS_ADDRESS); the breaker gauge reads the process's breaker on each scrape. */
+function workerMetrics(breaker: CircuitBreaker, providers: readonly string[]): WorkerMetrics {
+  const registry = new Registry();
+  collectDefaultMetrics({ register: registry });
+  const inspectable = 'state' in breaker ? (breaker as InspectableBreaker) : undefined;
+  return createWorkerMetrics(
+    registry,
+    inspectable ? { providers, state: async (p) => (await inspectable.state(p)).kind } : undefined,
+  );
+}
+
 async function main() {
   const config = loadConfig();
   const logger = pino({ level: config.LOG_LEVEL, base: { component: 'worker' } });
+  installWorkerRuntime(config);
+  const breaker = await createBreaker(config, logger);
+  const metrics = workerMetrics(breaker.breaker, config.providers);
+  const dataConverter = encryptingDataConverter(config.payloadKeys);
   const connection = await NativeConnection.connect(connectionOptions(config));
   const providers = {
     simulator: createProvider(
@@ -114,8 +159,7 @@ async function main() {
     ),
   };
   // The sweep's activities query visibility and signal payments: a client over the worker's own connection.
-  const client = new Client({ connection, namespace: config.TEMPORAL_NAMESPACE });
-  const breaker = await createBreaker(config, logger);
+  const client = new Client({ connection, namespace: config.TEMPORAL_NAMESPACE, dataConverter });
   const workers = await createWorkers({
     connection,
     namespace: config.TEMPORAL_NAMESPACE,
@@ -128,6 +172,8 @@ async function main() {
     activities: createSweepActivities({ client, logger }),
     breaker: breaker.breaker,
     providerLimits: config.providerLimits,
+    dataConverter,
+    metrics,
   });
   const sweep = await ensureSweepSchedule(client, {
     taskQueue: config.TASK_QUEUE,
@@ -137,10 +183,29 @@ async function main() {
     providers: Object.keys(providers),
   });
   logger.info(sweep, 'reconcile sweep schedule');
-  logger.info({ taskQueue: config.TASK_QUEUE, providers: Object.keys(providers) }, 'worker running');
+  // Served once the workers exist: `npm start` takes the endpoint's first answer as "worker ready".
+  const metricsServer =
+    config.WORKER_METRICS_ADDRESS === 'off'
+      ? undefined
+      : await serveMetrics(
+          metrics.registry,
+          parseListenAddress(config.WORKER_METRICS_ADDRESS).host,
+          parseListenAddress(config.WORKER_METRICS_ADDRESS).port,
+        );
+  const sdkMetrics = config.SDK_METRICS_ADDRESS === 'off' ? 'off' : `http://${config.SDK_METRICS_ADDRESS}/metrics`;
+  logger.info(
+    {
+      taskQueue: config.TASK_QUEUE,
+      providers: Object.keys(providers),
+      metrics: metricsServer?.url ?? 'off',
+      sdkMetrics,
+    },
+    'worker running',
+  );
   try {
     await runWorkers(workers);
   } finally {
+    await metricsServer?.close();
     await breaker.close();
     await connection.close();
   }

@@ -12,13 +12,17 @@ import {
   serializerCompiler,
   validatorCompiler,
 } from 'fastify-type-provider-zod';
+import type { PayloadCodec } from '@temporalio/common';
 import { z } from 'zod';
 import type { PaymentsClient } from '../client';
 import { ApiError, Health, PaymentList, ReviewItemList, ReviewItemView, WebhookAck } from '../domain/api-schemas';
 import { PaymentView } from '../domain/payment';
+import { type ApiMetrics, createApiMetrics, registerRequestMetrics } from '../metrics/api-metrics';
 import { type OperatorTokenEntry, type Role, type TokenEntry, createTokenVerifier } from './auth';
 import { errorBody, handleError } from './errors';
 import { registerRequestLog } from './request-log';
+import { describeHeadersAndErrors } from './openapi';
+import { codecRoutes } from './routes/codec';
 import { paymentRoutes } from './routes/payments';
 import { reviewItemRoutes } from './routes/review-items';
 import { webhookRoutes } from './routes/webhooks';
@@ -56,13 +60,18 @@ export interface ApiDeps {
   readonly client: PaymentsClient;
   readonly config: ApiConfig;
   readonly logger: FastifyBaseLogger;
+  /** Request and webhook metrics served at `GET /metrics`; default a registry of their own. */
+  readonly metrics?: ApiMetrics;
+  /** The payload codec served at `/codec/encode|decode` for operators (web UI, CLI); none: no codec routes. */
+  readonly codec?: { readonly codec: PayloadCodec; readonly corsOrigins: readonly string[] };
 }
 
 /** Bodies above this are refused with 413 before they are read further. */
 export const BODY_LIMIT_BYTES = 16 * 1024;
 
 /** Builds the Fastify app (not listening yet). */
-export async function buildApi({ client, config, logger }: ApiDeps): Promise<FastifyInstance> {
+export async function buildApi({ client, config, logger, ...deps }: ApiDeps): Promise<FastifyInstance> {
+  const metrics = deps.metrics ?? createApiMetrics();
   const app = Fastify({
     loggerInstance: logger,
     bodyLimit: BODY_LIMIT_BYTES,
@@ -103,7 +112,10 @@ export async function buildApi({ client, config, logger }: ApiDeps): Promise<Fas
       security: [{ bearerAuth: [] }],
     },
     transform: createJsonSchemaTransform({ schemaRegistry: registry }),
-    transformObject: createJsonSchemaTransformObject({ schemaRegistry: registry }),
+    transformObject: (input) =>
+      describeHeadersAndErrors(
+        createJsonSchemaTransformObject({ schemaRegistry: registry })(input) as unknown as Record<string, unknown>,
+      ) as unknown as ReturnType<ReturnType<typeof createJsonSchemaTransformObject>>,
   });
 
   const principalOf = createTokenVerifier(config.API_TOKENS, config.OPERATOR_TOKENS ?? []);
@@ -133,6 +145,7 @@ export async function buildApi({ client, config, logger }: ApiDeps): Promise<Fas
     else request.operatorId = principal.operatorId;
   });
   registerRequestLog(app);
+  registerRequestMetrics(app, metrics);
 
   app.get(
     '/healthz',
@@ -162,12 +175,35 @@ export async function buildApi({ client, config, logger }: ApiDeps): Promise<Fas
     },
     async () => app.swagger() as unknown as { openapi: string },
   );
+  app.get(
+    '/metrics',
+    {
+      // Scraped by Prometheus without a token: counts by route pattern and status, never keys, merchants or bodies.
+      config: { public: true },
+      schema: {
+        operationId: 'metrics',
+        summary: 'Prometheus metrics (text format)',
+        tags: ['operations'],
+        security: [],
+      },
+    },
+    async (_request, reply) =>
+      reply.header('content-type', metrics.registry.contentType).send(await metrics.registry.metrics()),
+  );
+  if (deps.codec) {
+    await app.register(codecRoutes, {
+      codec: deps.codec.codec,
+      corsOrigins: deps.codec.corsOrigins,
+      isOperatorToken: (token) => principalOf(`Bearer ${token}`)?.role === 'operator',
+    });
+  }
   await app.register(paymentRoutes, { client });
   await app.register(reviewItemRoutes, { client });
   await app.register(webhookRoutes, {
     client,
     secret: config.WEBHOOK_SECRET,
     toleranceS: config.WEBHOOK_TOLERANCE_S,
+    metrics,
   });
   return app;
 }

@@ -5,6 +5,7 @@
 import { Client, Connection } from '@temporalio/client';
 import pino from 'pino';
 import { PaymentsClient } from '../client';
+import { AesGcmPayloadCodec } from '../codec';
 import { loadConfig } from '../config';
 import { connectionOptions } from '../temporal-connection';
 import { buildApi } from './app';
@@ -19,7 +20,12 @@ async function main(): Promise<void> {
   });
   if (config.usingDevelopmentSecrets) logger.warn('using development secrets: never in production');
   const connection = await Connection.connect(connectionOptions(config));
-  const client = new Client({ connection, namespace: config.TEMPORAL_NAMESPACE });
+  const codec = new AesGcmPayloadCodec(config.payloadKeys);
+  const client = new Client({
+    connection,
+    namespace: config.TEMPORAL_NAMESPACE,
+    dataConverter: { payloadCodecs: [codec] },
+  });
   const payments = new PaymentsClient(client, {
     taskQueue: config.TASK_QUEUE,
     timings: config.timings,
@@ -31,7 +37,12 @@ async function main(): Promise<void> {
     orderSingleFlight: config.ORDER_SINGLE_FLIGHT,
     splitPaymentMerchants: config.SPLIT_PAYMENT_MERCHANTS,
   });
-  const app = await buildApi({ client: payments, config, logger });
+  const app = await buildApi({
+    client: payments,
+    config,
+    logger,
+    codec: { codec, corsOrigins: config.CODEC_CORS_ORIGINS },
+  });
   await app.listen({ port: config.PORT, host: config.HOST });
 
   let stopping = false;

@@ -46,6 +46,7 @@ import {
   ReviewItemNotFound,
   ValidationError,
 } from './errors';
+import { paymentStaticDetails, paymentSummary } from '../domain/summaries';
 import { captureFingerprint, chargeFingerprint, refundFingerprint } from './fingerprint';
 import { parseOrThrow, translateUpdateFailure, updateFailureOf } from './failures';
 import { type EventOwner, type ProviderEventDelivery, deliverProviderEvent } from './provider-events';
@@ -319,6 +320,8 @@ export class PaymentsClient {
       ...(capabilities === undefined ? {} : { capabilities, shape: 2 as const }),
     };
     const startedBy = randomUUID();
+    const { orderId, amount, provider, capture } = request;
+    const facts = { merchantId: merchant, key: paymentKey, orderId, amount, provider, capture };
     const startWorkflowOperation = new WithStartWorkflowOperation<typeof chargeWorkflow>('chargeWorkflow', {
       workflowId,
       taskQueue: this.options.taskQueue,
@@ -327,6 +330,9 @@ export class PaymentsClient {
       workflowIdReusePolicy: 'REJECT_DUPLICATE',
       args: [input],
       memo: { fingerprint, startedBy } satisfies ChargeMemo,
+      // What the web UI and `temporal workflow describe` show for the payment (no payment method, no description).
+      staticSummary: paymentSummary(facts),
+      staticDetails: paymentStaticDetails(facts),
       // In the start request, not only in the workflow's first task: visibility lists the payment as a pending one
       // of its order from its start, which is what one-open-payment-per-order checks (the workflow upserts the same).
       typedSearchAttributes: [

@@ -7,6 +7,8 @@ const Env = z.object({
   SIMULATOR_STATE_PATH: z.string().min(1).optional(),
   /** `1` logs one line per request (method, path, status; never keys or bodies). */
   SIMULATOR_LOG_REQUESTS: z.enum(['0', '1']).default('0'),
+  /** As the other components read it: at `warn` and above the start/stop lines are left out (`npm start` says ready). */
+  LOG_LEVEL: z.string().default('info'),
 });
 
 const line = (entry: SimLogEntry | Record<string, unknown>): void => {
@@ -23,13 +25,16 @@ async function main(): Promise<void> {
       if (entry.level === 'error' || env.SIMULATOR_LOG_REQUESTS === '1') line(entry);
     },
   });
-  line({ level: 'info', msg: 'simulator listening', url: sim.url, persistent: env.SIMULATOR_STATE_PATH !== undefined });
+  const info = (entry: Record<string, unknown>) => {
+    if (!['warn', 'error', 'fatal', 'silent'].includes(env.LOG_LEVEL)) line({ level: 'info', ...entry });
+  };
+  info({ msg: 'simulator listening', url: sim.url, persistent: env.SIMULATOR_STATE_PATH !== undefined });
 
   let stopping = false;
   const stop = (signal: NodeJS.Signals): void => {
     if (stopping) return;
     stopping = true;
-    line({ level: 'info', msg: 'simulator stopping', signal });
+    info({ msg: 'simulator stopping', signal });
     sim.close().then(
       () => process.exit(0),
       (err: unknown) => {

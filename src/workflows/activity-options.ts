@@ -2,6 +2,7 @@ import { proxyActivities, proxyLocalActivities } from '@temporalio/workflow';
 import type { Activities } from '../activities';
 import { type ProviderOperation, type RetryOverrides, retrySpecFor, toActivityOptions } from '../domain/retry';
 import { providerTaskQueue } from '../domain/ids';
+import { activitySummary } from '../domain/summaries';
 import type { ProviderCapabilities } from '../providers/types';
 
 /** Reads the provider's capability flags on the workflow's own worker; recorded in history, so replay-safe. */
@@ -30,7 +31,8 @@ export function providerActivities(
   const taskQueue = providerTaskQueue(workflowTaskQueue, provider);
   const optionsFor = (operation: ProviderOperation) => {
     const spec = retrySpecFor(operation, capabilities, retry?.[operation]);
-    return { ...toActivityOptions(spec, spec.safety), taskQueue };
+    // The summary names the step in the web UI's event history (user metadata: no effect on replay).
+    return { ...toActivityOptions(spec, spec.safety), taskQueue, summary: activitySummary(operation, provider) };
   };
   return {
     write: {

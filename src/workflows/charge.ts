@@ -9,6 +9,7 @@ import {
   getExternalWorkflowHandle,
   log,
   patched,
+  setCurrentDetails,
   setHandler,
   startChild,
   upsertSearchAttributes,
@@ -32,6 +33,7 @@ import { captureWorkflowId, reconcileWorkflowId, refundWorkflowId } from '../dom
 import type { ReconcileInput, ReconcileResult } from '../domain/operations';
 import type { PaymentStatus, PaymentView } from '../domain/payment';
 import { MerchantIdAttr, OrderIdAttr, PaymentStatusAttr, ProviderAttr } from '../domain/search-attributes';
+import { formatWait, paymentCurrentDetails } from '../domain/summaries';
 import type { ChargeWorkflowInput } from '../domain/workflow-inputs';
 import type { ProviderCapabilities, ProviderPayment } from '../providers/types';
 import { describeProvider, paymentMetadata, providerActivities } from './activity-options';
@@ -89,6 +91,8 @@ export async function chargeWorkflow(input: ChargeWorkflowInput, carried?: Charg
   };
 
   const publish = () => {
+    // The web UI's "current details": a query answer, no command, so no patch is needed.
+    setCurrentDetails(paymentCurrentDetails(state.view));
     if ((lean || patched(PUBLISH_ON_CHANGE)) && publishedStatus === state.view.status) return;
     publishedStatus = state.view.status;
     upsertSearchAttributes([{ key: PaymentStatusAttr, value: state.view.status }]);
@@ -116,6 +120,7 @@ export async function chargeWorkflow(input: ChargeWorkflowInput, carried?: Charg
   };
 
   setHandler(paymentQuery, () => state.view);
+  setCurrentDetails(paymentCurrentDetails(state.view));
 
   setHandler(
     submitUpdate,
@@ -123,7 +128,10 @@ export async function chargeWorkflow(input: ChargeWorkflowInput, carried?: Charg
       // Early answer: the first provider call's result. The lean shape leaves the short wait to the caller's own
       // deadline (then 202 from a query): no timer in history for it.
       if (lean) await condition(() => state.firstCallSettled);
-      else await condition(() => state.firstCallSettled, timings.submitWaitMs);
+      else
+        await condition(() => state.firstCallSettled, timings.submitWaitMs, {
+          summary: `answer the caller within ${formatWait(timings.submitWaitMs)} (else 202)`,
+        });
       return state.view;
     },
     {
@@ -515,7 +523,9 @@ export async function chargeWorkflow(input: ChargeWorkflowInput, carried?: Charg
         await lock.run(() => voidExpiredAuthorization());
         continue;
       }
-      await condition(() => state.view.status !== 'authorized' || workflowInfo().continueAsNewSuggested, remaining);
+      await condition(() => state.view.status !== 'authorized' || workflowInfo().continueAsNewSuggested, remaining, {
+        summary: `wait for a capture, void when the authorization expires in ${formatWait(remaining)}`,
+      });
     } else if (status === 'succeeded') {
       state.refundWindowEndsAtMs ??= Date.now() + timings.refundWindowMs;
       const remaining = state.refundWindowEndsAtMs - Date.now();
@@ -524,7 +534,9 @@ export async function chargeWorkflow(input: ChargeWorkflowInput, carried?: Charg
         // Past the window with a refund still open: only its end can change anything, so wait without a timer.
         await condition(() => !hasRunningOperation(state) || workflowInfo().continueAsNewSuggested);
       } else {
-        await condition(() => state.view.status !== 'succeeded' || workflowInfo().continueAsNewSuggested, remaining);
+        await condition(() => state.view.status !== 'succeeded' || workflowInfo().continueAsNewSuggested, remaining, {
+          summary: `accept refunds until the refund window closes in ${formatWait(remaining)}`,
+        });
       }
     } else if (isClosedStatus(status) || status === 'pending') {
       break;

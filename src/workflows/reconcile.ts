@@ -1,7 +1,16 @@
-import { ActivityFailure, ApplicationFailure, condition, setHandler, workflowInfo } from '@temporalio/workflow';
+import {
+  ActivityFailure,
+  ApplicationFailure,
+  condition,
+  proxySinks,
+  setHandler,
+  workflowInfo,
+} from '@temporalio/workflow';
 import { reconcileResolvedSignal } from '../domain/definitions';
 import { ErrorType } from '../domain/errors';
 import type { Expectation, ReconcileInput, ReconcileResult } from '../domain/operations';
+import type { PaymentSinks } from '../domain/sinks';
+import { reconcileWaitSummary } from '../domain/summaries';
 import type { ProviderPayment } from '../providers/types';
 import { paymentMetadata, providerActivities } from './activity-options';
 
@@ -26,6 +35,16 @@ export function meetsExpectation(p: ProviderPayment, expect: Expectation): boole
  * guesses `failed`.
  */
 export async function reconcileWorkflow(input: ReconcileInput): Promise<ReconcileResult> {
+  // Metrics through a sink: no command, not called on replay.
+  const { paymentMetrics } = proxySinks<PaymentSinks>();
+  const labels = { operation: input.operation, provider: input.provider };
+  paymentMetrics.reconcile({ event: 'started', ...labels });
+  const result = await waitAndCheck(input);
+  paymentMetrics.reconcile({ event: result.outcome, ...labels });
+  return result;
+}
+
+async function waitAndCheck(input: ReconcileInput): Promise<ReconcileResult> {
   // A holder, not a `let`: TypeScript would keep a captured `let` narrowed to undefined across the await.
   const webhook: { payment?: ProviderPayment } = {};
   setHandler(reconcileResolvedSignal, (payment) => {
@@ -37,7 +56,9 @@ export async function reconcileWorkflow(input: ReconcileInput): Promise<Reconcil
   let resubmitted = false;
 
   for (const waitMs of input.scheduleMs) {
-    await condition(() => webhook.payment !== undefined, waitMs);
+    await condition(() => webhook.payment !== undefined, waitMs, {
+      summary: reconcileWaitSummary(input.operation, input.provider, waitMs),
+    });
     if (webhook.payment) return { outcome: 'found', payment: webhook.payment, via: 'webhook', checks };
     checks += 1;
     const found = await acts.lookup.lookupPayment({

@@ -5,6 +5,8 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
+import { Client } from '@temporalio/client';
+import type { PayloadCodec } from '@temporalio/common';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import type { Worker } from '@temporalio/worker';
 import type { FastifyInstance } from 'fastify';
@@ -16,6 +18,8 @@ import type { RetryOverrides } from '../../src/domain/retry';
 import type { PaymentTimings } from '../../src/domain/workflow-inputs';
 import { createProvider, simulatorCapabilities } from '../../src/providers';
 import { type RunningSimulator, startSimulator } from '../../src/simulator/server';
+import type { ApiMetrics } from '../../src/metrics/api-metrics';
+import type { WorkerMetrics } from '../../src/metrics/worker-metrics';
 import { type WorkerSetup, createWorkers } from '../../src/worker';
 import { workflowBundle } from '../helpers/payments';
 
@@ -106,6 +110,11 @@ export interface HarnessOptions {
   readonly orderSingleFlight?: boolean;
   /** Merchants exempt from one open payment per order (`SPLIT_PAYMENT_MERCHANTS`); `'b'` names merchant B. */
   readonly splitPaymentMerchants?: readonly 'a'[] | readonly 'b'[] | readonly ('a' | 'b')[];
+  /** Payload encryption for the workers and the API's client, and the API's codec routes (CORS origins). */
+  readonly codec?: { readonly codec: PayloadCodec; readonly corsOrigins: readonly string[] };
+  /** Metrics registries of the API and the workers (default: their own, unread). */
+  readonly apiMetrics?: ApiMetrics;
+  readonly workerMetrics?: WorkerMetrics;
 }
 
 /** Starts simulator, workers and API; every test file gets its own. */
@@ -130,8 +139,13 @@ export async function startApiHarness(env: TestWorkflowEnvironment, opts: Harnes
   const operator = { id: `ops_${randomUUID().slice(0, 8)}`, token: `tok_ops_${randomUUID()}` };
   const apps: FastifyInstance[] = [];
   /** One API process: its own PaymentsClient and Fastify app, listening on a free port. */
+  const dataConverter = opts.codec ? { payloadCodecs: [opts.codec.codec] } : undefined;
+  // With a codec the API's client must encrypt too (the workers' results are ciphertext).
+  const client = dataConverter
+    ? new Client({ connection: env.connection, namespace: env.namespace ?? 'default', dataConverter })
+    : env.client;
   const startApi = async () => {
-    const payments = new PaymentsClient(env.client, {
+    const payments = new PaymentsClient(client, {
       taskQueue,
       timings: { ...testTimings, ...opts.timings },
       retry: opts.retry ?? testRetry,
@@ -149,6 +163,8 @@ export async function startApiHarness(env: TestWorkflowEnvironment, opts: Harnes
         WEBHOOK_TOLERANCE_S: 300,
       },
       logger,
+      ...(opts.codec ? { codec: opts.codec } : {}),
+      ...(opts.apiMetrics ? { metrics: opts.apiMetrics } : {}),
     });
     apps.push(app);
     await app.listen({ port: 0, host: '127.0.0.1' });
@@ -168,6 +184,8 @@ export async function startApiHarness(env: TestWorkflowEnvironment, opts: Harnes
     logger,
     workflows: { workflowBundle: await workflowBundle() },
     ...(opts.activities === undefined ? {} : { activities: opts.activities }),
+    ...(dataConverter ? { dataConverter } : {}),
+    ...(opts.workerMetrics ? { metrics: opts.workerMetrics } : {}),
     // The tests of one file share these workers and inject provider faults one after another; a breaker tripped by
     // one test would fail the next test's payments fast. The breaker has its own tests (test/activities).
     breaker: new InMemoryCircuitBreaker({ failureThreshold: Number.MAX_SAFE_INTEGER }),

@@ -1,5 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import { startStubApi, stubClient } from './stub';
+import { ApiErrorType } from '../../src/domain/api-schemas';
 import { validateOpenApi } from './validate-openapi';
 
 let api: { app: FastifyInstance; url: string };
@@ -48,6 +49,11 @@ describe('GET /openapi.json', () => {
         'POST /webhooks/{provider}',
         'GET /healthz',
         'GET /openapi.json',
+        'GET /metrics',
+        'POST /codec/encode',
+        'POST /codec/decode',
+        'POST /codec/operator/{token}/encode',
+        'POST /codec/operator/{token}/decode',
       ].sort(),
     );
   });
@@ -68,6 +74,56 @@ describe('GET /openapi.json', () => {
     expect(Object.keys(doc.paths['/v1/payments']?.post?.responses ?? {})).toEqual(
       expect.arrayContaining(['200', '202', '400', '401', '422']),
     );
+  });
+
+  it('declares the response headers as header objects: Request-Id always, Location on 202, replay and Retry-After', async () => {
+    const doc = (await fetchDoc()) as unknown as {
+      components: { headers: Record<string, { schema: unknown }> };
+      paths: Record<
+        string,
+        Record<string, { responses: Record<string, { headers?: Record<string, { $ref: string }> }> }>
+      >;
+    };
+    expect(Object.keys(doc.components.headers).sort()).toEqual(
+      ['IdempotentReplayed', 'Location', 'RequestId', 'RetryAfter'].sort(),
+    );
+    const post = doc.paths['/v1/payments']?.post?.responses ?? {};
+    expect(post['202']?.headers).toEqual({
+      'Request-Id': { $ref: '#/components/headers/RequestId' },
+      Location: { $ref: '#/components/headers/Location' },
+      'Idempotent-Replayed': { $ref: '#/components/headers/IdempotentReplayed' },
+    });
+    expect(Object.keys(post['200']?.headers ?? {}).sort()).toEqual(['Idempotent-Replayed', 'Request-Id']);
+    expect(Object.keys(post['503']?.headers ?? {}).sort()).toEqual(['Request-Id', 'Retry-After']);
+    expect(Object.keys(post['400']?.headers ?? {})).toEqual(['Request-Id']);
+    const capture = doc.paths['/v1/payments/{key}/capture']?.post?.responses ?? {};
+    expect(capture['202']?.headers?.Location).toBeDefined();
+    // A read has no Idempotency-Key, so no replay header.
+    expect(Object.keys(doc.paths['/v1/payments/{key}']?.get?.responses['200']?.headers ?? {})).toEqual(['Request-Id']);
+  });
+
+  it('lists every error type: each error answer names the error.type values it carries', async () => {
+    const doc = (await fetchDoc()) as unknown as {
+      paths: Record<string, Record<string, { responses: Record<string, { 'x-error-types'?: string[] }> }>>;
+    };
+    const listed = new Set<string>();
+    for (const ops of Object.values(doc.paths)) {
+      for (const op of Object.values(ops)) {
+        for (const [status, r] of Object.entries(op.responses)) {
+          if (Number(status) >= 400)
+            expect({ status, types: r['x-error-types'] }).toEqual({ status, types: expect.any(Array) });
+          for (const t of r['x-error-types'] ?? []) listed.add(t);
+        }
+      }
+    }
+    expect([...listed].sort()).toEqual([...ApiErrorType.options].sort());
+    const capture = doc.paths['/v1/payments/{key}/capture']?.post?.responses ?? {};
+    expect(capture['422']?.['x-error-types']).toEqual([
+      'idempotency_key_reused',
+      'amount_exceeded',
+      'provider_rejected',
+    ]);
+    expect(Object.keys(capture)).toEqual(expect.arrayContaining(['409', '413', '415', '422', '500', '503']));
   });
 
   it('carries the field descriptions written with .describe() in the zod schemas', async () => {

@@ -3,6 +3,7 @@ import type { AddressInfo } from 'node:net';
 import type { FastifyInstance } from 'fastify';
 import pino from 'pino';
 import { buildApi } from '../../src/api/app';
+import { AesGcmPayloadCodec, newPayloadKey, parsePayloadKeys } from '../../src/codec';
 import type { PaymentsClient } from '../../src/client';
 
 export const STUB_TOKEN = 'tok_stub_merchant_0123456789';
@@ -33,6 +34,7 @@ export async function startStubApi(client: PaymentsClient): Promise<{ app: Fasti
       WEBHOOK_TOLERANCE_S: 300,
     },
     logger: pino({ level: 'silent' }),
+    codec: { codec: new AesGcmPayloadCodec(parsePayloadKeys(newPayloadKey('stub'))), corsOrigins: [] },
   });
   await app.listen({ port: 0, host: '127.0.0.1' });
   return { app, url: `http://127.0.0.1:${(app.server.address() as AddressInfo).port}` };

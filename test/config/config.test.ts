@@ -150,16 +150,41 @@ describe('loadConfig', () => {
   });
 
   it('requires real secrets in production', () => {
-    expect(failingVariables({ NODE_ENV: 'production' })).toEqual(['PROVIDER_API_KEY', 'API_TOKENS', 'WEBHOOK_SECRET']);
+    expect(failingVariables({ NODE_ENV: 'production' })).toEqual([
+      'PROVIDER_API_KEY',
+      'API_TOKENS',
+      'WEBHOOK_SECRET',
+      'PAYLOAD_KEYS',
+    ]);
     const c = loadConfig({
       NODE_ENV: 'production',
       PROVIDER_API_KEY: 'sk_live_xxxxxxxx',
       API_TOKENS: 'shop:tok_live_0123456789abcdef',
       WEBHOOK_SECRET: 'whsec_live_xxxxxxxx',
+      PAYLOAD_KEYS: `live2:${Buffer.alloc(32, 2).toString('base64')},live1:${Buffer.alloc(32, 1).toString('base64')}`,
     });
+    expect(c.payloadKeys.current.id).toBe('live2');
+    expect([...c.payloadKeys.all.keys()]).toEqual(['live2', 'live1']);
+    expect(c).not.toHaveProperty('PAYLOAD_KEYS'); // the raw string never travels with the config
     expect(c.usingDevelopmentSecrets).toBe(false);
     // No development operator token in production: without OPERATOR_TOKENS no one can resolve through the API.
     expect(c.OPERATOR_TOKENS).toEqual([]);
+  });
+
+  it('reads the codec CORS origins and the metrics addresses', () => {
+    const c = loadConfig({
+      CODEC_CORS_ORIGINS: 'http://127.0.0.1:18233, https://ui.example.com',
+      WORKER_METRICS_ADDRESS: '0.0.0.0:9100',
+      SDK_METRICS_ADDRESS: 'off',
+    });
+    expect(c.CODEC_CORS_ORIGINS).toEqual(['http://127.0.0.1:18233', 'https://ui.example.com']);
+    expect([c.WORKER_METRICS_ADDRESS, c.SDK_METRICS_ADDRESS]).toEqual(['0.0.0.0:9100', 'off']);
+    expect(failingVariables({ CODEC_CORS_ORIGINS: 'http://ui.example.com/path' })).toEqual(['CODEC_CORS_ORIGINS']);
+    expect(failingVariables({ SDK_METRICS_ADDRESS: '9464' })).toEqual(['SDK_METRICS_ADDRESS']);
+  });
+
+  it('refuses PAYLOAD_KEYS that do not parse, naming the variable', () => {
+    expect(failingVariables({ PAYLOAD_KEYS: 'k1:c2hvcnQ=' })).toEqual(['PAYLOAD_KEYS']);
   });
 
   it('rejects a retry budget plus reconcile window that outlives the provider key, saying why', () => {

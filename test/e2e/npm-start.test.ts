@@ -7,7 +7,7 @@
  * browser. Set E2E_ARTIFACTS_DIR to keep the screenshots and the stack's output; otherwise they go to a temp dir
  * that is removed afterwards.
  */
-import { type ChildProcess, spawn } from 'node:child_process';
+import { type ChildProcess, execFile, spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
@@ -16,6 +16,7 @@ import path from 'node:path';
 import { type BrowserContext, type Page, chromium } from 'playwright-core';
 import { chargeWorkflowId } from '../../src/domain/ids';
 import { developmentDefaults } from '../../src/config';
+import { TEMPORAL_CLI, resolveBinary } from '../../scripts/lib/temporal-binaries';
 
 const CHROMIUM = '/usr/bin/chromium';
 const HOST = '127.0.0.1';
@@ -28,6 +29,54 @@ const STOP_TIMEOUT_MS = 30_000;
 const BROWSER_TIMEOUT_MS = 60_000;
 
 const [merchantId, token] = developmentDefaults.API_TOKENS.split(':') as [string, string];
+const [, operatorToken] = developmentDefaults.OPERATOR_TOKENS.split(':') as [string, string];
+
+/** The Temporal CLI against the stack's server, e.g. `workflow show`; answers its stdout. */
+async function temporalCli(args: string[]): Promise<string> {
+  const cli = await resolveBinary(TEMPORAL_CLI);
+  if (cli.executable.type !== 'existing-path') throw new Error('the Temporal CLI is not provisioned');
+  const executable = cli.executable.path;
+  return new Promise((resolve, reject) =>
+    execFile(executable, args, { timeout: 30_000 }, (err, stdout, stderr) =>
+      err ? reject(new Error(`temporal ${args.join(' ')}: ${err.message}\n${stderr}`)) : resolve(stdout),
+    ),
+  );
+}
+
+/** The value of one series in Prometheus text, 0 when absent. */
+function sample(text: string, name: string, labels: Record<string, string>): number {
+  const wanted = Object.entries(labels).map(([k, v]) => `${k}="${v}"`);
+  const line = text
+    .split('\n')
+    .find((l) => l.startsWith(`${name}{`) && wanted.every((w) => l.slice(0, l.indexOf('}')).includes(w)));
+  return line === undefined ? 0 : Number(line.slice(line.lastIndexOf(' ') + 1));
+}
+
+/** Every payload's metadata values and data in a `temporal workflow show -o json` history, base64-decoded. */
+function payloadTexts(json: string): string {
+  const out: string[] = [];
+  const walk = (v: unknown): void => {
+    if (Array.isArray(v)) v.forEach(walk);
+    else if (v !== null && typeof v === 'object') {
+      const o = v as Record<string, unknown>;
+      if (typeof o.data === 'string') out.push(Buffer.from(o.data, 'base64').toString('utf8'));
+      if (o.metadata && typeof o.metadata === 'object') {
+        for (const m of Object.values(o.metadata))
+          if (typeof m === 'string') out.push(Buffer.from(m, 'base64').toString());
+      }
+      Object.values(o).forEach(walk);
+    }
+  };
+  walk(JSON.parse(json));
+  return out.join('\n');
+}
+
+async function scrape(url: string): Promise<string> {
+  const res = await fetch(url, { signal: AbortSignal.timeout(10_000) });
+  expect(res.status).toBe(200);
+  expect(res.headers.get('content-type')).toContain('text/plain');
+  return res.text();
+}
 
 // ---------------------------------------------------------------------------------------------------------------
 // Small bounded helpers
@@ -254,6 +303,26 @@ async function waitForText(page: Page, text: string, timeoutMs: number): Promise
   }
 }
 
+/**
+ * Waits until `text` shows in the page or one of its frames: the UI renders user metadata (Markdown) in sandboxed
+ * iframes, which page-level locators do not enter.
+ */
+async function waitForTextInFrames(page: Page, text: string, timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    for (const frame of page.frames()) {
+      const shown = await frame
+        .getByText(text)
+        .first()
+        .isVisible()
+        .catch(() => false);
+      if (shown) return;
+    }
+    if (Date.now() > deadline) throw new Error(`"${text}" not shown in any frame of ${page.url()}`);
+    await sleep(500);
+  }
+}
+
 // ---------------------------------------------------------------------------------------------------------------
 
 // Outside CI a machine without Chromium skips this test and says so; in CI a skipped test would hide that the web UI
@@ -291,8 +360,15 @@ describeWithChromium(title, () => {
 
   it('serves the stack, charges through the API, shows the payment in the web UI, and stops on Ctrl-C', async () => {
     const testStarted = Date.now();
-    const [temporalPort, uiPort, simulatorPort, apiPort] = (await freePorts(4)) as [number, number, number, number];
-    const ports = { temporalPort, uiPort, simulatorPort, apiPort };
+    const [temporalPort, uiPort, simulatorPort, apiPort, workerMetricsPort, sdkMetricsPort] = (await freePorts(6)) as [
+      number,
+      number,
+      number,
+      number,
+      number,
+      number,
+    ];
+    const ports = { temporalPort, uiPort, simulatorPort, apiPort, workerMetricsPort, sdkMetricsPort };
     const ui = `http://${HOST}:${uiPort}`;
     const api = `http://${HOST}:${apiPort}`;
 
@@ -304,8 +380,8 @@ describeWithChromium(title, () => {
       PORT: String(apiPort),
       TEMPORAL_DB_FILE: path.join(tmp, 'dev-server.sqlite'),
       TASK_QUEUE: `e2e-${randomUUID()}`,
-      // The worker's "worker running" line is the readiness signal below.
-      LOG_LEVEL: 'info',
+      WORKER_METRICS_ADDRESS: `${HOST}:${workerMetricsPort}`,
+      SDK_METRICS_ADDRESS: `${HOST}:${sdkMetricsPort}`,
       // Room for a workflow task on two busy cores (other test files run beside this one): the API answers 200
       // once the provider call settled, well within this.
       SUBMIT_WAIT_MS: '20000',
@@ -335,15 +411,30 @@ describeWithChromium(title, () => {
       () => s.output.includes('Press Ctrl-C to stop.'),
       START_TIMEOUT_MS,
     );
-    await s.until('"worker running"', () => s.output.includes('"msg":"worker running"'), START_TIMEOUT_MS);
     console.log(`[e2e] stack ready (API, worker) after ${s.elapsedS()} s`);
     expect(s.output).toContain(`Temporal web UI:       ${ui}`);
     expect(s.output).toContain(`Payments API:          ${api}`);
+    // Quiet: one ready line per component, no webpack bundle report, no info lines from the children.
+    for (const name of ['simulator', 'worker', 'api']) {
+      expect(s.output.split('\n').filter((l) => l.startsWith(`[start] ${name} ready`))).toHaveLength(1);
+    }
+    expect(s.output).not.toMatch(/Workflow bundle created|webpack|modules by path|asset workflow-bundle/);
+    expect(s.output).not.toMatch(/"level":(30|"info")/);
     s.snapshot();
 
     // 2. A payment through the real API, with the development token `npm start` prints.
     const key = `e2e-${randomUUID()}`;
+    const orderId = `order-${key}`;
     const workflowId = chargeWorkflowId(merchantId, key);
+    // The provider answers the first create 503: the payment succeeds on a retry (counted below).
+    const fault = await fetch(`http://${HOST}:${simulatorPort}/_sim/faults`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({
+        rules: [{ match: { operation: 'create', reference: orderId }, fault: 'status', status: 503, times: 1 }],
+      }),
+    });
+    expect(fault.ok).toBe(true);
     const res = await fetch(`${api}/v1/payments`, {
       method: 'POST',
       headers: {
@@ -352,7 +443,7 @@ describeWithChromium(title, () => {
         'content-type': 'application/json',
       },
       body: JSON.stringify({
-        orderId: `order-${key}`,
+        orderId,
         amount: { value: 1000, currency: 'EUR' },
         paymentMethod: 'pm_card_visa',
       }),
@@ -364,6 +455,43 @@ describeWithChromium(title, () => {
       body: { key, merchantId, status: 'succeeded' },
     });
     console.log(`[e2e] payment ${key} succeeded after ${s.elapsedS()} s`);
+
+    // 2b. Metrics: the worker's counters show the original attempt (503) and the retry; the SDK's and the API's answer.
+    const workerMetrics = await scrape(`http://${HOST}:${workerMetricsPort}/metrics`);
+    const create = { provider: 'simulator', operation: 'create' };
+    expect(
+      sample(workerMetrics, 'payments_provider_calls_total', {
+        ...create,
+        outcome: 'ProviderUnavailable',
+        attempt: 'original',
+      }),
+    ).toBe(1);
+    expect(
+      sample(workerMetrics, 'payments_provider_calls_total', { ...create, outcome: 'succeeded', attempt: 'retry' }),
+    ).toBe(1);
+    const sdkMetrics = await scrape(`http://${HOST}:${sdkMetricsPort}/metrics`);
+    expect(sdkMetrics).toMatch(/^temporal_activity_execution_latency\w*\{/m);
+    expect(sdkMetrics).toMatch(/^temporal_workflow_task_execution_latency\w*\{/m);
+    const apiMetrics = await scrape(`${api}/metrics`);
+    expect(
+      sample(apiMetrics, 'payments_api_requests_total', { method: 'POST', route: '/v1/payments', status: '200' }),
+    ).toBe(1);
+    expect(apiMetrics).toContain('payments_api_request_duration_seconds_bucket{');
+
+    // 2c. The history holds ciphertext; the CLI decodes it (and shows the summary) through the API's codec endpoint.
+    const address = ['--address', `${HOST}:${temporalPort}`];
+    const codecFlags = ['--codec-endpoint', `${api}/codec`, '--codec-auth', `Bearer ${operatorToken}`];
+    const show = async (flags: string[]) =>
+      payloadTexts(await temporalCli(['workflow', 'show', '-w', workflowId, ...address, ...flags, '-o', 'json']));
+    const stored = await show([]);
+    expect(stored).toContain('binary/encrypted');
+    expect(stored).not.toContain('pm_');
+    const decoded = await show(codecFlags);
+    expect(decoded).toContain('"paymentMethod":"pm_card_visa"');
+    expect(decoded).not.toContain('binary/encrypted');
+    const summary = `EUR 10.00 for order ${orderId} (merchant ${merchantId}, simulator)`;
+    const described = await temporalCli(['workflow', 'describe', '-w', workflowId, ...address, ...codecFlags]);
+    expect(described).toContain(summary);
 
     // 3. The payment in the web UI: the list filtered by the PaymentStatus search attribute, then its detail page.
     browser = await chromium.launchPersistentContext(path.join(tmp, 'chromium-profile'), {
@@ -401,7 +529,15 @@ describeWithChromium(title, () => {
     await page.goto(detailUrl, { waitUntil: 'domcontentloaded' });
     await waitForText(page, 'chargeWorkflow', BROWSER_TIMEOUT_MS);
     await expect(page.getByText(workflowId).first().isVisible()).resolves.toBe(true);
+    // The input is ciphertext in the history: the UI shows it decoded through the codec endpoint `npm start` gave it.
+    await waitForText(page, '"pm_card_visa"', BROWSER_TIMEOUT_MS);
+    await waitForText(page, 'create payment at simulator', BROWSER_TIMEOUT_MS); // the activity's summary
     await page.screenshot({ path: path.join(artifacts, 'workflow-detail.png'), fullPage: true });
+    // Summary, details and current details (payloads too, decoded the same way) on the User Metadata tab.
+    await page.getByText('User Metadata').first().click();
+    await waitForTextInFrames(page, summary, BROWSER_TIMEOUT_MS);
+    await waitForTextInFrames(page, 'after 1 provider attempt', BROWSER_TIMEOUT_MS);
+    await page.screenshot({ path: path.join(artifacts, 'workflow-user-metadata.png'), fullPage: true });
     await browser.close();
     browser = undefined;
 

@@ -50,6 +50,7 @@ it('gives every app service an environment our config accepts in production mode
       ...env,
       API_TOKENS: 'm1:token-of-merchant-one',
       OPERATOR_TOKENS: 'ops:token-of-the-operators',
+      PAYLOAD_KEYS: `k1:${Buffer.alloc(32, 7).toString('base64')}`,
     });
     expect(config.TEMPORAL_ADDRESS).toBe('temporal:7233');
     expect(config.usingDevelopmentSecrets).toBe(false);

@@ -7,6 +7,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { temporal } from '@temporalio/proto';
 import { Worker } from '@temporalio/worker';
+import { AesGcmPayloadCodec, newPayloadKey, parsePayloadKeys } from '../../src/codec';
 import { workflowBundle } from '../helpers/payments';
 import { HISTORIES_DIR } from '../helpers/workflows';
 
@@ -19,7 +20,7 @@ it('has the recorded scenarios to replay', () => {
   expect(files.length).toBeGreaterThanOrEqual(10);
 });
 
-it('replays every recorded history without non-determinism', async () => {
+const replayAll = async (dataConverter?: { payloadCodecs: AesGcmPayloadCodec[] }) => {
   const histories = files.map((file) => ({
     workflowId: file,
     history: temporal.api.history.v1.History.fromObject(
@@ -28,10 +29,24 @@ it('replays every recorded history without non-determinism', async () => {
   }));
   const failures: string[] = [];
   let replayed = 0;
-  for await (const result of Worker.runReplayHistories({ workflowBundle: await workflowBundle() }, histories)) {
+  const options = { workflowBundle: await workflowBundle(), ...(dataConverter ? { dataConverter } : {}) };
+  for await (const result of Worker.runReplayHistories(options, histories)) {
     replayed += 1;
     if (result.error) failures.push(`${result.workflowId}: ${result.error.message}`);
   }
+  return { failures, replayed };
+};
+
+it('replays every recorded history without non-determinism', async () => {
+  const { failures, replayed } = await replayAll();
+  expect(failures).toEqual([]);
+  expect(replayed).toBe(files.length);
+});
+
+it('replays them on a worker with payload encryption too (recorded before it: the codec passes them through)', async () => {
+  const { failures, replayed } = await replayAll({
+    payloadCodecs: [new AesGcmPayloadCodec(parsePayloadKeys(newPayloadKey('replay')))],
+  });
   expect(failures).toEqual([]);
   expect(replayed).toBe(files.length);
 });

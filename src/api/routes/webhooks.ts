@@ -6,6 +6,7 @@ import type { EventOwner, PaymentsClient } from '../../client';
 import { ApiError, ProviderParams, SimulatorWebhookEvent, WebhookAck } from '../../domain/api-schemas';
 import type { ProviderEvent } from '../../domain/definitions';
 import { IdempotencyKey, MerchantId } from '../../domain/payment';
+import type { ApiMetrics } from '../../metrics/api-metrics';
 import { errorBody } from '../errors';
 import { verifySignature } from '../webhook-signature';
 
@@ -16,6 +17,8 @@ export interface WebhookRoutesOptions {
   readonly secret: string;
   /** `WEBHOOK_TOLERANCE_S`: older (or further in the future) signatures are refused. */
   readonly toleranceS: number;
+  /** Webhook counters (received, refused, applied, duplicate). */
+  readonly metrics?: ApiMetrics;
 }
 
 /** The providers whose webhooks this API verifies. */
@@ -85,6 +88,8 @@ export const webhookRoutes: FastifyPluginAsyncZod<WebhookRoutesOptions> = async 
     async (request, reply) => {
       const { provider } = request.params;
       if (!verifiedProviders.has(provider)) return reply.code(404).send(errorBody('not_found', 'Unknown provider'));
+      const m = opts.metrics;
+      m?.webhooksReceived.inc({ provider });
       const raw: unknown = request.body;
       const rawBody = typeof raw === 'string' ? raw : '';
       const signature = request.headers['sim-signature'];
@@ -96,16 +101,19 @@ export const webhookRoutes: FastifyPluginAsyncZod<WebhookRoutesOptions> = async 
       );
       if (!check.ok) {
         request.log.warn({ provider, reason: check.reason }, 'webhook signature refused');
+        m?.webhooksRefused.inc({ provider, reason: 'signature' });
         return reply.code(400).send(errorBody('invalid_signature', `Signature refused: ${check.reason}`));
       }
       let json: unknown;
       try {
         json = JSON.parse(rawBody);
       } catch {
+        m?.webhooksRefused.inc({ provider, reason: 'body' });
         return reply.code(400).send(errorBody('validation_error', 'The body is not valid JSON'));
       }
       const parsed = SimulatorWebhookEvent.safeParse(json);
       if (!parsed.success) {
+        m?.webhooksRefused.inc({ provider, reason: 'body' });
         const fields = parsed.error.issues.map((i) => ({ path: i.path.join('.') || '(body)', message: i.message }));
         return reply.code(400).send(errorBody('validation_error', 'The event is invalid', fields));
       }
@@ -114,6 +122,8 @@ export const webhookRoutes: FastifyPluginAsyncZod<WebhookRoutesOptions> = async 
         toProviderEvent(parsed.data),
         ownerOf(parsed.data),
       );
+      if (delivery === 'duplicate') m?.webhooksDuplicate.inc({ provider });
+      else m?.webhooksApplied.inc({ provider, delivery });
       request.log.info({ provider, eventType: parsed.data.type, delivery }, 'webhook accepted');
       return reply.code(200).send({ received: true as const, delivery });
     },

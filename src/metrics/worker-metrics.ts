@@ -1,0 +1,152 @@
+/**
+ * The worker's own metrics (prom-client): every provider call by provider, operation, outcome class and whether it
+ * was the original attempt or a retry; the retry delays we chose; reconciles started and how they ended; the breaker's
+ * state. Counted from outside the activities and workflows: an activity interceptor sees each attempt's result or
+ * typed failure, a workflow sink reports reconciles. The Temporal SDK's own metrics are a separate endpoint (Runtime
+ * telemetry, see src/worker.ts).
+ */
+import { ApplicationFailure } from '@temporalio/common';
+import { msToNumber } from '@temporalio/common/lib/time';
+import type { Context } from '@temporalio/activity';
+import type { ActivityInterceptorsFactory, InjectedSinks } from '@temporalio/worker';
+import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
+import type { PaymentSinks } from '../domain/sinks';
+
+/** The provider-call activities and the operation each performs. */
+const providerCallActivities: Readonly<Record<string, string>> = {
+  createPayment: 'create',
+  capturePayment: 'capture',
+  voidPayment: 'void',
+  refundPayment: 'refund',
+  lookupPayment: 'lookup',
+  listProviderPayments: 'list',
+};
+
+/** A breaker's state as the gauge reports it. */
+export type BreakerStateName = 'closed' | 'open' | 'half_open';
+
+/** The metric objects, registered on one registry. */
+export interface WorkerMetrics {
+  readonly registry: Registry;
+  readonly providerCalls: Counter<'provider' | 'operation' | 'outcome' | 'attempt'>;
+  readonly providerCallSeconds: Histogram<'provider' | 'operation' | 'outcome'>;
+  readonly retryDelaySeconds: Histogram<'provider' | 'operation' | 'outcome'>;
+  readonly reconcilesStarted: Counter<'provider' | 'operation'>;
+  readonly reconcilesEnded: Counter<'provider' | 'operation' | 'outcome'>;
+}
+
+/** Registers the worker's metrics on `registry`; `breakerState` (optional) feeds the breaker gauge on each scrape. */
+export function createWorkerMetrics(
+  registry: Registry,
+  breakerState?: {
+    readonly providers: readonly string[];
+    /** May be async: a shared store (Redis) is read on each scrape. */
+    state(provider: string): BreakerStateName | Promise<BreakerStateName>;
+  },
+): WorkerMetrics {
+  const registers = [registry];
+  const metrics: WorkerMetrics = {
+    registry,
+    providerCalls: new Counter({
+      name: 'payments_provider_calls_total',
+      help: 'Provider call attempts by provider, operation, outcome class (succeeded, declined, or the failure type) and attempt (original or retry)',
+      labelNames: ['provider', 'operation', 'outcome', 'attempt'],
+      registers,
+    }),
+    providerCallSeconds: new Histogram({
+      name: 'payments_provider_call_duration_seconds',
+      help: 'Duration of one provider call attempt (activity execution), by outcome class',
+      labelNames: ['provider', 'operation', 'outcome'],
+      buckets: [0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+      registers,
+    }),
+    retryDelaySeconds: new Histogram({
+      name: 'payments_provider_retry_delay_seconds',
+      help: 'The delay chosen before the next attempt of a retryable failure (Retry-After, else full-jitter backoff)',
+      labelNames: ['provider', 'operation', 'outcome'],
+      buckets: [0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60, 300],
+      registers,
+    }),
+    reconcilesStarted: new Counter({
+      name: 'payments_reconciles_started_total',
+      help: 'Reconciles started for a write with an unknown outcome',
+      labelNames: ['provider', 'operation'],
+      registers,
+    }),
+    reconcilesEnded: new Counter({
+      name: 'payments_reconciles_ended_total',
+      help: 'Reconciles ended, by outcome: found, declined, rejected, needs_review',
+      labelNames: ['provider', 'operation', 'outcome'],
+      registers,
+    }),
+  };
+  if (breakerState) {
+    new Gauge({
+      name: 'payments_breaker_state',
+      help: 'Circuit breaker state per provider: 1 for the current state, 0 for the others',
+      labelNames: ['provider', 'state'],
+      registers,
+      async collect() {
+        for (const provider of breakerState.providers) {
+          const current = await breakerState.state(provider);
+          for (const s of ['closed', 'open', 'half_open'] as const)
+            this.set({ provider, state: s }, s === current ? 1 : 0);
+        }
+      },
+    });
+  }
+  return metrics;
+}
+
+/** The outcome class of a provider call's answer: `declined` is an answer, not a failure. */
+function outcomeOfResult(result: unknown): string {
+  const outcome = (result as { outcome?: unknown } | null)?.outcome;
+  return outcome === 'declined' ? 'declined' : 'succeeded';
+}
+
+/** Counts each provider-call attempt; other activities pass through untouched. */
+export function providerCallInterceptor(metrics: WorkerMetrics): ActivityInterceptorsFactory {
+  return (ctx: Context) => ({
+    inbound: {
+      async execute(input, next) {
+        const { activityType, attempt } = ctx.info;
+        const operation = providerCallActivities[activityType];
+        if (operation === undefined) return next(input);
+        const provider = String((input.args[0] as { provider?: unknown } | undefined)?.provider ?? 'unknown');
+        const attemptKind = attempt > 1 ? 'retry' : 'original';
+        const stop = metrics.providerCallSeconds.startTimer({ provider, operation });
+        const count = (outcome: string) => {
+          metrics.providerCalls.inc({ provider, operation, outcome, attempt: attemptKind });
+          stop({ outcome });
+        };
+        try {
+          const result = await next(input);
+          count(outcomeOfResult(result));
+          return result;
+        } catch (err) {
+          const outcome = err instanceof ApplicationFailure ? (err.type ?? 'ApplicationFailure') : 'error';
+          count(outcome);
+          if (err instanceof ApplicationFailure && !err.nonRetryable && err.nextRetryDelay != null) {
+            metrics.retryDelaySeconds.observe({ provider, operation, outcome }, msToNumber(err.nextRetryDelay) / 1000);
+          }
+          throw err;
+        }
+      },
+    },
+  });
+}
+
+/** The workflow sinks that feed the reconcile counters (never called during replay). */
+export function paymentSinks(metrics: WorkerMetrics): InjectedSinks<PaymentSinks> {
+  return {
+    paymentMetrics: {
+      reconcile: {
+        fn(_info, { event, operation, provider }) {
+          if (event === 'started') metrics.reconcilesStarted.inc({ provider, operation });
+          else metrics.reconcilesEnded.inc({ provider, operation, outcome: event });
+        },
+        callDuringReplay: false,
+      },
+    },
+  };
+}

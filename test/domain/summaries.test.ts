@@ -1,0 +1,52 @@
+import {
+  activitySummary,
+  formatMoney,
+  formatWait,
+  paymentCurrentDetails,
+  paymentStaticDetails,
+  paymentSummary,
+} from '../../src/domain/summaries';
+
+const facts = {
+  merchantId: 'm1',
+  key: 'key-1',
+  orderId: '1001',
+  amount: { value: 1000, currency: 'EUR' },
+  provider: 'simulator',
+  capture: 'automatic' as const,
+};
+
+it('formats minor units by the currency exponent, in integers', () => {
+  expect(formatMoney(1000, 'EUR')).toBe('EUR 10.00');
+  expect(formatMoney(5, 'USD')).toBe('USD 0.05');
+  expect(formatMoney(1000, 'JPY')).toBe('JPY 1000');
+  expect(formatMoney(1234, 'KWD')).toBe('KWD 1.234');
+  expect(formatMoney(9_007_199_254_740_991, 'EUR')).toBe('EUR 90071992547409.91');
+});
+
+it('summarizes a payment in one line, without the payment method', () => {
+  expect(paymentSummary(facts)).toBe('EUR 10.00 for order 1001 (merchant m1, simulator)');
+  expect(paymentStaticDetails({ ...facts, paymentMethod: 'pm_card_visa' } as typeof facts)).not.toContain('pm_');
+});
+
+it('keeps the current details to status, amounts, attempts and the review reason', () => {
+  const details = paymentCurrentDetails({
+    status: 'needs_review',
+    amount: { value: 1000, currency: 'EUR' },
+    amountAuthorized: 0,
+    amountCaptured: 0,
+    amountRefunded: 0,
+    attempts: 2,
+    review: { reason: 'create not found at simulator after 5 checks' },
+  });
+  expect(details).toContain('**needs_review** after 2 provider attempts');
+  expect(details).toContain('needs review: create not found');
+});
+
+it('names activities and waits as an operator reads them', () => {
+  expect(activitySummary('create', 'simulator')).toBe('create payment at simulator');
+  expect(formatWait(30_000)).toBe('30 s');
+  expect(formatWait(120_000)).toBe('2 min');
+  expect(formatWait(21_600_000)).toBe('6 h');
+  expect(formatWait(30 * 86_400_000)).toBe('30 d');
+});
