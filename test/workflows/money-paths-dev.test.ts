@@ -6,7 +6,7 @@ import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { refundUpdate, resolveUpdate } from '../../src/domain/definitions';
 import { ErrorType } from '../../src/domain/errors';
 import { reconcileWorkflowId } from '../../src/domain/ids';
-import type { PaymentView } from '../../src/domain/payment';
+import { opOf, unknownRefundRetry, within } from '../helpers/operations';
 import { connectDevServer } from '../helpers/servers';
 import { type Bench, chargeRequest, idOf, startBench } from '../helpers/payments';
 import { effectsOf, recordHistories, startCharge, updateFailureType, waitForStatus } from '../helpers/workflows';
@@ -26,27 +26,6 @@ afterAll(async () => {
 });
 
 const HOUR = 3_600_000;
-
-/** A refund that keeps failing with a 500: its outcome is unknown once the short budget is spent. */
-const unknownRefundRetry = {
-  refund: {
-    initialIntervalMs: 100,
-    maximumIntervalMs: 200,
-    attemptTimeoutMs: 7_000,
-    budgetMs: 10_000,
-    maximumAttempts: 2,
-  },
-};
-
-const opOf = (view: PaymentView, kind: string, key: string) =>
-  view.operations?.find((o) => o.kind === kind && o.key === key);
-
-/** Fails the test instead of hanging when an update holds its answer. */
-const within = <T>(ms: number, p: Promise<T>, what: string): Promise<T> =>
-  Promise.race([
-    p,
-    new Promise<T>((_, reject) => setTimeout(() => reject(new Error(`${what} did not answer within ${ms} ms`)), ms)),
-  ]);
 
 describe('an unknown refund outcome', () => {
   it('answers the update at once, reconciles beside it, and goes to review when its reconcile is terminated', async () => {

@@ -5,8 +5,8 @@
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { captureUpdate, paymentQuery, refundUpdate, resolveUpdate } from '../../src/domain/definitions';
 import { ErrorType } from '../../src/domain/errors';
-import type { PaymentView } from '../../src/domain/payment';
 import { InMemoryCircuitBreaker } from '../../src/activities';
+import { opOf, unknownRefundRetry, waitForOperation } from '../helpers/operations';
 import { createTimeSkippingEnv } from '../helpers/servers';
 import { type Bench, chargeRequest, idOf, startBench } from '../helpers/payments';
 import {
@@ -32,37 +32,6 @@ afterEach(async () => {
 
 const HOUR = 3_600_000;
 const DAY = 24 * HOUR;
-
-/** A refund (or capture) that keeps failing with a 500: its outcome is unknown once the short budget is spent. */
-const unknownRefundRetry = {
-  refund: {
-    initialIntervalMs: 100,
-    maximumIntervalMs: 200,
-    attemptTimeoutMs: 7_000,
-    budgetMs: 10_000,
-    maximumAttempts: 2,
-  },
-};
-
-const opOf = (view: PaymentView, kind: string, key: string) =>
-  view.operations?.find((o) => o.kind === kind && o.key === key);
-
-/** Polls until one operation reaches a state (real time, bounded): its reconcile runs activities over real HTTP. */
-async function waitForOperation(
-  handle: { query: (q: typeof paymentQuery) => Promise<PaymentView> },
-  kind: string,
-  key: string,
-  state: string,
-): Promise<PaymentView> {
-  const deadline = Date.now() + 15_000;
-  let last: PaymentView | undefined;
-  while (Date.now() < deadline) {
-    last = await handle.query(paymentQuery);
-    if (opOf(last, kind, key)?.state === state) return last;
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  throw new Error(`${kind} ${key} did not reach ${state}; last view: ${JSON.stringify(last)}`);
-}
 
 describe('capture and refund answers follow what the provider did', () => {
   it('a refund the provider refuses is recorded as rejected with its code; a repeat answers the same, no second request', async () => {
