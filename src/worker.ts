@@ -6,7 +6,13 @@
 import { Client } from '@temporalio/client';
 import { NativeConnection, Worker, type WorkerOptions } from '@temporalio/worker';
 import pino, { type Logger } from 'pino';
-import { type Activities, type CircuitBreaker, InMemoryCircuitBreaker, createActivities } from './activities';
+import {
+  type Activities,
+  type BreakerObserver,
+  type CircuitBreaker,
+  InMemoryCircuitBreaker,
+  createActivities,
+} from './activities';
 import { type SweepActivities, createSweepActivities } from './activities/sweep';
 import { FallbackCircuitBreaker } from './activities/breaker-fallback';
 import { RedisCircuitBreaker, closeBreakerRedis, connectBreakerRedis, redisReady } from './activities/breaker-redis';
@@ -74,15 +80,18 @@ export async function createWorkers(setup: WorkerSetup): Promise<Worker[]> {
 export async function createBreaker(
   config: Pick<Config, 'REDIS_URL' | 'REDIS_KEY_PREFIX' | 'breaker'>,
   logger: Logger,
+  /** Hears transitions, probes, cool-downs, refusals and store switches of whichever store answers (metrics). */
+  observer?: BreakerObserver,
 ): Promise<{ readonly breaker: CircuitBreaker; close(): Promise<void> }> {
-  const local = new InMemoryCircuitBreaker(config.breaker);
+  const policy = { ...config.breaker, ...(observer === undefined ? {} : { observer }) };
+  const local = new InMemoryCircuitBreaker(policy);
   if (config.REDIS_URL === undefined) {
     logger.info({ breakerStore: 'in-process' }, 'circuit breaker: in-process store (REDIS_URL not set)');
     return { breaker: local, close: async () => undefined };
   }
   const redis = connectBreakerRedis(config.REDIS_URL, (err) => logger.debug({ err }, 'breaker Redis connection'));
-  const shared = new RedisCircuitBreaker(redis, { ...config.breaker, keyPrefix: config.REDIS_KEY_PREFIX });
-  const breaker = new FallbackCircuitBreaker(shared, local, logger);
+  const shared = new RedisCircuitBreaker(redis, { ...policy, keyPrefix: config.REDIS_KEY_PREFIX });
+  const breaker = new FallbackCircuitBreaker(shared, local, logger, observer);
   // Never block start-up on Redis: payments go on with the in-process store until it answers.
   const ready = await redisReady(redis, 2_000);
   const where = new URL(config.REDIS_URL).host; // never the password
