@@ -19,10 +19,10 @@ import type { ChargeWorkflowInput } from '../../src/domain/workflow-inputs';
 import { createProvider, simulatorCapabilities } from '../../src/providers';
 import { createBreaker, createWorkers } from '../../src/worker';
 import { type RunningRedis, startRedisServer } from '../../scripts/lib/redis-server';
-import { type Bench, chargeRequest, idOf, startBench, workflowBundle } from '../helpers/payments';
+import { type Bench, chargeRequest, startBench, workflowBundle } from '../helpers/payments';
 import { DEV_SERVER_ADDRESS_ENV, connectDevServer } from '../helpers/servers';
 import { type WorkerProcess, counted, spawnWorkerProcess } from '../helpers/worker-process';
-import { requestsOf, waitForStatus } from '../helpers/workflows';
+import { requestsOf, startChargeOn, waitForStatus } from '../helpers/workflows';
 
 let env: TestWorkflowEnvironment;
 let redis: RunningRedis;
@@ -126,17 +126,8 @@ it('one 429 with Retry-After: 3 seen by one workflow delays the next creates of 
   let child: WorkerProcess | undefined = other;
   const running = workers.map((w) => w.run());
   try {
-    /** Starts a charge on `taskQueue` without waiting for its first answer (that wait would eat the window). */
-    const start = async (taskQueue: string, input: ChargeWorkflowInput) => {
-      const handle = await env.client.workflow.start('chargeWorkflow', {
-        workflowId: idOf(input),
-        taskQueue,
-        args: [input],
-        memo: { fingerprint: input.fingerprint },
-      });
-      b.track(handle.workflowId);
-      return handle;
-    };
+    // Started without waiting for their first answer: that wait would eat the window.
+    const start = (taskQueue: string, input: ChargeWorkflowInput) => startChargeOn(b, input, taskQueue);
     const first = b.input(chargeRequest(), { retry });
     b.sim.addFaults({
       rules: [
