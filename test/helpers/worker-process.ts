@@ -40,10 +40,18 @@ export async function spawnWorkerProcess(spec: WorkerProcessSpec): Promise<Worke
     env: { ...process.env, PW_WORKER_SPEC: JSON.stringify(spec) },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
+  // A test killed by its timeout must not leave the child polling.
+  const killOnExit = () => child.kill('SIGKILL');
+  process.once('exit', killOnExit);
   let out = '';
   let err = '';
   child.stderr.on('data', (c: Buffer) => (err += c.toString()));
-  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  const exited = new Promise<number | null>((resolve) =>
+    child.once('exit', (code) => {
+      process.off('exit', killOnExit);
+      resolve(code);
+    }),
+  );
   await new Promise<void>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error('worker process not ready within 90 s')), 90_000);
     child.stdout.on('data', (c: Buffer) => {
