@@ -10,6 +10,7 @@ import { Registry, collectDefaultMetrics } from 'prom-client';
 import pino, { type Logger as PinoLogger } from 'pino';
 import {
   type Activities,
+  type BreakerObserver,
   type CircuitBreaker,
   type InspectableBreaker,
   InMemoryCircuitBreaker,
@@ -29,6 +30,7 @@ import { installWorkerRuntime } from './metrics/runtime';
 import { parseListenAddress, serveMetrics } from './metrics/serve';
 import {
   type WorkerMetrics,
+  breakerMetricsObserver,
   createWorkerMetrics,
   paymentSinks,
   providerCallInterceptor,
@@ -104,15 +106,18 @@ export async function createWorkers(setup: WorkerSetup): Promise<Worker[]> {
 export async function createBreaker(
   config: Pick<Config, 'REDIS_URL' | 'REDIS_KEY_PREFIX' | 'breaker'>,
   logger: PinoLogger,
+  /** Hears transitions, probes, cool-downs, refusals and store switches of whichever store answers (metrics). */
+  observer?: BreakerObserver,
 ): Promise<{ readonly breaker: CircuitBreaker; close(): Promise<void> }> {
-  const local = new InMemoryCircuitBreaker(config.breaker);
+  const policy = { ...config.breaker, ...(observer === undefined ? {} : { observer }) };
+  const local = new InMemoryCircuitBreaker(policy);
   if (config.REDIS_URL === undefined) {
     logger.info({ breakerStore: 'in-process' }, 'circuit breaker: in-process store (REDIS_URL not set)');
     return { breaker: local, close: async () => undefined };
   }
   const redis = connectBreakerRedis(config.REDIS_URL, (err) => logger.debug({ err }, 'breaker Redis connection'));
-  const shared = new RedisCircuitBreaker(redis, { ...config.breaker, keyPrefix: config.REDIS_KEY_PREFIX });
-  const breaker = new FallbackCircuitBreaker(shared, local, logger);
+  const shared = new RedisCircuitBreaker(redis, { ...policy, keyPrefix: config.REDIS_KEY_PREFIX });
+  const breaker = new FallbackCircuitBreaker(shared, local, logger, observer);
   // Never block start-up on Redis: payments go on with the in-process store until it answers.
   const ready = await redisReady(redis, 2_000);
   const where = new URL(config.REDIS_URL).host; // never the password
@@ -127,8 +132,7 @@ export async function runWorkers(workers: Worker[]): Promise<void> {
 }
 
 /** Our registry (WORKER_METRICS_ADDRESS); the breaker gauge reads the process's breaker on each scrape. */
-function workerMetrics(breaker: CircuitBreaker, providers: readonly string[]): WorkerMetrics {
-  const registry = new Registry();
+function workerMetrics(registry: Registry, breaker: CircuitBreaker, providers: readonly string[]): WorkerMetrics {
   collectDefaultMetrics({ register: registry });
   const inspectable = 'state' in breaker ? (breaker as InspectableBreaker) : undefined;
   return createWorkerMetrics(
@@ -141,8 +145,10 @@ async function main() {
   const config = loadConfig();
   const logger = pino({ level: config.LOG_LEVEL, base: { component: 'worker' } });
   installWorkerRuntime(config);
-  const breaker = await createBreaker(config, logger);
-  const metrics = workerMetrics(breaker.breaker, config.providers);
+  // Our registry first: the breaker's observer counts into it from the first call on.
+  const registry = new Registry();
+  const breaker = await createBreaker(config, logger, breakerMetricsObserver(registry));
+  const metrics = workerMetrics(registry, breaker.breaker, config.providers);
   const dataConverter = encryptingDataConverter(config.payloadKeys);
   const connection = await NativeConnection.connect(connectionOptions(config));
   const providers = {

@@ -1,10 +1,13 @@
-import type {
-  BreakerDecision,
-  BreakerOutcome,
-  BreakerReport,
-  BreakerState,
-  CircuitBreaker,
-  InspectableBreaker,
+import {
+  type BreakerDecision,
+  type BreakerNotifier,
+  type BreakerObserver,
+  type BreakerOutcome,
+  type BreakerReport,
+  type BreakerState,
+  type CircuitBreaker,
+  type InspectableBreaker,
+  breakerNotifier,
 } from './breaker';
 
 /** The shared store as the fallback sees it: a breaker that can say whether its connection is up. */
@@ -26,12 +29,18 @@ export interface FallbackLog {
  */
 export class FallbackCircuitBreaker implements InspectableBreaker {
   #usingFallback = false;
+  readonly #notify: BreakerNotifier;
 
+  /** `observer.onStoreChange` hears each switch (the stores' own observers hear their events). */
   constructor(
     readonly shared: SharedBreaker,
     readonly local: CircuitBreaker & InspectableBreaker,
     private readonly log: FallbackLog,
-  ) {}
+    observer: Pick<BreakerObserver, 'onStoreChange'> = {},
+    private readonly now: () => number = Date.now,
+  ) {
+    this.#notify = breakerNotifier(observer);
+  }
 
   /** Which store answers now. */
   get store(): 'shared' | 'local' {
@@ -45,6 +54,7 @@ export class FallbackCircuitBreaker implements InspectableBreaker {
         if (this.#usingFallback) {
           this.#usingFallback = false;
           this.log.info({ breakerStore: 'redis' }, 'shared breaker store (Redis) is back; using it again');
+          this.#notify.onStoreChange({ store: 'shared', atMs: this.now() });
         }
         return result;
       } catch (err) {
@@ -61,6 +71,7 @@ export class FallbackCircuitBreaker implements InspectableBreaker {
       { err, breakerStore: 'in-process' },
       'shared breaker store (Redis) unreachable; this worker uses its in-process breaker until it is back',
     );
+    this.#notify.onStoreChange({ store: 'local', atMs: this.now() });
   }
 
   acquire(provider: string): Promise<BreakerDecision> {

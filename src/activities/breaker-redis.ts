@@ -10,49 +10,56 @@ import { createHash, randomUUID } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { bucketMsOf } from './breaker-counting';
 import {
+  type BreakerBlock,
   type BreakerDecision,
   type BreakerOptions,
   type BreakerOutcome,
   type BreakerReport,
   type BreakerState,
+  type BreakerStateKind,
   type InspectableBreaker,
   type ResolvedBreakerOptions,
   outcomeClass,
   refusal,
+  reportProbeOutcome,
+  reportProbeTaken,
   resolveBreakerOptions,
 } from './breaker';
 
 // KEYS: state, notBefore. ARGV: now, probeTimeoutMs, token.
-// Returns {allowed (0/1), waitMs, reason or probe token ('' when closed)}.
+// Returns {allowed (0/1), waitMs, reason or probe token ('' when closed), the state a probe was taken in}.
 const ACQUIRE = `
 local now = tonumber(ARGV[1])
 local notBefore = tonumber(redis.call('GET', KEYS[2]) or '0')
 if now < notBefore then return {0, notBefore - now, 'cool_down'} end
 local s = redis.call('HMGET', KEYS[1], 'state', 'openUntil', 'probeUntil')
 local state = s[1] or 'closed'
-if state == 'closed' then return {1, 0, ''} end
-if state == 'open' and now < tonumber(s[2]) then return {0, tonumber(s[2]) - now, 'open'} end
-if state == 'half_open' and now < tonumber(s[3]) then return {0, tonumber(s[3]) - now, 'probe_in_flight'} end
+if state == 'closed' then return {1, 0, '', state} end
+if state == 'open' and now < tonumber(s[2]) then return {0, tonumber(s[2]) - now, 'open', state} end
+if state == 'half_open' and now < tonumber(s[3]) then return {0, tonumber(s[3]) - now, 'probe_in_flight', state} end
 -- Open period over, or the last probe never reported back: this caller is the one probe.
 redis.call('HSET', KEYS[1], 'state', 'half_open', 'probe', ARGV[3], 'probeUntil', now + tonumber(ARGV[2]))
-return {1, 0, ARGV[3]}
+return {1, 0, ARGV[3], state}
 `;
 
 // KEYS: state, window, notBefore.
 // ARGV: now, class (healthy|unhealthy|ignored), kind (read|write), probe token or '', coolDownMs,
 //       consecutiveFailures, windowMs (0: no window), bucketMs, failureRate, minimumCalls, openMs.
-// Returns the state after the record.
+// Returns {the state before, the state after, the new "not before" when this record moved it (else 0)}.
 const RECORD = `
 local now = tonumber(ARGV[1])
 local class, kind, probe = ARGV[2], ARGV[3], ARGV[4]
 local coolDownMs = tonumber(ARGV[5])
+local coolDownUntil = 0
 if coolDownMs > 0 then
   local notBefore = tonumber(redis.call('GET', KEYS[3]) or '0')
   if now + coolDownMs > notBefore then
-    redis.call('SET', KEYS[3], now + coolDownMs, 'PX', coolDownMs + 60000)
+    coolDownUntil = now + coolDownMs
+    redis.call('SET', KEYS[3], coolDownUntil, 'PX', coolDownMs + 60000)
   end
 end
-if class == 'ignored' then return 'ignored' end
+local state = redis.call('HGET', KEYS[1], 'state') or 'closed'
+if class == 'ignored' then return {state, state, coolDownUntil} end
 
 -- The counting strategy (breaker-counting.ts): does this outcome open the breaker?
 local function trips(healthy)
@@ -85,22 +92,21 @@ local function open()
   redis.call('DEL', KEYS[2])
   redis.call('HSET', KEYS[1], 'state', 'open', 'openUntil', now + tonumber(ARGV[11]), 'consecutive', 0,
     'probe', '', 'probeUntil', 0)
-  return 'open'
+  return {state, 'open', coolDownUntil}
 end
-local state = redis.call('HGET', KEYS[1], 'state') or 'closed'
 if state == 'half_open' then
   -- Only the probe decides: not a read, not a late call that started before the breaker opened.
-  if probe == '' or probe ~= redis.call('HGET', KEYS[1], 'probe') then return state end
+  if probe == '' or probe ~= redis.call('HGET', KEYS[1], 'probe') then return {state, state, coolDownUntil} end
   if class == 'healthy' then
     redis.call('DEL', KEYS[1], KEYS[2])
-    return 'closed'
+    return {state, 'closed', coolDownUntil}
   end
   return open()
 end
-if state == 'open' then return 'open' end
-if class == 'healthy' and kind == 'read' then return 'closed' end
+if state == 'open' then return {state, state, coolDownUntil} end
+if class == 'healthy' and kind == 'read' then return {state, state, coolDownUntil} end
 if trips(class == 'healthy') then return open() end
-return 'closed'
+return {state, 'closed', coolDownUntil}
 `;
 
 const sha1 = (s: string) => createHash('sha1').update(s).digest('hex');
@@ -147,29 +153,32 @@ export class RedisCircuitBreaker implements InspectableBreaker {
   async acquire(provider: string): Promise<BreakerDecision> {
     const k = this.#keys(provider);
     const token = randomUUID();
-    const reply = await this.#run(
-      ACQUIRE,
-      [k.state, k.notBefore],
-      [Math.floor(this.#o.now()), this.#o.probeTimeoutMs, token],
-    );
-    const [allowed, waitMs, tag] = reply as [number, number, string];
-    if (allowed === 1) return tag === '' ? { allowed: true } : { allowed: true, probe: tag };
-    return refusal(this.#o, waitMs, tag as 'open' | 'probe_in_flight' | 'cool_down');
+    const now = Math.floor(this.#o.now());
+    const reply = await this.#run(ACQUIRE, [k.state, k.notBefore], [now, this.#o.probeTimeoutMs, token]);
+    const [allowed, waitMs, tag, from] = reply as [number, number, string, BreakerStateKind];
+    if (allowed === 1) {
+      if (tag === '') return { allowed: true };
+      reportProbeTaken(this.#o.notify, provider, from, now);
+      return { allowed: true, probe: tag };
+    }
+    return refusal(this.#o, provider, now, waitMs, tag as BreakerBlock);
   }
 
   async record(provider: string, outcome: BreakerOutcome, report: BreakerReport = {}): Promise<void> {
     const k = this.#keys(provider);
-    const { counting } = this.#o;
+    const { counting, notify } = this.#o;
     const w = counting.window;
-    await this.#run(
+    const now = Math.floor(this.#o.now());
+    const coolDownMs = Math.max(0, Math.ceil(report.coolDownMs ?? 0));
+    const reply = await this.#run(
       RECORD,
       [k.state, k.window, k.notBefore],
       [
-        Math.floor(this.#o.now()),
+        now,
         outcomeClass(outcome),
         report.kind ?? 'write',
         report.probe ?? '',
-        Math.max(0, Math.ceil(report.coolDownMs ?? 0)),
+        coolDownMs,
         counting.consecutiveFailures,
         w?.durationMs ?? 0,
         w ? bucketMsOf(w) : 1,
@@ -178,6 +187,10 @@ export class RedisCircuitBreaker implements InspectableBreaker {
         this.#o.openMs,
       ],
     );
+    const [from, to, coolDownUntil] = reply as [BreakerStateKind, BreakerStateKind, number];
+    if (coolDownUntil > 0) notify.onCoolDown({ provider, coolDownMs, untilMs: coolDownUntil, atMs: now });
+    if (from === 'half_open' && to !== 'half_open') reportProbeOutcome(notify, provider, to === 'closed', now);
+    else if (from !== to) notify.onTransition({ provider, from, to, atMs: now });
   }
 
   async state(provider: string): Promise<BreakerState> {

@@ -85,6 +85,85 @@ export const breakerReport = (
   };
 };
 
+/** A breaker state's name. */
+export type BreakerStateKind = BreakerState['kind'];
+
+/** The state changed: `closed → open` (a trip), `open → half_open` (a probe went out), `half_open → closed | open`. */
+export interface BreakerTransitionEvent {
+  readonly provider: string;
+  readonly from: BreakerStateKind;
+  readonly to: BreakerStateKind;
+  /** Epoch ms (the breaker's clock). */
+  readonly atMs: number;
+}
+
+/** The half-open probe went out (`sent`), or its outcome closed (`succeeded`) or re-opened (`failed`) the breaker. */
+export interface BreakerProbeEvent {
+  readonly provider: string;
+  readonly result: 'sent' | 'succeeded' | 'failed';
+  readonly atMs: number;
+}
+
+/** The provider asked everyone to wait (429/503 with Retry-After) and that moved its "not before" to `untilMs`. */
+export interface BreakerCoolDownEvent {
+  readonly provider: string;
+  readonly coolDownMs: number;
+  readonly untilMs: number;
+  readonly atMs: number;
+}
+
+/** A write was refused before it was sent. */
+export interface BreakerRefusalEvent {
+  readonly provider: string;
+  readonly reason: BreakerBlock;
+  /** The wait handed to the caller, jitter included. */
+  readonly retryAfterMs: number;
+  readonly atMs: number;
+}
+
+/** Which store a worker's breaker answers from (the fallback switches when Redis goes away and comes back). */
+export interface BreakerStoreEvent {
+  readonly store: 'shared' | 'local';
+  readonly atMs: number;
+}
+
+/**
+ * What a breaker lets the rest of the process observe (metrics subscribe here; the breaker knows nothing of them).
+ * With the shared store each event is reported once, by the process whose call caused it: summed over the fleet,
+ * trips, probes and cool-downs count each occurrence once. Observers are called synchronously and must not throw;
+ * an error they throw is swallowed so that metrics can never change a breaker decision.
+ */
+export interface BreakerObserver {
+  onTransition?(event: BreakerTransitionEvent): void;
+  onProbe?(event: BreakerProbeEvent): void;
+  onCoolDown?(event: BreakerCoolDownEvent): void;
+  onRefusal?(event: BreakerRefusalEvent): void;
+  onStoreChange?(event: BreakerStoreEvent): void;
+}
+
+/** Every hook present, each one safe to call: a missing hook does nothing, a throwing one is ignored. */
+export type BreakerNotifier = { readonly [K in keyof BreakerObserver]-?: NonNullable<BreakerObserver[K]> };
+
+export const breakerNotifier = (observer: BreakerObserver = {}): BreakerNotifier => {
+  const safe =
+    <E>(hook: ((event: E) => void) | undefined) =>
+    (event: E): void => {
+      if (hook === undefined) return;
+      try {
+        hook.call(observer, event);
+      } catch {
+        // Observing must never change what the breaker decides.
+      }
+    };
+  return {
+    onTransition: safe(observer.onTransition),
+    onProbe: safe(observer.onProbe),
+    onCoolDown: safe(observer.onCoolDown),
+    onRefusal: safe(observer.onRefusal),
+    onStoreChange: safe(observer.onStoreChange),
+  };
+};
+
 export interface BreakerOptions {
   /** Consecutive NotSent/ProviderUnavailable/OutcomeUnknown outcomes that open the breaker. Default 5. */
   readonly failureThreshold?: number;
@@ -99,6 +178,8 @@ export interface BreakerOptions {
   readonly now?: () => number;
   /** Uniform in [0, 1), for the jitter. Default `Math.random`. */
   readonly random?: () => number;
+  /** Told of transitions, probes, cool-downs and refusals (e.g. metrics). */
+  readonly observer?: BreakerObserver;
 }
 
 export interface ResolvedBreakerOptions {
@@ -108,6 +189,7 @@ export interface ResolvedBreakerOptions {
   readonly jitterMs: number;
   readonly now: () => number;
   readonly random: () => number;
+  readonly notify: BreakerNotifier;
 }
 
 export const resolveBreakerOptions = (o: BreakerOptions = {}): ResolvedBreakerOptions => {
@@ -119,19 +201,39 @@ export const resolveBreakerOptions = (o: BreakerOptions = {}): ResolvedBreakerOp
     jitterMs: o.jitterMs ?? 0,
     now: o.now ?? Date.now,
     random: o.random ?? Math.random,
+    notify: breakerNotifier(o.observer),
   };
 };
 
-/** A refusal with jitter on top of the wait. */
+/** A refusal with jitter on top of the wait (reported to the observer). */
 export const refusal = (
-  options: Pick<ResolvedBreakerOptions, 'jitterMs' | 'random'>,
+  options: Pick<ResolvedBreakerOptions, 'jitterMs' | 'random' | 'notify'>,
+  provider: string,
+  atMs: number,
   waitMs: number,
   reason: BreakerBlock,
-): BreakerDecision => ({
-  allowed: false,
-  retryAfterMs: Math.max(1, Math.ceil(waitMs)) + Math.floor(options.random() * options.jitterMs),
-  reason,
-});
+): BreakerDecision => {
+  const retryAfterMs = Math.max(1, Math.ceil(waitMs)) + Math.floor(options.random() * options.jitterMs);
+  options.notify.onRefusal({ provider, reason, retryAfterMs, atMs });
+  return { allowed: false, retryAfterMs, reason };
+};
+
+/** Reports a probe let through: the transition out of open (none when a lost probe's slot is taken again). */
+export const reportProbeTaken = (
+  notify: BreakerNotifier,
+  provider: string,
+  from: BreakerStateKind,
+  atMs: number,
+): void => {
+  if (from !== 'half_open') notify.onTransition({ provider, from, to: 'half_open', atMs });
+  notify.onProbe({ provider, result: 'sent', atMs });
+};
+
+/** Reports the probe's outcome: it closed the breaker or re-opened it. */
+export const reportProbeOutcome = (notify: BreakerNotifier, provider: string, healthy: boolean, atMs: number): void => {
+  notify.onProbe({ provider, result: healthy ? 'succeeded' : 'failed', atMs });
+  notify.onTransition({ provider, from: 'half_open', to: healthy ? 'closed' : 'open', atMs });
+};
 
 /** The old name of the breaker options, kept for callers. */
 export type InMemoryBreakerOptions = BreakerOptions;
@@ -185,21 +287,26 @@ export class InMemoryCircuitBreaker implements InspectableBreaker {
   acquire(provider: string): BreakerDecision {
     const e = this.#entry(provider);
     const now = this.#o.now();
-    if (now < e.notBefore) return refusal(this.#o, e.notBefore - now, 'cool_down');
+    if (now < e.notBefore) return refusal(this.#o, provider, now, e.notBefore - now, 'cool_down');
     if (e.state === 'closed') return { allowed: true };
-    if (e.state === 'open' && now < e.openUntil) return refusal(this.#o, e.openUntil - now, 'open');
+    if (e.state === 'open' && now < e.openUntil) return refusal(this.#o, provider, now, e.openUntil - now, 'open');
     // A probe whose outcome never came back (a crashed worker) must not keep the breaker shut for good.
-    if (e.state === 'half_open' && now < e.probeUntil) return refusal(this.#o, e.probeUntil - now, 'probe_in_flight');
+    if (e.state === 'half_open' && now < e.probeUntil) {
+      return refusal(this.#o, provider, now, e.probeUntil - now, 'probe_in_flight');
+    }
     const probe = randomUUID();
+    const from = e.state;
     Object.assign(e, { state: 'half_open', probe, probeUntil: now + this.#o.probeTimeoutMs });
+    reportProbeTaken(this.#o.notify, provider, from, now);
     return { allowed: true, probe };
   }
 
   record(provider: string, outcome: BreakerOutcome, report: BreakerReport = {}): void {
     const e = this.#entry(provider);
     const now = this.#o.now();
-    if (report.coolDownMs !== undefined && report.coolDownMs > 0) {
-      e.notBefore = Math.max(e.notBefore, now + report.coolDownMs);
+    if (report.coolDownMs !== undefined && report.coolDownMs > 0 && now + report.coolDownMs > e.notBefore) {
+      e.notBefore = now + report.coolDownMs;
+      this.#o.notify.onCoolDown({ provider, coolDownMs: report.coolDownMs, untilMs: e.notBefore, atMs: now });
     }
     const cls = outcomeClass(outcome);
     if (cls === 'ignored') return;
@@ -209,6 +316,7 @@ export class InMemoryCircuitBreaker implements InspectableBreaker {
       e.counter.reset();
       if (cls === 'healthy') Object.assign(e, { state: 'closed', probe: undefined, probeUntil: 0 });
       else Object.assign(e, { state: 'open', openUntil: now + this.#o.openMs, probe: undefined, probeUntil: 0 });
+      reportProbeOutcome(this.#o.notify, provider, cls === 'healthy', now);
       return;
     }
     // Already open: a call that started before it opened changes nothing.
@@ -218,6 +326,7 @@ export class InMemoryCircuitBreaker implements InspectableBreaker {
     if (e.counter.record(cls === 'healthy', now)) {
       e.counter.reset();
       Object.assign(e, { state: 'open', openUntil: now + this.#o.openMs });
+      this.#o.notify.onTransition({ provider, from: 'closed', to: 'open', atMs: now });
     }
   }
 }

@@ -10,6 +10,7 @@ import { msToNumber } from '@temporalio/common/lib/time';
 import type { Context } from '@temporalio/activity';
 import type { ActivityInterceptorsFactory, InjectedSinks } from '@temporalio/worker';
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
+import type { BreakerObserver } from '../activities/breaker';
 import type { PaymentSinks } from '../domain/sinks';
 
 /** The provider-call activities and the operation each performs. */
@@ -148,5 +149,50 @@ export function paymentSinks(metrics: WorkerMetrics): InjectedSinks<PaymentSinks
         callDuringReplay: false,
       },
     },
+  };
+}
+
+/**
+ * Counts what the circuit breaker does, as its observer: transitions by the state entered, probes by result,
+ * provider-wide cool-downs, refused writes by reason, and the store it answers from (shared Redis or in-process).
+ * With the shared store each event is reported by the one process that caused it, so a fleet-wide sum counts it once.
+ */
+export function breakerMetricsObserver(registry: Registry): BreakerObserver {
+  const registers = [registry];
+  const transitions = new Counter({
+    name: 'payments_breaker_transitions_total',
+    help: 'Circuit breaker transitions by provider and the state entered (open, half_open, closed)',
+    labelNames: ['provider', 'to'],
+    registers,
+  });
+  const probes = new Counter({
+    name: 'payments_breaker_probes_total',
+    help: 'Half-open probes by provider and result (sent, succeeded, failed)',
+    labelNames: ['provider', 'result'],
+    registers,
+  });
+  const coolDowns = new Counter({
+    name: 'payments_breaker_cool_downs_total',
+    help: 'Provider-wide cool-downs set by a 429/503 with Retry-After',
+    labelNames: ['provider'],
+    registers,
+  });
+  const refusals = new Counter({
+    name: 'payments_breaker_refusals_total',
+    help: 'Writes refused before they were sent, by provider and reason (open, probe_in_flight, cool_down)',
+    labelNames: ['provider', 'reason'],
+    registers,
+  });
+  const store = new Gauge({
+    name: 'payments_breaker_shared_store',
+    help: '1 while the breaker answers from the shared (Redis) store, 0 while from the in-process fallback',
+    registers,
+  });
+  return {
+    onTransition: (e) => transitions.inc({ provider: e.provider, to: e.to }),
+    onProbe: (e) => probes.inc({ provider: e.provider, result: e.result }),
+    onCoolDown: (e) => coolDowns.inc({ provider: e.provider }),
+    onRefusal: (e) => refusals.inc({ provider: e.provider, reason: e.reason }),
+    onStoreChange: (e) => store.set(e.store === 'shared' ? 1 : 0),
   };
 }

@@ -5,7 +5,13 @@
  */
 import { randomUUID } from 'node:crypto';
 import { type Redis } from 'ioredis';
-import { InMemoryCircuitBreaker, type BreakerDecision } from '../../src/activities';
+import {
+  type BreakerDecision,
+  type BreakerObserver,
+  type BreakerStoreEvent,
+  InMemoryCircuitBreaker,
+  breakerReport,
+} from '../../src/activities';
 import { FallbackCircuitBreaker } from '../../src/activities/breaker-fallback';
 import {
   RedisCircuitBreaker,
@@ -108,6 +114,32 @@ it('a cool-down one process learned of (429 Retry-After) holds back the writes o
   expect(await a.acquire('sim')).toEqual({ allowed: true });
 });
 
+it('each shared event is observed once, by the process whose call caused it: summed over the fleet, none twice', async () => {
+  const keyPrefix = `t:${randomUUID()}:`;
+  const seen = { a: [] as string[], b: [] as string[] };
+  const observe = (list: string[]): BreakerObserver => ({
+    onTransition: (e) => list.push(`${e.from}->${e.to}`),
+    onProbe: (e) => list.push(`probe ${e.result}`),
+    onCoolDown: (e) => list.push(`cool-down ${e.coolDownMs}`),
+  });
+  const opts = { failureThreshold: 2, cooldownMs: 10_000, keyPrefix, now: clock };
+  const [ca, cb] = await Promise.all([connect(), connect()]);
+  const a = new RedisCircuitBreaker(ca, { ...opts, observer: observe(seen.a) });
+  const b = new RedisCircuitBreaker(cb, { ...opts, observer: observe(seen.b) });
+  await a.record('sim', ErrorType.NotSent);
+  await b.record('sim', ErrorType.ProviderUnavailable, { coolDownMs: 2_000 }); // b's call trips it
+  await a.record('sim', ErrorType.NotSent); // already open
+  now += 10_000;
+  const racers = await Promise.all(Array.from({ length: 10 }, (_, i) => (i % 2 === 0 ? a : b).acquire('sim')));
+  const probe = racers.find((d) => d.allowed);
+  const prober = racers.indexOf(probe as BreakerDecision) % 2 === 0 ? a : b;
+  await prober.record('sim', 'success', breakerReport('idempotent-write', probe as BreakerDecision));
+  const probeEvents = ['open->half_open', 'probe sent', 'probe succeeded', 'half_open->closed'];
+  expect(seen.b.slice(0, 2)).toEqual(['cool-down 2000', 'closed->open']);
+  expect(seen.a).toEqual(prober === a ? probeEvents : []);
+  expect(seen.b.slice(2)).toEqual(prober === b ? probeEvents : []);
+});
+
 it('Redis killed: each process falls back to its in-process breaker and says so; back on Redis when it returns', async () => {
   const own = await startRedisServer();
   try {
@@ -116,8 +148,14 @@ it('Redis killed: each process falls back to its in-process breaker and says so;
     const log = { warn: (_: object, msg: string) => logs.push(msg), info: (_: object, msg: string) => logs.push(msg) };
     const opts = { failureThreshold: 2, cooldownMs: 10_000, keyPrefix, now: clock };
     const [ca, cb] = await Promise.all([connect(own.url), connect(own.url)]);
-    const a = new FallbackCircuitBreaker(new RedisCircuitBreaker(ca, opts), new InMemoryCircuitBreaker(opts), log);
-    const b = new FallbackCircuitBreaker(new RedisCircuitBreaker(cb, opts), new InMemoryCircuitBreaker(opts), log);
+    const switches: string[] = [];
+    const onStoreChange = (who: string) => (e: BreakerStoreEvent) => switches.push(`${who} ${e.store}`);
+    const a = new FallbackCircuitBreaker(new RedisCircuitBreaker(ca, opts), new InMemoryCircuitBreaker(opts), log, {
+      onStoreChange: onStoreChange('a'),
+    });
+    const b = new FallbackCircuitBreaker(new RedisCircuitBreaker(cb, opts), new InMemoryCircuitBreaker(opts), log, {
+      onStoreChange: onStoreChange('b'),
+    });
 
     await a.record('sim', ErrorType.NotSent);
     await a.record('sim', ErrorType.NotSent);
@@ -143,6 +181,7 @@ it('Redis killed: each process falls back to its in-process breaker and says so;
       await a.record('sim', ErrorType.NotSent);
       expect(await b.acquire('sim')).toMatchObject({ allowed: false, reason: 'open' }); // shared again
       expect(logs.filter((m) => m.includes('using it again'))).toHaveLength(2);
+      expect(switches).toEqual(['b local', 'a local', 'b shared', 'a shared']);
       await Promise.all([ca, cb].map(closeBreakerRedis)); // the workers stop before their Redis does
     } finally {
       await again.stop();

@@ -5,6 +5,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import {
+  type BreakerObserver,
   type BreakerOptions,
   type InspectableBreaker,
   InMemoryCircuitBreaker,
@@ -104,6 +105,71 @@ describe.each([
     await b.record('p', 'success', breakerReport('idempotent-write', next));
     expect(await b.state('p')).toEqual({ kind: 'closed', failures: 0 });
     expect(await b.acquire('p')).toEqual({ allowed: true });
+  });
+
+  it('tells its observer of every transition, probe, cool-down and refusal, once each, in order', async () => {
+    const events: string[] = [];
+    const observer: BreakerObserver = {
+      onTransition: (e) => events.push(`${e.provider} ${e.from}->${e.to} @${e.atMs - start}`),
+      onProbe: (e) => events.push(`${e.provider} probe ${e.result} @${e.atMs - start}`),
+      onCoolDown: (e) => events.push(`${e.provider} cool-down ${e.coolDownMs} until @${e.untilMs - start}`),
+      onRefusal: (e) => events.push(`${e.provider} refused ${e.reason} ${e.retryAfterMs}`),
+    };
+    const start = now;
+    const b = await store({ failureThreshold: 2, cooldownMs: 10_000, probeTimeoutMs: 5_000, ...clock, observer });
+    await b.record('p', ErrorType.NotSent);
+    await b.record('p', 'success', { kind: 'read' });
+    await b.record('p', ErrorType.NotSent); // the trip
+    await b.record('p', ErrorType.NotSent); // already open: nothing new
+    await b.acquire('p');
+    now += 10_000;
+    const first = await b.acquire('p');
+    await b.acquire('p');
+    await b.record('p', 'success', { kind: 'write' }); // not the probe: nothing
+    await b.record('p', ErrorType.OutcomeUnknown, breakerReport('idempotent-write', first));
+    now += 10_000;
+    const lost = await b.acquire('p');
+    now += 5_000; // the lost probe's slot is taken again: a probe, but no transition
+    const second = await b.acquire('p');
+    await b.record('p', 'success', breakerReport('idempotent-write', lost)); // stale token: nothing
+    await b.record('p', 'success', breakerReport('idempotent-write', second));
+    await b.record('q', ErrorType.ProviderUnavailable, { coolDownMs: 3_000 });
+    // A shorter one moves nothing (no cool-down event); as a second failure in a row it trips q.
+    await b.record('q', ErrorType.ProviderUnavailable, { coolDownMs: 1_000 });
+    await b.acquire('q');
+    expect(events).toEqual([
+      'p closed->open @0',
+      'p refused open 10000',
+      'p open->half_open @10000',
+      'p probe sent @10000',
+      'p refused probe_in_flight 5000',
+      'p probe failed @10000',
+      'p half_open->open @10000',
+      'p open->half_open @20000',
+      'p probe sent @20000',
+      'p probe sent @25000',
+      'p probe succeeded @25000',
+      'p half_open->closed @25000',
+      'q cool-down 3000 until @28000',
+      'q closed->open @25000',
+      'q refused cool_down 3000',
+    ]);
+  });
+
+  it('an observer that throws changes no decision', async () => {
+    const boom = () => {
+      throw new Error('metrics are down');
+    };
+    const observer: BreakerObserver = { onTransition: boom, onProbe: boom, onCoolDown: boom, onRefusal: boom };
+    const b = await store({ failureThreshold: 1, cooldownMs: 1_000, ...clock, observer });
+    await b.record('p', ErrorType.NotSent);
+    expect(await b.acquire('p')).toEqual({ allowed: false, retryAfterMs: 1_000, reason: 'open' });
+    now += 1_000;
+    const probe = await b.acquire('p');
+    expect(probe).toEqual({ allowed: true, probe: expect.any(String) });
+    await b.record('p', 'success', { ...breakerReport('idempotent-write', probe), coolDownMs: 500 });
+    expect(await b.state('p')).toEqual({ kind: 'closed', failures: 0 });
+    expect(await b.acquire('p')).toEqual({ allowed: false, retryAfterMs: 500, reason: 'cool_down' });
   });
 
   it('a cool-down refuses writes until it ends, the longest one wins, and it grants no probe', async () => {

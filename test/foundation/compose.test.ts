@@ -11,7 +11,17 @@ import { paymentSearchAttributes } from '../../src/domain/search-attributes';
 
 const root = path.resolve(__dirname, '..', '..');
 const compose = parse(readFileSync(path.join(root, 'docker-compose.yml'), 'utf8'), { merge: true }) as {
-  services: Record<string, { command?: string[] | string; environment?: Record<string, string>; ports?: string[] }>;
+  services: Record<
+    string,
+    {
+      image?: string;
+      command?: string[] | string;
+      environment?: Record<string, string>;
+      ports?: string[];
+      volumes?: string[];
+      depends_on?: Record<string, { condition: string }>;
+    }
+  >;
 };
 const dockerfile = readFileSync(path.join(root, 'Dockerfile'), 'utf8');
 const pkg = JSON.parse(readFileSync(path.join(root, 'package.json'), 'utf8')) as { scripts: Record<string, string> };
@@ -22,7 +32,17 @@ const substitute = (value: string) => value.replace(/\$\{(\w+):\?[^}]*\}/g, (_m,
 
 it('has the production services', () => {
   expect(Object.keys(compose.services).sort()).toEqual(
-    ['api', 'postgresql', 'simulator', 'simulator-setup', 'temporal', 'temporal-setup', 'temporal-ui', 'worker'].sort(),
+    [
+      'api',
+      'postgresql',
+      'redis',
+      'simulator',
+      'simulator-setup',
+      'temporal',
+      'temporal-setup',
+      'temporal-ui',
+      'worker',
+    ].sort(),
   );
 });
 
@@ -64,4 +84,19 @@ it('publishes ports on loopback only and registers exactly the payment search at
   const setup = JSON.stringify(compose.services['temporal-setup']?.command);
   const names = [...setup.matchAll(/--name (\w+) --type Keyword/g)].map((m) => m[1]);
   expect(names.sort()).toEqual(paymentSearchAttributes.map((k) => k.name).sort());
+});
+
+it('gives the worker the shared breaker store: a Redis service without persistence, REDIS_URL pointing at it', () => {
+  const redis = compose.services.redis;
+  expect(redis?.image).toMatch(/^redis:7-alpine$/);
+  expect(redis?.command).toEqual(['redis-server', '--save', '', '--appendonly', 'no']);
+  expect(redis?.volumes ?? []).toEqual([]);
+  const worker = compose.services.worker;
+  expect(worker?.environment?.REDIS_URL).toBe('redis://redis:6379');
+  expect(worker?.depends_on?.redis).toBeDefined();
+  const env = Object.fromEntries(Object.entries(worker?.environment ?? {}).map(([k, v]) => [k, substitute(String(v))]));
+  expect(
+    loadConfig({ ...env, API_TOKENS: 'm1:token-of-merchant-one', OPERATOR_TOKENS: 'ops:token-of-the-operators' })
+      .REDIS_URL,
+  ).toBe('redis://redis:6379');
 });

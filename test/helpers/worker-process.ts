@@ -1,8 +1,10 @@
 /**
  * A second worker process for multi-process tests (the SDK allows one worker per task queue per process): the real
  * `createBreaker` + `createWorkers` of src/worker.ts, configured by the JSON in PW_WORKER_SPEC. Prints `ready` once
- * polling, drains on SIGTERM, then prints `{"creates":N}`: how many creates this process sent to the provider.
+ * polling, drains on SIGTERM, then prints `{"creates":N}`: how many creates this process sent to the provider. Its
+ * pino log (level `logLevel`, default silent) goes to stderr, which `spawnWorkerProcess` collects.
  */
+import { spawn } from 'node:child_process';
 import { DefaultLogger, NativeConnection, Runtime } from '@temporalio/worker';
 import pino from 'pino';
 import { createProvider, simulatorCapabilities } from '../../src/providers';
@@ -21,6 +23,60 @@ export interface WorkerProcessSpec {
   readonly breaker: Required<
     Pick<BreakerOptions, 'failureThreshold' | 'window' | 'cooldownMs' | 'probeTimeoutMs' | 'jitterMs'>
   >;
+  /** pino level of the process's log, written to stderr as JSON lines. Default: silent. */
+  readonly logLevel?: string;
+}
+
+export interface WorkerProcess {
+  /** SIGTERM, waits for the drain; answers how many creates the process sent. Fails when it exited non-zero. */
+  stop(): Promise<number>;
+  /** The process's log so far: one parsed pino line each. */
+  logs(): { level: number; msg: string; [field: string]: unknown }[];
+}
+
+/** Spawns test/helpers/worker-process.ts with `spec` and resolves once it polls (bounded: 90 s). */
+export async function spawnWorkerProcess(spec: WorkerProcessSpec): Promise<WorkerProcess> {
+  const child = spawn(process.execPath, ['--import', 'tsx', __filename], {
+    env: { ...process.env, PW_WORKER_SPEC: JSON.stringify(spec) },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  // A test killed by its timeout must not leave the child polling.
+  const killOnExit = () => child.kill('SIGKILL');
+  process.once('exit', killOnExit);
+  let out = '';
+  let err = '';
+  child.stderr.on('data', (c: Buffer) => (err += c.toString()));
+  const exited = new Promise<number | null>((resolve) =>
+    child.once('exit', (code) => {
+      process.off('exit', killOnExit);
+      resolve(code);
+    }),
+  );
+  await new Promise<void>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error('worker process not ready within 90 s')), 90_000);
+    child.stdout.on('data', (c: Buffer) => {
+      out += c.toString();
+      if (out.includes('ready\n')) {
+        clearTimeout(timer);
+        resolve();
+      }
+    });
+    void exited.then((code) => reject(new Error(`worker process exited ${code} before ready: ${err.slice(-2_000)}`)));
+  });
+  return {
+    async stop() {
+      child.kill('SIGTERM');
+      const code = await exited;
+      if (code !== 0) throw new Error(`worker process exited ${code}: ${err.slice(-2_000)}`);
+      const line = out.split('\n').find((l) => l.includes('"creates"'));
+      return (JSON.parse(line ?? '{}') as { creates: number }).creates;
+    },
+    logs: () =>
+      err
+        .split('\n')
+        .filter((l) => l.startsWith('{'))
+        .map((l) => JSON.parse(l) as { level: number; msg: string }),
+  };
 }
 
 /** A provider that counts the creates it sent. */
@@ -39,7 +95,10 @@ export const counted = (provider: PaymentProvider, calls: { creates: number }): 
 async function main() {
   const spec = JSON.parse(process.env.PW_WORKER_SPEC ?? '') as WorkerProcessSpec;
   Runtime.install({ logger: new DefaultLogger('WARN') });
-  const logger = pino({ level: process.env.TEST_LOG_LEVEL ?? 'silent' });
+  const logger = pino(
+    { level: spec.logLevel ?? process.env.TEST_LOG_LEVEL ?? 'silent' },
+    pino.destination({ dest: 2, sync: true }),
+  );
   const connection = await NativeConnection.connect({ address: spec.temporalAddress });
   const breaker = await createBreaker(
     { REDIS_URL: spec.redisUrl, REDIS_KEY_PREFIX: spec.keyPrefix, breaker: spec.breaker },

@@ -32,6 +32,25 @@ export async function startCharge(
 }
 
 /**
+ * Starts a charge on `taskQueue` (default the bench's) without waiting for its first answer: for tests where the
+ * `submit` wait would cost time they measure, or where several worker sets poll different queues.
+ */
+export async function startChargeOn(
+  bench: Bench,
+  input: ChargeWorkflowInput,
+  taskQueue = bench.taskQueue,
+): Promise<WorkflowHandle<typeof chargeWorkflow>> {
+  const handle = await bench.env.client.workflow.start<typeof chargeWorkflow>('chargeWorkflow', {
+    workflowId: idOf(input),
+    taskQueue,
+    args: [input],
+    memo: { fingerprint: input.fingerprint },
+  });
+  bench.track(handle.workflowId);
+  return handle;
+}
+
+/**
  * Polls the payment query until `status` (real time, bounded). Used where an activity runs over real HTTP after a
  * skipped timer fired.
  */

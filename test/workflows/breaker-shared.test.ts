@@ -6,7 +6,6 @@
  * Run once with the Redis store (one redis-server, two connections: two processes) and once with one in-process
  * breaker shared by both Worker sets (one process).
  */
-import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
@@ -20,7 +19,7 @@ import { createBreaker, createWorkers } from '../../src/worker';
 import { type RunningRedis, startRedisServer } from '../../scripts/lib/redis-server';
 import { type Bench, chargeRequest, startBench, workflowBundle } from '../helpers/payments';
 import { DEV_SERVER_ADDRESS_ENV, connectDevServer } from '../helpers/servers';
-import { type WorkerProcessSpec, counted } from '../helpers/worker-process';
+import { type WorkerProcess, counted, spawnWorkerProcess } from '../helpers/worker-process';
 import { effectsOf, requestsOf, startCharge, waitForStatus } from '../helpers/workflows';
 
 let env: TestWorkflowEnvironment;
@@ -62,36 +61,6 @@ const until = async <T>(what: string, check: () => Promise<T | undefined>, timeo
   }
 };
 
-/** A second worker process (test/helpers/worker-process.ts) on the same task queue and Redis. */
-async function spawnWorkerProcess(spec: WorkerProcessSpec): Promise<{ stop(): Promise<number> }> {
-  const child = spawn(process.execPath, ['--import', 'tsx', path.join(__dirname, '../helpers/worker-process.ts')], {
-    env: { ...process.env, PW_WORKER_SPEC: JSON.stringify(spec) },
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
-  let out = '';
-  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
-  await new Promise<void>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error('worker process not ready within 90 s')), 90_000);
-    child.stdout.on('data', (c: Buffer) => {
-      out += c.toString();
-      if (out.includes('ready\n')) {
-        clearTimeout(timer);
-        resolve();
-      }
-    });
-    void exited.then((code) => reject(new Error(`worker process exited ${code} before ready`)));
-  });
-  return {
-    async stop() {
-      child.kill('SIGTERM');
-      const code = await exited;
-      if (code !== 0) throw new Error(`worker process exited ${code}`);
-      const line = out.split('\n').find((l) => l.startsWith('{'));
-      return (JSON.parse(line ?? '{}') as { creates: number }).creates;
-    },
-  };
-}
-
 describe.each([
   ['Redis store, two worker processes', 'redis'],
   ['in-process store, one worker process', 'in-process'],
@@ -101,7 +70,7 @@ describe.each([
     const keyPrefix = `e2e:${randomUUID()}:`;
     let breaker: CircuitBreaker;
     let observer: InspectableBreaker;
-    let other: { stop(): Promise<number> } | undefined;
+    let other: WorkerProcess | undefined;
     if (store === 'redis') {
       const made = await createBreaker({ REDIS_URL: redis.url, REDIS_KEY_PREFIX: keyPrefix, breaker: policy }, logger);
       const observerClient = connectBreakerRedis(redis.url);
