@@ -37,10 +37,7 @@ export function metadataVerdict(
 }
 
 /** A payment as the provider reports it: the fields adoption reads. */
-export type AdoptionCandidate = Pick<
-  ProviderPayment,
-  'amount' | 'currency' | 'reference' | 'created' | 'metadata'
->;
+export type AdoptionCandidate = Pick<ProviderPayment, 'amount' | 'currency' | 'reference' | 'created' | 'metadata'>;
 
 /** Every field a payment without metadata must match to be taken for our charge. */
 export interface ChargeFacts {

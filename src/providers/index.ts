@@ -31,4 +31,7 @@ export * from './stripe';
 export {
   configuredCapabilities,
   createConfiguredProviders,
-  webhookVerifiers, type ProvidersConfig, type WebhooksConfig } from './registry';
+  webhookVerifiers,
+  type ProvidersConfig,
+  type WebhooksConfig,
+} from './registry';

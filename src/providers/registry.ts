@@ -62,7 +62,10 @@ export function configuredCapabilities(
       : {
           stripe: {
             ...stripeCapabilities(),
-            callLimits: { callTimeoutMs: config.PROVIDER_TOTAL_TIMEOUT_MS, referencePages: defaultReferenceLookupPages },
+            callLimits: {
+              callTimeoutMs: config.PROVIDER_TOTAL_TIMEOUT_MS,
+              referencePages: defaultReferenceLookupPages,
+            },
           },
         }),
   };

@@ -4,12 +4,7 @@
  * `ProviderEvent`); an adapter's wire format never leaves its folder.
  */
 import type { ProviderFailureType } from '../domain/errors';
-import type {
-  ProviderCapabilities,
-  ProviderEvent,
-  ProviderPayment,
-  ProviderRefund,
-} from '../domain/provider-payment';
+import type { ProviderCapabilities, ProviderEvent, ProviderPayment, ProviderRefund } from '../domain/provider-payment';
 
 export type { ProviderCapabilities, ProviderEvent, ProviderPayment, ProviderRefund };
 

@@ -11,13 +11,18 @@ describe('webhook signatures', () => {
     const header = signWebhook(secret, body, t);
     expect(header).toMatch(/^t=1700000000,v1=[0-9a-f]{64}$/);
     expect(verifySimulatorSignature(secret, header, body, opts.toleranceS, opts.nowS)).toEqual({ ok: true, t });
-    expect(verifySimulatorSignature(secret, header, Buffer.from(body), opts.toleranceS, opts.nowS)).toEqual({ ok: true, t });
+    expect(verifySimulatorSignature(secret, header, Buffer.from(body), opts.toleranceS, opts.nowS)).toEqual({
+      ok: true,
+      t,
+    });
     expect(signWebhook(secret, Buffer.from(body), t)).toBe(header);
   });
 
   it('fails when the body changes', () => {
     const header = signWebhook(secret, body, t);
-    expect(verifySimulatorSignature(secret, header, body.replace('evt_1', 'evt_2'), opts.toleranceS, opts.nowS)).toEqual({
+    expect(
+      verifySimulatorSignature(secret, header, body.replace('evt_1', 'evt_2'), opts.toleranceS, opts.nowS),
+    ).toEqual({
       ok: false,
       reason: 'mismatch',
     });
@@ -26,12 +31,18 @@ describe('webhook signatures', () => {
 
   it('fails when the timestamp changes', () => {
     const header = signWebhook(secret, body, t).replace(`t=${t}`, `t=${t + 1}`);
-    expect(verifySimulatorSignature(secret, header, body, opts.toleranceS, opts.nowS)).toEqual({ ok: false, reason: 'mismatch' });
+    expect(verifySimulatorSignature(secret, header, body, opts.toleranceS, opts.nowS)).toEqual({
+      ok: false,
+      reason: 'mismatch',
+    });
   });
 
   it('fails with another secret', () => {
     const header = signWebhook('whsec_other', body, t);
-    expect(verifySimulatorSignature(secret, header, body, opts.toleranceS, opts.nowS)).toEqual({ ok: false, reason: 'mismatch' });
+    expect(verifySimulatorSignature(secret, header, body, opts.toleranceS, opts.nowS)).toEqual({
+      ok: false,
+      reason: 'mismatch',
+    });
   });
 
   it('fails when older (or newer) than the tolerance', () => {
@@ -48,11 +59,26 @@ describe('webhook signatures', () => {
   });
 
   it('refuses missing and malformed headers', () => {
-    expect(verifySimulatorSignature(secret, undefined, body, opts.toleranceS, opts.nowS)).toEqual({ ok: false, reason: 'missing' });
-    expect(verifySimulatorSignature(secret, '', body, opts.toleranceS, opts.nowS)).toEqual({ ok: false, reason: 'missing' });
-    expect(verifySimulatorSignature(secret, 'garbage', body, opts.toleranceS, opts.nowS)).toEqual({ ok: false, reason: 'malformed' });
-    expect(verifySimulatorSignature(secret, `t=${t}`, body, opts.toleranceS, opts.nowS)).toEqual({ ok: false, reason: 'malformed' });
-    expect(verifySimulatorSignature(secret, `t=${t},v1=abc`, body, opts.toleranceS, opts.nowS)).toEqual({ ok: false, reason: 'malformed' });
+    expect(verifySimulatorSignature(secret, undefined, body, opts.toleranceS, opts.nowS)).toEqual({
+      ok: false,
+      reason: 'missing',
+    });
+    expect(verifySimulatorSignature(secret, '', body, opts.toleranceS, opts.nowS)).toEqual({
+      ok: false,
+      reason: 'missing',
+    });
+    expect(verifySimulatorSignature(secret, 'garbage', body, opts.toleranceS, opts.nowS)).toEqual({
+      ok: false,
+      reason: 'malformed',
+    });
+    expect(verifySimulatorSignature(secret, `t=${t}`, body, opts.toleranceS, opts.nowS)).toEqual({
+      ok: false,
+      reason: 'malformed',
+    });
+    expect(verifySimulatorSignature(secret, `t=${t},v1=abc`, body, opts.toleranceS, opts.nowS)).toEqual({
+      ok: false,
+      reason: 'malformed',
+    });
   });
 
   it('accepts any of several v1 signatures (secret rotation)', () => {

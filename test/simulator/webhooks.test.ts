@@ -43,9 +43,10 @@ describe('webhooks', () => {
     });
     const signature = got?.headers['sim-signature'];
     expect(signature).toMatch(/^t=\d+,v1=[0-9a-f]{64}$/);
-    expect(
-      verifySimulatorSignature(SECRET, String(signature), got?.raw ?? '', 300, nowS()),
-    ).toEqual({ ok: true, t: expect.any(Number) });
+    expect(verifySimulatorSignature(SECRET, String(signature), got?.raw ?? '', 300, nowS())).toEqual({
+      ok: true,
+      t: expect.any(Number),
+    });
   });
 
   it('echoes create metadata in the payment and its webhook (extension of the contract)', async () => {

@@ -30,7 +30,9 @@ export function ownerOf(e: ProviderEvent): EventOwner | undefined {
 /** Any JSON object: each provider's verifier parses its own event format after checking the signature. */
 const ProviderWebhookBody = z
   .looseObject({})
-  .describe("The provider's own event, signed with its own scheme (simulator: Sim-Signature; stripe: Stripe-Signature).");
+  .describe(
+    "The provider's own event, signed with its own scheme (simulator: Sim-Signature; stripe: Stripe-Signature).",
+  );
 
 // The body stays the raw string until its signature is verified; the schema documents it, the handler parses it.
 const rawBodyValidator: FastifySchemaCompiler<unknown> = (route) =>
@@ -81,7 +83,9 @@ export const webhookRoutes: FastifyPluginAsyncZod<WebhookRoutesOptions> = async 
           m?.webhooksRefused.inc({ provider, reason: 'body' });
           return reply
             .code(400)
-            .send(errorBody('validation_error', verdict.message, verdict.issues.length > 0 ? verdict.issues : undefined));
+            .send(
+              errorBody('validation_error', verdict.message, verdict.issues.length > 0 ? verdict.issues : undefined),
+            );
         case 'ignored':
           // Signed by the provider but nothing a payment acts on: 2xx, or the provider resends it for days.
           request.log.info({ provider, eventType: verdict.eventType }, 'webhook ignored');

@@ -4,12 +4,7 @@ import { ErrorType } from '../../domain/errors';
 import { defaultReferenceLookupPages } from '../../domain/retry';
 import { HttpClient, headerValue, type HttpClientOptions, type HttpRequest } from '../http';
 import type { Logger } from '../logging';
-import {
-  CreatedPaymentSchema,
-  ProviderPaymentListSchema,
-  ProviderPaymentSchema,
-  ProviderRefundSchema,
-} from './wire';
+import { CreatedPaymentSchema, ProviderPaymentListSchema, ProviderPaymentSchema, ProviderRefundSchema } from './wire';
 import type {
   CallContext,
   CreatePaymentInput,

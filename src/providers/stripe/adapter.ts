@@ -295,7 +295,8 @@ export class StripeProvider implements PaymentProvider {
     const durationMs = () => Math.round(performance.now() - started);
     try {
       const value = await callScope.run(scope, () => run(scope));
-      const declined = typeof value === 'object' && value !== null && 'outcome' in value && value.outcome === 'declined';
+      const declined =
+        typeof value === 'object' && value !== null && 'outcome' in value && value.outcome === 'declined';
       logAttempt(this.#logger, {
         ...base,
         ...(scope.status === undefined ? {} : { status: scope.status }),
@@ -307,7 +308,13 @@ export class StripeProvider implements PaymentProvider {
     } catch (err) {
       const failure = classifyStripeError(err, operation, options);
       if (failure.kind === 'declined') {
-        logAttempt(this.#logger, { ...base, status: 402, outcome: 'declined', code: failure.code, durationMs: durationMs() });
+        logAttempt(this.#logger, {
+          ...base,
+          status: 402,
+          outcome: 'declined',
+          code: failure.code,
+          durationMs: durationMs(),
+        });
         return { outcome: 'declined', declineCode: failure.code } as T;
       }
       const { status, code, retryAfterMs, reason } = failure.error.details;

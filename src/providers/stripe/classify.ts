@@ -3,7 +3,7 @@ import { ErrorType } from '../../domain/errors';
 import {
   NotSentError,
   OutcomeUnknownError,
-  ProviderError,
+  type ProviderError,
   ProviderRejectedError,
   ProviderUnavailableError,
   isProviderError,
@@ -71,12 +71,20 @@ export function classifyStripeError(
   if (err instanceof Stripe.errors.StripeCardError || status === 402) {
     const declineCode = err.decline_code || code || 'card_declined';
     if (options.declines === true) return { kind: 'declined', code: declineCode };
-    return fail(new ProviderRejectedError({ operation, status: 402, code: declineCode, reason: 'status' }, { cause: err }));
+    return fail(
+      new ProviderRejectedError({ operation, status: 402, code: declineCode, reason: 'status' }, { cause: err }),
+    );
   }
   if (err instanceof Stripe.errors.StripeRateLimitError || status === 409 || status === 429 || status === 503) {
     return fail(
       new ProviderUnavailableError(
-        { operation, ...(status === undefined ? {} : { status }), ...withCode, ...retryAfterOf(err, nowMs), reason: 'status' },
+        {
+          operation,
+          ...(status === undefined ? {} : { status }),
+          ...withCode,
+          ...retryAfterOf(err, nowMs),
+          reason: 'status',
+        },
         { cause: err },
       ),
     );
@@ -95,7 +103,12 @@ export function classifyStripeError(
   // 408, 5xx, or no status at all (a 2xx body that is not JSON): the request may have had its effect.
   return fail(
     new OutcomeUnknownError(
-      { operation, ...(status === undefined ? {} : { status }), ...withCode, reason: status === undefined ? 'unparseable' : 'status' },
+      {
+        operation,
+        ...(status === undefined ? {} : { status }),
+        ...withCode,
+        reason: status === undefined ? 'unparseable' : 'status',
+      },
       { cause: err },
     ),
   );
