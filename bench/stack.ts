@@ -21,7 +21,7 @@ import { buildApi } from '../src/api/app';
 import { PaymentsClient } from '../src/client';
 import { type PaymentTimings, defaultPaymentTimings } from '../src/domain/workflow-inputs';
 import { createProvider, simulatorCapabilities } from '../src/providers';
-import type { RestProvider } from '../src/providers/simulator-rest';
+import type { RestProvider } from '../src/providers/simulator/adapter';
 import { type RunningSimulator, startSimulator } from '../src/simulator/server';
 import { createWorkers } from '../src/worker';
 

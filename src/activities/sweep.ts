@@ -15,7 +15,7 @@ import { IdempotencyKey, MerchantId, type PaymentView } from '../domain/payment'
 import { type ReviewItemInput, reviewItemWorkflowId } from '../domain/review-items';
 import { MerchantIdAttr, OrderIdAttr, PaymentStatusAttr, ProviderAttr } from '../domain/search-attributes';
 import { type SweepFinding, compareWithOurs, maxListedReviewItems } from '../domain/sweep';
-import type { ProviderPayment } from '../providers/types';
+import type { ProviderPayment } from '../domain/provider-payment';
 import type { reviewItemWorkflow } from '../workflows/review-item';
 
 /** What the sweep activities need: a Temporal client (its namespace is the one swept) and a logger. */

@@ -26,6 +26,8 @@ import { codecRoutes } from './routes/codec';
 import { paymentRoutes } from './routes/payments';
 import { reviewItemRoutes } from './routes/review-items';
 import { webhookRoutes } from './routes/webhooks';
+import { webhookVerifiers } from '../providers/registry';
+import type { WebhookVerifier } from '../providers/types';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -53,6 +55,8 @@ export interface ApiConfig {
   readonly OPERATOR_TOKENS?: readonly OperatorTokenEntry[];
   readonly WEBHOOK_SECRET: string;
   readonly WEBHOOK_TOLERANCE_S: number;
+  /** Stripe's endpoint secret (`whsec_...`); absent: `POST /webhooks/stripe` is 404. */
+  readonly STRIPE_WEBHOOK_SECRET?: string;
 }
 
 /** Dependencies of {@link buildApi}. */
@@ -64,6 +68,8 @@ export interface ApiDeps {
   readonly metrics?: ApiMetrics;
   /** The payload codec served at `/codec/encode|decode` for operators (web UI, CLI); none: no codec routes. */
   readonly codec?: { readonly codec: PayloadCodec; readonly corsOrigins: readonly string[] };
+  /** The webhook verifier of each provider; default the configured ones ({@link webhookVerifiers}). */
+  readonly webhooks?: Readonly<Record<string, WebhookVerifier>>;
 }
 
 /** Bodies above this are refused with 413 before they are read further. */
@@ -199,11 +205,6 @@ export async function buildApi({ client, config, logger, ...deps }: ApiDeps): Pr
   }
   await app.register(paymentRoutes, { client });
   await app.register(reviewItemRoutes, { client });
-  await app.register(webhookRoutes, {
-    client,
-    secret: config.WEBHOOK_SECRET,
-    toleranceS: config.WEBHOOK_TOLERANCE_S,
-    metrics,
-  });
+  await app.register(webhookRoutes, { client, verifiers: deps.webhooks ?? webhookVerifiers(config), metrics });
   return app;
 }

@@ -7,6 +7,7 @@ import pino from 'pino';
 import { PaymentsClient } from '../client';
 import { AesGcmPayloadCodec } from '../codec';
 import { loadConfig } from '../config';
+import { configuredCapabilities } from '../providers/registry';
 import { connectionOptions } from '../temporal-connection';
 import { buildApi } from './app';
 
@@ -31,7 +32,7 @@ async function main(): Promise<void> {
     timings: config.timings,
     retry: config.retry,
     // The same settings the worker builds its adapter from: payments take the lean history shape.
-    capabilities: { [config.defaultProvider]: config.providerCapabilities },
+    capabilities: configuredCapabilities(config),
     providers: config.providers,
     defaultProvider: config.defaultProvider,
     orderSingleFlight: config.ORDER_SINGLE_FLIGHT,

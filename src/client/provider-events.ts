@@ -5,7 +5,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { type Client, WorkflowNotFoundError } from '@temporalio/client';
 import { type Attribution, attributeProviderPayment } from '../domain/adoption';
-import { type ProviderEvent, type ProviderPaymentState, paymentQuery, webhookSignal } from '../domain/definitions';
+import { type ProviderEvent, type ProviderPayment, paymentQuery, webhookSignal } from '../domain/definitions';
 import { chargeWorkflowId, parseChargeWorkflowId } from '../domain/ids';
 import { type ParkReason, type ParkedEventInput, parkedEventWorkflowId } from '../domain/parked-events';
 import type { PaymentView } from '../domain/payment';
@@ -108,7 +108,7 @@ const settledView = (view: PaymentView): boolean =>
   view.status !== 'pending' && view.status !== 'unknown' && view.status !== 'needs_review';
 
 /** True when the view already accounts for everything the provider's payment shows. */
-export function reflects(view: PaymentView, payment: ProviderPaymentState): boolean {
+export function reflects(view: PaymentView, payment: ProviderPayment): boolean {
   if (view.providerPaymentId !== payment.id) return false;
   if (view.amountCaptured < payment.amountCaptured || view.amountRefunded < payment.amountRefunded) return false;
   if (payment.status === 'voided') return view.status === 'voided';
@@ -142,7 +142,7 @@ async function findByReference(ctx: EventRoutingContext, provider: string, refer
 async function choose(
   ctx: EventRoutingContext,
   candidates: readonly string[],
-  payment: ProviderPaymentState,
+  payment: ProviderPayment,
 ): Promise<Attribution<{ id: string; view: PaymentView }>> {
   const views = await Promise.all(
     candidates.map(async (id) => ({ id, view: await ctx.client.workflow.getHandle(id).query(paymentQuery) })),

@@ -6,7 +6,7 @@
  * goes to an operator. Pure rules, shared by the lookups (activities), the webhook router (client), the sweep and the
  * charge workflow.
  */
-import type { ProviderPaymentState } from './definitions';
+import type { ProviderPayment } from './definitions';
 import type { PaymentView } from './payment';
 
 /** The metadata names the charge workflow sends on create (`paymentMetadata`) and the provider echoes. */
@@ -37,10 +37,7 @@ export function metadataVerdict(
 }
 
 /** A payment as the provider reports it: the fields adoption reads. */
-export type AdoptionCandidate = Pick<
-  ProviderPaymentState,
-  'amount' | 'currency' | 'reference' | 'created' | 'metadata'
->;
+export type AdoptionCandidate = Pick<ProviderPayment, 'amount' | 'currency' | 'reference' | 'created' | 'metadata'>;
 
 /** Every field a payment without metadata must match to be taken for our charge. */
 export interface ChargeFacts {
@@ -113,7 +110,7 @@ export type Attribution<C> =
  * else the only one still waiting for its provider payment whose every field matches. Never "the only candidate".
  */
 export function attributeProviderPayment<C extends { readonly view: OurPaymentFacts }>(
-  payment: AdoptionCandidate & Pick<ProviderPaymentState, 'id'>,
+  payment: AdoptionCandidate & Pick<ProviderPayment, 'id'>,
   candidates: readonly C[],
   skewMs = defaultClockSkewToleranceMs,
 ): Attribution<C> {

@@ -87,37 +87,16 @@ export type ApiError = z.infer<typeof ApiError>;
 /** `POST /webhooks/:provider` answer, once Temporal durably accepted the event. */
 export const WebhookAck = z.object({
   received: z.literal(true),
-  /** `payment`: signalled to the payment's workflow; `parked`: kept for an operator; `duplicate`: already applied. */
-  delivery: z.enum(['payment', 'parked', 'duplicate']),
+  /**
+   * `payment`: signalled to the payment's workflow; `parked`: kept for an operator; `duplicate`: already applied;
+   * `ignored`: signed by the provider, of a type no payment acts on.
+   */
+  delivery: z.enum(['payment', 'parked', 'duplicate', 'ignored']),
 });
 export type WebhookAck = z.infer<typeof WebhookAck>;
 
 /** `GET /healthz` answer. */
 export const Health = z.object({ status: z.literal('ok') });
-
-/**
- * A provider webhook as the simulator sends it (CONTRACTS.md §2, snake_case). `metadata` is echoed from the create
- * call when the adapter sent it: it names our payment exactly, where `reference` (the order id) may be ambiguous.
- */
-export const SimulatorWebhookEvent = z.object({
-  id: z.string().min(1).max(255),
-  type: z.enum(['payment.succeeded', 'payment.authorized', 'payment.voided', 'refund.succeeded']),
-  created: z.number().int().nonnegative(),
-  data: z.object({
-    payment: z.object({
-      id: z.string().min(1).max(255),
-      status: z.enum(['authorized', 'succeeded', 'voided']),
-      amount: z.number().int().nonnegative(),
-      amount_captured: z.number().int().nonnegative(),
-      amount_refunded: z.number().int().nonnegative(),
-      currency: z.string(),
-      reference: z.string(),
-      created: z.number().int().nonnegative(),
-      metadata: z.object({ merchant_id: z.string().optional(), payment_key: z.string().optional() }).nullish(),
-    }),
-  }),
-});
-export type SimulatorWebhookEvent = z.infer<typeof SimulatorWebhookEvent>;
 
 // --- Review items (`/v1/review-items`): provider payments the reconcile sweep flagged for a decision. ---
 

@@ -7,3 +7,4 @@ export * from './definitions';
 export * from './search-attributes';
 export * from './workflow-inputs';
 export * from './operations';
+export * from './provider-payment';

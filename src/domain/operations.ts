@@ -1,4 +1,4 @@
-import type { ProviderCapabilities, ProviderPayment } from '../providers/types';
+import type { ProviderCapabilities, ProviderPayment } from './provider-payment';
 import type { RetryOverrides } from './retry';
 
 /** A write against a provider whose outcome a reconcile can check. */

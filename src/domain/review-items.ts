@@ -4,7 +4,7 @@
  */
 import { defineQuery, defineUpdate } from '@temporalio/workflow';
 import { z } from 'zod';
-import type { ProviderPaymentState } from './definitions';
+import type { ProviderPayment } from './definitions';
 import type { PaymentStatus } from './payment';
 import type { OrphanReason } from './sweep';
 
@@ -20,7 +20,7 @@ export interface ReviewItemInput {
   /** One line for the operator. */
   readonly detail: string;
   /** The provider payment as the sweep saw it. */
-  readonly payment: ProviderPaymentState;
+  readonly payment: ProviderPayment;
   /** The merchant, from our matched payment or the payment's `metadata.merchant_id`. */
   readonly merchantId?: string;
   /** Our matched payment (disagreements, second charges). */

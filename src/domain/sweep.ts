@@ -3,7 +3,7 @@
  * window it compares with the provider, and the pure rule that compares one provider payment with ours.
  */
 import { z } from 'zod';
-import type { ProviderPaymentState } from './definitions';
+import type { ProviderPayment } from './definitions';
 import { type PaymentView, ProviderName } from './payment';
 
 const Ms = z.number().int().positive().max(Number.MAX_SAFE_INTEGER);
@@ -109,7 +109,7 @@ export type SweepFinding =
   | { readonly kind: 'disagreement'; readonly detail: string };
 
 /** The fields of a provider payment the comparison reads. */
-export type ComparedProviderPayment = Pick<ProviderPaymentState, 'id' | 'status' | 'amount' | 'currency'>;
+export type ComparedProviderPayment = Pick<ProviderPayment, 'id' | 'status' | 'amount' | 'currency'>;
 
 /**
  * Compares a provider payment with the payment of ours it was matched to. Only the creation is compared: captures,

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { ProviderCapabilities } from './provider-payment';
 import { MerchantId, ChargeRequest, IdempotencyKey } from './payment';
 import { ProviderOperation, RetrySpecFields, type RetryOverrides } from './retry';
 
@@ -55,14 +56,8 @@ export const RetryOverridesSchema = z.partialRecord(
  * checks them against its own adapter before any call, so a drift between the API's and the worker's configuration
  * fails the payment before anything is sent instead of retrying with the wrong safety.
  */
-export const ProviderCapabilitiesInput = z.strictObject({
-  idempotencyKeys: z.boolean(),
-  keyTtlSeconds: z.number().int().positive().nullable(),
-  lookupByKey: z.boolean(),
-  lookupByReference: z.boolean(),
-  callLimits: z.strictObject({ callTimeoutMs: Ms, referencePages: z.number().int().positive() }).optional(),
-});
-export type ProviderCapabilitiesInput = z.infer<typeof ProviderCapabilitiesInput>;
+export const ProviderCapabilitiesInput = ProviderCapabilities;
+export type ProviderCapabilitiesInput = ProviderCapabilities;
 
 /**
  * The history shape of a payment, chosen by its starter and fixed for its life (it travels in the input, so replay

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 import type { TcpNetConnectOpts } from 'node:net';
 import { Pool, type Dispatcher } from 'undici';
-import type { z } from 'zod';
+import { z } from 'zod';
 import {
   NotSentError,
   OutcomeUnknownError,
@@ -12,7 +12,17 @@ import {
   type ProviderError,
 } from './errors';
 import { defaultProviderLogger, keyHash, logAttempt, stripQuery, type Logger } from './logging';
-import { ProviderErrorBody } from './schemas';
+
+/** `{ error: { type, code, decline_code?, message } }` of a non-2xx answer (Stripe's shape). */
+export const ProviderErrorBody = z.object({
+  error: z.object({
+    type: z.string().optional(),
+    code: z.string().optional(),
+    /** On a `card_error`: why the issuer declined (`insufficient_funds`, ...); `code` is then `card_declined`. */
+    decline_code: z.string().optional(),
+    message: z.string().optional(),
+  }),
+});
 
 export type HttpHeaders = Readonly<Record<string, string | string[] | undefined>>;
 
@@ -25,7 +35,7 @@ export interface HttpResponse {
 }
 
 export interface HttpRequest {
-  readonly method: 'GET' | 'POST';
+  readonly method: 'GET' | 'POST' | 'DELETE';
   /** Path and query, relative to the base URL's origin. */
   readonly path: string;
   /** Route template for the log (`/v1/payments/:id/capture`); default: the path without its query. */
@@ -34,6 +44,8 @@ export interface HttpRequest {
   readonly operation: string;
   /** Serialized as JSON. */
   readonly json?: unknown;
+  /** A body already serialized by the caller (e.g. an SDK's form encoding); its content type goes in `headers`. */
+  readonly body?: string;
   readonly idempotencyKey?: string;
   /** A key that is not sent as a header but whose hash the log should carry (a lookup by key). */
   readonly logKey?: string;
@@ -381,7 +393,7 @@ export class HttpClient {
       method: req.method,
       path: this.#prefix + req.path,
       headers,
-      body: req.json === undefined ? undefined : JSON.stringify(req.json),
+      body: req.json === undefined ? req.body : JSON.stringify(req.json),
       signal,
     };
   }

@@ -1,8 +1,8 @@
 export * from './types';
 export * from './errors';
-export * from './schemas';
 export {
   HttpClient,
+  ProviderErrorBody,
   classifyResponse,
   classifyTransportError,
   errorCodeOf,
@@ -26,12 +26,12 @@ export {
   type AttemptLogEntry,
   type Logger,
 } from './logging';
+export * from './simulator';
+export * from './stripe';
 export {
-  RestProvider,
-  createProvider,
-  simulatorCapabilities,
-  simulatorCapabilitiesWithoutKeys,
-  type ProviderConfig,
-  type RestOperation,
-  type RestProviderConfig,
-} from './simulator-rest';
+  configuredCapabilities,
+  createConfiguredProviders,
+  webhookVerifiers,
+  type ProvidersConfig,
+  type WebhooksConfig,
+} from './registry';

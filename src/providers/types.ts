@@ -1,22 +1,12 @@
+/**
+ * The provider plug-in interface, and only that: what an adapter (one folder per provider under src/providers/) must
+ * do. The shapes it answers in live in src/domain (`ProviderPayment`, `ProviderRefund`, `ProviderCapabilities`,
+ * `ProviderEvent`); an adapter's wire format never leaves its folder.
+ */
 import type { ProviderFailureType } from '../domain/errors';
-import type { CallLimits } from '../domain/retry';
+import type { ProviderCapabilities, ProviderEvent, ProviderPayment, ProviderRefund } from '../domain/provider-payment';
 
-/** What a provider can do; the retry specs and the activities derive their safety from these flags. */
-export interface ProviderCapabilities {
-  /** The provider stores the first response per idempotency key and replays it. */
-  readonly idempotencyKeys: boolean;
-  /** How long the provider remembers a key, in seconds (null: no keys). A resend after this is a new effect. */
-  readonly keyTtlSeconds: number | null;
-  /** A payment can be found by the idempotency key that created it. */
-  readonly lookupByKey: boolean;
-  /** Payments can be found by our reference (the order id). */
-  readonly lookupByReference: boolean;
-  /**
-   * The client's own limits (per-call deadline, pages of a look-up by reference): what one activity attempt may take.
-   * Reported by the adapter; absent in capabilities recorded before adapters reported them.
-   */
-  readonly callLimits?: CallLimits;
-}
+export type { ProviderCapabilities, ProviderEvent, ProviderPayment, ProviderRefund };
 
 /** Correlation and cancellation for any call, reads included. */
 export interface LookupContext {
@@ -54,27 +44,6 @@ export interface CreatePaymentInput {
   readonly metadata?: Readonly<Record<string, string>>;
 }
 
-export interface ProviderPayment {
-  readonly id: string;
-  readonly status: 'authorized' | 'succeeded' | 'voided';
-  readonly amount: number;
-  readonly amountCaptured: number;
-  readonly amountRefunded: number;
-  readonly currency: string;
-  readonly reference: string;
-  /** Unix seconds on the provider's clock. */
-  readonly created: number;
-  readonly metadata?: Readonly<Record<string, string>>;
-}
-
-export interface ProviderRefund {
-  readonly id: string;
-  readonly paymentId: string;
-  readonly amount: number;
-  readonly status: 'succeeded';
-  readonly created: number;
-}
-
 /** A decline is an answer, not an error: the provider says no and nothing happened. */
 export type CreatePaymentResult =
   | { readonly outcome: 'succeeded' | 'authorized'; readonly payment: ProviderPayment; readonly replayed: boolean }
@@ -106,7 +75,40 @@ export interface PaymentProvider {
   findByIdempotencyKey(idempotencyKey: string, ctx?: LookupContext): Promise<ProviderPayment | null>;
   /** Every payment with this reference; OutcomeUnknown (`lookup_truncated`) when there are more than it may read. */
   findByReference(reference: string, ctx?: LookupContext): Promise<ProviderPayment[]>;
+  /** One page of payments by creation time (provider clock), for the reconcile sweep. */
   listPayments(query: ListPaymentsQuery, ctx?: LookupContext): Promise<{ data: ProviderPayment[]; hasMore: boolean }>;
+  /** Releases connections; in-flight calls fail. */
+  close?(): Promise<void>;
+}
+
+/** The request headers a webhook arrived with (lower-case names, as Node gives them). */
+export type WebhookHeaders = Readonly<Record<string, string | string[] | undefined>>;
+
+/** What a provider's webhook verifier made of one delivery. */
+export type WebhookVerdict =
+  /** Signed by the provider and parsed: signal it. */
+  | { readonly kind: 'event'; readonly event: ProviderEvent; readonly eventType: string }
+  /** Signed, but of a type the payments do not act on (answered 2xx so the provider stops resending it). */
+  | { readonly kind: 'ignored'; readonly eventType: string }
+  /** Not verifiably from the provider (missing, malformed, stale or wrong signature): never applied. */
+  | { readonly kind: 'refused'; readonly reason: string }
+  /** Signed, but not an event we can read. */
+  | {
+      readonly kind: 'invalid';
+      readonly message: string;
+      readonly issues: readonly { readonly path: string; readonly message: string }[];
+    };
+
+/**
+ * The webhook half of a provider plug-in: verifies a delivery on its raw body (before any parsing) with the provider's
+ * own scheme and secret, and parses it into the domain's {@link ProviderEvent}. Pure apart from the clock: the API
+ * holds one per provider and dispatches `POST /webhooks/:provider` to it.
+ */
+export interface WebhookVerifier {
+  readonly provider: string;
+  /** The header that carries the signature (for the API's documentation and logs). */
+  readonly signatureHeader: string;
+  verify(rawBody: string, headers: WebhookHeaders, nowS?: number): WebhookVerdict;
 }
 
 /** Details every provider failure carries, so activities can turn it into an ApplicationFailure without losing it. */

@@ -3,7 +3,7 @@ import type { Activities } from '../activities';
 import { type ProviderOperation, type RetryOverrides, retrySpecFor, toActivityOptions } from '../domain/retry';
 import { providerTaskQueue } from '../domain/ids';
 import { activitySummary } from '../domain/summaries';
-import type { ProviderCapabilities } from '../providers/types';
+import type { ProviderCapabilities } from '../domain/provider-payment';
 
 /** Reads the provider's capability flags on the workflow's own worker; recorded in history, so replay-safe. */
 export const { describeProvider } = proxyLocalActivities<Activities>({

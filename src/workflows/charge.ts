@@ -35,7 +35,7 @@ import type { PaymentStatus, PaymentView } from '../domain/payment';
 import { MerchantIdAttr, OrderIdAttr, PaymentStatusAttr, ProviderAttr } from '../domain/search-attributes';
 import { formatWait, paymentCurrentDetails } from '../domain/summaries';
 import type { ChargeWorkflowInput } from '../domain/workflow-inputs';
-import type { ProviderCapabilities, ProviderPayment } from '../providers/types';
+import type { ProviderCapabilities, ProviderPayment } from '../domain/provider-payment';
 import { describeProvider, paymentMetadata, providerActivities } from './activity-options';
 import { captureWorkflow } from './capture';
 import { Lock } from './lock';

@@ -4,7 +4,7 @@ import { reconcileWorkflowId } from '../domain/ids';
 import type { ReconcileInput } from '../domain/operations';
 import type { RetryOverrides } from '../domain/retry';
 import type { PaymentTimings } from '../domain/workflow-inputs';
-import type { ProviderCapabilities, ProviderPayment } from '../providers/types';
+import type { ProviderCapabilities, ProviderPayment } from '../domain/provider-payment';
 import { providerActivities } from './activity-options';
 import { failureType, messageOf, providerCodeOf, reconcileWorkflow } from './reconcile';
 

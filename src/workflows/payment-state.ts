@@ -4,8 +4,7 @@
  */
 import type { OperationView, PaymentStatus, PaymentView } from '../domain/payment';
 import { metadataVerdict } from '../domain/adoption';
-import type { ProviderEvent, ProviderPaymentState } from '../domain/definitions';
-import type { ProviderPayment } from '../providers/types';
+import type { ProviderEvent, ProviderPayment } from '../domain/definitions';
 
 /** A capture, refund or void, remembered by its own key so a repeat is answered instead of re-run. */
 export interface SubOperation {
@@ -126,7 +125,7 @@ export function applyProviderEvent(state: PaymentState, event: ProviderEvent, no
  * merchant or key is never ours; without metadata, it is the provider payment we know, or, while we know none, one
  * whose amount, currency and reference are ours.
  */
-export function eventMayBeOurs(view: PaymentView, p: ProviderPaymentState): boolean {
+export function eventMayBeOurs(view: PaymentView, p: ProviderPayment): boolean {
   const verdict = metadataVerdict(p.metadata, { merchantId: view.merchantId, key: view.key });
   if (verdict === 'foreign') return false;
   if (view.providerPaymentId !== undefined) return view.providerPaymentId === p.id;

@@ -11,7 +11,7 @@ import { ErrorType } from '../domain/errors';
 import type { Expectation, ReconcileInput, ReconcileResult } from '../domain/operations';
 import type { PaymentSinks } from '../domain/sinks';
 import { reconcileWaitSummary } from '../domain/summaries';
-import type { ProviderPayment } from '../providers/types';
+import type { ProviderPayment } from '../domain/provider-payment';
 import { paymentMetadata, providerActivities } from './activity-options';
 
 /** Whether a provider payment shows that the write under reconciliation happened. */

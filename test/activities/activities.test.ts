@@ -21,7 +21,7 @@ import {
   RestProvider,
   simulatorCapabilities,
   simulatorCapabilitiesWithoutKeys,
-} from '../../src/providers/simulator-rest';
+} from '../../src/providers/simulator/adapter';
 import type { PaymentProvider, ProviderCapabilities } from '../../src/providers/types';
 import { startSimulator, type RunningSimulator } from '../../src/simulator/server';
 

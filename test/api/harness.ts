@@ -16,7 +16,7 @@ import { buildApi } from '../../src/api/app';
 import { PaymentsClient } from '../../src/client';
 import type { RetryOverrides } from '../../src/domain/retry';
 import type { PaymentTimings } from '../../src/domain/workflow-inputs';
-import { createProvider, simulatorCapabilities } from '../../src/providers';
+import { type PaymentProvider, createProvider, simulatorCapabilities } from '../../src/providers';
 import { type RunningSimulator, startSimulator } from '../../src/simulator/server';
 import type { ApiMetrics } from '../../src/metrics/api-metrics';
 import type { WorkerMetrics } from '../../src/metrics/worker-metrics';
@@ -115,6 +115,8 @@ export interface HarnessOptions {
   /** Metrics registries of the API and the workers (default: their own, unread). */
   readonly apiMetrics?: ApiMetrics;
   readonly workerMetrics?: WorkerMetrics;
+  /** Providers beside the simulator (e.g. `stripe` over stripe-mock), each with its own activity worker. */
+  readonly extraProviders?: Readonly<Record<string, PaymentProvider>>;
 }
 
 /** Starts simulator, workers and API; every test file gets its own. */
@@ -149,8 +151,11 @@ export async function startApiHarness(env: TestWorkflowEnvironment, opts: Harnes
       taskQueue,
       timings: { ...testTimings, ...opts.timings },
       retry: opts.retry ?? testRetry,
-      providers: ['simulator'],
-      capabilities: { simulator: provider.capabilities },
+      providers: ['simulator', ...Object.keys(opts.extraProviders ?? {})],
+      capabilities: {
+        simulator: provider.capabilities,
+        ...Object.fromEntries(Object.entries(opts.extraProviders ?? {}).map(([n, p]) => [n, p.capabilities])),
+      },
       ...(opts.orderSingleFlight === undefined ? {} : { orderSingleFlight: opts.orderSingleFlight }),
       splitPaymentMerchants: (opts.splitPaymentMerchants ?? []).map((m) => (m === 'a' ? a.id : b.id)),
     });
@@ -180,7 +185,7 @@ export async function startApiHarness(env: TestWorkflowEnvironment, opts: Harnes
     connection: env.nativeConnection,
     namespace: env.namespace ?? 'default',
     taskQueue,
-    providers: { simulator: provider },
+    providers: { simulator: provider, ...opts.extraProviders },
     logger,
     workflows: { workflowBundle: await workflowBundle() },
     ...(opts.activities === undefined ? {} : { activities: opts.activities }),

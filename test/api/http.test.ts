@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import { createTokenVerifier } from '../../src/api/auth';
-import { verifySignature } from '../../src/api/webhook-signature';
+import { verifySimulatorSignature as verifySignature } from '../../src/providers/simulator/webhook';
 import { IdempotencyKeyReused, PaymentNotFound } from '../../src/client';
 import { signWebhook } from '../../src/simulator/signature';
 import { STUB_OPERATOR, STUB_TOKEN, startStubApi, stubClient } from './stub';

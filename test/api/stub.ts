@@ -8,6 +8,7 @@ import type { PaymentsClient } from '../../src/client';
 
 export const STUB_TOKEN = 'tok_stub_merchant_0123456789';
 export const STUB_SECRET = 'whsec_stub_secret';
+export const STUB_STRIPE_SECRET = 'whsec_stub_stripe_endpoint_secret';
 export const STUB_OPERATOR = { operatorId: 'ops_stub', token: 'tok_stub_operator_0123456789' } as const;
 
 /** A PaymentsClient whose every method is the given implementation or throws "not stubbed". */
@@ -32,6 +33,7 @@ export async function startStubApi(client: PaymentsClient): Promise<{ app: Fasti
       OPERATOR_TOKENS: [STUB_OPERATOR],
       WEBHOOK_SECRET: STUB_SECRET,
       WEBHOOK_TOLERANCE_S: 300,
+      STRIPE_WEBHOOK_SECRET: STUB_STRIPE_SECRET,
     },
     logger: pino({ level: 'silent' }),
     codec: { codec: new AesGcmPayloadCodec(parsePayloadKeys(newPayloadKey('stub'))), corsOrigins: [] },

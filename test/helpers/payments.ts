@@ -11,7 +11,7 @@ import { canonicalJson, significantFields, ChargeRequest, type ChargeRequestInpu
 import type { ChargeWorkflowInput, PaymentTimings } from '../../src/domain/workflow-inputs';
 import type { RetryOverrides } from '../../src/domain/retry';
 import { createProvider, simulatorCapabilities, simulatorCapabilitiesWithoutKeys } from '../../src/providers';
-import type { RestProvider } from '../../src/providers/simulator-rest';
+import type { RestProvider } from '../../src/providers/simulator/adapter';
 import { type RunningSimulator, startSimulator } from '../../src/simulator/server';
 import type { CircuitBreaker } from '../../src/activities';
 import { createWorkers } from '../../src/worker';

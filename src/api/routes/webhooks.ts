@@ -1,59 +1,38 @@
 import type { FastifySchemaCompiler } from 'fastify';
 import type { FastifyRouteSchemaDef } from 'fastify/types/schema';
 import { type FastifyPluginAsyncZod, validatorCompiler } from 'fastify-type-provider-zod';
-import type { z } from 'zod';
+import { z } from 'zod';
 import type { EventOwner, PaymentsClient } from '../../client';
-import { ApiError, ProviderParams, SimulatorWebhookEvent, WebhookAck } from '../../domain/api-schemas';
-import type { ProviderEvent } from '../../domain/definitions';
+import { ownerMetadataKeys } from '../../domain/adoption';
+import { ApiError, ProviderParams, WebhookAck } from '../../domain/api-schemas';
 import { IdempotencyKey, MerchantId } from '../../domain/payment';
+import type { ProviderEvent } from '../../domain/provider-payment';
 import type { ApiMetrics } from '../../metrics/api-metrics';
+import type { WebhookVerifier } from '../../providers/types';
 import { errorBody } from '../errors';
-import { verifySignature } from '../webhook-signature';
 
 /** Options of {@link webhookRoutes}. */
 export interface WebhookRoutesOptions {
   readonly client: PaymentsClient;
-  /** `WEBHOOK_SECRET`: the HMAC key the provider signs with. */
-  readonly secret: string;
-  /** `WEBHOOK_TOLERANCE_S`: older (or further in the future) signatures are refused. */
-  readonly toleranceS: number;
+  /** One verifier per provider whose webhooks this API accepts, by provider name (the route's `:provider`). */
+  readonly verifiers: Readonly<Record<string, WebhookVerifier>>;
   /** Webhook counters (received, refused, applied, duplicate). */
   readonly metrics?: ApiMetrics;
 }
 
-/** The providers whose webhooks this API verifies. */
-const verifiedProviders = new Set(['simulator']);
-
-/** The simulator's snake_case event in our camelCase {@link ProviderEvent}. */
-export function toProviderEvent(e: SimulatorWebhookEvent): ProviderEvent {
-  const p = e.data.payment;
-  const named = Object.entries(p.metadata ?? {}).flatMap(([k, v]) => (v === undefined ? [] : [[k, v] as const]));
-  const metadata = named.length === 0 ? undefined : Object.fromEntries(named);
-  return {
-    eventId: e.id,
-    type: e.type,
-    created: e.created,
-    payment: {
-      id: p.id,
-      status: p.status,
-      amount: p.amount,
-      amountCaptured: p.amount_captured,
-      amountRefunded: p.amount_refunded,
-      currency: p.currency,
-      reference: p.reference,
-      created: p.created,
-      // Kept, so routing and the payment can refuse an event whose metadata names another merchant or key.
-      ...(metadata === undefined ? {} : { metadata }),
-    },
-  };
-}
-
 /** Our payment named by the event's metadata, when it names one validly. */
-export function ownerOf(e: SimulatorWebhookEvent): EventOwner | undefined {
-  const merchantId = MerchantId.safeParse(e.data.payment.metadata?.merchant_id);
-  const key = IdempotencyKey.safeParse(e.data.payment.metadata?.payment_key);
+export function ownerOf(e: ProviderEvent): EventOwner | undefined {
+  const merchantId = MerchantId.safeParse(e.payment.metadata?.[ownerMetadataKeys.merchantId]);
+  const key = IdempotencyKey.safeParse(e.payment.metadata?.[ownerMetadataKeys.key]);
   return merchantId.success && key.success ? { merchantId: merchantId.data, key: key.data } : undefined;
 }
+
+/** Any JSON object: each provider's verifier parses its own event format after checking the signature. */
+const ProviderWebhookBody = z
+  .looseObject({})
+  .describe(
+    "The provider's own event, signed with its own scheme (simulator: Sim-Signature; stripe: Stripe-Signature).",
+  );
 
 // The body stays the raw string until its signature is verified; the schema documents it, the handler parses it.
 const rawBodyValidator: FastifySchemaCompiler<unknown> = (route) =>
@@ -74,58 +53,51 @@ export const webhookRoutes: FastifyPluginAsyncZod<WebhookRoutesOptions> = async 
       validatorCompiler: rawBodyValidator,
       schema: {
         operationId: 'receiveProviderWebhook',
-        summary: 'A provider event, signed with Sim-Signature (HMAC-SHA256 of "t.rawBody")',
+        summary: "A provider event, verified with that provider's signature scheme",
         description:
           '2xx only after Temporal durably accepted the event (signalled to its payment, or parked for an operator); ' +
-          '400 on a bad signature or a timestamp older than the tolerance, so nothing unverified is ever applied.',
+          '400 on a bad signature or a timestamp older than the tolerance, so nothing unverified is ever applied; ' +
+          '`ignored` for a signed event of a type no payment acts on (simulator: Sim-Signature, HMAC-SHA256 of ' +
+          '"t.rawBody"; stripe: Stripe-Signature).',
         tags: ['webhooks'],
         security: [],
         params: ProviderParams,
-        body: SimulatorWebhookEvent,
+        body: ProviderWebhookBody,
         response: { 200: WebhookAck, 400: ApiError, 404: ApiError, 503: ApiError },
       },
     },
     async (request, reply) => {
       const { provider } = request.params;
-      if (!verifiedProviders.has(provider)) return reply.code(404).send(errorBody('not_found', 'Unknown provider'));
+      const verifier = Object.hasOwn(opts.verifiers, provider) ? opts.verifiers[provider] : undefined;
+      if (verifier === undefined) return reply.code(404).send(errorBody('not_found', 'Unknown provider'));
       const m = opts.metrics;
       m?.webhooksReceived.inc({ provider });
       const raw: unknown = request.body;
-      const rawBody = typeof raw === 'string' ? raw : '';
-      const signature = request.headers['sim-signature'];
-      const check = verifySignature(
-        opts.secret,
-        typeof signature === 'string' ? signature : undefined,
-        rawBody,
-        opts.toleranceS,
-      );
-      if (!check.ok) {
-        request.log.warn({ provider, reason: check.reason }, 'webhook signature refused');
-        m?.webhooksRefused.inc({ provider, reason: 'signature' });
-        return reply.code(400).send(errorBody('invalid_signature', `Signature refused: ${check.reason}`));
+      const verdict = verifier.verify(typeof raw === 'string' ? raw : '', request.headers);
+      switch (verdict.kind) {
+        case 'refused':
+          request.log.warn({ provider, reason: verdict.reason }, 'webhook signature refused');
+          m?.webhooksRefused.inc({ provider, reason: 'signature' });
+          return reply.code(400).send(errorBody('invalid_signature', `Signature refused: ${verdict.reason}`));
+        case 'invalid':
+          m?.webhooksRefused.inc({ provider, reason: 'body' });
+          return reply
+            .code(400)
+            .send(
+              errorBody('validation_error', verdict.message, verdict.issues.length > 0 ? verdict.issues : undefined),
+            );
+        case 'ignored':
+          // Signed by the provider but nothing a payment acts on: 2xx, or the provider resends it for days.
+          request.log.info({ provider, eventType: verdict.eventType }, 'webhook ignored');
+          return reply.code(200).send({ received: true as const, delivery: 'ignored' as const });
+        case 'event': {
+          const delivery = await opts.client.deliverProviderEvent(provider, verdict.event, ownerOf(verdict.event));
+          if (delivery === 'duplicate') m?.webhooksDuplicate.inc({ provider });
+          else m?.webhooksApplied.inc({ provider, delivery });
+          request.log.info({ provider, eventType: verdict.eventType, delivery }, 'webhook accepted');
+          return reply.code(200).send({ received: true as const, delivery });
+        }
       }
-      let json: unknown;
-      try {
-        json = JSON.parse(rawBody);
-      } catch {
-        m?.webhooksRefused.inc({ provider, reason: 'body' });
-        return reply.code(400).send(errorBody('validation_error', 'The body is not valid JSON'));
-      }
-      const parsed = SimulatorWebhookEvent.safeParse(json);
-      if (!parsed.success) {
-        m?.webhooksRefused.inc({ provider, reason: 'body' });
-        const fields = parsed.error.issues.map((i) => ({ path: i.path.join('.') || '(body)', message: i.message }));
-        return reply.code(400).send(errorBody('validation_error', 'The event is invalid', fields));
-      }
-      const delivery = await opts.client.deliverProviderEvent(
-        provider,
-        toProviderEvent(parsed.data),
-        ownerOf(parsed.data),
-      );
-      if (delivery === 'duplicate') m?.webhooksDuplicate.inc({ provider });
-      else m?.webhooksApplied.inc({ provider, delivery });
-      request.log.info({ provider, eventType: parsed.data.type, delivery }, 'webhook accepted');
-      return reply.code(200).send({ received: true as const, delivery });
     },
   );
 };

@@ -1,7 +1,7 @@
 import { z } from 'zod';
-import type { ProviderPayment, ProviderRefund } from './types';
+import type { ProviderPayment, ProviderRefund } from '../../domain/provider-payment';
 
-// Wire shapes of CONTRACTS.md section 2 (snake_case), each transformed into the camelCase type the product uses.
+// The simulator's wire shapes (CONTRACTS.md section 2, snake_case), each transformed into the camelCase type the product uses.
 // Objects are not strict: a provider may add fields, and an extra field must not turn a success into an unknown.
 
 const minorUnits = z.number().int().nonnegative();
@@ -20,7 +20,8 @@ export const ProviderPaymentWire = z.object({
 });
 export type ProviderPaymentWire = z.infer<typeof ProviderPaymentWire>;
 
-const toPayment = (p: ProviderPaymentWire): ProviderPayment => ({
+/** The wire payment in the domain's shape. */
+export const toPayment = (p: ProviderPaymentWire): ProviderPayment => ({
   id: p.id,
   status: p.status,
   amount: p.amount,
@@ -64,14 +65,3 @@ export const ProviderRefundSchema = ProviderRefundWire.transform((r): ProviderRe
 export const ProviderPaymentListSchema = z
   .object({ data: z.array(ProviderPaymentSchema), has_more: z.boolean() })
   .transform((l) => ({ data: l.data, hasMore: l.has_more }));
-
-/** `{ error: { type, code, decline_code?, message } }` of a non-2xx answer (Stripe's shape). */
-export const ProviderErrorBody = z.object({
-  error: z.object({
-    type: z.string().optional(),
-    code: z.string().optional(),
-    /** On a `card_error`: why the issuer declined (`insufficient_funds`, ...); `code` is then `card_declined`. */
-    decline_code: z.string().optional(),
-    message: z.string().optional(),
-  }),
-});

@@ -1,15 +1,10 @@
 import type { z } from 'zod';
-import { OutcomeUnknownError, isProviderErrorOfType } from './errors';
-import { ErrorType } from '../domain/errors';
-import { defaultReferenceLookupPages } from '../domain/retry';
-import { HttpClient, headerValue, type HttpClientOptions, type HttpRequest } from './http';
-import type { Logger } from './logging';
-import {
-  CreatedPaymentSchema,
-  ProviderPaymentListSchema,
-  ProviderPaymentSchema,
-  ProviderRefundSchema,
-} from './schemas';
+import { OutcomeUnknownError, isProviderErrorOfType } from '../errors';
+import { ErrorType } from '../../domain/errors';
+import { defaultReferenceLookupPages } from '../../domain/retry';
+import { HttpClient, headerValue, type HttpClientOptions, type HttpRequest } from '../http';
+import type { Logger } from '../logging';
+import { CreatedPaymentSchema, ProviderPaymentListSchema, ProviderPaymentSchema, ProviderRefundSchema } from './wire';
 import type {
   CallContext,
   CreatePaymentInput,
@@ -20,7 +15,7 @@ import type {
   ProviderCapabilities,
   ProviderPayment,
   ProviderRefund,
-} from './types';
+} from '../types';
 
 /** Operation names carried by failures and logs; they match the simulator's ledger operations. */
 export type RestOperation = 'create' | 'capture' | 'void' | 'refund' | 'lookup';

@@ -1,0 +1,3 @@
+export * from './adapter';
+export * from './webhook';
+export { CreatedPaymentSchema, ProviderPaymentListSchema, ProviderPaymentSchema, ProviderRefundSchema } from './wire';

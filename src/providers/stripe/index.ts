@@ -1,0 +1,3 @@
+export * from './adapter';
+export * from './classify';
+export * from './webhook';
