@@ -14,7 +14,7 @@ import { InMemoryCircuitBreaker } from '../../src/activities';
 import { PaymentsClient } from '../../src/client';
 import { providerTaskQueue } from '../../src/domain/ids';
 import { createProvider, simulatorCapabilities } from '../../src/providers';
-import type { RestProvider } from '../../src/providers/simulator-rest';
+import type { RestProvider } from '../../src/providers/simulator/adapter';
 import type { PaymentProvider } from '../../src/providers/types';
 import { type RunningSimulator, startSimulator } from '../../src/simulator/server';
 import { createWorkers } from '../../src/worker';
