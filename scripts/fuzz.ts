@@ -1,5 +1,5 @@
 /**
- * `npm run fuzz -- --runs N [--seed S] [--path P --replay-path R] [--commands K] [--exclude a,b] [--time-limit MS]
+ * `npm run fuzz -- --runs N [--seed S] [--path P --replay-path R] [--commands K] [--exclude a,b] [--only a,b] [--time-limit MS]
  * [--verbose]`: the money model (test/model/money-model.test.ts) with more or longer sequences than `npm test` runs,
  * or the replay of one counterexample (seed, path and replay path as a failure prints them). It runs the same jest
  * file with FUZZ_* variables, so the run has its own dev server like any test run.
@@ -10,7 +10,7 @@ import { TEMPORAL_CLI, TEMPORAL_TEST_SERVER, resolveBinary } from './lib/tempora
 
 const usage =
   'usage: npm run fuzz -- [--runs N] [--seed S] [--path P] [--replay-path R] [--commands K] ' +
-  '[--exclude name,fault:kind] [--time-limit MS] [--verbose]';
+  '[--exclude name,fault:kind] [--only name,fault:kind] [--time-limit MS] [--verbose]';
 
 async function main(): Promise<number> {
   const { values } = parseArgs({
@@ -21,6 +21,7 @@ async function main(): Promise<number> {
       'replay-path': { type: 'string' },
       commands: { type: 'string' },
       exclude: { type: 'string' },
+      only: { type: 'string' },
       'time-limit': { type: 'string' },
       verbose: { type: 'boolean' },
       help: { type: 'boolean' },
@@ -49,6 +50,7 @@ async function main(): Promise<number> {
   set('FUZZ_REPLAY_PATH', values['replay-path']);
   set('FUZZ_MAX_COMMANDS', values.commands);
   set('FUZZ_EXCLUDE', values.exclude);
+  set('FUZZ_ONLY', values.only);
   set('FUZZ_TIME_LIMIT_MS', values['time-limit']);
   if (values.verbose) env.FUZZ_VERBOSE = '1';
   const jest = require.resolve('jest/bin/jest');

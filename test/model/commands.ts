@@ -312,8 +312,22 @@ export class ReuseOpKey implements Cmd {
     const used = m.ops.filter((o) => o.consumed);
     const op = used[this.index % used.length] as OpRec;
     const own = opTarget(m, op) as PaymentRec;
-    const others = m.payments.filter((p) => p.merchant === op.merchant && p.key !== op.paymentKey);
-    const target = this.variant === 'otherPayment' ? others[this.index % Math.max(others.length, 1)] : undefined;
+    let target: PaymentRec | undefined;
+    if (this.variant === 'otherPayment') {
+      const others = m.payments.filter((p) => p.merchant === op.merchant && p.key !== op.paymentKey);
+      target = others[this.index % Math.max(others.length, 1)];
+      if (!target) {
+        // A second payment of the same merchant to reuse the key on, in the state the operation needs.
+        const body: ChargeBody = {
+          ...own.body,
+          orderId: fresh(m, 'order'),
+          capture: op.kind === 'capture' ? 'manual' : 'automatic',
+        };
+        const r = await sendCharge(m, w, op.merchant, fresh(m, 'pay'), body, `${this} second payment`);
+        assertOneOf(m, this.toString(), r, MOVING);
+        target = m.payments.at(-1) as PaymentRec;
+      }
+    }
     const p = target ?? own;
     const body = target ? op.body : { amount: op.body.amount === undefined ? 1 : op.body.amount + 1 };
     const label = `${this} [${op.kind} ${op.key} on ${p.key} ${JSON.stringify(body)}]`;
@@ -461,18 +475,22 @@ export class MerchantResolve implements Cmd {
   toString = () => `merchantResolve(#${this.index})`;
 }
 
-/** Duplicated and/or reordered webhooks from now on (simulator merchant settings). */
+/**
+ * Duplicated and/or reordered webhooks from now on (simulator merchant settings), or none at all (a lost webhook is
+ * the provider's right: nothing may depend on one arriving).
+ */
 export class WebhookMode implements Cmd {
-  constructor(
-    readonly duplicate: boolean,
-    readonly reorder: boolean,
-  ) {}
+  constructor(readonly mode: 'plain' | 'duplicate' | 'reorder' | 'duplicate+reorder' | 'off') {}
   check = () => true;
   async run(m: Model, w: World) {
-    await w.sim.setWebhooks({ duplicate: this.duplicate, reorder: this.reorder });
+    await w.sim.setWebhooks({
+      deliver: this.mode !== 'off',
+      duplicate: this.mode.includes('duplicate'),
+      reorder: this.mode.includes('reorder'),
+    });
     m.trace.push(this.toString());
   }
-  toString = () => `webhooks(duplicate=${this.duplicate}, reorder=${this.reorder})`;
+  toString = () => `webhooks(${this.mode})`;
 }
 
 /** Releases held webhooks and waits for every delivery. */

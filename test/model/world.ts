@@ -91,7 +91,8 @@ export interface World {
     clearFaults(): Promise<void>;
     effects(): Promise<SimEffect[]>;
     flushWebhooks(): Promise<void>;
-    setWebhooks(mode: { duplicate: boolean; reorder: boolean }): Promise<void>;
+    /** `deliver: false`: the provider sends no webhooks at all. */
+    setWebhooks(mode: { deliver: boolean; duplicate: boolean; reorder: boolean }): Promise<void>;
     payment(id: string): Promise<SimPayment | undefined>;
   };
   close(): Promise<void>;
@@ -135,14 +136,13 @@ export async function startWorld(env: TestWorkflowEnvironment): Promise<World> {
       async flushWebhooks() {
         await simCall(`${h.sim.url}/_sim/webhooks/flush`, { method: 'POST', headers: json, body: '{}' });
       },
-      async setWebhooks({ duplicate, reorder }) {
+      async setWebhooks({ deliver, duplicate, reorder }) {
         await simCall(`${h.sim.url}/_sim/merchants/${encodeURIComponent(h.apiKey)}`, {
           method: 'PUT',
           headers: json,
           body: JSON.stringify({
             idempotency: true,
-            webhook_url: `${h.url}/webhooks/simulator`,
-            webhook_secret: WEBHOOK_SECRET,
+            ...(deliver ? { webhook_url: `${h.url}/webhooks/simulator`, webhook_secret: WEBHOOK_SECRET } : {}),
             webhook_duplicate: duplicate,
             webhook_reorder: reorder,
           }),
