@@ -21,7 +21,7 @@ import {
   pick,
   violation,
 } from './model';
-import type { MerchantName, World } from './world';
+import type { MerchantName, SimEffect, World } from './world';
 
 export type Cmd = fc.AsyncCommand<Model, World>;
 
@@ -428,12 +428,12 @@ export async function operatorResolve(
         : { outcome: 'failed', note: 'model: no effect at provider' };
     }
   } else {
-    const at = await w.sim.payment(view.providerPaymentId);
+    // The ledger, not the provider API: faults still armed on lookups must not mislead the operator.
+    const at = providerTotals(await w.sim.effects(), view.providerPaymentId, p.body.capture === 'automatic');
     const reviewed = view.operations?.find((o) => o.state === 'needs_review')?.kind ?? reasonKind(view);
     const happened =
-      at !== undefined &&
-      ((reviewed === 'capture' && at.amount_captured > view.amountCaptured) ||
-        (reviewed === 'refund' && at.amount_refunded > view.amountRefunded));
+      (reviewed === 'capture' && at.captured > view.amountCaptured) ||
+      (reviewed === 'refund' && at.refunded > view.amountRefunded);
     body = { outcome: happened ? 'succeeded' : 'failed', note: `model: ${reviewed ?? '?'} at provider` };
   }
   try {
@@ -450,6 +450,14 @@ export async function operatorResolve(
     if (inReview && mode === 'truth') violation(m, `${label}: a truthful resolve was refused: ${err.message}`);
     return inReview ? 'refused' : 'not_in_review';
   }
+}
+
+/** A provider payment's totals from the ledger's effects on it. */
+export function providerTotals(effects: readonly SimEffect[], paymentId: string, automatic: boolean) {
+  const on = effects.filter((e) => e.payment_id === paymentId);
+  const sum = (op: SimEffect['operation']) => on.filter((e) => e.operation === op).reduce((n, e) => n + e.amount, 0);
+  // An automatic capture is part of the create; a manual one is its own effect.
+  return { captured: automatic ? sum('create') : sum('capture'), refunded: sum('refund') };
 }
 
 const reasonKind = (v: PaymentView): 'capture' | 'refund' | undefined => {

@@ -81,11 +81,11 @@ const notIn = (only: readonly string[]): string[] =>
 
 /** Settings from `FUZZ_*` variables, with the CI-sized defaults. */
 export function settingsFromEnv(env: NodeJS.ProcessEnv = process.env): FuzzSettings {
-  const timeLimitMs = int(env.FUZZ_TIME_LIMIT_MS) ?? (env.FUZZ_RUNS === undefined ? 100_000 : undefined);
+  const timeLimitMs = int(env.FUZZ_TIME_LIMIT_MS) ?? (env.FUZZ_RUNS === undefined ? 90_000 : undefined);
   const path = env.FUZZ_PATH;
   const replayPath = env.FUZZ_REPLAY_PATH;
   return {
-    runs: int(env.FUZZ_RUNS) ?? 4,
+    runs: int(env.FUZZ_RUNS) ?? 25,
     maxCommands: int(env.FUZZ_MAX_COMMANDS) ?? 10,
     seed: int(env.FUZZ_SEED) ?? Date.now() ^ (Math.random() * 0x100000000),
     ...(path ? { path } : {}),
