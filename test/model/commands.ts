@@ -386,7 +386,15 @@ export class OperatorResolve implements Cmd {
   ) {}
   check = (m: Readonly<Model>) => m.payments.length > 0;
   async run(m: Model, w: World) {
-    const p = pick(m, this.index, (x) => x.view?.status === 'needs_review') as PaymentRec;
+    const open = ['needs_review', 'unknown', 'pending'];
+    const p = pick(m, this.index, (x) => open.includes(x.view?.status ?? '')) as PaymentRec;
+    // An operator looks at a payment once it shows up in review: wait (bounded) while its outcome is still open.
+    const deadline = Date.now() + 15_000;
+    while (Date.now() < deadline) {
+      const r = await w.api('GET', `/v1/payments/${p.key}`, { merchant: p.merchant });
+      if (r.body.status !== 'pending' && r.body.status !== 'unknown') break;
+      await new Promise((resolve) => setTimeout(resolve, 250));
+    }
     const outcome = await operatorResolve(m, w, p, this.lie ? 'lie' : 'truth', this.toString());
     if (outcome === 'resolved_lie')
       violation(m, `${this}: a provider payment id was taken without a check at the provider (defect 5)`);
