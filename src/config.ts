@@ -7,6 +7,10 @@ import { MerchantId } from './domain/payment';
 import {
   ProviderOperation,
   assertResendWindowWithinKeyTtl,
+  callsPerAttempt,
+  defaultReferenceLookupPages,
+  defaultRetrySpecs,
+  minAttemptTimeoutMs,
   retrySpecFor,
   writeOperations,
   type RetryCapabilities,
@@ -68,33 +72,67 @@ const ApiToken = z.string().regex(/^[A-Za-z0-9._~+/=-]{16,256}$/, {
   message: 'every token must be 16-256 characters of A-Z a-z 0-9 . _ ~ + / = -',
 });
 
-/** `merchantId:token,merchantId:token`: several tokens may map to one merchant; a token maps to exactly one. */
-const apiTokens = z.string().transform((v, ctx) => {
-  const pairs: { merchantId: string; token: string }[] = [];
-  for (const entry of v
-    .split(',')
-    .map((e) => e.trim())
-    .filter((e) => e.length > 0)) {
-    const colon = entry.indexOf(':');
-    const merchantId = MerchantId.safeParse(colon === -1 ? '' : entry.slice(0, colon));
-    const token = ApiToken.safeParse(colon === -1 ? '' : entry.slice(colon + 1));
-    if (colon === -1) ctx.addIssue({ code: 'custom', message: 'every entry must be merchantId:token' });
-    else if (!merchantId.success) ctx.addIssue({ code: 'custom', message: merchantId.error.issues[0]?.message ?? '' });
-    else if (!token.success) ctx.addIssue({ code: 'custom', message: token.error.issues[0]?.message ?? '' });
-    else pairs.push({ merchantId: merchantId.data, token: token.data });
-  }
-  if (pairs.length === 0 && ctx.issues.length === 0)
-    ctx.addIssue({ code: 'custom', message: 'no merchantId:token pair' });
-  if (new Set(pairs.map((p) => p.token)).size !== pairs.length) {
-    ctx.addIssue({ code: 'custom', message: 'a token is listed twice' });
-  }
-  return pairs;
+/** An operator's id: recorded in audits as `operator:<operatorId>`. */
+const OperatorId = z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, {
+  message: 'operatorId must be 1-64 characters of A-Z, a-z, 0-9, _ or -',
 });
+
+/** `<id>:token,<id>:token`: several tokens may map to one id; a token maps to exactly one. */
+const tokenPairs = (idSchema: z.ZodType<string>, idName: string) =>
+  z.string().transform((v, ctx) => {
+    const pairs: { id: string; token: string }[] = [];
+    for (const entry of v
+      .split(',')
+      .map((e) => e.trim())
+      .filter((e) => e.length > 0)) {
+      const colon = entry.indexOf(':');
+      const id = idSchema.safeParse(colon === -1 ? '' : entry.slice(0, colon));
+      const token = ApiToken.safeParse(colon === -1 ? '' : entry.slice(colon + 1));
+      if (colon === -1) ctx.addIssue({ code: 'custom', message: `every entry must be ${idName}:token` });
+      else if (!id.success) ctx.addIssue({ code: 'custom', message: id.error.issues[0]?.message ?? '' });
+      else if (!token.success) ctx.addIssue({ code: 'custom', message: token.error.issues[0]?.message ?? '' });
+      else pairs.push({ id: id.data, token: token.data });
+    }
+    if (pairs.length === 0 && ctx.issues.length === 0)
+      ctx.addIssue({ code: 'custom', message: `no ${idName}:token pair` });
+    if (new Set(pairs.map((p) => p.token)).size !== pairs.length) {
+      ctx.addIssue({ code: 'custom', message: 'a token is listed twice' });
+    }
+    return pairs;
+  });
+
+/** `merchantId:token,merchantId:token` (config `API_TOKENS`). */
+const apiTokens = tokenPairs(MerchantId, 'merchantId').transform((pairs) =>
+  pairs.map(({ id, token }) => ({ merchantId: id, token })),
+);
+/** `operatorId:token,operatorId:token` (config `OPERATOR_TOKENS`). */
+const operatorTokens = tokenPairs(OperatorId, 'operatorId').transform((pairs) =>
+  pairs.map(({ id, token }) => ({ operatorId: id, token })),
+);
+
+/** `m1,m2`: merchant ids, comma separated. */
+const merchantList = z
+  .string()
+  .transform((v) =>
+    v
+      .split(',')
+      .map((part) => part.trim())
+      .filter((part) => part.length > 0),
+  )
+  .pipe(z.array(MerchantId));
+
+/**
+ * The providers the worker builds, by name (it names each provider's activity task queue), and the one a charge
+ * without `provider` goes to. Today the worker builds exactly one, the REST provider at SIMULATOR_URL, named
+ * `simulator`; the API refuses any other name (400) instead of starting a payment no worker serves.
+ */
+export const configuredProviders = ['simulator'] as const;
 
 /** Development-only defaults for the secrets; never used when NODE_ENV=production. */
 export const developmentDefaults = {
   PROVIDER_API_KEY: 'sk_dev_payment_workflows',
   API_TOKENS: 'dev_merchant:pw_dev_token_change_me',
+  OPERATOR_TOKENS: 'dev_operator:pw_dev_operator_token_change_me',
   WEBHOOK_SECRET: 'whsec_dev_payment_workflows',
 } as const;
 
@@ -116,6 +154,12 @@ const EnvSchema = z.object({
   PROVIDER_CONNECT_TIMEOUT_MS: ms.default(2_000),
   PROVIDER_TOTAL_TIMEOUT_MS: ms.default(10_000),
   API_TOKENS: z.string().optional(),
+  /** Operator tokens; without them in production no one can resolve through the API. */
+  OPERATOR_TOKENS: z.string().optional(),
+  /** One open payment per order: a new key for an order whose payment is pending/unknown is 409. */
+  ORDER_SINGLE_FLIGHT: boolean.default(true),
+  /** Merchants exempt from ORDER_SINGLE_FLIGHT (they split an order into several payments). */
+  SPLIT_PAYMENT_MERCHANTS: merchantList.default([]),
   WEBHOOK_SECRET: secret.optional(),
   /** Webhooks older than this are rejected (replay protection). */
   WEBHOOK_TOLERANCE_S: wholeNumber(1, 86_400).default(300),
@@ -140,7 +184,37 @@ const EnvSchema = z.object({
     .pipe(z.number().min(1).max(100))
     .optional(),
   RETRY_JITTER: z.enum(['full', 'none']).optional(),
+  /** The breaker store every worker shares; absent: each worker keeps its breaker in-process. */
+  REDIS_URL: z.url({ protocol: /^rediss?$/, message: 'must be a redis:// or rediss:// URL' }).optional(),
+  REDIS_KEY_PREFIX: nonEmpty.default('pw:breaker:'),
+  /** Consecutive provider failures (unavailable, unknown, not sent) that open the breaker. */
+  BREAKER_FAILURE_THRESHOLD: wholeNumber(1, 1_000_000).default(5),
+  /** Also open at this failure rate over BREAKER_WINDOW_MS, once BREAKER_WINDOW_MIN_CALLS calls were seen. */
+  BREAKER_WINDOW_MS: ms.default(60_000),
+  BREAKER_WINDOW_FAILURE_RATE: z
+    .string()
+    .regex(/^(0(\.\d+)?|1(\.0+)?)$/, { message: 'must be a rate between 0 and 1' })
+    .transform(Number)
+    .pipe(z.number().gt(0, { message: 'must be above 0' }))
+    .default(0.5),
+  BREAKER_WINDOW_MIN_CALLS: wholeNumber(1, 1_000_000).default(20),
+  /** How long an open breaker refuses writes before one probe; how long that probe may be out. */
+  BREAKER_OPEN_MS: ms.default(30_000),
+  BREAKER_PROBE_TIMEOUT_MS: ms.optional(),
+  /** Up to this much random delay on top of every breaker refusal, so the waiting writes do not return together. */
+  BREAKER_JITTER_MS: wholeNumber(0, 600_000).default(1_000),
 });
+
+/** `PROVIDER_<NAME>_MAX_RPS` / `PROVIDER_<NAME>_MAX_CONCURRENCY`: per-provider activity limits. */
+const providerLimitVariable = /^PROVIDER_([A-Z0-9_]+)_MAX_(RPS|CONCURRENCY)$/;
+
+/** One provider's activity limits: fleet-wide rate (enforced by the Temporal server) and per-worker concurrency. */
+export interface ProviderLimits {
+  /** `maxTaskQueueActivitiesPerSecond` of the provider's activity task queue: for all workers together. */
+  readonly maxRps?: number;
+  /** `maxConcurrentActivityTaskExecutions` of each worker's activity worker for that provider. */
+  readonly maxConcurrency?: number;
+}
 
 const perOperationSuffixes = {
   BUDGET_MS: 'budgetMs',
@@ -158,12 +232,18 @@ type Env = z.output<typeof EnvSchema>;
 /** The validated configuration: every variable under its own name, parsed, plus what is derived from them. */
 export type Config = Omit<
   Env,
-  'SIMULATOR_URL' | 'PROVIDER_API_KEY' | 'API_TOKENS' | 'WEBHOOK_SECRET' | 'SWEEP_LOOKBACK_MS'
+  'SIMULATOR_URL' | 'PROVIDER_API_KEY' | 'API_TOKENS' | 'OPERATOR_TOKENS' | 'WEBHOOK_SECRET' | 'SWEEP_LOOKBACK_MS'
 > & {
   readonly SIMULATOR_URL: string;
   readonly SWEEP_LOOKBACK_MS: number;
   readonly PROVIDER_API_KEY: string;
   readonly API_TOKENS: readonly { readonly merchantId: string; readonly token: string }[];
+  /** Empty in production unless set: no development operator token there. */
+  readonly OPERATOR_TOKENS: readonly { readonly operatorId: string; readonly token: string }[];
+  /** The provider names the worker serves (see {@link configuredProviders}). */
+  readonly providers: readonly string[];
+  /** The provider of a charge that names none. */
+  readonly defaultProvider: string;
   readonly WEBHOOK_SECRET: string;
   /** Whether the development defaults for secrets are in use (say so loudly at start-up). */
   readonly usingDevelopmentSecrets: boolean;
@@ -174,6 +254,16 @@ export type Config = Omit<
     readonly lookupByKey: boolean;
     readonly lookupByReference: boolean;
   };
+  /** Circuit-breaker policy (the store is Redis when REDIS_URL is set). */
+  readonly breaker: {
+    readonly failureThreshold: number;
+    readonly window: { readonly durationMs: number; readonly failureRate: number; readonly minimumCalls: number };
+    readonly cooldownMs: number;
+    readonly probeTimeoutMs: number;
+    readonly jitterMs: number;
+  };
+  /** By provider name in lower case (`PROVIDER_SIMULATOR_MAX_RPS` -> `simulator`). */
+  readonly providerLimits: Readonly<Record<string, ProviderLimits>>;
 };
 
 const issuesOf = (error: z.ZodError, fallbackVariable?: string): ConfigIssue[] =>
@@ -205,6 +295,21 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>> = p
       else issues.push(...issuesOf(result.error, variable));
     }
   }
+  const providerLimits: Record<string, { maxRps?: number; maxConcurrency?: number }> = {};
+  const rps = z
+    .string()
+    .regex(/^\d+(\.\d+)?$/, { message: 'must be a number of activities per second' })
+    .transform(Number)
+    .pipe(z.number().gt(0, { message: 'must be above 0' }));
+  for (const [variable, value] of Object.entries(raw)) {
+    const m = providerLimitVariable.exec(variable);
+    if (!m?.[1]) continue;
+    const name = m[1].toLowerCase();
+    const result = (m[2] === 'RPS' ? rps : wholeNumber(1, 10_000)).safeParse(value);
+    if (!result.success) issues.push(...issuesOf(result.error, variable));
+    else
+      providerLimits[name] = { ...providerLimits[name], [m[2] === 'RPS' ? 'maxRps' : 'maxConcurrency']: result.data };
+  }
   const production = raw.NODE_ENV === 'production';
   for (const name of ['PROVIDER_API_KEY', 'API_TOKENS', 'WEBHOOK_SECRET'] as const) {
     if (production && raw[name] === undefined) {
@@ -213,6 +318,16 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>> = p
   }
   const tokens = apiTokens.safeParse(raw.API_TOKENS ?? developmentDefaults.API_TOKENS);
   if (!tokens.success) issues.push(...issuesOf(tokens.error, 'API_TOKENS'));
+  // In production no operator token unless one is configured: a development default there would be a known password.
+  const operatorSource = raw.OPERATOR_TOKENS ?? (production ? undefined : developmentDefaults.OPERATOR_TOKENS);
+  const operators = operatorSource === undefined ? undefined : operatorTokens.safeParse(operatorSource);
+  if (operators && !operators.success) issues.push(...issuesOf(operators.error, 'OPERATOR_TOKENS'));
+  if (tokens.success && operators?.success) {
+    const merchantTokens = new Set(tokens.data.map((t) => t.token));
+    if (operators.data.some((o) => merchantTokens.has(o.token))) {
+      issues.push({ variable: 'OPERATOR_TOKENS', message: 'a token is both a merchant token and an operator token' });
+    }
+  }
   if (!parsed.success) throw new ConfigError(issues);
   const e = parsed.data;
 
@@ -243,9 +358,16 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>> = p
     );
   }
 
+  const callLimits = { callTimeoutMs: e.PROVIDER_TOTAL_TIMEOUT_MS, referencePages: defaultReferenceLookupPages };
   const providerCapabilities = e.PROVIDER_IDEMPOTENCY
-    ? { idempotencyKeys: true, keyTtlSeconds: e.PROVIDER_KEY_TTL_S, lookupByKey: true, lookupByReference: true }
-    : { idempotencyKeys: false, keyTtlSeconds: null, lookupByKey: false, lookupByReference: true };
+    ? {
+        idempotencyKeys: true,
+        keyTtlSeconds: e.PROVIDER_KEY_TTL_S,
+        lookupByKey: true,
+        lookupByReference: true,
+        callLimits,
+      }
+    : { idempotencyKeys: false, keyTtlSeconds: null, lookupByKey: false, lookupByReference: true, callLimits };
 
   if (e.PROVIDER_CONNECT_TIMEOUT_MS > e.PROVIDER_TOTAL_TIMEOUT_MS) {
     issues.push({ variable: 'PROVIDER_CONNECT_TIMEOUT_MS', message: 'must not exceed PROVIDER_TOTAL_TIMEOUT_MS' });
@@ -253,19 +375,39 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>> = p
   const resubmitWindowMs = reconcileWindowMs({ reconcileScheduleMs: e.RECONCILE_SCHEDULE_MS });
   for (const op of ProviderOperation.options) {
     const variable = retry[op] === undefined ? 'RETRY_*' : `RETRY_${op.toUpperCase()}_*`;
+    // One attempt may make several calls (look-up pages before a resend, the write, the read after a refund), each
+    // bounded by the HTTP deadline: an attempt timeout below their sum lets Temporal give an attempt up while its
+    // calls still go out, and the next attempt's look-up can miss them.
+    const calls = callsPerAttempt(op, providerCapabilities);
+    const minimumMs = minAttemptTimeoutMs(op, providerCapabilities) ?? 0;
+    const why = `one ${op} attempt may make ${calls} call(s) of up to PROVIDER_TOTAL_TIMEOUT_MS (${e.PROVIDER_TOTAL_TIMEOUT_MS} ms) each, so it needs at least ${minimumMs} ms`;
+    const explicitAttemptMs = retry[op]?.attemptTimeoutMs;
+    if (explicitAttemptMs !== undefined && explicitAttemptMs < minimumMs) {
+      issues.push({
+        variable: `RETRY_${op.toUpperCase()}_ATTEMPT_TIMEOUT_MS`,
+        message: `is ${explicitAttemptMs} ms, but ${why}; an attempt cut off by Temporal is never classified`,
+      });
+      continue;
+    }
+    const budgetMs = retry[op]?.budgetMs ?? defaultRetrySpecs[op].budgetMs;
+    if (budgetMs < minimumMs) {
+      const budgetVariable = `RETRY_${op.toUpperCase()}_BUDGET_MS`;
+      issues.push(
+        retry[op]?.budgetMs === undefined
+          ? {
+              variable: 'PROVIDER_TOTAL_TIMEOUT_MS',
+              message: `${why}, more than the ${op} budget (${budgetMs} ms; raise ${budgetVariable} or lower this)`,
+            }
+          : { variable: budgetVariable, message: `is ${budgetMs} ms, but ${why}: not even one attempt fits` },
+      );
+      continue;
+    }
     let spec: RetrySpec;
     try {
       spec = retrySpecFor(op, providerCapabilities, retry[op]);
     } catch (err) {
       issues.push({ variable, message: err instanceof Error ? err.message : String(err) });
       continue;
-    }
-    // The HTTP client must give up (and classify) before Temporal cuts the attempt off unclassified.
-    if (spec.attemptTimeoutMs <= e.PROVIDER_TOTAL_TIMEOUT_MS) {
-      issues.push({
-        variable: 'PROVIDER_TOTAL_TIMEOUT_MS',
-        message: `must be below the ${op} attempt timeout (${spec.attemptTimeoutMs} ms): an attempt cut off by Temporal is never classified`,
-      });
     }
     if ((writeOperations as readonly string[]).includes(op)) {
       try {
@@ -287,7 +429,9 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>> = p
     });
   }
 
-  if (issues.length > 0 || !tokens.success || !timingsResult.success) throw new ConfigError(issues);
+  if (issues.length > 0 || !tokens.success || operators?.success === false || !timingsResult.success) {
+    throw new ConfigError(issues);
+  }
 
   return {
     ...e,
@@ -295,11 +439,29 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>> = p
     SWEEP_LOOKBACK_MS: sweepLookbackMs,
     PROVIDER_API_KEY: e.PROVIDER_API_KEY ?? developmentDefaults.PROVIDER_API_KEY,
     API_TOKENS: tokens.data,
+    OPERATOR_TOKENS: operators?.success ? operators.data : [],
+    providers: [...configuredProviders],
+    defaultProvider: configuredProviders[0],
     WEBHOOK_SECRET: e.WEBHOOK_SECRET ?? developmentDefaults.WEBHOOK_SECRET,
     usingDevelopmentSecrets:
-      e.PROVIDER_API_KEY === undefined || e.API_TOKENS === undefined || e.WEBHOOK_SECRET === undefined,
+      e.PROVIDER_API_KEY === undefined ||
+      e.API_TOKENS === undefined ||
+      e.WEBHOOK_SECRET === undefined ||
+      (!production && e.OPERATOR_TOKENS === undefined),
     timings: timingsResult.data,
     retry,
     providerCapabilities,
+    breaker: {
+      failureThreshold: e.BREAKER_FAILURE_THRESHOLD,
+      window: {
+        durationMs: e.BREAKER_WINDOW_MS,
+        failureRate: e.BREAKER_WINDOW_FAILURE_RATE,
+        minimumCalls: e.BREAKER_WINDOW_MIN_CALLS,
+      },
+      cooldownMs: e.BREAKER_OPEN_MS,
+      probeTimeoutMs: e.BREAKER_PROBE_TIMEOUT_MS ?? e.BREAKER_OPEN_MS,
+      jitterMs: e.BREAKER_JITTER_MS,
+    },
+    providerLimits,
   };
 }

@@ -1,13 +1,16 @@
 /**
  * The worker process: one worker on the workflow task queue, plus one activity worker per provider on that
- * provider's own task queue (bulkheads: a slow provider exhausts only its own slots).
+ * provider's own task queue (bulkheads: a slow provider exhausts only its own slots), each with its own rate and
+ * concurrency limits, and one circuit breaker per provider: shared through Redis when REDIS_URL is set.
  */
 import { Client } from '@temporalio/client';
 import { NativeConnection, Worker, type WorkerOptions } from '@temporalio/worker';
 import pino, { type Logger } from 'pino';
 import { type Activities, type CircuitBreaker, InMemoryCircuitBreaker, createActivities } from './activities';
 import { type SweepActivities, createSweepActivities } from './activities/sweep';
-import { loadConfig } from './config';
+import { FallbackCircuitBreaker } from './activities/breaker-fallback';
+import { RedisCircuitBreaker, closeBreakerRedis, connectBreakerRedis, redisReady } from './activities/breaker-redis';
+import { type Config, type ProviderLimits, loadConfig } from './config';
 import { providerTaskQueue } from './domain/ids';
 import { connectionOptions } from './temporal-connection';
 import { createProvider } from './providers';
@@ -26,7 +29,10 @@ export interface WorkerSetup {
   readonly activities?: Partial<Activities> & Partial<SweepActivities>;
   /** Per-provider circuit breaker; default one in-memory breaker for this process. */
   readonly breaker?: CircuitBreaker;
+  /** Default per-worker concurrency of each provider's activity worker (a provider's own limit wins). */
   readonly maxConcurrentActivityTaskExecutions?: number;
+  /** Per provider: fleet-wide activities per second (server-enforced) and this worker's concurrency. */
+  readonly providerLimits?: Readonly<Record<string, ProviderLimits>>;
 }
 
 /** Builds the workflow worker and one activity worker per provider. */
@@ -45,17 +51,44 @@ export async function createWorkers(setup: WorkerSetup): Promise<Worker[]> {
     activities,
   });
   const providerWorkers = await Promise.all(
-    Object.keys(setup.providers).map((name) =>
-      Worker.create({
+    Object.keys(setup.providers).map((name) => {
+      const limits = setup.providerLimits?.[name];
+      return Worker.create({
         connection: setup.connection,
         namespace: setup.namespace,
         taskQueue: providerTaskQueue(setup.taskQueue, name),
         activities,
-        maxConcurrentActivityTaskExecutions: setup.maxConcurrentActivityTaskExecutions ?? 50,
-      }),
-    ),
+        maxConcurrentActivityTaskExecutions: limits?.maxConcurrency ?? setup.maxConcurrentActivityTaskExecutions ?? 50,
+        // The Temporal server hands out at most this many of the queue's activities per second, to all workers.
+        ...(limits?.maxRps === undefined ? {} : { maxTaskQueueActivitiesPerSecond: limits.maxRps }),
+      });
+    }),
   );
   return [workflowWorker, ...providerWorkers];
+}
+
+/**
+ * The breaker of this worker process: with REDIS_URL, the Redis store shared by every worker, falling back to an
+ * in-process one while Redis is unreachable; without it, the in-process store alone (fine for one worker).
+ */
+export async function createBreaker(
+  config: Pick<Config, 'REDIS_URL' | 'REDIS_KEY_PREFIX' | 'breaker'>,
+  logger: Logger,
+): Promise<{ readonly breaker: CircuitBreaker; close(): Promise<void> }> {
+  const local = new InMemoryCircuitBreaker(config.breaker);
+  if (config.REDIS_URL === undefined) {
+    logger.info({ breakerStore: 'in-process' }, 'circuit breaker: in-process store (REDIS_URL not set)');
+    return { breaker: local, close: async () => undefined };
+  }
+  const redis = connectBreakerRedis(config.REDIS_URL, (err) => logger.debug({ err }, 'breaker Redis connection'));
+  const shared = new RedisCircuitBreaker(redis, { ...config.breaker, keyPrefix: config.REDIS_KEY_PREFIX });
+  const breaker = new FallbackCircuitBreaker(shared, local, logger);
+  // Never block start-up on Redis: payments go on with the in-process store until it answers.
+  const ready = await redisReady(redis, 2_000);
+  const where = new URL(config.REDIS_URL).host; // never the password
+  if (ready) logger.info({ breakerStore: 'redis', redis: where }, 'circuit breaker: shared Redis store');
+  else logger.warn({ breakerStore: 'in-process', redis: where }, 'circuit breaker: Redis not reachable yet');
+  return { breaker, close: () => closeBreakerRedis(redis) };
 }
 
 /** Runs workers until one fails or all are shut down (SIGINT/SIGTERM make them drain). */
@@ -82,6 +115,7 @@ async function main() {
   };
   // The sweep's activities query visibility and signal payments: a client over the worker's own connection.
   const client = new Client({ connection, namespace: config.TEMPORAL_NAMESPACE });
+  const breaker = await createBreaker(config, logger);
   const workers = await createWorkers({
     connection,
     namespace: config.TEMPORAL_NAMESPACE,
@@ -92,6 +126,8 @@ async function main() {
       ? { workflowBundle: { codePath: process.env.WORKFLOW_BUNDLE_PATH } }
       : { workflowsPath: require.resolve('./workflows') },
     activities: createSweepActivities({ client, logger }),
+    breaker: breaker.breaker,
+    providerLimits: config.providerLimits,
   });
   const sweep = await ensureSweepSchedule(client, {
     taskQueue: config.TASK_QUEUE,
@@ -105,6 +141,7 @@ async function main() {
   try {
     await runWorkers(workers);
   } finally {
+    await breaker.close();
     await connection.close();
   }
 }

@@ -1,7 +1,9 @@
 import { ApplicationFailure } from '@temporalio/common';
 import { ErrorType, type ProviderFailureType } from '../domain/errors';
 import {
+  RejectedAfterUnknown,
   computeRetryDelayMs,
+  type AttemptRecord,
   type OperationSafety,
   type ProviderOperation,
   type RetryDelay,
@@ -10,11 +12,22 @@ import {
 import { isProviderError } from '../providers/errors';
 import type { ProviderFailureDetails } from '../providers/types';
 
+/** What the attempts of one activity execution did, as its failures report it. */
+export interface AttemptHistory {
+  /** Whether any attempt (this one included) may have sent the write: false means the provider never saw it. */
+  readonly everSent: boolean;
+  /** Whether any attempt's outcome was unknown. */
+  readonly everUnknown: boolean;
+  /** What the earlier attempts left in the heartbeat details, as this attempt read them (absent on attempt 1). */
+  readonly earlier?: AttemptRecord;
+}
+
 /** `details[0]` of every provider failure an activity throws: the provider's classification plus where it happened. */
-export type ProviderFailureInfo = ProviderFailureDetails & {
-  readonly provider: string;
-  readonly attempt: number;
-};
+export type ProviderFailureInfo = ProviderFailureDetails &
+  Partial<AttemptHistory> & {
+    readonly provider: string;
+    readonly attempt: number;
+  };
 
 /** `details[0]` of a `BudgetExhausted` failure; its `cause` is the last provider failure. */
 export interface BudgetExhaustedInfo {
@@ -26,6 +39,8 @@ export interface BudgetExhaustedInfo {
   /** `budget`: no attempt fits; `retry-after`: the provider asked for more time than is left; `attempts`: maximumAttempts. */
   readonly reason: 'budget' | 'attempts' | 'retry-after';
   readonly lastFailureType: ProviderFailureType;
+  readonly everSent?: boolean;
+  readonly everUnknown?: boolean;
 }
 
 export interface ClassifyContext {
@@ -36,6 +51,8 @@ export interface ClassifyContext {
   readonly spec: RetrySpec;
   readonly elapsedMs: number;
   readonly random: () => number;
+  /** For writes: what the attempts did (goes into the failure details). */
+  readonly history?: AttemptHistory;
 }
 
 /** Failure details of any thrown value: a ProviderError's own, or OutcomeUnknown for anything unexpected. */
@@ -45,9 +62,13 @@ export const failureDetailsOf = (err: unknown, operation: ProviderOperation): Pr
     : // Not a classified provider failure (a bug, a crash mid-call): we cannot prove nothing happened.
       { type: ErrorType.OutcomeUnknown, operation, reason: 'unexpected_error' };
 
-/** Whether repeating after this failure could never help, or could double an effect. */
-export const isNonRetryable = (type: ProviderFailureType, safety: OperationSafety): boolean =>
-  type === ErrorType.ProviderRejected || (type === ErrorType.OutcomeUnknown && safety === 'non-idempotent-write');
+/**
+ * Whether repeating after this failure could never help, or could double an effect. A rejection that came after an
+ * unknown outcome is final too: the workflow reconciles it (it is not an answer a retry could change).
+ */
+export const isNonRetryable = (type: ProviderFailureType, safety: OperationSafety, reason?: string): boolean =>
+  type === ErrorType.ProviderRejected ||
+  (type === ErrorType.OutcomeUnknown && (safety === 'non-idempotent-write' || reason === RejectedAfterUnknown));
 
 /**
  * Turns whatever a provider call threw into the ApplicationFailure Temporal sees (DESIGN.md "Outcome classification"):
@@ -58,11 +79,11 @@ export const isNonRetryable = (type: ProviderFailureType, safety: OperationSafet
 export const toActivityFailure = (err: unknown, ctx: ClassifyContext): ApplicationFailure => {
   if (err instanceof ApplicationFailure) return err;
   const details = failureDetailsOf(err, ctx.operation);
-  const info: ProviderFailureInfo = { ...details, provider: ctx.provider, attempt: ctx.attempt };
+  const info: ProviderFailureInfo = { ...details, provider: ctx.provider, attempt: ctx.attempt, ...ctx.history };
   const cause = err instanceof Error ? err : new Error(String(err));
   const message = `${ctx.provider} ${ctx.operation} (attempt ${ctx.attempt}): ${cause.message}`;
 
-  if (isNonRetryable(details.type, ctx.safety)) {
+  if (isNonRetryable(details.type, ctx.safety, details.reason)) {
     return ApplicationFailure.create({ type: details.type, message, nonRetryable: true, cause, details: [info] });
   }
 
@@ -83,6 +104,7 @@ export const toActivityFailure = (err: unknown, ctx: ClassifyContext): Applicati
       elapsedMs: ctx.elapsedMs,
       reason: delay.reason,
       lastFailureType: details.type,
+      ...(ctx.history === undefined ? {} : { everSent: ctx.history.everSent, everUnknown: ctx.history.everUnknown }),
     };
     return ApplicationFailure.create({
       type: ErrorType.BudgetExhausted,

@@ -2,9 +2,19 @@ import { Context, type Info } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
 import { msToNumber } from '@temporalio/common/lib/time';
 import type { Logger } from 'pino';
+import {
+  type Adoption,
+  type ChargeFacts,
+  type PaymentOwner,
+  adoptCandidate,
+  metadataVerdict,
+} from '../domain/adoption';
 import { ErrorType } from '../domain/errors';
 import type { ScopeOperation } from '../domain/ids';
 import {
+  AttemptRecord,
+  RejectedAfterUnknown,
+  carriedAttemptRecord,
   operationSafety,
   retrySpecFor,
   type OperationSafety,
@@ -12,21 +22,36 @@ import {
   type RetryOverrides,
   type RetrySpec,
 } from '../domain/retry';
-import { CircuitOpenError, NotSentError, OutcomeUnknownError, isProviderError } from '../providers/errors';
+import {
+  CircuitOpenError,
+  NotSentError,
+  OutcomeUnknownError,
+  isProviderError,
+  isProviderErrorOfType,
+} from '../providers/errors';
 import { keyHash } from '../providers/logging';
 import type {
   CallContext,
   CreatePaymentInput,
+  LookupContext,
   PaymentProvider,
   ProviderCapabilities,
+  ProviderFailureDetails,
   ProviderPayment,
   ProviderRefund,
 } from '../providers/types';
-import type { BreakerDecision, BreakerOutcome, CircuitBreaker } from './breaker';
-import { failureDetailsOf, toActivityFailure } from './classify';
+import {
+  type BreakerDecision,
+  type BreakerOutcome,
+  type BreakerReport,
+  type CircuitBreaker,
+  breakerReport,
+} from './breaker';
+import { failureDetailsOf, toActivityFailure, type AttemptHistory } from './classify';
 import { providerIdempotencyKey } from './keys';
 
 export * from './breaker';
+export * from './breaker-counting';
 export * from './classify';
 export * from './keys';
 
@@ -62,6 +87,16 @@ export interface CreatePaymentArgs extends ScopedArgs {
    * activity re-sends the same charge.
    */
   readonly notBeforeMs?: number;
+  /**
+   * The capabilities the workflow's starter configured for this provider (lean history shape). Checked against this
+   * worker's adapter before anything is sent: a mismatch fails the charge as not sent, never with the wrong safety.
+   */
+  readonly expectCapabilities?: ProviderCapabilities;
+  /**
+   * This send repeats one whose outcome was unknown (a reconcile's resubmission with the same key): only an answer
+   * about the key (its stored answer, a key mismatch) or a decline decides; any other refusal stays unknown.
+   */
+  readonly afterUnknown?: boolean;
 }
 
 export interface CapturePaymentArgs extends ScopedArgs {
@@ -159,6 +194,52 @@ export const createActivities = (deps: ActivityDeps) => {
     };
   };
 
+  /**
+   * The provider as one attempt uses it: every call carries the activity's cancellation (so an attempt that Temporal
+   * gave up, or a cancelled workflow, stops sending), and every write heartbeats the attempt record right before it is
+   * sent and right after its outcome is classified, so the next attempt knows what this one may have done.
+   */
+  const attemptProvider = (
+    provider: PaymentProvider,
+    base: LookupContext,
+    record: { current: AttemptRecord },
+    beat: () => void,
+  ): PaymentProvider => {
+    const readCtx = (ctx?: LookupContext): LookupContext => ({ ...base, ...ctx, ...withSignal(base.signal) });
+    const writeCtx = (ctx: CallContext): CallContext => ({ ...ctx, ...withSignal(base.signal) });
+    const write = async <T>(send: () => Promise<T>): Promise<T> => {
+      record.current = { ...record.current, inFlight: true };
+      beat();
+      try {
+        const value = await send();
+        record.current = { ...record.current, everSent: true, inFlight: false };
+        return value;
+      } catch (err) {
+        const { type } = failureDetailsOf(err, 'create');
+        record.current = {
+          everSent: record.current.everSent || (type !== ErrorType.NotSent && type !== ErrorType.CircuitOpen),
+          everUnknown: record.current.everUnknown || type === ErrorType.OutcomeUnknown,
+          inFlight: false,
+        };
+        throw err;
+      } finally {
+        beat();
+      }
+    };
+    return {
+      name: provider.name,
+      capabilities: provider.capabilities,
+      createPayment: (input, ctx) => write(() => provider.createPayment(input, writeCtx(ctx))),
+      capturePayment: (id, body, ctx) => write(() => provider.capturePayment(id, body, writeCtx(ctx))),
+      voidPayment: (id, ctx) => write(() => provider.voidPayment(id, writeCtx(ctx))),
+      refundPayment: (id, body, ctx) => write(() => provider.refundPayment(id, body, writeCtx(ctx))),
+      getPayment: (id, ctx) => provider.getPayment(id, readCtx(ctx)),
+      findByIdempotencyKey: (key, ctx) => provider.findByIdempotencyKey(key, readCtx(ctx)),
+      findByReference: (reference, ctx) => provider.findByReference(reference, readCtx(ctx)),
+      listPayments: (query, ctx) => provider.listPayments(query, readCtx(ctx)),
+    };
+  };
+
   // The breaker is advisory: if its store fails, calls go ahead (fail open) rather than fail for a reason of ours.
   const acquire = async (provider: string, log: Logger): Promise<BreakerDecision> => {
     try {
@@ -168,9 +249,9 @@ export const createActivities = (deps: ActivityDeps) => {
       return { allowed: true };
     }
   };
-  const record = async (provider: string, outcome: BreakerOutcome, log: Logger): Promise<void> => {
+  const record = async (provider: string, outcome: BreakerOutcome, report: BreakerReport, log: Logger) => {
     try {
-      await deps.breaker?.record(provider, outcome);
+      await deps.breaker?.record(provider, outcome, report);
     } catch (err) {
       log.error({ err }, 'circuit breaker unavailable; outcome not recorded');
     }
@@ -205,9 +286,12 @@ export const createActivities = (deps: ActivityDeps) => {
     providerName: string,
     scope: { readonly merchantId: string; readonly operation: ScopeOperation; readonly key: string } | undefined,
     body: (step: Step) => Promise<Outcome<T>>,
+    /** An earlier operation on this key had an unknown outcome (a reconcile's resubmission): start the record so. */
+    afterUnknown = false,
   ): Promise<T> => {
     const provider = providerNamed(providerName);
-    const { info } = Context.current();
+    const context = Context.current();
+    const { info } = context;
     const attempt = info.attempt;
     const safety = operationSafety(operation, provider.capabilities);
     const idempotencyKey =
@@ -215,8 +299,25 @@ export const createActivities = (deps: ActivityDeps) => {
     const hash = idempotencyKey === undefined ? undefined : keyHash(idempotencyKey);
     const log = deps.logger.child({ activity, provider: provider.name, attempt, ...(hash ? { keyHash: hash } : {}) });
     const started = now();
-    const classify = (err: unknown) =>
-      toActivityFailure(err, {
+
+    // What earlier attempts did (their heartbeat details), and what this one adds as it goes.
+    const earlier = AttemptRecord.safeParse(info.heartbeatDetails);
+    const fromAttempts = carriedAttemptRecord(info.heartbeatDetails);
+    const carried = afterUnknown ? { ...fromAttempts, everSent: true, everUnknown: true } : fromAttempts;
+    const attempts = { current: carried };
+    const history = (): AttemptHistory | undefined =>
+      safety === 'read'
+        ? undefined
+        : {
+            everSent: attempts.current.everSent,
+            everUnknown: attempts.current.everUnknown,
+            ...(earlier.success ? { earlier: earlier.data } : {}),
+          };
+    const beat = () => context.heartbeat(attempts.current);
+
+    const classify = (err: unknown) => {
+      const h = history();
+      return toActivityFailure(err, {
         operation,
         safety,
         provider: provider.name,
@@ -224,7 +325,9 @@ export const createActivities = (deps: ActivityDeps) => {
         spec: effectiveSpec(info, operation, provider.capabilities),
         elapsedMs: now() - info.scheduledTimestampMs,
         random,
+        ...(h === undefined ? {} : { history: h }),
       });
+    };
 
     // The breaker gates writes only: it exists to stop piling new, possibly-unknown effects onto a failing provider.
     // Reads are how a reconcile learns the truth; they go through (and still report their outcome to the breaker).
@@ -233,6 +336,8 @@ export const createActivities = (deps: ActivityDeps) => {
       const failure = classify(
         new CircuitOpenError({ operation, reason: 'breaker_open', retryAfterMs: decision.retryAfterMs }),
       );
+      // Keep what earlier attempts did for the next one (details persist only when some attempt records them).
+      if (info.attempt > 1) beat();
       log.warn(
         { outcome: ErrorType.CircuitOpen, failure: failure.type, nextRetryDelay: failure.nextRetryDelay },
         'activity',
@@ -240,25 +345,28 @@ export const createActivities = (deps: ActivityDeps) => {
       throw failure;
     }
 
+    // Heartbeats between sends too: Temporal delivers a cancellation (the attempt timed out, the workflow was
+    // cancelled) only in answer to one, and the signal below is how it reaches the HTTP call in flight.
+    const ticker = setInterval(beat, Math.max(1_000, Math.floor((info.heartbeatTimeoutMs || 20_000) / 4)));
+    ticker.unref();
+    const requestId = `req_${hash ?? activity}_${attempt}`;
     try {
       const result = await body({
-        provider,
+        provider: attemptProvider(provider, { requestId, attempt, signal: context.cancellationSignal }, attempts, beat),
         attempt,
         safety,
         ...(idempotencyKey === undefined ? {} : { idempotencyKey }),
-        ctx: {
-          idempotencyKey: idempotencyKey ?? '',
-          attempt,
-          requestId: `req_${hash ?? activity}_${attempt}`,
-        },
+        ctx: { idempotencyKey: idempotencyKey ?? '', attempt, requestId },
         scheduledAtMs: info.scheduledTimestampMs,
         mustLookBeforeResend: attempt > 1 && safety === 'non-idempotent-write',
       });
-      await record(provider.name, 'success', log);
+      await record(provider.name, 'success', breakerReport(safety, decision), log);
       log.info({ outcome: result.outcome, durationMs: now() - started }, 'activity');
       return result.value;
-    } catch (err) {
-      await record(provider.name, failureDetailsOf(err, operation).type, log);
+    } catch (caught) {
+      const details = failureDetailsOf(caught, operation);
+      await record(provider.name, details.type, breakerReport(safety, decision, details), log);
+      const err = safety === 'read' ? caught : rejectedAfterUnknown(caught, operation, carried);
       const failure = classify(err);
       log.warn(
         {
@@ -267,12 +375,36 @@ export const createActivities = (deps: ActivityDeps) => {
           nonRetryable: failure.nonRetryable,
           nextRetryDelay: failure.nextRetryDelay,
           reason: isProviderError(err) ? err.details.reason : 'unexpected_error',
+          ...history(),
           durationMs: now() - started,
         },
         'activity',
       );
       throw failure;
+    } finally {
+      clearInterval(ticker);
     }
+  };
+
+  /**
+   * After an earlier attempt's outcome was unknown, a refusal of this attempt's request says nothing about that one's
+   * effect (a 401 after a key rotation, a 400 from a changed validation): it becomes OutcomeUnknown
+   * (`rejected_after_unknown`, non-retryable) so the workflow reconciles instead of marking the payment failed. Only an
+   * answer about the key itself stands: a key mismatch, or the provider replaying its stored answer for the key.
+   */
+  const rejectedAfterUnknown = (err: unknown, operation: ProviderOperation, carried: AttemptRecord): unknown => {
+    if (!carried.everUnknown || !isProviderErrorOfType(err, ErrorType.ProviderRejected)) return err;
+    if (isAnswerAboutTheKey(err.details)) return err;
+    const { status, code } = err.details;
+    return new OutcomeUnknownError(
+      {
+        operation,
+        ...(status === undefined ? {} : { status }),
+        ...(code === undefined ? {} : { code }),
+        reason: RejectedAfterUnknown,
+      },
+      { cause: err },
+    );
   };
 
   /**
@@ -297,10 +429,14 @@ export const createActivities = (deps: ActivityDeps) => {
     // Cannot prove an earlier attempt did nothing, so a resend could double it: let the workflow reconcile instead.
     new OutcomeUnknownError({ operation, reason: why });
 
-  const createdAfter = (p: ProviderPayment, notBeforeMs: number) => p.created * 1000 >= notBeforeMs - skewMs;
-  // Metadata we sent (merchant id, payment key) and the provider echoes tells our payment from another of the same order.
-  const sameMetadata = (p: ProviderPayment, sent: Readonly<Record<string, string>> | undefined) =>
-    sent === undefined || p.metadata === undefined || Object.entries(sent).every(([k, v]) => p.metadata?.[k] === v);
+  // All merchants share one provider account: a search by reference sees every merchant's payments of that order. Only
+  // a payment whose metadata names this merchant and key, or the one metadata-less payment matching every field, is ours.
+  const adoptByReference = async (
+    provider: PaymentProvider,
+    owner: PaymentOwner,
+    facts: ChargeFacts,
+  ): Promise<Adoption<ProviderPayment>> =>
+    adoptCandidate(await provider.findByReference(facts.reference), owner, facts, skewMs);
 
   return {
     /** The provider's capability flags (a local activity: the workflow derives its retry policies from them). */
@@ -311,39 +447,49 @@ export const createActivities = (deps: ActivityDeps) => {
 
     /** Creates (authorizes, or authorizes and captures) a payment under the key derived from the charge's scope. */
     async createPayment(args: CreatePaymentArgs): Promise<CreatePaymentOutcome> {
+      if (args.expectCapabilities) assertSameCapabilities(providerNamed(args.provider), args.expectCapabilities);
       const scope = { merchantId: args.merchantId, operation: 'create' as const, key: args.key };
-      return execute<CreatePaymentOutcome>('createPayment', 'create', args.provider, scope, async (step) => {
-        if (step.mustLookBeforeResend) {
-          const notBeforeMs = args.notBeforeMs ?? step.scheduledAtMs;
-          const candidates = await lookupBeforeResend('create', async () => {
-            const { capabilities } = step.provider;
-            if (capabilities.lookupByKey && step.idempotencyKey !== undefined) {
-              const byKey = await step.provider.findByIdempotencyKey(step.idempotencyKey);
-              return byKey ? [byKey] : [];
+      return execute<CreatePaymentOutcome>(
+        'createPayment',
+        'create',
+        args.provider,
+        scope,
+        async (step) => {
+          if (step.mustLookBeforeResend) {
+            const notBeforeMs = args.notBeforeMs ?? step.scheduledAtMs;
+            const adoption = await lookupBeforeResend('create', async (): Promise<Adoption<ProviderPayment>> => {
+              const { capabilities } = step.provider;
+              if (capabilities.lookupByKey && step.idempotencyKey !== undefined) {
+                const byKey = await step.provider.findByIdempotencyKey(step.idempotencyKey);
+                return byKey ? { kind: 'adopt', payment: byKey, by: 'key' } : { kind: 'none' };
+              }
+              if (!capabilities.lookupByReference) throw unverifiable('create', 'no_lookup_to_verify_resend');
+              return adoptByReference(
+                step.provider,
+                { merchantId: args.merchantId, key: args.key },
+                {
+                  amount: args.input.amount,
+                  currency: args.input.currency,
+                  reference: args.input.reference,
+                  notBeforeMs,
+                },
+              );
+            });
+            if (adoption.kind === 'ambiguous') throw unverifiable('create', 'ambiguous_lookup_before_resend');
+            const found = adoption.kind === 'adopt' ? adoption.payment : undefined;
+            if (found) {
+              const outcome = found.status === 'succeeded' ? 'succeeded' : 'authorized';
+              return { value: { outcome, payment: found, replayed: true, recovered: true }, outcome: 'recovered' };
             }
-            if (!capabilities.lookupByReference) throw unverifiable('create', 'no_lookup_to_verify_resend');
-            const all = await step.provider.findByReference(args.input.reference);
-            return all.filter(
-              (p) =>
-                p.amount === args.input.amount &&
-                p.currency === args.input.currency &&
-                createdAfter(p, notBeforeMs) &&
-                sameMetadata(p, args.input.metadata),
-            );
-          });
-          if (candidates.length > 1) throw unverifiable('create', 'ambiguous_lookup_before_resend');
-          const found = candidates[0];
-          if (found) {
-            const outcome = found.status === 'succeeded' ? 'succeeded' : 'authorized';
-            return { value: { outcome, payment: found, replayed: true, recovered: true }, outcome: 'recovered' };
           }
-        }
-        const result = await step.provider.createPayment(args.input, step.ctx);
-        if (result.outcome === 'declined') {
-          return { value: { outcome: 'declined', declineCode: result.declineCode }, outcome: 'declined' };
-        }
-        return { value: { ...result, recovered: false }, outcome: 'succeeded' };
-      });
+          const result = await step.provider.createPayment(args.input, step.ctx);
+          if (result.outcome === 'declined') {
+            return { value: { outcome: 'declined', declineCode: result.declineCode }, outcome: 'declined' };
+          }
+          return { value: { ...result, recovered: false }, outcome: 'succeeded' };
+        },
+        args.afterUnknown === true,
+      );
     },
 
     /** Captures an authorized payment (all of it when `amount` is absent) under the capture's own key. */
@@ -385,8 +531,11 @@ export const createActivities = (deps: ActivityDeps) => {
           }
         }
         const refund = await step.provider.refundPayment(args.paymentId, { amount: args.amount }, step.ctx);
-        // The refund is committed; if this read fails, the retry replays (keys) or recovers (look-up) it.
-        const payment = await step.provider.getPayment(args.paymentId);
+        // The refund is committed: whatever this read answers, it is not a refusal of the refund. Unknown: the retry
+        // replays it (keys) or the workflow reconciles it (no keys).
+        const payment = await step.provider.getPayment(args.paymentId).catch((err: unknown) => {
+          throw new OutcomeUnknownError({ operation: 'refund', reason: 'read_after_refund_failed' }, { cause: err });
+        });
         if (!payment) throw unverifiable('refund', 'payment_missing_after_refund');
         return { value: { refund, payment, recovered: false }, outcome: 'succeeded' };
       });
@@ -394,11 +543,15 @@ export const createActivities = (deps: ActivityDeps) => {
 
     /**
      * Looks a write up at the provider: by payment id when known, else by the derived key when the provider can, else
-     * by reference (narrowed by `match`; the most recent when several remain). Null when nothing is there.
+     * by reference, adopting only a payment whose metadata names this merchant and key, or the one payment without
+     * metadata that matches every field of `match`. Null when nothing is there, and when several could be ours (an
+     * ambiguity is never guessed: the write stays unknown and ends with an operator).
      */
     async lookupPayment(args: LookupPaymentArgs): Promise<ProviderPayment | null> {
       const scope = { merchantId: args.merchantId, operation: args.operation, key: args.key };
+      const owner: PaymentOwner = { merchantId: args.merchantId, key: args.key };
       return execute('lookupPayment', 'lookup', args.provider, scope, async (step) => {
+        let ambiguous = false;
         const found = await (async (): Promise<ProviderPayment | null> => {
           if (args.paymentId !== undefined) return step.provider.getPayment(args.paymentId);
           const { capabilities } = step.provider;
@@ -408,19 +561,22 @@ export const createActivities = (deps: ActivityDeps) => {
           }
           if (!capabilities.lookupByReference) return null;
           const { match } = args;
-          const candidates = (await step.provider.findByReference(args.reference)).filter(
-            (p) =>
-              match === undefined ||
-              (p.amount === match.amount &&
-                p.currency === match.currency &&
-                (match.createdGteMs === undefined || createdAfter(p, match.createdGteMs))),
-          );
-          return candidates.reduce<ProviderPayment | null>(
-            (latest, p) => (latest === null || p.created > latest.created ? p : latest),
-            null,
-          );
+          // Without `match` nothing but metadata naming us can make a payment ours: no fields to check it against.
+          if (match === undefined) {
+            const all = await step.provider.findByReference(args.reference);
+            const named = all.filter((p) => metadataVerdict(p.metadata, owner) === 'ours');
+            return named.length === 1 ? (named[0] ?? null) : null;
+          }
+          const adoption = await adoptByReference(step.provider, owner, {
+            amount: match.amount,
+            currency: match.currency,
+            reference: args.reference,
+            ...(match.createdGteMs === undefined ? {} : { notBeforeMs: match.createdGteMs }),
+          });
+          if (adoption.kind === 'ambiguous') ambiguous = true;
+          return adoption.kind === 'adopt' ? adoption.payment : null;
         })();
-        return { value: found, outcome: found ? 'succeeded' : 'not_found' };
+        return { value: found, outcome: found ? 'succeeded' : ambiguous ? 'ambiguous' : 'not_found' };
       });
     },
 
@@ -438,6 +594,37 @@ export const createActivities = (deps: ActivityDeps) => {
     },
   };
 };
+
+/** A refusal that answers about the idempotency key itself: a key mismatch, or the key's stored answer replayed. */
+const isAnswerAboutTheKey = (details: ProviderFailureDetails): boolean =>
+  details.code === 'idempotency_key_mismatch' || details.replayed === true;
+
+const withSignal = (signal: AbortSignal | undefined): { signal?: AbortSignal } =>
+  signal === undefined ? {} : { signal };
+
+/**
+ * The starter's view of a provider must be this worker's: idempotency keys and their lifetime decide whether a retry
+ * is safe, and the call limits decide the attempt timeout. A mismatch is a configuration error, refused before sending.
+ */
+function assertSameCapabilities(provider: PaymentProvider, expected: ProviderCapabilities): void {
+  const actual = provider.capabilities;
+  const same =
+    actual.idempotencyKeys === expected.idempotencyKeys &&
+    actual.keyTtlSeconds === expected.keyTtlSeconds &&
+    actual.lookupByKey === expected.lookupByKey &&
+    actual.lookupByReference === expected.lookupByReference &&
+    (expected.callLimits === undefined ||
+      (actual.callLimits?.callTimeoutMs === expected.callLimits.callTimeoutMs &&
+        actual.callLimits.referencePages === expected.callLimits.referencePages));
+  if (!same) {
+    throw ApplicationFailure.create({
+      type: ErrorType.ValidationError,
+      message: `provider "${provider.name}": the capabilities the payment was started with differ from this worker's (check PROVIDER_* settings of the API and the worker); nothing was sent`,
+      nonRetryable: true,
+      details: [{ expected, actual }],
+    });
+  }
+}
 
 /** The activities' type, for `proxyActivities<Activities>` in workflows (type import only). */
 export type Activities = ReturnType<typeof createActivities>;

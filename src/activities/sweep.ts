@@ -7,6 +7,7 @@ import { Context } from '@temporalio/activity';
 import { type Client, WorkflowExecutionAlreadyStartedError, WorkflowNotFoundError } from '@temporalio/client';
 import type { SearchAttributePair } from '@temporalio/common';
 import type { Logger } from 'pino';
+import { attributeProviderPayment, metadataVerdict } from '../domain/adoption';
 import { chargeWorkflowType, decodePageToken, encodePageToken, quoteLiteral } from '../client/visibility';
 import { ensureReconcileSignal, paymentQuery } from '../domain/definitions';
 import { chargeWorkflowId } from '../domain/ids';
@@ -113,8 +114,10 @@ export const createSweepActivities = (deps: SweepActivityDeps) => {
 
   /**
    * Our payment for a provider payment: by the metadata the charge workflow sends on create (merchant + key name its
-   * workflow), else by visibility on reference and provider, choosing the one that records this provider payment or
-   * else the only one still waiting for its provider payment with the same amount.
+   * workflow). Metadata that names no payment of ours validly is an orphan: all merchants share one provider account,
+   * so it is another merchant's or another integration's, never attributed by reference. Without metadata, by
+   * visibility on reference and provider (see {@link attributeProviderPayment}): the one payment that records this
+   * provider payment, else the only one still waiting for it whose every field matches; never "the only candidate".
    */
   const ownerOf = async (provider: string, taskQueue: string, p: ProviderPayment): Promise<Owner> => {
     const merchant = MerchantId.safeParse(p.metadata?.merchant_id);
@@ -130,16 +133,20 @@ export const createSweepActivities = (deps: SweepActivityDeps) => {
         finding: { kind: 'orphan', reason: 'unmatched', detail: 'its metadata names a payment we do not have' },
       };
     }
-    const unmatched: Owner = {
+    const unmatched = (detail: string): Owner => ({
       kind: 'orphan',
       ...(merchantId === undefined ? {} : { merchantId }),
-      finding: { kind: 'orphan', reason: 'unmatched', detail: 'no payment of ours has its metadata or reference' },
-    };
+      finding: { kind: 'orphan', reason: 'unmatched', detail },
+    });
+    if (metadataVerdict(p.metadata, { merchantId: '', key: '' }) !== 'silent') {
+      return unmatched('its metadata names no payment of ours');
+    }
     let query: string;
     try {
       query = byReferenceQuery(taskQueue, provider, p.reference);
     } catch {
-      return unmatched; // a reference visibility cannot express is not one of our order ids
+      // a reference visibility cannot express is not one of our order ids
+      return unmatched('no payment of ours has its metadata or reference');
     }
     const response = await client.workflowService.listWorkflowExecutions({
       namespace,
@@ -152,27 +159,20 @@ export const createSweepActivities = (deps: SweepActivityDeps) => {
     const candidates = (await Promise.all(ids.map(async (id) => ({ workflowId: id, view: await viewOf(id) })))).flatMap(
       (c) => (c.view ? [{ workflowId: c.workflowId, view: c.view }] : []),
     );
-    if (candidates.length === 0) return unmatched;
-    const recording = candidates.filter((c) => c.view.providerPaymentId === p.id);
-    const waiting = candidates.filter(
-      (c) =>
-        c.view.providerPaymentId === undefined &&
-        c.view.amount.value === p.amount &&
-        c.view.amount.currency === p.currency,
-    );
-    const chosen =
-      recording.length === 1 ? recording[0] : recording.length === 0 && waiting.length === 1 ? waiting[0] : undefined;
-    if (chosen) return { kind: 'payment', ...chosen };
-    const only = candidates.length === 1 ? candidates[0] : undefined;
-    // The only payment of this order, yet it does not match: the comparison says how (a second charge, an amount).
-    if (only) return { kind: 'payment', ...only };
+    if (candidates.length === 0) return unmatched('no payment of ours has its metadata or reference');
+    const attribution = attributeProviderPayment(p, candidates);
+    if (attribution.kind === 'owner') return { kind: 'payment', ...attribution.candidate };
+    if (attribution.kind === 'unmatched') {
+      // Not "the only payment of this order, so ours": without metadata it may be another merchant's.
+      return unmatched(`none of the ${candidates.length} payments of ours with its reference records it or matches it`);
+    }
     return {
       kind: 'orphan',
       ...(merchantId === undefined ? {} : { merchantId }),
       finding: {
         kind: 'orphan',
         reason: 'ambiguous',
-        detail: `${candidates.length} payments of ours have its reference and none records it`,
+        detail: `${attribution.count} payments of ours could own it and none records it`,
       },
     };
   };

@@ -16,7 +16,7 @@ import { z } from 'zod';
 import type { PaymentsClient } from '../client';
 import { ApiError, Health, PaymentList, ReviewItemList, ReviewItemView, WebhookAck } from '../domain/api-schemas';
 import { PaymentView } from '../domain/payment';
-import { type TokenEntry, createTokenVerifier } from './auth';
+import { type OperatorTokenEntry, type Role, type TokenEntry, createTokenVerifier } from './auth';
 import { errorBody, handleError } from './errors';
 import { registerRequestLog } from './request-log';
 import { paymentRoutes } from './routes/payments';
@@ -25,18 +25,28 @@ import { webhookRoutes } from './routes/webhooks';
 
 declare module 'fastify' {
   interface FastifyRequest {
-    /** The merchant the bearer token maps to ('' on public routes). */
+    /** The merchant the bearer token maps to ('' on public routes and for an operator). */
     merchantId: string;
+    /** The operator the bearer token maps to ('' on public routes and for a merchant). */
+    operatorId: string;
   }
   interface FastifyContextConfig {
     /** No bearer token needed (health, OpenAPI, provider webhooks: those are signed instead). */
     public?: boolean;
+    /**
+     * The roles that may call the route; default merchants only. Any other valid token is 403 `forbidden` before the
+     * body is even validated: an operator token never charges, captures, refunds or reads, a merchant token never
+     * resolves a payment.
+     */
+    roles?: readonly Role[];
   }
 }
 
 /** What the API needs from the configuration. */
 export interface ApiConfig {
   readonly API_TOKENS: readonly TokenEntry[];
+  /** Operator tokens (config `OPERATOR_TOKENS`); none: no one can call the operator actions. */
+  readonly OPERATOR_TOKENS?: readonly OperatorTokenEntry[];
   readonly WEBHOOK_SECRET: string;
   readonly WEBHOOK_TOLERANCE_S: number;
 }
@@ -96,16 +106,31 @@ export async function buildApi({ client, config, logger }: ApiDeps): Promise<Fas
     transformObject: createJsonSchemaTransformObject({ schemaRegistry: registry }),
   });
 
-  const merchantOf = createTokenVerifier(config.API_TOKENS);
+  const principalOf = createTokenVerifier(config.API_TOKENS, config.OPERATOR_TOKENS ?? []);
   app.decorateRequest('merchantId', '');
+  app.decorateRequest('operatorId', '');
   app.addHook('onRequest', async (request, reply) => {
     reply.header('request-id', request.id);
-    if (request.routeOptions.config.public) return;
-    const merchantId = merchantOf(request.headers.authorization);
-    if (merchantId === undefined) {
+    const { config: route } = request.routeOptions;
+    if (route.public) return;
+    const principal = principalOf(request.headers.authorization);
+    if (principal === undefined) {
       return reply.code(401).header('www-authenticate', 'Bearer').send(errorBody('unauthorized'));
     }
-    request.merchantId = merchantId;
+    if (!(route.roles ?? ['merchant']).includes(principal.role)) {
+      return reply
+        .code(403)
+        .send(
+          errorBody(
+            'forbidden',
+            principal.role === 'operator'
+              ? 'An operator token only resolves reviews'
+              : 'This is an operator action: a merchant token may not do it',
+          ),
+        );
+    }
+    if (principal.role === 'merchant') request.merchantId = principal.merchantId;
+    else request.operatorId = principal.operatorId;
   });
   registerRequestLog(app);
 

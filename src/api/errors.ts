@@ -5,19 +5,28 @@ import {
   isAmountExceeded,
   isIdempotencyKeyReused,
   isInvalidTransition,
+  isOperationInFlight,
+  isPaymentInFlight,
   isPaymentNotFound,
+  isProviderRejected,
   isReviewItemNotFound,
   isTemporalUnavailable,
   isValidationError,
 } from '../client';
 import type { ApiError, ApiErrorType, FieldError } from '../domain/api-schemas';
 
-/** An error answer body. */
-export const errorBody = (type: ApiErrorType, message?: string, fields?: readonly FieldError[]): ApiError => ({
+/** An error answer body; `extra` carries a type's own fields (`paymentKey` with `payment_in_flight`). */
+export const errorBody = (
+  type: ApiErrorType,
+  message?: string,
+  fields?: readonly FieldError[],
+  extra: Pick<ApiError['error'], 'paymentKey' | 'providerCode'> = {},
+): ApiError => ({
   error: {
     type,
     ...(message === undefined ? {} : { message }),
     ...(fields === undefined ? {} : { fields: [...fields] }),
+    ...extra,
   },
 });
 
@@ -49,9 +58,20 @@ export function handleError(error: FastifyError, request: FastifyRequest, reply:
     return reply.code(400).send(errorBody('validation_error', 'The request is invalid', error.fields));
   if (isIdempotencyKeyReused(error)) return reply.code(422).send(errorBody('idempotency_key_reused', error.message));
   if (isAmountExceeded(error)) return reply.code(422).send(errorBody('amount_exceeded', error.message));
+  if (isProviderRejected(error)) {
+    const body = errorBody('provider_rejected', error.message);
+    if (error.providerCode !== undefined) body.error.providerCode = error.providerCode;
+    return reply.code(422).send(body);
+  }
+  if (isOperationInFlight(error)) return reply.code(409).send(errorBody('operation_in_flight', error.message));
   if (isPaymentNotFound(error)) return reply.code(404).send(errorBody('not_found', 'No such payment'));
   if (isReviewItemNotFound(error)) return reply.code(404).send(errorBody('not_found', 'No such review item'));
   if (isInvalidTransition(error)) return reply.code(409).send(errorBody('invalid_transition', error.message));
+  if (isPaymentInFlight(error)) {
+    return reply
+      .code(409)
+      .send(errorBody('payment_in_flight', error.message, undefined, { paymentKey: error.paymentKey }));
+  }
   switch (error.code) {
     case 'FST_ERR_CTP_BODY_TOO_LARGE':
       return reply.code(413).send(errorBody('payload_too_large', 'The body is too large'));

@@ -24,6 +24,12 @@ async function main(): Promise<void> {
     taskQueue: config.TASK_QUEUE,
     timings: config.timings,
     retry: config.retry,
+    // The same settings the worker builds its adapter from: payments take the lean history shape.
+    capabilities: { [config.defaultProvider]: config.providerCapabilities },
+    providers: config.providers,
+    defaultProvider: config.defaultProvider,
+    orderSingleFlight: config.ORDER_SINGLE_FLIGHT,
+    splitPaymentMerchants: config.SPLIT_PAYMENT_MERCHANTS,
   });
   const app = await buildApi({ client: payments, config, logger });
   await app.listen({ port: config.PORT, host: config.HOST });

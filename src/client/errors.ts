@@ -57,6 +57,36 @@ export class AmountExceeded extends PaymentsClientError {
   }
 }
 
+/**
+ * The provider refused the capture or refund (a 4xx of its own): nothing moved. A repeat of the same key answers the
+ * same refusal. `providerCode` is the provider's own code, when it gave one.
+ */
+export class ProviderRejected extends PaymentsClientError {
+  readonly code = 'provider_rejected';
+  constructor(
+    message: string,
+    readonly providerCode?: string,
+    options?: ErrorOptions,
+  ) {
+    super(message, options);
+    this.name = 'ProviderRejected';
+  }
+}
+
+/** Another capture or refund of this payment has an unknown outcome being reconciled: repeat once it settled. */
+export class OperationInFlight extends PaymentsClientError {
+  readonly code = 'operation_in_flight';
+  constructor(message: string, options?: ErrorOptions) {
+    super(message, options);
+    this.name = 'OperationInFlight';
+  }
+}
+
+/** True for a {@link ProviderRejected}. */
+export const isProviderRejected = (e: unknown): e is ProviderRejected => e instanceof ProviderRejected;
+/** True for an {@link OperationInFlight}. */
+export const isOperationInFlight = (e: unknown): e is OperationInFlight => e instanceof OperationInFlight;
+
 /** True for a {@link ValidationError}. */
 export const isValidationError = (e: unknown): e is ValidationError => e instanceof ValidationError;
 /** True for an {@link IdempotencyKeyReused}. */
@@ -81,3 +111,22 @@ export class ReviewItemNotFound extends PaymentsClientError {
 
 /** True for a {@link ReviewItemNotFound}. */
 export const isReviewItemNotFound = (e: unknown): e is ReviewItemNotFound => e instanceof ReviewItemNotFound;
+
+/**
+ * Another payment for the same order is still open (pending, unknown, or in review with its charge undecided): a new
+ * key for that order is refused so the customer is not charged twice. `paymentKey` names the open payment. Nothing
+ * was started.
+ */
+export class PaymentInFlight extends PaymentsClientError {
+  readonly code = 'payment_in_flight';
+  constructor(
+    readonly paymentKey: string,
+    options?: ErrorOptions,
+  ) {
+    super('A payment for this order is still open under another key', options);
+    this.name = 'PaymentInFlight';
+  }
+}
+
+/** True for a {@link PaymentInFlight}. */
+export const isPaymentInFlight = (e: unknown): e is PaymentInFlight => e instanceof PaymentInFlight;

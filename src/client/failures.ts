@@ -4,7 +4,7 @@ import { ApplicationFailure } from '@temporalio/common';
 import type { z } from 'zod';
 import type { FieldError } from '../domain/api-schemas';
 import { ErrorType } from '../domain/errors';
-import { AmountExceeded, IdempotencyKeyReused, InvalidTransition, ValidationError } from './errors';
+import { AmountExceeded, IdempotencyKeyReused, InvalidTransition, OperationInFlight, ValidationError } from './errors';
 
 /** The failure type the capture/refund validators use for an amount over the limit. */
 export const AmountExceededType = ErrorType.AmountExceeded;
@@ -44,8 +44,14 @@ export function translateUpdateFailure(err: unknown): unknown {
       return new InvalidTransition(failure.message, { cause: err });
     case AmountExceededType:
       return new AmountExceeded(failure.message, { cause: err });
-    case ErrorType.ValidationError:
-      return new ValidationError([{ path: '(body)', message: failure.message }], { cause: err });
+    case ErrorType.OperationInFlight:
+      return new OperationInFlight(failure.message, { cause: err });
+    case ErrorType.ValidationError: {
+      // A handler names the field it refused in its details (e.g. an operator's providerPaymentId).
+      const field = (failure.details?.[0] as { field?: unknown } | undefined)?.field;
+      const path = typeof field === 'string' ? field : '(body)';
+      return new ValidationError([{ path, message: failure.message }], { cause: err });
+    }
     default:
       return err;
   }

@@ -6,7 +6,7 @@ export {
   type PaymentPage,
   type PaymentsClientOptions,
 } from './payments-client';
-export type { ReviewItemListOptions, ReviewItemPage } from './review-items';
+export type { OperatorReviewItemView, ReviewItemListOptions, ReviewItemPage } from './review-items';
 export * from './errors';
 export { captureFingerprint, chargeFingerprint, refundFingerprint } from './fingerprint';
 export type { EventOwner, ProviderEventDelivery } from './provider-events';

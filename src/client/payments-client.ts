@@ -22,7 +22,7 @@ import {
   resolveUpdate,
   submitUpdate,
 } from '../domain/definitions';
-import { chargeWorkflowId } from '../domain/ids';
+import { chargeWorkflowId, parseChargeWorkflowId } from '../domain/ids';
 import {
   CaptureRequest,
   ChargeRequest,
@@ -34,20 +34,28 @@ import {
 } from '../domain/payment';
 import type { RetryOverrides } from '../domain/retry';
 import { type ReviewItemState, resolveReviewItemUpdate, reviewItemQuery } from '../domain/review-items';
-import { MerchantIdAttr } from '../domain/search-attributes';
-import type { ChargeWorkflowInput, PaymentTimings } from '../domain/workflow-inputs';
+import { MerchantIdAttr, OrderIdAttr, PaymentStatusAttr, ProviderAttr } from '../domain/search-attributes';
+import type { ChargeWorkflowInput, PaymentTimings, ProviderCapabilitiesInput } from '../domain/workflow-inputs';
 import type { chargeWorkflow, reviewItemWorkflow } from '../workflows';
 import {
   IdempotencyKeyReused,
   InvalidTransition,
+  PaymentInFlight,
   PaymentNotFound,
+  ProviderRejected,
   ReviewItemNotFound,
   ValidationError,
 } from './errors';
 import { captureFingerprint, chargeFingerprint, refundFingerprint } from './fingerprint';
 import { parseOrThrow, translateUpdateFailure, updateFailureOf } from './failures';
 import { type EventOwner, type ProviderEventDelivery, deliverProviderEvent } from './provider-events';
-import { type ReviewItemListOptions, type ReviewItemPage, reviewItemView } from './review-items';
+import {
+  type OperatorReviewItemView,
+  type ReviewItemListOptions,
+  type ReviewItemPage,
+  operatorReviewItemView,
+  reviewItemView,
+} from './review-items';
 import {
   type PaymentFilter,
   decodePageToken,
@@ -66,6 +74,12 @@ export interface PaymentsClientOptions {
   readonly timings: PaymentTimings;
   /** Default: the Temporal client's namespace. */
   readonly namespace?: string;
+  /**
+   * Each provider's capabilities as configured (config `providerCapabilities`, the settings the worker reads too). A
+   * payment whose provider is listed takes the lean history shape: no capability look-up in its history, the early
+   * answer under this client's deadline instead of a workflow timer. The worker refuses a mismatch before sending.
+   */
+  readonly capabilities?: Readonly<Record<string, ProviderCapabilitiesInput>>;
   /** Retry overrides passed to each new payment (config `retry`). */
   readonly retry?: RetryOverrides;
   /** How long capture and refund wait for their outcome before answering the current view; default `submitWaitMs`. */
@@ -77,6 +91,21 @@ export interface PaymentsClientOptions {
    * 10 000 ms. A call cut off throws a Temporal timeout: nothing is known to have failed, the caller may repeat.
    */
   readonly rpcTimeoutMs?: number;
+  /**
+   * The provider names the workers serve (config `providers`); a charge naming another is refused with a
+   * {@link ValidationError} on `provider` before anything starts. Default `['simulator']`.
+   */
+  readonly providers?: readonly string[];
+  /** The provider of a charge that names none (config `defaultProvider`); default the first of `providers`. */
+  readonly defaultProvider?: string;
+  /**
+   * One open payment per order (config `ORDER_SINGLE_FLIGHT`, default true): while a payment for (merchant, orderId)
+   * is pending, unknown or in review with its charge undecided, a new key for that order is refused with
+   * {@link PaymentInFlight}.
+   */
+  readonly orderSingleFlight?: boolean;
+  /** Merchants that split an order into several payments: exempt from `orderSingleFlight` (config `SPLIT_PAYMENT_MERCHANTS`). */
+  readonly splitPaymentMerchants?: readonly string[];
 }
 
 /** A charge's answer: the view, and whether the payment already existed (a repeat of the same key and body). */
@@ -112,6 +141,9 @@ interface ChargeMemo {
 type ChargeHandle = WorkflowHandle<typeof chargeWorkflow>;
 type ReviewItemHandle = WorkflowHandle<typeof reviewItemWorkflow>;
 
+/** The provider of a charge that names none, when no providers are configured (the one the worker builds today). */
+const defaultProviderName = 'simulator';
+
 /** `temporal.api.enums.v1.WorkflowExecutionStatus` values of a visibility listing. */
 const ExecutionStatus = { Running: 1, Completed: 2 } as const;
 
@@ -123,8 +155,13 @@ export class PaymentsClient {
   private readonly namespace: string;
   private readonly operationWaitMs: number;
   private readonly rpcTimeoutMs: number;
+  private readonly providers: ReadonlySet<string>;
+  private readonly defaultProvider: string;
+  private readonly splitPaymentMerchants: ReadonlySet<string>;
   /** Charges in flight in this process by workflow id and fingerprint: identical concurrent requests share one. */
   private readonly inflight = new Map<string, Promise<ChargeResult>>();
+  /** Orders with a charge being started in this process: the key that holds each, and how many requests for it. */
+  private readonly startingOrders = new Map<string, { readonly key: string; requests: number }>();
 
   constructor(
     private readonly client: Client,
@@ -133,25 +170,134 @@ export class PaymentsClient {
     this.namespace = options.namespace ?? client.options.namespace;
     this.operationWaitMs = options.operationWaitMs ?? options.timings.submitWaitMs;
     this.rpcTimeoutMs = options.rpcTimeoutMs ?? 10_000;
+    const providers = options.providers ?? [defaultProviderName];
+    this.providers = new Set(providers);
+    this.defaultProvider = options.defaultProvider ?? providers[0] ?? defaultProviderName;
+    if (!this.providers.has(this.defaultProvider)) {
+      throw new TypeError(`defaultProvider ${this.defaultProvider} is not one of the providers`);
+    }
+    this.splitPaymentMerchants = new Set(options.splitPaymentMerchants ?? []);
   }
 
-  /** Charges once per (merchant, key): starts the payment or attaches to it, and answers its early view. */
+  /**
+   * Charges once per (merchant, key): starts the payment or attaches to it, and answers its early view. A provider
+   * that is not configured is a {@link ValidationError}; a new key for an order whose payment is still open is
+   * {@link PaymentInFlight} (see `orderSingleFlight`); neither starts anything.
+   */
   async charge(merchantId: string, key: string, body: unknown): Promise<ChargeResult> {
     const { workflowId, merchant, paymentKey } = this.scope(merchantId, key);
-    const request = parseOrThrow(ChargeRequest, body);
+    const request = this.parseCharge(body);
     const fingerprint = chargeFingerprint(request);
     // Temporal limits in-flight updates per workflow (10 by default): a burst of identical requests to this process
     // becomes one update-with-start, and the others answer as repeats. Across processes the server dedups.
     const flightKey = `${workflowId}\n${fingerprint}`;
     const joined = this.inflight.get(flightKey);
     if (joined) return { view: (await joined).view, replayed: true };
-    const flight = this.startCharge(workflowId, merchant, paymentKey, request, fingerprint);
+    const flight = this.guardOrder(merchant, paymentKey, request.orderId, () =>
+      this.startCharge(workflowId, merchant, paymentKey, request, fingerprint),
+    );
     this.inflight.set(flightKey, flight);
     try {
       return await flight;
     } finally {
       this.inflight.delete(flightKey);
     }
+  }
+
+  /** The charge request with the configured default provider, refused unless its provider is configured. */
+  private parseCharge(body: unknown): ChargeRequest {
+    const withProvider =
+      typeof body === 'object' &&
+      body !== null &&
+      !Array.isArray(body) &&
+      (body as { provider?: unknown }).provider === undefined
+        ? { ...body, provider: this.defaultProvider }
+        : body;
+    const request = parseOrThrow(ChargeRequest, withProvider);
+    if (!this.providers.has(request.provider)) {
+      // Nothing would ever serve its task queue: the payment would stay pending and burn the key.
+      throw new ValidationError([
+        { path: 'provider', message: `provider must be one of: ${[...this.providers].join(', ')}` },
+      ]);
+    }
+    return request;
+  }
+
+  /**
+   * One open payment per order (DESIGN.md "Identity and idempotency"), checked before the payment starts: refuses
+   * with {@link PaymentInFlight} when another key of this order is being started in this process, or when Temporal
+   * visibility lists another key's payment of this order as open. A repeat of the open payment's own key passes (it
+   * replays). What this cannot see, and so does not prevent:
+   * - visibility is eventually consistent: a payment started (in another process) a moment ago may not be indexed yet;
+   *   its search attributes are set in its start request, so the gap is the server's indexing delay, not a workflow
+   *   task, but it is not zero;
+   * - two different keys for one order at the same instant on two API processes both pass the check and both charge.
+   * Closing those needs a serialization point per order (e.g. a workflow per order id started with Update-with-Start);
+   * this check stops the common case: the order service retrying under a new key minutes after an unknown answer.
+   */
+  private async guardOrder<T>(
+    merchant: string,
+    paymentKey: string,
+    orderId: string,
+    start: () => Promise<T>,
+  ): Promise<T> {
+    if (this.options.orderSingleFlight === false || this.splitPaymentMerchants.has(merchant)) return start();
+    const orderKey = `${merchant}\n${orderId}`;
+    const holder = this.startingOrders.get(orderKey);
+    if (holder !== undefined && holder.key !== paymentKey) throw new PaymentInFlight(holder.key);
+    const claim = holder ?? { key: paymentKey, requests: 0 };
+    claim.requests += 1;
+    this.startingOrders.set(orderKey, claim);
+    try {
+      const open = await this.openPaymentOfOrder(merchant, orderId, chargeWorkflowId(merchant, paymentKey));
+      if (open !== undefined) throw new PaymentInFlight(open);
+      return await start();
+    } finally {
+      claim.requests -= 1;
+      if (claim.requests === 0) this.startingOrders.delete(orderKey);
+    }
+  }
+
+  /**
+   * The key of another open payment of this order, from visibility: `pending` or `unknown`, or `needs_review` while
+   * nothing is authorized (the charge itself is undecided: an operator may still find it succeeded). A review of a
+   * later capture or refund does not hold the order: its charge is decided, as for `authorized` or `succeeded`.
+   */
+  private async openPaymentOfOrder(
+    merchant: string,
+    orderId: string,
+    ownWorkflowId: string,
+  ): Promise<string | undefined> {
+    const list = (statuses: string) =>
+      this.bounded(() =>
+        this.client.workflowService.listWorkflowExecutions({
+          namespace: this.namespace,
+          query: [
+            paymentListQuery(merchant, { orderId }),
+            `ExecutionStatus = 'Running'`,
+            `PaymentStatus IN (${statuses})`,
+          ].join(' AND '),
+          pageSize: 20,
+        }),
+      );
+    const [open, inReview] = await Promise.all([list(`'pending', 'unknown'`), list(`'needs_review'`)]);
+    const others = (executions: typeof open.executions) =>
+      executions
+        .map((e) => e.execution?.workflowId)
+        .filter((id): id is string => typeof id === 'string' && id !== ownWorkflowId);
+    const [pending] = others(open.executions);
+    if (pending !== undefined) return parseChargeWorkflowId(pending)?.key ?? pending;
+    for (const workflowId of others(inReview.executions)) {
+      let undecided = true; // a payment we cannot read is taken as open: refusing is the side that never charges twice
+      try {
+        const view = await this.bounded(() => this.handle(workflowId).query(paymentQuery));
+        undecided = view.status === 'needs_review' && view.amountAuthorized === 0;
+      } catch (err) {
+        if (err instanceof WorkflowNotFoundError) undecided = false;
+      }
+      if (undecided) return parseChargeWorkflowId(workflowId)?.key ?? workflowId;
+    }
+    return undefined;
   }
 
   private async startCharge(
@@ -161,6 +307,7 @@ export class PaymentsClient {
     request: ChargeRequest,
     fingerprint: string,
   ): Promise<ChargeResult> {
+    const capabilities = this.options.capabilities?.[request.provider];
     const input: ChargeWorkflowInput = {
       merchantId: merchant,
       key: paymentKey,
@@ -168,6 +315,8 @@ export class PaymentsClient {
       request,
       timings: this.options.timings,
       ...(this.options.retry === undefined ? {} : { retry: this.options.retry }),
+      // With the provider's capabilities known here, the payment takes the lean history shape (see HistoryShape).
+      ...(capabilities === undefined ? {} : { capabilities, shape: 2 as const }),
     };
     const startedBy = randomUUID();
     const startWorkflowOperation = new WithStartWorkflowOperation<typeof chargeWorkflow>('chargeWorkflow', {
@@ -178,20 +327,58 @@ export class PaymentsClient {
       workflowIdReusePolicy: 'REJECT_DUPLICATE',
       args: [input],
       memo: { fingerprint, startedBy } satisfies ChargeMemo,
+      // In the start request, not only in the workflow's first task: visibility lists the payment as a pending one
+      // of its order from its start, which is what one-open-payment-per-order checks (the workflow upserts the same).
+      typedSearchAttributes: [
+        { key: PaymentStatusAttr, value: 'pending' },
+        { key: MerchantIdAttr, value: merchant },
+        { key: OrderIdAttr, value: request.orderId },
+        { key: ProviderAttr, value: request.provider },
+      ],
     });
     try {
-      const view = await this.bounded(
-        () =>
-          this.client.workflow.executeUpdateWithStart(submitUpdate, {
-            args: [{ fingerprint }],
-            startWorkflowOperation,
-          }),
-        this.options.timings.submitWaitMs,
-      );
+      const view =
+        input.shape === 2
+          ? await this.submitLean(workflowId, fingerprint, startWorkflowOperation)
+          : await this.bounded(
+              () =>
+                this.client.workflow.executeUpdateWithStart(submitUpdate, {
+                  args: [{ fingerprint }],
+                  startWorkflowOperation,
+                }),
+              this.options.timings.submitWaitMs,
+            );
       return { view, replayed: !(await this.wasStartedBy(workflowId, startedBy)) };
     } catch (err) {
       if (closedBeforeUpdate(err)) return this.replayClosed(workflowId, fingerprint, err);
       throw translateUpdateFailure(err);
+    }
+  }
+
+  /**
+   * Update-with-Start for the lean shape: the workflow answers `submit` when the first provider call settled, and this
+   * client waits for that at most `submitWaitMs` (its own deadline, no timer in the workflow's history); past it the
+   * current view answers (pending: 202), and the payment goes on.
+   */
+  private async submitLean(
+    workflowId: string,
+    fingerprint: string,
+    startWorkflowOperation: WithStartWorkflowOperation<typeof chargeWorkflow>,
+  ): Promise<PaymentView> {
+    const update = await this.bounded(() =>
+      this.client.workflow.startUpdateWithStart(submitUpdate, {
+        args: [{ fingerprint }],
+        startWorkflowOperation,
+        waitForStage: WorkflowUpdateStage.ACCEPTED,
+      }),
+    );
+    try {
+      return await this.client.connection.withDeadline(Date.now() + this.options.timings.submitWaitMs, () =>
+        update.result(),
+      );
+    } catch (err) {
+      if (!(err instanceof WorkflowUpdateRPCTimeoutOrCancelledError)) throw err;
+      return this.bounded(() => this.handle(workflowId).query(paymentQuery));
     }
   }
 
@@ -256,7 +443,7 @@ export class PaymentsClient {
       fingerprint,
       ...(request.amount === undefined ? {} : { amount: request.amount }),
     };
-    return this.moveMoney(workflowId, captureUpdate, args, `capture:${opKey}:${fingerprint}`);
+    return this.moveMoney(workflowId, captureUpdate, args, 'capture', opKey, fingerprint);
   }
 
   /** Refunds part or all of what was captured, under its own idempotency key. */
@@ -266,7 +453,7 @@ export class PaymentsClient {
     const request = parseOrThrow(RefundRequest, body);
     const fingerprint = refundFingerprint(paymentKey, request);
     const args: RefundArgs = { refundKey: opKey, fingerprint, amount: request.amount };
-    return this.moveMoney(workflowId, refundUpdate, args, `refund:${opKey}:${fingerprint}`);
+    return this.moveMoney(workflowId, refundUpdate, args, 'refund', opKey, fingerprint);
   }
 
   /** An operator's verdict on a payment in `needs_review`; {@link InvalidTransition} in any other status. */
@@ -331,24 +518,47 @@ export class PaymentsClient {
     operator?: string,
   ): Promise<ReviewItemView> {
     const merchant = parseOrThrow(MerchantId, merchantId, 'merchantId');
+    const { id, state } = await this.resolveItem(merchant, itemId, body, operator);
+    const view = reviewItemView(id, state, false);
+    if (!view) throw new ReviewItemNotFound(); // unreachable: it carried the merchant's id
+    return view;
+  }
+
+  /**
+   * An operator resolves any open review item, with or without a merchant; `operator` is recorded as who decided
+   * (the API passes `operator:<operatorId>`). {@link ReviewItemNotFound} for a missing item;
+   * {@link InvalidTransition} when it is already resolved (or was closed otherwise).
+   */
+  async resolveReviewItemAsOperator(itemId: string, body: unknown, operator: string): Promise<OperatorReviewItemView> {
+    const { id, state } = await this.resolveItem(null, itemId, body, operator);
+    return operatorReviewItemView(id, state, false);
+  }
+
+  /** Resolves an item the owner may see (`null`: an operator, who sees every item) and answers its new state. */
+  private async resolveItem(
+    owner: string | null,
+    itemId: string,
+    body: unknown,
+    operator: string | undefined,
+  ): Promise<{ id: string; state: ReviewItemState }> {
     const id = parseOrThrow(ReviewItemId, itemId, 'id');
     const request = parseOrThrow(ResolveReviewItemBody, body);
     const handle: ReviewItemHandle = this.client.workflow.getHandle<typeof reviewItemWorkflow>(id);
     // Ownership first (a foreign item answers exactly like a missing one), from the item's search attributes.
-    const closed = await this.reviewItemClosedStatus(handle, merchant);
+    const closed = await this.reviewItemClosedStatus(handle, owner);
     if (closed === 'COMPLETED') throw new InvalidTransition('This review item is already resolved');
     if (closed !== undefined) throw new InvalidTransition(`This review item is closed (${closed.toLowerCase()})`);
-    let state: ReviewItemState;
     try {
-      state = await this.bounded(() =>
+      const state = await this.bounded(() =>
         handle.executeUpdate(resolveReviewItemUpdate, {
           args: [{ ...request, ...(operator === undefined ? {} : { operator }) }],
         }),
       );
+      return { id, state };
     } catch (err) {
       // Its validator refuses a second resolve (InvalidTransition); a run that closed meanwhile refuses any update.
       if (!(err instanceof WorkflowNotFoundError) && !closedBeforeUpdate(err)) throw translateUpdateFailure(err);
-      const now = await this.reviewItemClosedStatus(handle, merchant);
+      const now = await this.reviewItemClosedStatus(handle, owner);
       if (now === undefined) throw err;
       throw new InvalidTransition(
         now === 'COMPLETED'
@@ -357,9 +567,6 @@ export class PaymentsClient {
         { cause: err },
       );
     }
-    const view = reviewItemView(id, state, false);
-    if (!view) throw new ReviewItemNotFound(); // unreachable: it carried the merchant's id
-    return view;
   }
 
   /** The item's state: its result once completed (no replay needed), else its query; undefined when it is gone. */
@@ -378,10 +585,11 @@ export class PaymentsClient {
   }
 
   /**
-   * Undefined while the merchant's item is running, else how it closed (`COMPLETED` = resolved); throws
-   * {@link ReviewItemNotFound} unless the item exists and carries this merchant's `MerchantId`.
+   * Undefined while the item is running, else how it closed (`COMPLETED` = resolved); throws
+   * {@link ReviewItemNotFound} unless the item exists and carries this merchant's `MerchantId` (any item for `null`,
+   * an operator).
    */
-  private async reviewItemClosedStatus(handle: ReviewItemHandle, merchant: string): Promise<string | undefined> {
+  private async reviewItemClosedStatus(handle: ReviewItemHandle, merchant: string | null): Promise<string | undefined> {
     let description: WorkflowExecutionDescription;
     try {
       description = await this.bounded(() => handle.describe());
@@ -391,7 +599,7 @@ export class PaymentsClient {
     }
     if (
       description.type !== reviewItemWorkflowType ||
-      description.typedSearchAttributes.get(MerchantIdAttr) !== merchant
+      (merchant !== null && description.typedSearchAttributes.get(MerchantIdAttr) !== merchant)
     ) {
       throw new ReviewItemNotFound();
     }
@@ -471,37 +679,57 @@ export class PaymentsClient {
   }
 
   /**
-   * Runs a capture or refund update: validators reject before any side effect; the answer waits at most
-   * `operationWaitMs` for the outcome, then returns the current view (the operation goes on in the workflow). The
-   * update id carries key and fingerprint, so a repeat attaches to the running update instead of queueing another.
+   * Runs a capture or refund update: validators reject before any side effect; the update answers once the operation's
+   * first provider call settled, and the caller waits at most `operationWaitMs` for that (then the current view: the
+   * operation goes on in the workflow). The answer follows the operation's own state, never the payment's alone:
+   * `succeeded` (the provider confirmed it) is completed, a refusal by the provider throws {@link ProviderRejected},
+   * anything still open is not completed (202). The update id carries key and fingerprint, so a repeat attaches to the
+   * running update instead of queueing another.
    */
   private async moveMoney<Args>(
     workflowId: string,
     update: UpdateDefinition<PaymentView, [Args]>,
     args: Args,
-    updateId: string,
+    kind: 'capture' | 'refund',
+    opKey: string,
+    fingerprint: string,
   ): Promise<OperationResult> {
     const handle = this.handle(workflowId);
     let updateHandle: WorkflowUpdateHandle<PaymentView>;
     try {
       updateHandle = await this.bounded(() =>
-        handle.startUpdate(update, { args: [args] as [Args], waitForStage: WorkflowUpdateStage.ACCEPTED, updateId }),
+        handle.startUpdate(update, {
+          args: [args] as [Args],
+          waitForStage: WorkflowUpdateStage.ACCEPTED,
+          updateId: `${kind}:${opKey}:${fingerprint}`,
+        }),
       );
     } catch (err) {
       throw await this.translateClosedOrMissing(err, workflowId);
     }
+    let view: PaymentView;
     try {
-      const view = await this.client.connection.withDeadline(Date.now() + this.operationWaitMs, () =>
-        updateHandle.result(),
-      );
-      return { view, completed: true };
+      view = await this.client.connection.withDeadline(Date.now() + this.operationWaitMs, () => updateHandle.result());
     } catch (err) {
-      // Accepted and still running (a provider call, a reconcile): answer the current view; the workflow goes on.
-      if (err instanceof WorkflowUpdateRPCTimeoutOrCancelledError) {
-        return { view: await this.bounded(() => handle.query(paymentQuery)), completed: false };
-      }
-      throw await this.translateClosedOrMissing(err, workflowId);
+      // Accepted and its first call still running: answer the current view; the workflow goes on.
+      if (!(err instanceof WorkflowUpdateRPCTimeoutOrCancelledError))
+        throw await this.translateClosedOrMissing(err, workflowId);
+      view = await this.bounded(() => handle.query(paymentQuery));
     }
+    let op = view.operations?.find((o) => o.kind === kind && o.key === opKey);
+    if (op?.state === 'running') {
+      // An earlier update with this id may have answered long ago (Temporal keeps its result): read the state now.
+      view = await this.bounded(() => handle.query(paymentQuery));
+      op = view.operations?.find((o) => o.kind === kind && o.key === opKey) ?? op;
+    }
+    if (op === undefined) return { view, completed: false }; // accepted, not yet recorded: still moving
+    if (op.state === 'rejected') {
+      throw new ProviderRejected(
+        `The provider refused this ${kind}${op.reason === undefined ? '' : `: ${op.reason}`}`,
+        op.providerCode,
+      );
+    }
+    return { view, completed: op.state === 'succeeded' };
   }
 
   /** Missing payment → {@link PaymentNotFound}; closed payment → {@link InvalidTransition}; rejections → typed. */

@@ -4,6 +4,7 @@
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import { type Client, WorkflowNotFoundError } from '@temporalio/client';
+import { type Attribution, attributeProviderPayment } from '../domain/adoption';
 import { type ProviderEvent, type ProviderPaymentState, paymentQuery, webhookSignal } from '../domain/definitions';
 import { chargeWorkflowId, parseChargeWorkflowId } from '../domain/ids';
 import { type ParkReason, type ParkedEventInput, parkedEventWorkflowId } from '../domain/parked-events';
@@ -43,14 +44,17 @@ export async function deliverProviderEvent(
     const workflowId = chargeWorkflowId(owner.merchantId, owner.key);
     const outcome = await signalPayment(ctx, workflowId, event);
     if (outcome === 'signalled') return 'payment';
+    if (outcome === 'known') return 'duplicate';
     if (outcome === 'closed') return closedPayment(ctx, workflowId, provider, event);
     return park(ctx, provider, event, 'unmatched', owner);
   }
   const candidates = await findByReference(ctx, provider, event.payment.reference);
-  const chosen = await choose(ctx, candidates, event.payment);
-  if (chosen === undefined) return park(ctx, provider, event, candidates.length === 0 ? 'unmatched' : 'ambiguous');
+  const attribution = await choose(ctx, candidates, event.payment);
+  if (attribution.kind !== 'owner') return park(ctx, provider, event, attribution.kind);
+  const chosen = attribution.candidate.id;
   const outcome = await signalPayment(ctx, chosen, event);
   if (outcome === 'signalled') return 'payment';
+  if (outcome === 'known') return 'duplicate';
   if (outcome === 'closed') return closedPayment(ctx, chosen, provider, event);
   return park(ctx, provider, event, 'unmatched');
 }
@@ -59,8 +63,12 @@ async function signalPayment(
   ctx: EventRoutingContext,
   workflowId: string,
   event: ProviderEvent,
-): Promise<'signalled' | 'closed' | 'missing'> {
+): Promise<'signalled' | 'known' | 'closed' | 'missing'> {
   const handle = ctx.client.workflow.getHandle(workflowId);
+  // Most webhooks confirm what the payment already knows (its own call's answer): a query, which costs the payment no
+  // history and no action, tells; only news is signalled. A query that fails decides nothing: signal then.
+  const known = await handle.query(paymentQuery).catch(() => undefined);
+  if (known && settledView(known) && reflects(known, event.payment)) return 'known';
   try {
     await handle.signal(webhookSignal, event);
     return 'signalled';
@@ -95,6 +103,10 @@ async function closedPayment(
   );
 }
 
+/** A view no provider news is waited for: not pending, unknown or under review (there the event must reach the run). */
+const settledView = (view: PaymentView): boolean =>
+  view.status !== 'pending' && view.status !== 'unknown' && view.status !== 'needs_review';
+
 /** True when the view already accounts for everything the provider's payment shows. */
 export function reflects(view: PaymentView, payment: ProviderPaymentState): boolean {
   if (view.providerPaymentId !== payment.id) return false;
@@ -122,22 +134,20 @@ async function findByReference(ctx: EventRoutingContext, provider: string, refer
 }
 
 /**
- * The one candidate that owns the provider payment: the one whose view carries its id, else the only one that does
- * not know its provider payment yet (its create outcome is still pending or unknown). Otherwise none.
+ * The one candidate that owns the provider payment (see {@link attributeProviderPayment}): with metadata, only the
+ * payment it names; without, the one whose view carries its id, else the only one still waiting for its provider
+ * payment whose amount, currency, reference and creation time all match. Never just "the only payment of this order":
+ * all merchants share one provider account, so the order's payment at the provider may be another merchant's.
  */
 async function choose(
   ctx: EventRoutingContext,
   candidates: readonly string[],
   payment: ProviderPaymentState,
-): Promise<string | undefined> {
-  if (candidates.length === 1) return candidates[0];
+): Promise<Attribution<{ id: string; view: PaymentView }>> {
   const views = await Promise.all(
     candidates.map(async (id) => ({ id, view: await ctx.client.workflow.getHandle(id).query(paymentQuery) })),
   );
-  const owner = views.filter((c) => c.view.providerPaymentId === payment.id);
-  if (owner.length === 1) return owner[0]?.id;
-  const waiting = views.filter((c) => c.view.providerPaymentId === undefined && c.view.amount.value === payment.amount);
-  return waiting.length === 1 ? waiting[0]?.id : undefined;
+  return attributeProviderPayment(payment, views);
 }
 
 /** Keeps the event in `provider-event:<provider>:<providerPaymentId>` (started if needed, deduplicated there). */

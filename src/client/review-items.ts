@@ -17,22 +17,34 @@ export interface ReviewItemPage {
   readonly nextPageToken?: string;
 }
 
+/** A review item as an operator sees it: `merchantId` is absent for an item without a merchant. */
+export type OperatorReviewItemView = Omit<ReviewItemView, 'merchantId'> & { merchantId?: string };
+
 /**
  * The merchant's view of a review item, or undefined for an item without a merchant (operators only). `running`: the
  * item's workflow is still open; an item closed without a resolution was terminated.
  */
 export function reviewItemView(id: string, state: ReviewItemState, running: boolean): ReviewItemView | undefined {
+  const { merchantId } = state.input;
+  if (merchantId === undefined) return undefined;
+  return { ...operatorReviewItemView(id, state, running), merchantId };
+}
+
+/** An operator's view of any review item, with or without a merchant. */
+export function operatorReviewItemView(id: string, state: ReviewItemState, running: boolean): OperatorReviewItemView {
   const { input } = state;
-  if (input.merchantId === undefined) return undefined;
   const status: ReviewItemStatus = state.resolution ? 'resolved' : running ? 'open' : 'closed';
   const ours = input.ours ? parseChargeWorkflowId(input.ours.workflowId) : null;
   const metadata = input.payment.metadata;
   // The metadata's key only when the metadata names this merchant: it is what the sweep attributed the item by.
-  const claimedKey = metadata?.merchant_id === input.merchantId ? metadata.payment_key : undefined;
+  const claimedKey =
+    metadata !== undefined && input.merchantId !== undefined && metadata.merchant_id === input.merchantId
+      ? metadata.payment_key
+      : undefined;
   const paymentKey = ours?.key ?? claimedKey;
   return {
     id,
-    merchantId: input.merchantId,
+    ...(input.merchantId === undefined ? {} : { merchantId: input.merchantId }),
     provider: input.provider,
     providerPaymentId: input.providerPaymentId,
     kind: input.kind,

@@ -15,6 +15,8 @@ export const ErrorType = {
   OutcomeUnknown: 'OutcomeUnknown',
   /** A payment-state transition that the current state does not allow (capture of a declined payment, ...). */
   InvalidTransition: 'InvalidTransition',
+  /** A capture or refund of the payment has an unknown outcome under reconcile; a new one waits until it settled. */
+  OperationInFlight: 'OperationInFlight',
   /** Same idempotency key, different request fingerprint. */
   IdempotencyKeyReused: 'IdempotencyKeyReused',
   /** A capture or refund over what the payment allows (authorized not yet captured, captured not yet refunded). */

@@ -161,6 +161,8 @@ export const PaymentView = z.object({
   providerPaymentId: z.string().optional(),
   attempts: NonNegative,
   declineCode: z.string().optional(),
+  /** Why a `failed` payment failed when it is not a decline: `provider_unavailable` = it never reached the provider. */
+  failureReason: z.string().optional(),
   unknownSince: Iso.optional(),
   review: z.object({ reason: z.string() }).optional(),
   /** Captures, refunds and voids of this payment, oldest first (absent until the first one). */

@@ -16,10 +16,31 @@ export const writeOperations = ['create', 'capture', 'void', 'refund'] as const 
  */
 export type OperationSafety = 'read' | 'idempotent-write' | 'non-idempotent-write';
 
+/**
+ * What bounds the calls one attempt makes, as the provider's client enforces it: every call ends (answered or
+ * classified) within `callTimeoutMs`, and a look-up by reference reads at most `referencePages` pages.
+ */
+export interface CallLimits {
+  readonly callTimeoutMs: number;
+  readonly referencePages: number;
+}
+
+/** Pages of 100 a look-up by reference reads at most (an order id with more payments than that is not ours to guess). */
+export const defaultReferenceLookupPages = 5;
+
+/** Slack per attempt for what is not a provider call: breaker, classification, heartbeats, the log line. */
+export const attemptOverheadMs = 1_000;
+
 /** The capability flags the retry layer needs; `ProviderCapabilities` (src/providers/types.ts) satisfies it. */
 export interface RetryCapabilities {
   readonly idempotencyKeys: boolean;
   readonly keyTtlSeconds: number | null;
+  readonly lookupByKey?: boolean;
+  /**
+   * The client's limits. Absent (a history recorded before providers reported them): the attempt timeout is taken as
+   * configured, so replays schedule exactly what they scheduled.
+   */
+  readonly callLimits?: CallLimits;
 }
 
 const Ms = z.number().int().positive().max(Number.MAX_SAFE_INTEGER);
@@ -33,12 +54,14 @@ export const RetrySpecFields = z.object({
   budgetMs: Ms,
   attemptTimeoutMs: Ms,
   maximumAttempts: z.number().int().positive().optional(),
+  /** How long the server waits for a heartbeat before it gives the attempt up (default: derived, see toActivityOptions). */
+  heartbeatTimeoutMs: Ms.optional(),
 });
 
 /**
  * A typed retry policy: backoff, jitter and a deadline. `budgetMs` is the whole operation's deadline (Temporal's
- * schedule-to-close), `attemptTimeoutMs` one attempt's (start-to-close) and must exceed the HTTP client's total timeout,
- * so every attempt ends in a classified outcome rather than being cut off.
+ * schedule-to-close), `attemptTimeoutMs` one attempt's (start-to-close) and must cover every call one attempt can make
+ * ({@link minAttemptTimeoutMs}), so every attempt ends in a classified outcome rather than being cut off.
  */
 export const RetrySpec = RetrySpecFields.refine((s) => s.maximumIntervalMs >= s.initialIntervalMs, {
   message: 'maximumIntervalMs must be at least initialIntervalMs',
@@ -90,8 +113,46 @@ export const operationSafety = (operation: ProviderOperation, capabilities: Retr
   !isWrite(operation) ? 'read' : capabilities.idempotencyKeys ? 'idempotent-write' : 'non-idempotent-write';
 
 /**
- * The retry spec for `operation` against a provider with `capabilities`: the preset, then `overrides`, validated.
- * Throws a non-retryable `ValidationError` ApplicationFailure on an inconsistent result (safe to call in workflows).
+ * The most provider calls one attempt of `operation` can make: a write against a provider without keys first looks
+ * its earlier effect up (by key: one call; by reference: up to `referencePages`), a refund reads the payment after
+ * it, a look-up by reference walks its pages.
+ */
+export const callsPerAttempt = (operation: ProviderOperation, capabilities: RetryCapabilities): number => {
+  const pages = Math.max(1, capabilities.callLimits?.referencePages ?? 1);
+  const lookFirst = operationSafety(operation, capabilities) === 'non-idempotent-write';
+  switch (operation) {
+    case 'create':
+      return (lookFirst ? (capabilities.lookupByKey === true ? 1 : pages) : 0) + 1;
+    case 'capture':
+    case 'void':
+      return (lookFirst ? 1 : 0) + 1;
+    case 'refund':
+      return (lookFirst ? 1 : 0) + 2;
+    case 'lookup':
+      return pages;
+    case 'list':
+      return 1;
+  }
+};
+
+/**
+ * The shortest attempt timeout that lets every call of one attempt end on its own deadline (and so be classified)
+ * before Temporal gives the attempt up; undefined when the provider did not report its limits.
+ */
+export const minAttemptTimeoutMs = (
+  operation: ProviderOperation,
+  capabilities: RetryCapabilities,
+): number | undefined =>
+  capabilities.callLimits === undefined
+    ? undefined
+    : callsPerAttempt(operation, capabilities) * capabilities.callLimits.callTimeoutMs + attemptOverheadMs;
+
+/**
+ * The retry spec for `operation` against a provider with `capabilities`: the preset, then `overrides`, then the
+ * attempt timeout raised to what one attempt may legitimately take ({@link minAttemptTimeoutMs}), validated. Config
+ * rejects an explicit attempt timeout below that minimum at parse time; here (workflow inputs, recorded histories) it
+ * is raised, never shortened. Throws a non-retryable `ValidationError` ApplicationFailure on an inconsistent result
+ * (safe to call in workflows).
  */
 export const retrySpecFor = (
   operation: ProviderOperation,
@@ -99,6 +160,8 @@ export const retrySpecFor = (
   overrides?: Partial<RetrySpec>,
 ): OperationRetrySpec => {
   const merged = { ...defaultRetrySpecs[operation], ...stripUndefined(overrides ?? {}) };
+  const minimum = minAttemptTimeoutMs(operation, capabilities);
+  if (minimum !== undefined && merged.attemptTimeoutMs < minimum) merged.attemptTimeoutMs = minimum;
   const parsed = RetrySpec.safeParse(merged);
   if (!parsed.success) {
     throw ApplicationFailure.create({
@@ -126,13 +189,18 @@ const alwaysNonRetryable = [
 export const nonRetryableErrorTypesFor = (safety: OperationSafety): string[] =>
   safety === 'non-idempotent-write' ? [...alwaysNonRetryable, ErrorType.OutcomeUnknown] : [...alwaysNonRetryable];
 
+/** Default heartbeat timeout: the activities heartbeat every quarter of it, so a live attempt never misses it. */
+export const defaultHeartbeatTimeoutMs = 10_000;
+
 /**
- * Temporal activity options for a spec: start-to-close = one attempt, schedule-to-close = the budget, and the retry
- * policy. Jitter and Retry-After are applied by the activity through `nextRetryDelay` (see {@link computeRetryDelayMs}).
+ * Temporal activity options for a spec: start-to-close = one attempt, schedule-to-close = the budget, a heartbeat
+ * timeout (so a dead worker's attempt is given up early and cancellation reaches a live one), and the retry policy.
+ * Jitter and Retry-After are applied by the activity through `nextRetryDelay` (see {@link computeRetryDelayMs}).
  */
 export const toActivityOptions = (spec: RetrySpec, safety: OperationSafety): ActivityOptions => ({
   startToCloseTimeout: spec.attemptTimeoutMs,
   scheduleToCloseTimeout: spec.budgetMs,
+  heartbeatTimeout: Math.min(spec.heartbeatTimeoutMs ?? defaultHeartbeatTimeoutMs, spec.attemptTimeoutMs),
   retry: {
     initialInterval: spec.initialIntervalMs,
     backoffCoefficient: spec.backoffCoefficient,
@@ -220,3 +288,38 @@ export const assertResendWindowWithinKeyTtl = (
     });
   }
 };
+
+/**
+ * What the earlier attempts of one activity did, carried from attempt to attempt in the activity's heartbeat details
+ * (`Info.heartbeatDetails`): a later attempt must not take a definite answer to itself for an answer about them.
+ */
+export const AttemptRecord = z.object({
+  /** A write request may have left (a send began and did not end NotSent). */
+  everSent: z.boolean(),
+  /** A write's outcome was unknown (timeout or reset after send, 5xx, unparseable answer, cancelled after send). */
+  everUnknown: z.boolean(),
+  /** A write was on its way at the last heartbeat: if its attempt ended there, nobody classified its outcome. */
+  inFlight: z.boolean(),
+});
+export type AttemptRecord = z.infer<typeof AttemptRecord>;
+
+/** Nothing done yet. */
+export const noAttempts: AttemptRecord = { everSent: false, everUnknown: false, inFlight: false };
+
+/**
+ * The record a new attempt starts from: what the earlier ones left (anything unreadable counts as nothing, as on a
+ * first attempt), where a write still in flight when its attempt ended counts as sent with an unknown outcome.
+ */
+export const carriedAttemptRecord = (heartbeatDetails: unknown): AttemptRecord => {
+  const parsed = AttemptRecord.safeParse(heartbeatDetails);
+  if (!parsed.success) return noAttempts;
+  const earlier = parsed.data;
+  return {
+    everSent: earlier.everSent || earlier.inFlight,
+    everUnknown: earlier.everUnknown || earlier.inFlight,
+    inFlight: false,
+  };
+};
+
+/** `reason` of the OutcomeUnknown a rejection becomes when an earlier attempt's outcome was unknown. */
+export const RejectedAfterUnknown = 'rejected_after_unknown';

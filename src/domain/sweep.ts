@@ -91,7 +91,7 @@ export const maxListedReviewItems = 100;
 
 /** Why a provider payment is an orphan. */
 export type OrphanReason =
-  /** No payment of ours carries its metadata or its reference. */
+  /** No payment of ours is named by its metadata, records it, or (without metadata) matches it in every field. */
   | 'unmatched'
   /** Our payment it belongs to records another provider payment: this one is a second charge. */
   | 'second_charge'

@@ -50,6 +50,28 @@ export const RetryOverridesSchema = z.partialRecord(
   RetrySpecFields.partial(),
 ) satisfies z.ZodType<RetryOverrides>;
 
+/**
+ * A provider's capabilities as the starter's configuration has them (the same settings the worker reads). The worker
+ * checks them against its own adapter before any call, so a drift between the API's and the worker's configuration
+ * fails the payment before anything is sent instead of retrying with the wrong safety.
+ */
+export const ProviderCapabilitiesInput = z.strictObject({
+  idempotencyKeys: z.boolean(),
+  keyTtlSeconds: z.number().int().positive().nullable(),
+  lookupByKey: z.boolean(),
+  lookupByReference: z.boolean(),
+  callLimits: z.strictObject({ callTimeoutMs: Ms, referencePages: z.number().int().positive() }).optional(),
+});
+export type ProviderCapabilitiesInput = z.infer<typeof ProviderCapabilitiesInput>;
+
+/**
+ * The history shape of a payment, chosen by its starter and fixed for its life (it travels in the input, so replay
+ * needs no patch marker). Absent: the first shape (capabilities read by a local activity, a timer for the early
+ * answer, search attributes upserted at the start). `2`: the lean shape: capabilities in the input, the client's own
+ * deadline for the early answer, search attributes set in the start request, one upsert per status change.
+ */
+export const HistoryShape = z.literal(2);
+
 /** Input of `chargeWorkflow`; built by the client after parsing the request and computing the fingerprint. */
 export const ChargeWorkflowInput = z.strictObject({
   merchantId: MerchantId,
@@ -60,5 +82,7 @@ export const ChargeWorkflowInput = z.strictObject({
   request: ChargeRequest,
   timings: PaymentTimings,
   retry: RetryOverridesSchema.optional(),
+  capabilities: ProviderCapabilitiesInput.optional(),
+  shape: HistoryShape.optional(),
 });
 export type ChargeWorkflowInput = z.infer<typeof ChargeWorkflowInput>;

@@ -45,6 +45,8 @@ export interface HttpRequest {
   readonly headers?: Readonly<Record<string, string>>;
   /** This call's deadline instead of the client's `totalTimeoutMs`. */
   readonly totalTimeoutMs?: number;
+  /** The caller's cancellation (an activity's): aborting it ends the call, classified like the deadline. */
+  readonly signal?: AbortSignal;
 }
 
 export interface HttpClientOptions {
@@ -70,7 +72,22 @@ export interface HttpClientOptions {
   /** Provider name for the log. */
   readonly name?: string;
   readonly logger?: Logger;
+  /** The clock: `now` (ms, monotonic) for durations, `deadline(ms)` for a call's total deadline. Tests inject both. */
+  readonly clock?: HttpClock;
 }
+
+/** What the client reads time from. */
+export interface HttpClock {
+  /** Milliseconds on a monotonic clock. Default `performance.now()`. */
+  now(): number;
+  /** A signal that aborts (with a `TimeoutError`) after `ms`. Default `AbortSignal.timeout(ms)`. */
+  deadline(ms: number): AbortSignal;
+}
+
+const systemClock: HttpClock = {
+  now: () => performance.now(),
+  deadline: (ms) => AbortSignal.timeout(ms),
+};
 
 /** A classified answer: a value, or a decline (an answer too: the provider said no and nothing happened). */
 export type Classified<T> =
@@ -158,7 +175,9 @@ export const classifyResponse = <S extends z.ZodType>(
   }
   const error = errorCodeOf(body);
   const code = error.code ?? error.type;
-  const withCode = code === undefined ? {} : { code };
+  // A replayed answer is the provider's answer about the key's first request, not about this one.
+  const replayed = headerValue(headers, 'idempotent-replayed') === 'true';
+  const withCode = { ...(code === undefined ? {} : { code }), ...(replayed ? { replayed } : {}) };
   if (status === 402 && options.declines === true && error.type === 'card_error') {
     return { kind: 'declined', code: error.decline_code ?? error.code ?? 'card_declined' };
   }
@@ -194,28 +213,37 @@ const timeoutCodes = new Set(['UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT']
 
 /**
  * The transport half of the classification. `sent` says whether undici had handed this request to a connected socket
- * (see {@link trackSend}); `deadlineExpired` whether our total deadline fired.
+ * (see {@link trackSend}); `deadlineExpired` whether our total deadline fired; `cancelled` whether the caller's signal
+ * aborted the call (an activity cancelled or timed out).
  */
 export const classifyTransportError = (
   err: unknown,
-  ctx: { readonly operation: string; readonly sent: boolean; readonly deadlineExpired: boolean },
+  ctx: {
+    readonly operation: string;
+    readonly sent: boolean;
+    readonly deadlineExpired: boolean;
+    readonly cancelled?: boolean;
+  },
 ): ProviderError => {
   if (isProviderError(err)) return err;
   const { operation } = ctx;
   const codes = errorCodes(err);
+  const cancelled = ctx.cancelled === true && !ctx.deadlineExpired;
   if (!ctx.sent) {
-    const reason = codes.includes('ECONNREFUSED')
-      ? 'connect_refused'
-      : codes.some((c) => dnsCodes.has(c))
-        ? 'dns'
-        : codes.includes('UND_ERR_CONNECT_TIMEOUT') || ctx.deadlineExpired
-          ? 'connect_timeout'
-          : 'not_sent';
+    const reason = cancelled
+      ? 'cancelled'
+      : codes.includes('ECONNREFUSED')
+        ? 'connect_refused'
+        : codes.some((c) => dnsCodes.has(c))
+          ? 'dns'
+          : codes.includes('UND_ERR_CONNECT_TIMEOUT') || ctx.deadlineExpired
+            ? 'connect_timeout'
+            : 'not_sent';
     return new NotSentError({ operation, reason }, { cause: err });
   }
   const timedOut = ctx.deadlineExpired || codes.some((c) => timeoutCodes.has(c));
   return new OutcomeUnknownError(
-    { operation, reason: timedOut ? 'timeout_after_send' : 'reset_after_send' },
+    { operation, reason: cancelled ? 'cancelled_after_send' : timedOut ? 'timeout_after_send' : 'reset_after_send' },
     { cause: err },
   );
 };
@@ -271,8 +299,6 @@ const untilAborted = (signal: AbortSignal): { promise: Promise<never>; dispose: 
   return { promise, dispose: () => listener && signal.removeEventListener('abort', listener) };
 };
 
-const elapsed = (startedAt: number): number => Math.round(performance.now() - startedAt);
-
 /**
  * HTTP client for one provider base URL: one undici Pool, a connect timeout, a total deadline per call, and
  * classification of every failure. It never retries: no retry interceptor, no redirect interceptor (undici 7 follows no
@@ -283,11 +309,13 @@ export class HttpClient {
   readonly #prefix: string;
   readonly #options: HttpClientOptions;
   readonly #logger: Logger;
+  readonly #clock: HttpClock;
 
   constructor(options: HttpClientOptions) {
     const url = new URL(options.baseUrl);
     this.#prefix = url.pathname.replace(/\/+$/, '');
     this.#options = options;
+    this.#clock = options.clock ?? systemClock;
     this.#logger = options.logger ?? defaultProviderLogger();
     this.#pool = new Pool(url.origin, {
       connections: options.connections ?? 16,
@@ -304,19 +332,24 @@ export class HttpClient {
    * rejects only with a {@link ProviderError}: NotSent when the request never left, OutcomeUnknown when it did.
    */
   async send(req: HttpRequest): Promise<HttpResponse> {
+    const { signal: cancel } = req;
+    // Cancelled before we began: nothing is sent (undici would refuse it too, but say why).
+    if (cancel?.aborted)
+      throw new NotSentError({ operation: req.operation, reason: 'cancelled' }, { cause: cancel.reason });
     const state = { sent: false };
-    const deadline = AbortSignal.timeout(req.totalTimeoutMs ?? this.#options.totalTimeoutMs);
-    const startedAt = performance.now();
+    const deadline = this.#clock.deadline(req.totalTimeoutMs ?? this.#options.totalTimeoutMs);
+    const signal = cancel === undefined ? deadline : AbortSignal.any([deadline, cancel]);
+    const startedAt = this.#clock.now();
     const exchange = (async (): Promise<HttpResponse> => {
-      const res = await this.#pool.compose(trackSend(state)).request(this.#requestOptions(req, deadline));
+      const res = await this.#pool.compose(trackSend(state)).request(this.#requestOptions(req, signal));
       const body = await res.body.text();
-      return { status: res.statusCode, headers: res.headers, body, durationMs: elapsed(startedAt) };
+      return { status: res.statusCode, headers: res.headers, body, durationMs: this.#elapsed(startedAt) };
     })();
     // undici only records an abort for a request that is still queued or connecting, and acts on it when a socket is
-    // ready (it then aborts before writing). The deadline must hold while connecting too, so we also race it; the
-    // request left behind can no longer be written, and its late settlement is ignored.
+    // ready (it then aborts before writing). The deadline and the cancellation must hold while connecting too, so we
+    // also race them; the request left behind can no longer be written, and its late settlement is ignored.
     exchange.catch(() => undefined);
-    const expired = untilAborted(deadline);
+    const expired = untilAborted(signal);
     try {
       return await Promise.race([exchange, expired.promise]);
     } catch (err) {
@@ -324,10 +357,15 @@ export class HttpClient {
         operation: req.operation,
         sent: state.sent,
         deadlineExpired: deadline.aborted,
+        cancelled: cancel?.aborted === true,
       });
     } finally {
       expired.dispose();
     }
+  }
+
+  #elapsed(startedAt: number): number {
+    return Math.round(this.#clock.now() - startedAt);
   }
 
   #requestOptions(req: HttpRequest, signal: AbortSignal): Dispatcher.RequestOptions {
@@ -355,7 +393,7 @@ export class HttpClient {
     options: Omit<ClassifyOptions, 'operation'> = {},
   ): Promise<Classified<z.output<S>> & { readonly response: HttpResponse }> {
     const requestId = req.requestId ?? `req_${randomUUID()}`;
-    const startedAt = performance.now();
+    const startedAt = this.#clock.now();
     const loggedKey = req.idempotencyKey ?? req.logKey;
     const base = {
       provider: this.#options.name ?? new URL(this.#options.baseUrl).host,
@@ -386,7 +424,7 @@ export class HttpClient {
       const failure = isProviderError(err)
         ? err
         : new OutcomeUnknownError({ operation: req.operation, reason: 'client_error' }, { cause: err });
-      const { status, code, retryAfterMs, reason } = failure.details;
+      const { status, code, retryAfterMs, reason, replayed } = failure.details;
       logAttempt(this.#logger, {
         ...base,
         ...(status === undefined ? {} : { status }),
@@ -394,7 +432,8 @@ export class HttpClient {
         reason,
         ...(code === undefined ? {} : { code }),
         ...(retryAfterMs === undefined ? {} : { retryAfterMs }),
-        durationMs: response?.durationMs ?? elapsed(startedAt),
+        ...(replayed === true ? { replayed } : {}),
+        durationMs: response?.durationMs ?? this.#elapsed(startedAt),
       });
       throw failure;
     }

@@ -1,6 +1,7 @@
 import type { z } from 'zod';
-import { isProviderErrorOfType } from './errors';
+import { OutcomeUnknownError, isProviderErrorOfType } from './errors';
 import { ErrorType } from '../domain/errors';
+import { defaultReferenceLookupPages } from '../domain/retry';
 import { HttpClient, headerValue, type HttpClientOptions, type HttpRequest } from './http';
 import type { Logger } from './logging';
 import {
@@ -14,6 +15,7 @@ import type {
   CreatePaymentInput,
   CreatePaymentResult,
   ListPaymentsQuery,
+  LookupContext,
   PaymentProvider,
   ProviderCapabilities,
   ProviderPayment,
@@ -33,14 +35,10 @@ export interface RestProviderConfig {
   readonly connectTimeoutMs: number;
   readonly totalTimeoutMs: number;
   readonly logger?: Logger;
-  /** Transport tuning (connections, headers/body idle timeouts, connector options). */
-  readonly http?: Pick<HttpClientOptions, 'connections' | 'headersTimeoutMs' | 'bodyTimeoutMs' | 'connect'>;
-}
-
-/** Correlation for lookups, which the interface calls without a {@link CallContext}. */
-export interface LookupContext {
-  readonly requestId?: string;
-  readonly attempt?: number;
+  /** Transport tuning (connections, headers/body idle timeouts, connector options, clock). */
+  readonly http?: Pick<HttpClientOptions, 'connections' | 'headersTimeoutMs' | 'bodyTimeoutMs' | 'connect' | 'clock'>;
+  /** Pages a look-up by reference reads at most (default {@link defaultReferenceLookupPages}). */
+  readonly referencePages?: number;
 }
 
 /** Capabilities of the simulator with a merchant that honours idempotency keys (its default). */
@@ -62,15 +60,17 @@ export const simulatorCapabilitiesWithoutKeys = (): ProviderCapabilities => ({
   lookupByReference: true,
 });
 
-const MAX_REFERENCE_PAGES = 20;
 const PAGE_LIMIT = 100;
 
-const ctxFields = (ctx: CallContext | LookupContext | undefined): Pick<HttpRequest, 'requestId' | 'attempt'> => ({
+const ctxFields = (
+  ctx: CallContext | LookupContext | undefined,
+): Pick<HttpRequest, 'requestId' | 'attempt' | 'signal'> => ({
   ...(ctx?.requestId === undefined ? {} : { requestId: ctx.requestId }),
   ...(ctx?.attempt === undefined ? {} : { attempt: ctx.attempt }),
+  ...(ctx?.signal === undefined ? {} : { signal: ctx.signal }),
 });
 
-const postFields = (ctx: CallContext): Pick<HttpRequest, 'idempotencyKey' | 'requestId' | 'attempt'> => ({
+const postFields = (ctx: CallContext): Pick<HttpRequest, 'idempotencyKey' | 'requestId' | 'attempt' | 'signal'> => ({
   idempotencyKey: ctx.idempotencyKey,
   ...ctxFields(ctx),
 });
@@ -83,10 +83,16 @@ export class RestProvider implements PaymentProvider {
   readonly name: string;
   readonly capabilities: ProviderCapabilities;
   readonly #http: HttpClient;
+  readonly #referencePages: number;
 
   constructor(config: RestProviderConfig) {
     this.name = config.name;
-    this.capabilities = config.capabilities;
+    this.#referencePages = config.referencePages ?? defaultReferenceLookupPages;
+    // What one activity attempt may take is bounded by this client: say so, so the workflows size their timeouts.
+    this.capabilities = {
+      ...config.capabilities,
+      callLimits: { callTimeoutMs: config.totalTimeoutMs, referencePages: this.#referencePages },
+    };
     this.#http = new HttpClient({
       ...config.http,
       baseUrl: config.baseUrl,
@@ -194,20 +200,23 @@ export class RestProvider implements PaymentProvider {
     return page.data[0] ?? null;
   }
 
-  /** Every payment with this reference (our order id), across pages. */
+  /**
+   * Every payment with this reference (our order id), across at most `referencePages` pages. More than that is an
+   * answer we cannot complete: OutcomeUnknown (`lookup_truncated`), never a partial list a caller could take for all.
+   */
   async findByReference(reference: string, ctx?: LookupContext): Promise<ProviderPayment[]> {
     const found: ProviderPayment[] = [];
     let startingAfter: string | undefined;
-    for (let page = 0; page < MAX_REFERENCE_PAGES; page++) {
+    for (let page = 0; page < this.#referencePages; page++) {
       const query: Record<string, string> = { reference, limit: String(PAGE_LIMIT) };
       if (startingAfter !== undefined) query.starting_after = startingAfter;
       const result = await this.#list(query, ctx);
       found.push(...result.data);
       const last = result.data.at(-1);
-      if (!result.hasMore || last === undefined) break;
+      if (!result.hasMore || last === undefined) return found;
       startingAfter = last.id;
     }
-    return found;
+    throw new OutcomeUnknownError({ operation: 'lookup', reason: 'lookup_truncated' });
   }
 
   /** One page of payments by creation time (provider clock, unix seconds). */

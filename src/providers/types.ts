@@ -1,4 +1,5 @@
 import type { ProviderFailureType } from '../domain/errors';
+import type { CallLimits } from '../domain/retry';
 
 /** What a provider can do; the retry specs and the activities derive their safety from these flags. */
 export interface ProviderCapabilities {
@@ -10,15 +11,30 @@ export interface ProviderCapabilities {
   readonly lookupByKey: boolean;
   /** Payments can be found by our reference (the order id). */
   readonly lookupByReference: boolean;
+  /**
+   * The client's own limits (per-call deadline, pages of a look-up by reference): what one activity attempt may take.
+   * Reported by the adapter; absent in capabilities recorded before adapters reported them.
+   */
+  readonly callLimits?: CallLimits;
 }
 
-/** Per-call context: every attempt of one operation sends the same key. */
-export interface CallContext {
-  readonly idempotencyKey: string;
-  /** Temporal activity attempt number (1-based); logged. */
-  readonly attempt: number;
+/** Correlation and cancellation for any call, reads included. */
+export interface LookupContext {
   /** Correlation id, logged and sent as `Request-Id`. */
   readonly requestId?: string;
+  /** Temporal activity attempt number (1-based); logged. */
+  readonly attempt?: number;
+  /**
+   * The activity's cancellation: aborting it ends the call now. Before the request left it is NotSent (`cancelled`);
+   * after, OutcomeUnknown (`cancelled_after_send`): the provider may act on what it received.
+   */
+  readonly signal?: AbortSignal;
+}
+
+/** Per-call context of a write: every attempt of one operation sends the same key. */
+export interface CallContext extends LookupContext {
+  readonly idempotencyKey: string;
+  readonly attempt: number;
 }
 
 export interface CreatePaymentInput {
@@ -85,11 +101,12 @@ export interface PaymentProvider {
   voidPayment(paymentId: string, ctx: CallContext): Promise<ProviderPayment>;
   refundPayment(paymentId: string, body: { amount: number }, ctx: CallContext): Promise<ProviderRefund>;
   /** null when the provider answers 404. */
-  getPayment(paymentId: string): Promise<ProviderPayment | null>;
+  getPayment(paymentId: string, ctx?: LookupContext): Promise<ProviderPayment | null>;
   /** The payment created with this idempotency key, or null. */
-  findByIdempotencyKey(idempotencyKey: string): Promise<ProviderPayment | null>;
-  findByReference(reference: string): Promise<ProviderPayment[]>;
-  listPayments(query: ListPaymentsQuery): Promise<{ data: ProviderPayment[]; hasMore: boolean }>;
+  findByIdempotencyKey(idempotencyKey: string, ctx?: LookupContext): Promise<ProviderPayment | null>;
+  /** Every payment with this reference; OutcomeUnknown (`lookup_truncated`) when there are more than it may read. */
+  findByReference(reference: string, ctx?: LookupContext): Promise<ProviderPayment[]>;
+  listPayments(query: ListPaymentsQuery, ctx?: LookupContext): Promise<{ data: ProviderPayment[]; hasMore: boolean }>;
 }
 
 /** Details every provider failure carries, so activities can turn it into an ApplicationFailure without losing it. */
@@ -101,6 +118,11 @@ export interface ProviderFailureDetails {
   readonly code?: string;
   /** Only for ProviderUnavailable: the delay the provider asked for. */
   readonly retryAfterMs?: number;
-  /** Why we classified it so: 'connect_refused', 'connect_timeout', 'dns', 'timeout_after_send', 'reset_after_send', 'unparseable', 'status'. */
+  /**
+   * Why we classified it so: 'connect_refused', 'connect_timeout', 'dns', 'cancelled', 'timeout_after_send',
+   * 'reset_after_send', 'cancelled_after_send', 'unparseable', 'status', 'lookup_truncated', ...
+   */
   readonly reason: string;
+  /** The provider replayed the stored answer of an earlier request with this idempotency key (`Idempotent-Replayed`). */
+  readonly replayed?: boolean;
 }

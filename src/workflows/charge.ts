@@ -1,17 +1,20 @@
 import {
   ApplicationFailure,
   ParentClosePolicy,
+  WorkflowIdReusePolicy,
   allHandlersFinished,
   condition,
   makeContinueAsNewFunc,
   executeChild,
   getExternalWorkflowHandle,
   log,
+  patched,
   setHandler,
   startChild,
   upsertSearchAttributes,
   workflowInfo,
 } from '@temporalio/workflow';
+import { WorkflowExecutionAlreadyStartedError } from '@temporalio/common';
 import {
   type CaptureArgs,
   type RefundArgs,
@@ -32,21 +35,30 @@ import { MerchantIdAttr, OrderIdAttr, PaymentStatusAttr, ProviderAttr } from '..
 import type { ChargeWorkflowInput } from '../domain/workflow-inputs';
 import type { ProviderCapabilities, ProviderPayment } from '../providers/types';
 import { describeProvider, paymentMetadata, providerActivities } from './activity-options';
-import { captureWorkflow, type CaptureResult } from './capture';
+import { captureWorkflow } from './capture';
 import { Lock } from './lock';
+import { type MoneyMovementInput, type MoneyMovementResult, movementReconcileInput } from './money-movement';
 import {
   type PaymentState,
+  type PendingReview,
   type SubOperation,
   applyProviderEvent,
   applyProviderPayment,
   findSubOperation,
+  hasRunningOperation,
   isClosedStatus,
+  operationViews,
   refundable,
   reviewSatisfied,
   setStatus,
 } from './payment-state';
-import { failureType, messageOf, reconcileWorkflow } from './reconcile';
-import { refundWorkflow, type RefundResult } from './refund';
+import { failureType, messageOf, neverSent, reconcileWorkflow } from './reconcile';
+import { refundWorkflow } from './refund';
+
+/** Patch: the status search attribute is upserted only when the status changed (histories before it upsert more). */
+const PUBLISH_ON_CHANGE = 'publish-status-on-change';
+/** Patch: an operator's `providerPaymentId` is looked up at the provider before it is accepted. */
+const VERIFY_OPERATOR_PAYMENT = 'verify-operator-payment-id';
 
 /** Carried across continue-as-new: the payment's whole state plus what the first run learnt. */
 export interface ChargeContinuation {
@@ -64,12 +76,26 @@ export async function chargeWorkflow(input: ChargeWorkflowInput, carried?: Charg
   const { request, timings } = input;
   const state: PaymentState = carried?.state ?? initialState(input);
   const lock = new Lock();
-  let capabilities: ProviderCapabilities | undefined = carried?.capabilities;
+  // The lean shape (see HistoryShape) takes what it can from its input instead of recording it in history.
+  const lean = input.shape === 2;
+  let capabilities: ProviderCapabilities | undefined = carried?.capabilities ?? (lean ? input.capabilities : undefined);
   let reconcileRunning = false;
   let reconcileWanted = false;
+  let acts: ReturnType<typeof providerActivities> | undefined = undefined;
+  let publishedStatus: PaymentStatus = state.view.status;
+  const requireActs = () => {
+    if (!acts) throw ApplicationFailure.create({ type: 'NotReady', message: 'Provider activities not ready yet' });
+    return acts;
+  };
 
   const publish = () => {
+    if ((lean || patched(PUBLISH_ON_CHANGE)) && publishedStatus === state.view.status) return;
+    publishedStatus = state.view.status;
     upsertSearchAttributes([{ key: PaymentStatusAttr, value: state.view.status }]);
+  };
+  /** Keeps the view's list of captures, refunds and voids in step with the sub-operations. */
+  const syncOperations = () => {
+    if (state.subOperations.length > 0) state.view.operations = operationViews(state);
   };
   const transition = (status: PaymentStatus, reason?: string) => {
     setStatus(state, status, nowIso(), reason);
@@ -94,8 +120,10 @@ export async function chargeWorkflow(input: ChargeWorkflowInput, carried?: Charg
   setHandler(
     submitUpdate,
     async () => {
-      // Early answer: the first provider call's result, or the pending view after a short wait (then 202).
-      await condition(() => state.firstCallSettled, timings.submitWaitMs);
+      // Early answer: the first provider call's result. The lean shape leaves the short wait to the caller's own
+      // deadline (then 202 from a query): no timer in history for it.
+      if (lean) await condition(() => state.firstCallSettled);
+      else await condition(() => state.firstCallSettled, timings.submitWaitMs);
       return state.view;
     },
     {
@@ -115,9 +143,16 @@ export async function chargeWorkflow(input: ChargeWorkflowInput, carried?: Charg
     const changed = applyProviderEvent(state, event, nowIso());
     if (!changed) return;
     afterProviderNews();
-    if (reconcileRunning) {
-      // The wait-and-check ends early: the webhook told us what a lookup would have.
-      await getExternalWorkflowHandle(reconcileWorkflowId(input.merchantId, 'create', input.key))
+    // The wait-and-check ends early: the webhook told us what a lookup would have (each reconcile checks it against
+    // its own expectation).
+    const reconciling = [
+      ...(reconcileRunning ? [reconcileWorkflowId(input.merchantId, 'create', input.key)] : []),
+      ...state.subOperations
+        .filter((o) => o.reconciling && o.kind !== 'void')
+        .map((o) => reconcileWorkflowId(input.merchantId, o.kind, o.key)),
+    ];
+    for (const id of reconciling) {
+      await getExternalWorkflowHandle(id)
         .signal(reconcileResolvedSignal, event.payment)
         .catch(() => undefined);
     }
@@ -128,27 +163,73 @@ export async function chargeWorkflow(input: ChargeWorkflowInput, carried?: Charg
   });
 
   /**
-   * Capture and refund share one shape: a repeat of a known key answers without a new effect, a new key is checked
-   * against the state under the lock (validators run before the lock, so concurrent updates are checked again), then
-   * runs as a child workflow under its own key.
+   * Capture and refund share one shape. A repeat of a known key (same fingerprint) answers its operation's state without
+   * a new effect; the same key with another amount is refused. A new key is checked against the state under the lock
+   * (validators run before the lock, so concurrent updates are checked again), then its first provider call runs as a
+   * child workflow whose id, `<kind>:<merchant>:<key>`, is the merchant-wide UNIQUE constraint of the key: a key used on
+   * another payment is refused before any effect. The update answers once that first call settled; an unknown outcome
+   * goes on as a reconcile child without holding the update or the lock.
    */
   const moneyMovement = <A extends { readonly fingerprint: string; readonly amount?: number }>(
-    kind: SubOperation['kind'],
+    kind: 'capture' | 'refund',
     keyOf: (args: A) => string,
     assertAllowed: (args: A) => void,
-    start: (args: A, key: string, amount: number) => Promise<CaptureResult | RefundResult>,
+    totalBefore: () => number,
   ) => ({
-    handler: (args: A) =>
-      lock.run(async () => {
+    handler: async (args: A) => {
+      const op = await lock.run(async () => {
         const key = keyOf(args);
-        if (findSubOperation(state, kind, key)) return state.view; // a repeat: same answer, no new effect
+        const earlier = findSubOperation(state, kind, key);
+        if (earlier) {
+          if (earlier.fingerprint !== args.fingerprint) throw keyReused(kind);
+          return earlier; // a repeat: the same answer, no new effect
+        }
         assertAllowed(args);
         const amount = args.amount ?? state.view.amountAuthorized - state.view.amountCaptured;
+        const before = totalBefore();
+        const movement: MoneyMovementInput = { ...movementInput(key, amount), firstCallOnly: true };
+        const startedAtMs = Date.now();
+        // Never a second run under one key, also after the first closed: the key belongs to its first request.
+        const workflowIdReusePolicy = WorkflowIdReusePolicy.REJECT_DUPLICATE;
+        let child: { result(): Promise<MoneyMovementResult> };
+        try {
+          child =
+            kind === 'capture'
+              ? await startChild(captureWorkflow, {
+                  workflowId: captureWorkflowId(input.merchantId, key),
+                  args: [{ ...movement, amountCapturedBefore: before }],
+                  workflowIdReusePolicy,
+                })
+              : await startChild(refundWorkflow, {
+                  workflowId: refundWorkflowId(input.merchantId, key),
+                  args: [{ ...movement, amountRefundedBefore: before }],
+                  workflowIdReusePolicy,
+                });
+        } catch (err) {
+          if (err instanceof WorkflowExecutionAlreadyStartedError) throw keyReused(kind); // used on another payment
+          throw err;
+        }
         const op: SubOperation = { kind, key, fingerprint: args.fingerprint, amount, state: 'running' };
         state.subOperations.push(op);
-        settleSubOperation(op, await start(args, key, amount));
-        return state.view;
-      }),
+        syncOperations();
+        let result: MoneyMovementResult;
+        try {
+          result = await child.result();
+        } catch (err) {
+          // The child failed or was terminated: whether its call reached the provider is not known.
+          result = {
+            outcome: 'unknown',
+            reason: `${kind} ended without a result: ${messageOf(err)}`,
+            firstSentAtMs: startedAtMs,
+          };
+        }
+        op.firstCallSettled = true;
+        settleSubOperation(op, result, movement, before);
+        return op;
+      });
+      await condition(() => op.firstCallSettled === true || op.state !== 'running');
+      return state.view;
+    },
     validator: (args: A) => {
       const earlier = findSubOperation(state, kind, keyOf(args));
       if (earlier) {
@@ -158,7 +239,7 @@ export async function chargeWorkflow(input: ChargeWorkflowInput, carried?: Charg
       assertAllowed(args);
     },
   });
-  const movementInput = (key: string, amount: number) => ({
+  const movementInput = (key: string, amount: number): MoneyMovementInput => ({
     merchantId: input.merchantId,
     key,
     provider: request.provider,
@@ -167,18 +248,14 @@ export async function chargeWorkflow(input: ChargeWorkflowInput, carried?: Charg
     amount,
     capabilities: requireCapabilities(capabilities),
     timings,
-    retry: input.retry,
+    ...(input.retry === undefined ? {} : { retry: input.retry }),
   });
 
   const capture = moneyMovement(
     'capture',
     (args: CaptureArgs) => args.captureKey,
     (args) => assertCapturable(state, args.amount),
-    (_args, key, amount) =>
-      executeChild(captureWorkflow, {
-        workflowId: captureWorkflowId(input.merchantId, key),
-        args: [{ ...movementInput(key, amount), amountCapturedBefore: state.view.amountCaptured }],
-      }),
+    () => state.view.amountCaptured,
   );
   setHandler(captureUpdate, capture.handler, { validator: capture.validator });
 
@@ -186,45 +263,44 @@ export async function chargeWorkflow(input: ChargeWorkflowInput, carried?: Charg
     'refund',
     (args: RefundArgs) => args.refundKey,
     (args) => assertRefundable(state, args.amount),
-    (_args, key, amount) =>
-      executeChild(refundWorkflow, {
-        workflowId: refundWorkflowId(input.merchantId, key),
-        args: [{ ...movementInput(key, amount), amountRefundedBefore: state.view.amountRefunded }],
-      }),
+    () => state.view.amountRefunded,
   );
   setHandler(refundUpdate, refund.handler, { validator: refund.validator });
 
   setHandler(
     resolveUpdate,
-    (args) => {
-      const review = state.pendingReview;
-      if (!review) return state.view;
-      log.info('operator resolved a payment under review', { operation: review.operation, outcome: args.outcome });
-      if (args.outcome === 'succeeded') {
-        if (review.operation === 'create') {
-          if (args.providerPaymentId) state.view.providerPaymentId = args.providerPaymentId;
-          state.view.amountAuthorized = state.view.amount.value;
-          if (request.capture === 'automatic') state.view.amountCaptured = state.view.amount.value;
-        } else if (review.operation === 'capture') {
-          state.view.amountCaptured = review.expectAtLeast;
-        } else {
-          state.view.amountRefunded = review.expectAtLeast;
+    (args) =>
+      lock.run(async () => {
+        const review = state.pendingReview;
+        if (!review) return state.view;
+        let found: ProviderPayment | undefined;
+        if (args.outcome === 'succeeded' && args.providerPaymentId && patched(VERIFY_OPERATOR_PAYMENT)) {
+          // Nothing an operator types is trusted without the provider: the payment must exist and be this one.
+          found = await verifiedProviderPayment(args.providerPaymentId, review);
         }
-      }
-      const after: PaymentStatus =
-        args.outcome === 'failed'
-          ? review.operation === 'create'
-            ? 'failed'
-            : review.statusBefore
-          : review.operation === 'create' && request.capture === 'manual'
-            ? 'authorized'
-            : 'succeeded';
-      for (const op of state.subOperations)
-        if (op.state === 'needs_review') op.state = args.outcome === 'succeeded' ? 'done' : 'rejected';
-      state.pendingReview = undefined;
-      transition(after);
-      return state.view;
-    },
+        log.info('operator resolved a payment under review', { operation: review.operation, outcome: args.outcome });
+        if (args.outcome === 'succeeded') {
+          if (found) applyProviderPayment(state, found, nowIso());
+          if (review.operation === 'create') {
+            if (args.providerPaymentId && !found) state.view.providerPaymentId = args.providerPaymentId;
+            if (!found) {
+              state.view.amountAuthorized = state.view.amount.value;
+              if (request.capture === 'automatic') state.view.amountCaptured = state.view.amount.value;
+            }
+          } else if (review.operation === 'capture') {
+            state.view.amountCaptured = Math.max(state.view.amountCaptured, review.expectAtLeast);
+          } else if (review.operation === 'refund') {
+            state.view.amountRefunded = Math.max(state.view.amountRefunded, review.expectAtLeast);
+          }
+        }
+        const after = statusAfterResolve(review, args.outcome, request.capture === 'manual');
+        for (const op of state.subOperations)
+          if (op.state === 'needs_review') op.state = args.outcome === 'succeeded' ? 'done' : 'rejected';
+        state.pendingReview = undefined;
+        transition(after);
+        syncOperations();
+        return state.view;
+      }),
     {
       validator: (_args) => {
         if (state.view.status !== 'needs_review') {
@@ -238,42 +314,133 @@ export async function chargeWorkflow(input: ChargeWorkflowInput, carried?: Charg
     },
   );
 
-  function settleSubOperation(op: SubOperation, result: CaptureResult | RefundResult) {
+  /** Looks an operator-supplied provider payment id up and checks it is this payment (merchant, key, money). */
+  async function verifiedProviderPayment(providerPaymentId: string, review: PendingReview): Promise<ProviderPayment> {
+    const reject = (why: string) =>
+      ApplicationFailure.create({
+        type: ErrorType.ValidationError,
+        message: `providerPaymentId ${why}`,
+        nonRetryable: true,
+        details: [{ field: 'providerPaymentId' }],
+      });
+    if (
+      review.operation !== 'create' &&
+      state.view.providerPaymentId &&
+      providerPaymentId !== state.view.providerPaymentId
+    )
+      throw reject('is not the provider payment of this payment');
+    const found = await requireActs().lookup.lookupPayment({
+      provider: request.provider,
+      merchantId: input.merchantId,
+      key: input.key,
+      operation: 'create',
+      reference: request.orderId,
+      paymentId: providerPaymentId,
+    });
+    if (!found) throw reject('was not found at the provider');
+    const m = found.metadata;
+    if (m && (m.merchant_id !== input.merchantId || m.payment_key !== input.key))
+      throw reject('belongs to another payment at the provider');
+    if (found.amount !== request.amount.value || found.currency !== request.amount.currency)
+      throw reject('has another amount or currency at the provider');
+    if (!m && found.reference !== request.orderId) throw reject('has another reference at the provider');
+    return found;
+  }
+
+  /** Records how a capture's or refund's first call (or, in older children, its whole reconcile) ended. */
+  function settleSubOperation(
+    op: SubOperation,
+    result: MoneyMovementResult,
+    movement: MoneyMovementInput,
+    before: number,
+  ) {
     if (result.outcome === 'done') {
       op.state = 'done';
       learn(result.payment);
     } else if (result.outcome === 'rejected') {
       op.state = 'rejected';
       op.reason = result.reason;
+      if (result.providerCode !== undefined) op.providerCode = result.providerCode;
+    } else if (result.outcome === 'unknown') {
+      reconcileSubOperation(op, movement, before, result.firstSentAtMs);
     } else {
-      op.state = 'needs_review';
-      op.reason = result.reason;
-      state.pendingReview = {
-        operation: op.kind,
-        key: op.key,
-        amount: op.amount,
-        expectAtLeast:
-          op.kind === 'capture' ? state.view.amountCaptured + op.amount : state.view.amountRefunded + op.amount,
-        statusBefore: state.view.status,
-      };
-      transition('needs_review', result.reason);
+      sendToReview(op, result.reason);
     }
+    syncOperations();
+  }
+
+  /** An operation whose outcome is unknown, or whose reconcile found nothing, waits for an operator. */
+  function sendToReview(op: SubOperation, reason: string) {
+    op.state = 'needs_review';
+    op.reason = reason;
+    state.pendingReview = {
+      operation: op.kind,
+      key: op.key,
+      amount: op.amount,
+      expectAtLeast:
+        op.kind === 'capture'
+          ? state.view.amountCaptured + op.amount
+          : op.kind === 'refund'
+            ? state.view.amountRefunded + op.amount
+            : 0,
+      statusBefore: state.view.status,
+    };
+    transition('needs_review', reason);
+    syncOperations();
+  }
+
+  /**
+   * The durable wait-and-check of a capture or refund with an unknown outcome. It runs beside the main line, not in the
+   * update handler, so the caller gets its 202 at once; the operation stays `running` (and new captures and refunds
+   * answer `operation_in_flight`) until the reconcile ends. A reconcile that fails or is terminated decided nothing:
+   * the operation goes to review, never stays running.
+   */
+  function reconcileSubOperation(op: SubOperation, movement: MoneyMovementInput, before: number, sentAtMs: number) {
+    const kind = op.kind === 'refund' ? 'refund' : 'capture';
+    op.reconciling = true;
+    void (async () => {
+      let result: ReconcileResult | undefined;
+      let failure: string | undefined;
+      try {
+        result = await executeChild(reconcileWorkflow, {
+          workflowId: reconcileWorkflowId(input.merchantId, kind, op.key),
+          args: [movementReconcileInput(kind, movement, before, sentAtMs)],
+        });
+      } catch (err) {
+        failure = `reconcile of ${kind} ended without a result: ${messageOf(err)}`;
+        log.warn('reconcile of a capture/refund ended without a result; it goes to review', { reason: failure });
+      }
+      op.reconciling = false;
+      if (result?.outcome === 'found') {
+        op.state = 'done';
+        learn(result.payment);
+      } else if (result?.outcome === 'rejected' || result?.outcome === 'declined') {
+        op.state = 'rejected';
+        op.reason = result.outcome === 'rejected' ? result.reason : result.declineCode;
+      } else {
+        sendToReview(op, result?.outcome === 'needs_review' ? result.reason : (failure ?? 'reconcile ended'));
+      }
+      syncOperations();
+    })();
   }
 
   // ---- main line ----
-  upsertSearchAttributes([
-    { key: PaymentStatusAttr, value: state.view.status },
-    { key: MerchantIdAttr, value: input.merchantId },
-    { key: OrderIdAttr, value: request.orderId },
-    { key: ProviderAttr, value: request.provider },
-  ]);
+  // The lean shape's starter sets these in the start request; a starter that did not gets them here.
+  if (!lean || workflowInfo().typedSearchAttributes.get(PaymentStatusAttr) === undefined) {
+    upsertSearchAttributes([
+      { key: PaymentStatusAttr, value: state.view.status },
+      { key: MerchantIdAttr, value: input.merchantId },
+      { key: OrderIdAttr, value: request.orderId },
+      { key: ProviderAttr, value: request.provider },
+    ]);
+  }
   capabilities ??= await describeProvider(request.provider);
-  const acts = providerActivities(workflowInfo().taskQueue, request.provider, capabilities, input.retry);
+  acts = providerActivities(workflowInfo().taskQueue, request.provider, capabilities, input.retry);
 
   if (!carried) {
     state.firstSentAtMs = Date.now();
     try {
-      const result = await acts.write.createPayment({
+      const result = await requireActs().write.createPayment({
         provider: request.provider,
         merchantId: input.merchantId,
         key: input.key,
@@ -286,6 +453,8 @@ export async function chargeWorkflow(input: ChargeWorkflowInput, carried?: Charg
           metadata: paymentMetadata(input.merchantId, input.key),
         },
         notBeforeMs: state.firstSentAtMs,
+        // The worker checks the starter's view of the provider against its own before it sends anything.
+        ...(lean && input.capabilities ? { expectCapabilities: input.capabilities } : {}),
       });
       state.view.attempts += 1;
       if (result.outcome === 'declined') {
@@ -296,10 +465,19 @@ export async function chargeWorkflow(input: ChargeWorkflowInput, carried?: Charg
       }
     } catch (err) {
       state.view.attempts += 1;
-      if (failureType(err) === ErrorType.ProviderRejected && state.view.status === 'pending') {
-        // The provider said no: nothing happened, so this is a real failure, not a guess.
+      const type = failureType(err);
+      if (
+        (type === ErrorType.ProviderRejected || type === ErrorType.ValidationError) &&
+        state.view.status === 'pending'
+      ) {
+        // The provider said no, or the worker refused before sending: nothing happened, a real failure, not a guess.
         transition('failed');
-        log.warn('charge rejected by provider', { reason: messageOf(err) });
+        log.warn('charge rejected', { reason: messageOf(err), type });
+      } else if (neverSent(err) && state.view.status === 'pending') {
+        // Every attempt met an open breaker, a cool-down or a refused connection: the provider never saw it.
+        state.view.failureReason = 'provider_unavailable';
+        transition('failed');
+        log.warn('charge never reached the provider', { reason: messageOf(err) });
       } else if (state.view.status === 'pending') {
         // Unless a webhook already told us what happened, the outcome is unknown: reconcile, never resend blindly.
         transition('unknown');
@@ -318,15 +496,22 @@ export async function chargeWorkflow(input: ChargeWorkflowInput, carried?: Charg
       continue;
     }
     if (status === 'unknown') {
-      await condition(() => reconcileWanted || state.view.status !== 'unknown');
-      continue;
-    }
-    if (status === 'needs_review') {
+      // Waiting for the sweep's ensureReconcile (a reconcile ended without a result); history may still grow (webhooks).
+      await condition(
+        () => reconcileWanted || state.view.status !== 'unknown' || workflowInfo().continueAsNewSuggested,
+      );
+      if (reconcileWanted || state.view.status !== 'unknown') continue;
+    } else if (status === 'needs_review') {
       await condition(() => state.view.status !== 'needs_review' || workflowInfo().continueAsNewSuggested);
     } else if (status === 'authorized') {
       state.authorizationExpiresAtMs ??= Date.now() + timings.authorizationExpiryMs;
       const remaining = state.authorizationExpiresAtMs - Date.now();
       if (remaining <= 0) {
+        // A capture still being reconciled may have happened: the void waits for its answer.
+        if (hasRunningOperation(state)) {
+          await condition(() => !hasRunningOperation(state));
+          continue;
+        }
         await lock.run(() => voidExpiredAuthorization());
         continue;
       }
@@ -334,21 +519,24 @@ export async function chargeWorkflow(input: ChargeWorkflowInput, carried?: Charg
     } else if (status === 'succeeded') {
       state.refundWindowEndsAtMs ??= Date.now() + timings.refundWindowMs;
       const remaining = state.refundWindowEndsAtMs - Date.now();
-      if (remaining <= 0 && !state.subOperations.some((o) => o.state === 'running')) break;
-      await condition(
-        () => state.view.status !== 'succeeded' || workflowInfo().continueAsNewSuggested,
-        Math.max(remaining, 1),
-      );
+      if (remaining <= 0) {
+        if (!hasRunningOperation(state)) break;
+        // Past the window with a refund still open: only its end can change anything, so wait without a timer.
+        await condition(() => !hasRunningOperation(state) || workflowInfo().continueAsNewSuggested);
+      } else {
+        await condition(() => state.view.status !== 'succeeded' || workflowInfo().continueAsNewSuggested, remaining);
+      }
     } else if (isClosedStatus(status) || status === 'pending') {
       break;
     }
     if (workflowInfo().continueAsNewSuggested) {
-      await condition(allHandlersFinished);
+      // A reconcile child goes with its run (parent close policy): continue as new only between reconciles.
+      await condition(() => allHandlersFinished() && !hasRunningOperation(state));
       // The memo carries the fingerprint the client compares on closed runs: keep it on the new run.
       await makeContinueAsNewFunc<typeof chargeWorkflow>({ memo: workflowInfo().memo })(input, { state, capabilities });
     }
   }
-  await condition(allHandlersFinished);
+  await condition(() => allHandlersFinished() && !hasRunningOperation(state));
   return state.view;
 
   async function runCreateReconcile() {
@@ -413,25 +601,51 @@ export async function chargeWorkflow(input: ChargeWorkflowInput, carried?: Charg
   async function voidExpiredAuthorization() {
     if (state.view.status !== 'authorized') return;
     const paymentId = state.view.providerPaymentId as string;
+    const key = `${input.key}:void`;
+    // A void is an operation of its own: shown in the view, reviewed as a void (never as a capture).
+    let op = findSubOperation(state, 'void', key);
+    if (!op) {
+      op = {
+        kind: 'void',
+        key,
+        fingerprint: '',
+        amount: state.view.amountAuthorized - state.view.amountCaptured,
+        state: 'running',
+      };
+      state.subOperations.push(op);
+    }
+    op.state = 'running';
+    syncOperations();
     try {
-      const voided = await acts.write.voidPayment({
+      const voided = await requireActs().write.voidPayment({
         provider: request.provider,
         merchantId: input.merchantId,
-        key: `${input.key}:void`,
+        key,
         paymentId,
       });
+      op.state = 'done';
       learn(voided);
+      syncOperations();
     } catch (err) {
-      // A void that fails leaves an authorization that lapses at the provider on its own; record it for an operator.
-      state.pendingReview = {
-        operation: 'capture',
-        key: `${input.key}:void`,
-        amount: 0,
-        expectAtLeast: Number.MAX_SAFE_INTEGER,
-        statusBefore: 'authorized',
-      };
-      transition('needs_review', `void after authorization expiry failed: ${messageOf(err)}`);
+      // A void that fails leaves an authorization that lapses at the provider on its own; an operator decides.
+      sendToReview(op, `void after authorization expiry failed: ${messageOf(err)}`);
     }
+  }
+}
+
+function statusAfterResolve(
+  review: PendingReview,
+  outcome: 'succeeded' | 'failed',
+  manualCapture: boolean,
+): PaymentStatus {
+  switch (review.operation) {
+    case 'create':
+      return outcome === 'failed' ? 'failed' : manualCapture ? 'authorized' : 'succeeded';
+    case 'void':
+      // Not voided: the authorization stands until it lapses; the expiry path tries the void again (same key).
+      return outcome === 'failed' ? 'authorized' : 'voided';
+    default:
+      return outcome === 'failed' ? review.statusBefore : 'succeeded';
   }
 }
 
@@ -476,9 +690,22 @@ function invalid(message: string) {
   return ApplicationFailure.create({ type: ErrorType.InvalidTransition, message, nonRetryable: true });
 }
 
+/** A capture or refund of this payment has an unknown outcome under reconcile: nothing new until it settled. */
+function assertNoneReconciling(state: PaymentState) {
+  const open = state.subOperations.find((o) => o.reconciling === true);
+  if (open) {
+    throw ApplicationFailure.create({
+      type: ErrorType.OperationInFlight,
+      message: `A ${open.kind} of this payment has an unknown outcome and is being reconciled; try again once it settled`,
+      nonRetryable: true,
+    });
+  }
+}
+
 function assertCapturable(state: PaymentState, amount: number | undefined) {
   const v = state.view;
   if (v.status !== 'authorized') throw invalid(`Only an authorized payment can be captured; this one is ${v.status}`);
+  assertNoneReconciling(state);
   if (state.subOperations.some((o) => o.kind === 'capture' && o.state === 'running'))
     throw invalid('A capture of this payment is already running');
   const capturable = v.amountAuthorized - v.amountCaptured;
@@ -495,6 +722,10 @@ function assertCapturable(state: PaymentState, amount: number | undefined) {
 function assertRefundable(state: PaymentState, amount: number) {
   const v = state.view;
   if (v.status !== 'succeeded') throw invalid(`Only a captured payment can be refunded; this one is ${v.status}`);
+  // Workflow time: deterministic, and the same clock the main line closes the window by.
+  if (state.refundWindowEndsAtMs !== undefined && Date.now() >= state.refundWindowEndsAtMs)
+    throw invalid('The refund window of this payment has closed');
+  assertNoneReconciling(state);
   const max = refundable(state);
   if (amount > max) {
     throw ApplicationFailure.create({

@@ -1,11 +1,12 @@
 import { executeChild, workflowInfo } from '@temporalio/workflow';
 import { ErrorType } from '../domain/errors';
 import { reconcileWorkflowId } from '../domain/ids';
+import type { ReconcileInput } from '../domain/operations';
 import type { RetryOverrides } from '../domain/retry';
 import type { PaymentTimings } from '../domain/workflow-inputs';
 import type { ProviderCapabilities, ProviderPayment } from '../providers/types';
 import { providerActivities } from './activity-options';
-import { failureType, messageOf, reconcileWorkflow } from './reconcile';
+import { failureType, messageOf, providerCodeOf, reconcileWorkflow } from './reconcile';
 
 /** Input shared by `captureWorkflow` and `refundWorkflow`: one money movement on an existing payment. */
 export interface MoneyMovementInput {
@@ -19,12 +20,19 @@ export interface MoneyMovementInput {
   readonly capabilities: ProviderCapabilities;
   readonly timings: PaymentTimings;
   readonly retry?: RetryOverrides;
+  /**
+   * Set by a payment that reconciles an unknown outcome itself: the child then makes only the first call and answers
+   * `unknown`, so the payment's update can answer as soon as that call settled. Absent in children started before this
+   * existed (they reconcile inside, as recorded in their histories).
+   */
+  readonly firstCallOnly?: boolean;
 }
 
 /** How a capture or refund ended: done (with the provider's payment), rejected by the provider, or for review. */
 export type MoneyMovementResult =
   | { readonly outcome: 'done'; readonly payment: ProviderPayment }
-  | { readonly outcome: 'rejected'; readonly reason: string }
+  | { readonly outcome: 'rejected'; readonly reason: string; readonly providerCode?: string }
+  | { readonly outcome: 'unknown'; readonly reason: string; readonly firstSentAtMs: number }
   | { readonly outcome: 'needs_review'; readonly reason: string };
 
 /**
@@ -48,32 +56,44 @@ export async function moveMoney(
             .payment;
     return { outcome: 'done', payment };
   } catch (err) {
-    if (failureType(err) === ErrorType.ProviderRejected) return { outcome: 'rejected', reason: messageOf(err) };
+    if (failureType(err) === ErrorType.ProviderRejected) {
+      const code = providerCodeOf(err);
+      return { outcome: 'rejected', reason: messageOf(err), ...(code === undefined ? {} : { providerCode: code }) };
+    }
+    if (input.firstCallOnly) return { outcome: 'unknown', reason: messageOf(err), firstSentAtMs };
   }
-  const atLeast = totalBefore + input.amount;
   const result = await executeChild(reconcileWorkflow, {
     workflowId: reconcileWorkflowId(input.merchantId, kind, input.key),
-    args: [
-      {
-        merchantId: input.merchantId,
-        key: input.key,
-        operation: kind,
-        provider: input.provider,
-        reference: input.reference,
-        paymentId: input.paymentId,
-        expect:
-          kind === 'capture'
-            ? { kind: 'captured', amountCapturedAtLeast: atLeast }
-            : { kind: 'refunded', amountRefundedAtLeast: atLeast },
-        capabilities: input.capabilities,
-        scheduleMs: input.timings.reconcileScheduleMs,
-        settleWindowMs: input.timings.settleWindowMs,
-        firstSentAtMs,
-        retry: input.retry,
-      },
-    ],
+    args: [movementReconcileInput(kind, input, totalBefore, firstSentAtMs)],
   });
   if (result.outcome === 'found') return { outcome: 'done', payment: result.payment };
   if (result.outcome === 'needs_review') return { outcome: 'needs_review', reason: result.reason };
   return { outcome: 'rejected', reason: result.outcome === 'rejected' ? result.reason : result.declineCode };
+}
+
+/** The reconcile of a capture or refund: the provider's total must reach what it was before plus this amount. */
+export function movementReconcileInput(
+  kind: 'capture' | 'refund',
+  input: MoneyMovementInput,
+  totalBefore: number,
+  firstSentAtMs: number,
+): ReconcileInput {
+  const atLeast = totalBefore + input.amount;
+  return {
+    merchantId: input.merchantId,
+    key: input.key,
+    operation: kind,
+    provider: input.provider,
+    reference: input.reference,
+    paymentId: input.paymentId,
+    expect:
+      kind === 'capture'
+        ? { kind: 'captured', amountCapturedAtLeast: atLeast }
+        : { kind: 'refunded', amountRefundedAtLeast: atLeast },
+    capabilities: input.capabilities,
+    scheduleMs: input.timings.reconcileScheduleMs,
+    settleWindowMs: input.timings.settleWindowMs,
+    firstSentAtMs,
+    ...(input.retry === undefined ? {} : { retry: input.retry }),
+  };
 }

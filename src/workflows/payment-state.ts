@@ -2,24 +2,32 @@
  * The payment's state and the pure rules that move it. Kept free of Temporal calls so the rules are unit-tested
  * directly and the charge workflow only orchestrates.
  */
-import type { PaymentStatus, PaymentView } from '../domain/payment';
-import type { ProviderEvent } from '../domain/definitions';
+import type { OperationView, PaymentStatus, PaymentView } from '../domain/payment';
+import { metadataVerdict } from '../domain/adoption';
+import type { ProviderEvent, ProviderPaymentState } from '../domain/definitions';
 import type { ProviderPayment } from '../providers/types';
 
-/** A capture or refund request, remembered by its own key so a repeat is answered instead of re-run. */
+/** A capture, refund or void, remembered by its own key so a repeat is answered instead of re-run. */
 export interface SubOperation {
-  readonly kind: 'capture' | 'refund';
+  readonly kind: 'capture' | 'refund' | 'void';
   readonly key: string;
   readonly fingerprint: string;
   readonly amount: number;
+  /** `running` until the provider confirmed (`done`), refused (`rejected`) or an operator must decide. */
   state: 'running' | 'done' | 'rejected' | 'needs_review';
   /** Why it was rejected or sent to review. */
   reason?: string;
+  /** The provider's own error code of a refusal. */
+  providerCode?: string;
+  /** Its first provider call settled (value, refusal or unknown): the update may answer. */
+  firstCallSettled?: boolean;
+  /** Its outcome was unknown and a reconcile child is checking the provider. */
+  reconciling?: boolean;
 }
 
 /** What an operator is asked to decide while the payment is in `needs_review`. */
 export interface PendingReview {
-  readonly operation: 'create' | 'capture' | 'refund';
+  readonly operation: 'create' | 'capture' | 'refund' | 'void';
   readonly key: string;
   readonly amount: number;
   /** The provider total (captured or refunded) that proves the operation happened; for create, any payment does. */
@@ -44,7 +52,12 @@ export interface PaymentState {
   refundWindowEndsAtMs?: number;
   /** Workflow time (ms) of the first provider send: the provider's key lifetime counts from it. */
   firstSentAtMs?: number;
+  /** The provider's own status of the payment, as last reported (a void under review is settled by `voided`). */
+  providerStatus?: ProviderPayment['status'];
 }
+
+/** How many webhook event ids the dedup set keeps: enough for every redelivery window, bounded across continue-as-new. */
+export const SEEN_EVENTS_LIMIT = 256;
 
 const TERMINAL: ReadonlySet<PaymentStatus> = new Set<PaymentStatus>(['declined', 'failed', 'voided']);
 
@@ -62,6 +75,9 @@ export function applyProviderPayment(state: PaymentState, p: ProviderPayment, no
   const v = state.view;
   const before = JSON.stringify(v);
   if (!v.providerPaymentId) v.providerPaymentId = p.id;
+  // Forward only, like ours: an older answer (authorized) never takes back succeeded or voided.
+  if (p.id === v.providerPaymentId && (state.providerStatus === undefined || state.providerStatus === 'authorized'))
+    state.providerStatus = p.status;
   v.amountAuthorized = Math.max(v.amountAuthorized, p.amount);
   v.amountCaptured = Math.max(v.amountCaptured, p.amountCaptured);
   v.amountRefunded = Math.max(v.amountRefunded, p.amountRefunded);
@@ -90,15 +106,41 @@ export function reviewSatisfied(state: PaymentState): PaymentStatus | undefined 
   if (r.operation === 'create' && v.providerPaymentId) return v.amountCaptured > 0 ? 'succeeded' : 'authorized';
   if (r.operation === 'capture' && v.amountCaptured >= r.expectAtLeast) return 'succeeded';
   if (r.operation === 'refund' && v.amountRefunded >= r.expectAtLeast) return 'succeeded';
+  if (r.operation === 'void' && state.providerStatus === 'voided') return 'voided';
   return undefined;
 }
 
-/** Applies a provider webhook once: duplicates (same event id) change nothing. */
+/**
+ * Applies a provider webhook once: duplicates (same event id) change nothing, and neither does an event about a payment
+ * that is not this one's (see {@link eventMayBeOurs}).
+ */
 export function applyProviderEvent(state: PaymentState, event: ProviderEvent, nowIso: string): boolean {
   if (state.seenEvents.includes(event.eventId)) return false;
-  state.seenEvents.push(event.eventId);
-  if (state.view.providerPaymentId && state.view.providerPaymentId !== event.payment.id) return false;
+  rememberEvent(state, event.eventId);
+  if (!eventMayBeOurs(state.view, event.payment)) return false;
   return applyProviderPayment(state, event.payment, nowIso);
+}
+
+/**
+ * Whether a provider payment may be this payment's. All merchants share one provider account: metadata naming another
+ * merchant or key is never ours; without metadata, it is the provider payment we know, or, while we know none, one
+ * whose amount, currency and reference are ours.
+ */
+export function eventMayBeOurs(view: PaymentView, p: ProviderPaymentState): boolean {
+  const verdict = metadataVerdict(p.metadata, { merchantId: view.merchantId, key: view.key });
+  if (verdict === 'foreign') return false;
+  if (view.providerPaymentId !== undefined) return view.providerPaymentId === p.id;
+  return (
+    verdict === 'ours' ||
+    (p.amount === view.amount.value && p.currency === view.amount.currency && p.reference === view.orderId)
+  );
+}
+
+/** Adds an event id to the dedup set, dropping the oldest beyond {@link SEEN_EVENTS_LIMIT}. */
+export function rememberEvent(state: PaymentState, eventId: string): void {
+  state.seenEvents.push(eventId);
+  if (state.seenEvents.length > SEEN_EVENTS_LIMIT)
+    state.seenEvents.splice(0, state.seenEvents.length - SEEN_EVENTS_LIMIT);
 }
 
 /** Sets the status (and the `unknownSince`/`review` that go with it). */
@@ -119,6 +161,22 @@ export function refundable(state: PaymentState): number {
     .reduce((sum, o) => sum + o.amount, 0);
   return state.view.amountCaptured - state.view.amountRefunded - running;
 }
+
+/** The operations as the payment view shows them (`done` reads `succeeded`: the provider confirmed it). */
+export function operationViews(state: PaymentState): OperationView[] {
+  return state.subOperations.map((o) => ({
+    kind: o.kind,
+    key: o.key,
+    amount: o.amount,
+    state: o.state === 'done' ? 'succeeded' : o.state,
+    ...(o.reason === undefined ? {} : { reason: o.reason }),
+    ...(o.providerCode === undefined ? {} : { providerCode: o.providerCode }),
+  }));
+}
+
+/** A capture or refund whose outcome is still open (first call in flight or a reconcile running). */
+export const hasRunningOperation = (state: PaymentState): boolean =>
+  state.subOperations.some((o) => o.state === 'running');
 
 /** Finds an earlier capture/refund with this key. */
 export function findSubOperation(state: PaymentState, kind: SubOperation['kind'], key: string) {

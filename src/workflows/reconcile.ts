@@ -81,6 +81,7 @@ export async function reconcileWorkflow(input: ReconcileInput): Promise<Reconcil
             metadata: paymentMetadata(input.merchantId, input.key),
           },
           notBeforeMs: input.firstSentAtMs,
+          afterUnknown: true,
         });
         if (result.outcome === 'declined') return { outcome: 'declined', declineCode: result.declineCode, checks };
         return { outcome: 'found', payment: result.payment, via: 'resubmit', checks };
@@ -106,6 +107,25 @@ export function failureType(err: unknown): string | undefined {
   if (err instanceof ActivityFailure && err.cause instanceof ApplicationFailure) return err.cause.type ?? undefined;
   if (err instanceof ApplicationFailure) return err.type ?? undefined;
   return undefined;
+}
+
+/** The provider's own error code (e.g. `amount_too_large`) of a classified provider failure, if it gave one. */
+export function providerCodeOf(err: unknown): string | undefined {
+  const failure = err instanceof ActivityFailure ? err.cause : err;
+  if (!(failure instanceof ApplicationFailure)) return undefined;
+  const info = failure.details?.[0] as { code?: unknown } | undefined;
+  return typeof info?.code === 'string' ? info.code : undefined;
+}
+
+/**
+ * The activity proved no attempt ever sent the write (its final failure says `everSent: false`: breaker open,
+ * cool-down, connection refused). Only the activity's own final failure counts: a Temporal timeout could have cut an
+ * attempt off after it sent.
+ */
+export function neverSent(err: unknown): boolean {
+  if (!(err instanceof ActivityFailure) || !(err.cause instanceof ApplicationFailure)) return false;
+  const info = err.cause.details?.[0] as { everSent?: unknown } | undefined;
+  return info?.everSent === false;
 }
 
 /** The innermost message, for a review reason an operator can read. */

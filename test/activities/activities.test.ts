@@ -50,8 +50,16 @@ interface Setup {
   effects(operation?: string): { operation: string; idempotency_key: string | null; amount: number }[];
 }
 
+/** A clock that moves only when told to. */
+const manualClock = (startMs = Date.now()) => {
+  let t = startMs;
+  return { now: () => t, advance: (ms: number) => void (t += ms) };
+};
+
 /** A fresh merchant (api key) per test, with or without idempotency keys at the simulator. */
-async function setup(opts: { keys?: boolean; baseUrl?: string; deps?: Partial<ActivityDeps> } = {}): Promise<Setup> {
+async function setup(
+  opts: { keys?: boolean; baseUrl?: string; deps?: Partial<ActivityDeps>; now?: () => number } = {},
+): Promise<Setup> {
   const keys = opts.keys ?? true;
   const apiKey = `sk_test_${randomUUID()}`;
   await sim.setMerchant(apiKey, { idempotency: keys });
@@ -68,12 +76,17 @@ async function setup(opts: { keys?: boolean; baseUrl?: string; deps?: Partial<Ac
     logger: pino({ level: 'silent' }),
   });
   providers.push(provider);
-  const breaker = new InMemoryCircuitBreaker({ failureThreshold: 3, cooldownMs: 5_000 });
+  const breaker = new InMemoryCircuitBreaker({
+    failureThreshold: 3,
+    cooldownMs: 5_000,
+    ...(opts.now === undefined ? {} : { now: opts.now }),
+  });
   const acts = createActivities({
     providers: { simulator: provider },
     logger,
     breaker,
     random: () => 0.5,
+    ...(opts.now === undefined ? {} : { now: opts.now }),
     ...opts.deps,
   });
   return {
@@ -261,15 +274,17 @@ describe('createPayment', () => {
         srv.close(() => resolve(p));
       });
     });
-    const s = await setup({ baseUrl: `http://127.0.0.1:${port}` });
+    const clock = manualClock();
+    const s = await setup({ baseUrl: `http://127.0.0.1:${port}`, now: clock.now });
     for (let attempt = 1; attempt <= 3; attempt++) {
       const f = await failureOf(run(attemptEnv(attempt, 1_000), s.acts.createPayment, charge(s, 'k10')));
       expect(f).toMatchObject({ type: ErrorType.NotSent, nonRetryable: false });
     }
+    // Opened at the third failure with a 5 s cool-down; 1.5 s later the breaker asks for exactly the 3.5 s left.
+    clock.advance(1_500);
     const open = await failureOf(run(attemptEnv(4, 2_000), s.acts.createPayment, charge(s, 'k10')));
-    expect(open).toMatchObject({ type: ErrorType.CircuitOpen, nonRetryable: false });
-    expect(open.nextRetryDelay).toBeGreaterThan(4_000);
-    expect(open.nextRetryDelay).toBeLessThanOrEqual(5_000);
+    expect(open).toMatchObject({ type: ErrorType.CircuitOpen, nonRetryable: false, nextRetryDelay: 3_500 });
+    expect(open.details?.[0]).toMatchObject({ everSent: false, everUnknown: false });
   });
 
   it('an open breaker stops writes but not the lookups a reconcile needs to learn the truth', async () => {
@@ -455,7 +470,11 @@ describe('lookupPayment and listProviderPayments', () => {
 describe('plumbing', () => {
   it('describeProvider answers the capability flags; an unknown provider is a non-retryable ValidationError', async () => {
     const s = await setup({ keys: false });
-    expect(await run(attemptEnv(1), s.acts.describeProvider, 'simulator')).toEqual(simulatorCapabilitiesWithoutKeys());
+    expect(await run(attemptEnv(1), s.acts.describeProvider, 'simulator')).toEqual({
+      ...simulatorCapabilitiesWithoutKeys(),
+      // What one attempt may take: this client's 2 s deadline per call, 5 pages for a look-up by reference.
+      callLimits: { callTimeoutMs: 2_000, referencePages: 5 },
+    });
     const f = await failureOf(run(attemptEnv(1), s.acts.describeProvider, 'acme'));
     expect(f).toMatchObject({ type: ErrorType.ValidationError, nonRetryable: true });
   });
@@ -504,3 +523,134 @@ describe('plumbing', () => {
     expect(f.cause).toBeInstanceOf(TypeError);
   });
 });
+
+describe('attempt safety: heartbeats, what earlier attempts did, cancellation', () => {
+  /** Every heartbeat an attempt sends. */
+  const beatsOf = (env: MockActivityEnvironment) => {
+    const beats: unknown[] = [];
+    env.on('heartbeat', (d: unknown) => beats.push(d));
+    return beats;
+  };
+
+  it('a write heartbeats its record right before it is sent and right after its outcome', async () => {
+    const s = await setup();
+    sim.addFaults({ rules: [{ match: { operation: 'create' }, fault: 'status', status: 500, times: 1 }] });
+    const env = attemptEnv(1);
+    const beats = beatsOf(env);
+    const f = await failureOf(run(env, s.acts.createPayment, charge(s, 'h1')));
+    expect(beats).toEqual([
+      { everSent: false, everUnknown: false, inFlight: true },
+      { everSent: true, everUnknown: true, inFlight: false },
+    ]);
+    expect(f).toMatchObject({ type: ErrorType.OutcomeUnknown, nonRetryable: false });
+    expect(f.details?.[0]).toMatchObject({ everSent: true, everUnknown: true });
+  });
+
+  it('after an unknown attempt, a 401 on the retry is OutcomeUnknown rejected_after_unknown, non-retryable', async () => {
+    const s = await setup();
+    sim.addFaults({ rules: [{ match: { operation: 'create' }, fault: 'status', status: 401, times: 1 }] });
+    const earlier = { everSent: true, everUnknown: true, inFlight: false };
+    const f = await failureOf(
+      run(attemptEnv(2, 1_000, { heartbeatDetails: earlier }), s.acts.createPayment, charge(s, 'h2')),
+    );
+    expect(f).toMatchObject({ type: ErrorType.OutcomeUnknown, nonRetryable: true });
+    expect(f.details?.[0]).toMatchObject({ reason: 'rejected_after_unknown', status: 401, earlier, everUnknown: true });
+    // The provider's refusal is kept as the cause.
+    expect(((f.cause as Error).cause as Error & { type?: string }).type).toBe(ErrorType.ProviderRejected);
+  });
+
+  it('an attempt that ended with its write in flight counts as unknown for the next one', async () => {
+    const s = await setup();
+    sim.addFaults({ rules: [{ match: { operation: 'create' }, fault: 'status', status: 400, times: 1 }] });
+    const f = await failureOf(
+      run(
+        attemptEnv(2, 1_000, { heartbeatDetails: { everSent: false, everUnknown: false, inFlight: true } }),
+        s.acts.createPayment,
+        charge(s, 'h3'),
+      ),
+    );
+    expect(f).toMatchObject({ type: ErrorType.OutcomeUnknown, nonRetryable: true });
+    expect(f.details?.[0]).toMatchObject({ reason: 'rejected_after_unknown' });
+  });
+
+  it('a refusal stays a refusal when no earlier outcome was unknown, or when it is about the key itself', async () => {
+    const s = await setup();
+    sim.addFaults({ rules: [{ match: { operation: 'create' }, fault: 'status', status: 401, times: 1 }] });
+    const clean = { everSent: true, everUnknown: false, inFlight: false };
+    const f = await failureOf(
+      run(attemptEnv(2, 1_000, { heartbeatDetails: clean }), s.acts.createPayment, charge(s, 'h4')),
+    );
+    expect(f).toMatchObject({ type: ErrorType.ProviderRejected, nonRetryable: true });
+
+    // The key's first request was another amount: the provider's 422 is an answer about this key, whatever came before.
+    await run(attemptEnv(1), s.acts.createPayment, charge(s, 'h5'));
+    const other = charge(s, 'h5');
+    const mismatch = await failureOf(
+      run(
+        attemptEnv(2, 1_000, { heartbeatDetails: { everSent: true, everUnknown: true, inFlight: false } }),
+        s.acts.createPayment,
+        { ...other, input: { ...other.input, amount: 1_501 } },
+      ),
+    );
+    expect(mismatch).toMatchObject({ type: ErrorType.ProviderRejected, nonRetryable: true });
+    expect(mismatch.details?.[0]).toMatchObject({ status: 422, code: 'idempotency_key_mismatch' });
+  });
+
+  it('cancelled while the create is on the wire: OutcomeUnknown cancelled_after_send, and the call ends now', async () => {
+    const s = await setup({ keys: false });
+    sim.addFaults({ rules: [{ match: { operation: 'create' }, fault: 'latency', latency_ms: 30_000 }] });
+    const env = attemptEnv(1);
+    const pending = failureOf(run(env, s.acts.createPayment, charge(s, 'c1')));
+    await eventuallyTrue(() => sim.ledger(s.apiKey).requests.some((r) => r.operation === 'create'));
+    env.cancel('TIMED_OUT');
+    const f = await pending;
+    expect(f).toMatchObject({ type: ErrorType.OutcomeUnknown, nonRetryable: true });
+    expect(f.details?.[0]).toMatchObject({ reason: 'cancelled_after_send', everSent: true, everUnknown: true });
+  });
+
+  it('cancelled during the look-up before a resend: the create is never sent', async () => {
+    const s = await setup({ keys: false });
+    sim.addFaults({ rules: [{ match: { operation: 'lookup' }, fault: 'latency', latency_ms: 30_000 }] });
+    const env = attemptEnv(2, 1_000);
+    const pending = failureOf(run(env, s.acts.createPayment, charge(s, 'c2')));
+    await eventuallyTrue(() => sim.ledger(s.apiKey).requests.some((r) => r.operation === 'lookup'));
+    env.cancel('TIMED_OUT');
+    const f = await pending;
+    // The look-up was aborted after it left (unknown for a read), so this attempt sent nothing: NotSent, retryable.
+    expect(f).toMatchObject({ type: ErrorType.NotSent, nonRetryable: false });
+    expect(f.details?.[0]).toMatchObject({ reason: 'lookup_before_resend_failed', everSent: false });
+    expect(((f.cause as Error).cause as { details?: unknown }).details).toMatchObject({
+      reason: 'cancelled_after_send',
+    });
+    expect(sim.ledger(s.apiKey).requests.map((r) => r.operation)).toEqual(['lookup']);
+  });
+
+  it('a failed read after a committed refund is unknown, never a refusal of the refund', async () => {
+    const s = await setup();
+    const created = await run(attemptEnv(1), s.acts.createPayment, charge(s, 'r1'));
+    if (created.outcome === 'declined') throw new Error('declined');
+    sim.addFaults({ rules: [{ match: { operation: 'lookup' }, fault: 'status', status: 401, times: 1 }] });
+    const f = await failureOf(
+      run(attemptEnv(1), s.acts.refundPayment, {
+        provider: 'simulator',
+        merchantId: s.merchantId,
+        key: 'r1-refund',
+        paymentId: created.payment.id,
+        amount: 500,
+        amountRefundedBefore: 0,
+      }),
+    );
+    expect(f).toMatchObject({ type: ErrorType.OutcomeUnknown, nonRetryable: false });
+    expect(f.details?.[0]).toMatchObject({ reason: 'read_after_refund_failed', everSent: true });
+    expect(s.effects('refund')).toHaveLength(1);
+  });
+});
+
+/** Polls a condition (real time, bounded). */
+async function eventuallyTrue(check: () => boolean, timeoutMs = 5_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!check()) {
+    if (Date.now() > deadline) throw new Error('condition not met in time');
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}

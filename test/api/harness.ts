@@ -68,6 +68,12 @@ export interface RequestOptions {
   readonly baseUrl?: string;
 }
 
+/** The bench's operator: its id and bearer token (config `OPERATOR_TOKENS`). */
+export interface TestOperator {
+  readonly id: string;
+  readonly token: string;
+}
+
 export interface ApiHarness {
   readonly env: TestWorkflowEnvironment;
   readonly sim: RunningSimulator;
@@ -79,6 +85,8 @@ export interface ApiHarness {
   /** Merchant A (the default token) and merchant B. */
   readonly a: TestMerchant;
   readonly b: TestMerchant;
+  /** An operator token: resolves reviews, nothing else. */
+  readonly operator: TestOperator;
   request(method: string, path: string, opts?: RequestOptions): Promise<ApiResponse>;
   /** Starts another API process-equivalent (own PaymentsClient) on the same workers; answers its URL. */
   anotherApi(): Promise<string>;
@@ -94,6 +102,10 @@ export interface HarnessOptions {
   readonly webhooks?: boolean;
   /** Extra activities for the workers (e.g. the sweep's, as the worker's `main()` registers them). */
   readonly activities?: WorkerSetup['activities'];
+  /** One open payment per order (default true, as in production). */
+  readonly orderSingleFlight?: boolean;
+  /** Merchants exempt from one open payment per order (`SPLIT_PAYMENT_MERCHANTS`); `'b'` names merchant B. */
+  readonly splitPaymentMerchants?: readonly 'a'[] | readonly 'b'[] | readonly ('a' | 'b')[];
 }
 
 /** Starts simulator, workers and API; every test file gets its own. */
@@ -115,6 +127,7 @@ export async function startApiHarness(env: TestWorkflowEnvironment, opts: Harnes
   const taskQueue = `api-test-${randomUUID()}`;
   const a = { id: `ma_${randomUUID().slice(0, 8)}`, token: `tok_a_${randomUUID()}` };
   const b = { id: `mb_${randomUUID().slice(0, 8)}`, token: `tok_b_${randomUUID()}` };
+  const operator = { id: `ops_${randomUUID().slice(0, 8)}`, token: `tok_ops_${randomUUID()}` };
   const apps: FastifyInstance[] = [];
   /** One API process: its own PaymentsClient and Fastify app, listening on a free port. */
   const startApi = async () => {
@@ -122,11 +135,16 @@ export async function startApiHarness(env: TestWorkflowEnvironment, opts: Harnes
       taskQueue,
       timings: { ...testTimings, ...opts.timings },
       retry: opts.retry ?? testRetry,
+      providers: ['simulator'],
+      capabilities: { simulator: provider.capabilities },
+      ...(opts.orderSingleFlight === undefined ? {} : { orderSingleFlight: opts.orderSingleFlight }),
+      splitPaymentMerchants: (opts.splitPaymentMerchants ?? []).map((m) => (m === 'a' ? a.id : b.id)),
     });
     const app = await buildApi({
       client: payments,
       config: {
         API_TOKENS: [a, b].map((m) => ({ merchantId: m.id, token: m.token })),
+        OPERATOR_TOKENS: [{ operatorId: operator.id, token: operator.token }],
         WEBHOOK_SECRET,
         WEBHOOK_TOLERANCE_S: 300,
       },
@@ -166,6 +184,7 @@ export async function startApiHarness(env: TestWorkflowEnvironment, opts: Harnes
     payments,
     a,
     b,
+    operator,
     async anotherApi() {
       return (await startApi()).url;
     },

@@ -3,7 +3,7 @@ import { createTokenVerifier } from '../../src/api/auth';
 import { verifySignature } from '../../src/api/webhook-signature';
 import { IdempotencyKeyReused, PaymentNotFound } from '../../src/client';
 import { signWebhook } from '../../src/simulator/signature';
-import { STUB_TOKEN, startStubApi, stubClient } from './stub';
+import { STUB_OPERATOR, STUB_TOKEN, startStubApi, stubClient } from './stub';
 
 const view = {
   key: 'k1',
@@ -37,6 +37,14 @@ beforeAll(async () => {
       get: async () => {
         throw new PaymentNotFound();
       },
+      resolve: async (...args: never[]) => {
+        calls.push(args);
+        return { ...view, key: (args as unknown[])[1], status: 'failed' };
+      },
+      resolveReviewItem: async (...args: never[]) => {
+        calls.push(args);
+        throw new PaymentNotFound();
+      },
     }),
   );
 });
@@ -60,6 +68,34 @@ describe('the HTTP surface', () => {
     expect(again.headers.get('idempotent-replayed')).toBe('true');
     // The merchant comes from the token, the body reaches the client parsed with its defaults.
     expect(calls[0]).toEqual(['m_stub', 'a/b c', { ...charge, provider: 'simulator', capture: 'automatic' }]);
+  });
+
+  it('hands an operator’s resolve to the client with the named merchant and `operator:<id>` for the audit', async () => {
+    calls.length = 0;
+    const answer = await fetch(`${api.url}/v1/payments/k%2F1/resolve?merchantId=m_other`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${STUB_OPERATOR.token}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ outcome: 'failed', note: 'checked at the provider' }),
+    });
+
+    expect(answer.status).toBe(200);
+    expect(calls).toEqual([
+      [
+        'm_other',
+        'k/1',
+        { outcome: 'failed', note: 'checked at the provider' },
+        `operator:${STUB_OPERATOR.operatorId}`,
+      ],
+    ]);
+  });
+
+  it('refuses a merchant token on resolve with 403 without calling the client', async () => {
+    calls.length = 0;
+    const answer = await post('/v1/payments/k1/resolve?merchantId=m_stub', { outcome: 'failed', note: 'mine' });
+
+    expect(answer.status).toBe(403);
+    expect(await answer.json()).toEqual({ error: { type: 'forbidden', message: expect.any(String) } });
+    expect(calls).toEqual([]);
   });
 
   it('maps typed client errors to their status and type', async () => {
@@ -104,19 +140,24 @@ describe('the HTTP surface', () => {
 });
 
 describe('createTokenVerifier', () => {
-  const verify = createTokenVerifier([
-    { merchantId: 'm_a', token: 'tok_aaaaaaaaaaaaaaaa' },
-    { merchantId: 'm_b', token: 'tok_bbbbbbbbbbbbbbbb' },
-  ]);
+  const verify = createTokenVerifier(
+    [
+      { merchantId: 'm_a', token: 'tok_aaaaaaaaaaaaaaaa' },
+      { merchantId: 'm_b', token: 'tok_bbbbbbbbbbbbbbbb' },
+    ],
+    [{ operatorId: 'ops_1', token: 'tok_oooooooooooooooo' }],
+  );
 
-  it('maps each token to its merchant, case-insensitively on the scheme only', () => {
-    expect(verify('Bearer tok_aaaaaaaaaaaaaaaa')).toBe('m_a');
-    expect(verify('bearer tok_bbbbbbbbbbbbbbbb')).toBe('m_b');
+  it('maps each token to its merchant or operator, case-insensitively on the scheme only', () => {
+    expect(verify('Bearer tok_aaaaaaaaaaaaaaaa')).toEqual({ role: 'merchant', merchantId: 'm_a' });
+    expect(verify('bearer tok_bbbbbbbbbbbbbbbb')).toEqual({ role: 'merchant', merchantId: 'm_b' });
+    expect(verify('Bearer tok_oooooooooooooooo')).toEqual({ role: 'operator', operatorId: 'ops_1' });
     expect(verify('Bearer TOK_AAAAAAAAAAAAAAAA')).toBeUndefined();
   });
 
   it('refuses prefixes, extensions, other schemes and nothing', () => {
     expect(verify('Bearer tok_aaaaaaaaaaaaaaa')).toBeUndefined();
+    expect(verify('Bearer tok_ooooooooooooooo')).toBeUndefined();
     expect(verify('Bearer tok_aaaaaaaaaaaaaaaaa')).toBeUndefined();
     expect(verify('Basic tok_aaaaaaaaaaaaaaaa')).toBeUndefined();
     expect(verify('Bearer ')).toBeUndefined();

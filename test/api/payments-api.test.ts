@@ -1,5 +1,6 @@
 import { WorkflowNotFoundError } from '@temporalio/client';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
+import { ValidationError } from '../../src/client';
 import { chargeWorkflowId } from '../../src/domain/ids';
 import { connectDevServer } from '../helpers/servers';
 import { type ApiHarness, chargeBody, eventually, newKey, startApiHarness } from './harness';
@@ -83,6 +84,7 @@ describe('POST /v1/payments', () => {
     ['a lower-case currency', chargeBody({ amount: { value: 5, currency: 'eur' } }), 'amount.currency'],
     ['a card number as payment method', chargeBody({ paymentMethod: '4242424242424242' }), 'paymentMethod'],
     ['an unknown field', chargeBody({ cvc: '123' }), 'cvc'],
+    ['a provider that is not configured', chargeBody({ provider: 'no_such_provider' }), 'provider'],
   ])('refuses %s with 400 naming the field, starting nothing', async (_what, body, field) => {
     const key = newKey();
     const answer = await h.request('POST', '/v1/payments', { key, body });
@@ -90,6 +92,20 @@ describe('POST /v1/payments', () => {
     expect(answer.status).toBe(400);
     expect(answer.body.error?.type).toBe('validation_error');
     expect(answer.body.error?.fields?.map((f) => f.path)).toContain(field);
+    await expect(env.client.workflow.getHandle(chargeWorkflowId(h.a.id, key)).describe()).rejects.toBeInstanceOf(
+      WorkflowNotFoundError,
+    );
+    expect(h.ledger().requests.filter((r) => r.reference === body.orderId)).toEqual([]);
+  });
+
+  it('refuses a provider that is not configured in the client too (direct callers), starting nothing', async () => {
+    const key = newKey();
+    const body = chargeBody({ provider: 'no_such_provider' });
+
+    const refused = h.payments.charge(h.a.id, key, body);
+
+    await expect(refused).rejects.toBeInstanceOf(ValidationError);
+    await expect(refused).rejects.toMatchObject({ fields: [{ path: 'provider' }] });
     await expect(env.client.workflow.getHandle(chargeWorkflowId(h.a.id, key)).describe()).rejects.toBeInstanceOf(
       WorkflowNotFoundError,
     );
@@ -136,6 +152,73 @@ describe('auth and merchant isolation', () => {
   });
 });
 
+describe('roles: merchant tokens act on their payments, operator tokens only resolve', () => {
+  it('refuses a merchant token on resolve with 403 forbidden, whatever the query, before the handler runs', async () => {
+    const key = newKey();
+    expect((await h.request('POST', '/v1/payments', { key, body: chargeBody() })).status).toBe(200);
+    const body = { outcome: 'failed', note: 'a merchant trying to resolve its own payment' };
+
+    const own = await h.request('POST', `/v1/payments/${key}/resolve`, { body });
+    const named = await h.request('POST', `/v1/payments/${key}/resolve?merchantId=${h.a.id}`, { body });
+    const foreign = await h.request('POST', `/v1/payments/${key}/resolve?merchantId=${h.a.id}`, {
+      body,
+      token: h.b.token,
+    });
+    const anonymous = await h.request('POST', `/v1/payments/${key}/resolve?merchantId=${h.a.id}`, {
+      body,
+      token: null,
+    });
+    const wrong = await h.request('POST', `/v1/payments/${key}/resolve?merchantId=${h.a.id}`, {
+      body,
+      token: 'tok_not_a_real_token_at_all',
+    });
+
+    for (const answer of [own, named, foreign]) {
+      expect({ status: answer.status, type: answer.body.error?.type }).toEqual({ status: 403, type: 'forbidden' });
+    }
+    expect(anonymous.status).toBe(401);
+    expect(wrong.status).toBe(401);
+    expect((await h.request('GET', `/v1/payments/${key}`)).body.status).toBe('succeeded');
+  });
+
+  it('lets an operator resolve a payment it names by merchant and key (400 without merchantId, 404 for another merchant)', async () => {
+    const key = newKey();
+    expect((await h.request('POST', '/v1/payments', { key, body: chargeBody() })).status).toBe(200);
+    const body = { outcome: 'failed', note: 'operator check' };
+    const as = (query: string) =>
+      h.request('POST', `/v1/payments/${key}/resolve${query}`, { body, token: h.operator.token });
+
+    const unnamed = await as('');
+    const otherMerchant = await as(`?merchantId=${h.b.id}`);
+    const named = await as(`?merchantId=${h.a.id}`);
+
+    expect(unnamed.status).toBe(400);
+    expect(unnamed.body.error?.fields?.map((f) => f.path)).toEqual(['merchantId']);
+    expect(otherMerchant.status).toBe(404);
+    // It reached the payment: a succeeded payment is not in review, so the verdict is refused.
+    expect(named.status).toBe(409);
+    expect(named.body.error?.type).toBe('invalid_transition');
+  });
+
+  it('answers 403 to an operator token on merchant routes, starting nothing', async () => {
+    const key = newKey();
+    const body = chargeBody();
+    const token = h.operator.token;
+
+    const answers = await Promise.all([
+      h.request('POST', '/v1/payments', { key, body, token }),
+      h.request('GET', '/v1/payments', { token }),
+      h.request('GET', `/v1/payments/${key}`, { token }),
+      h.request('POST', `/v1/payments/${key}/capture`, { key: newKey(), body: {}, token }),
+      h.request('POST', `/v1/payments/${key}/refunds`, { key: newKey(), body: { amount: 1 }, token }),
+      h.request('GET', '/v1/review-items', { token }),
+    ]);
+
+    expect(answers.map((a) => [a.status, a.body.error?.type])).toEqual(Array(6).fill([403, 'forbidden']));
+    expect(h.ledger().requests.filter((r) => r.reference === body.orderId)).toEqual([]);
+  });
+});
+
 describe('capture, refund, resolve', () => {
   it('captures part of a manual authorization once per key, refunds within the captured amount, and refuses the rest', async () => {
     const key = newKey();
@@ -161,7 +244,8 @@ describe('capture, refund, resolve', () => {
 
     const refunded = await h.request('POST', `/v1/payments/${key}/refunds`, { key: newKey(), body: { amount: 300 } });
     const over = await h.request('POST', `/v1/payments/${key}/refunds`, { key: newKey(), body: { amount: 200 } });
-    const resolve = await h.request('POST', `/v1/payments/${key}/resolve`, {
+    const resolve = await h.request('POST', `/v1/payments/${key}/resolve?merchantId=${h.a.id}`, {
+      token: h.operator.token,
       body: { outcome: 'failed', note: 'test' },
     });
 

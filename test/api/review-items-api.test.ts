@@ -202,6 +202,22 @@ describe('/v1/review-items', () => {
     expectError(await resolve(itemId, h.b.token), 404, 'not_found');
     const [after] = (await list(h.a.token, '?open=false')).items;
     expect(after?.resolution?.action).toBe('refunded_at_provider');
+
+    // The item without a merchant: an operator resolves it (any item, no merchant named), recorded as the operator.
+    expectError(await h.request('GET', '/v1/review-items', { token: h.operator.token }), 403, 'forbidden');
+    const byOperator = await resolve(operatorItemId, h.operator.token, { action: 'no_action', note: 'test payment' });
+    expect(byOperator.status).toBe(200);
+    expect(byOperator.body).toMatchObject({
+      id: operatorItemId,
+      status: 'resolved',
+      providerPaymentId: operatorsOnly.id,
+      resolution: { action: 'no_action', note: 'test payment', operator: `operator:${h.operator.id}` },
+    });
+    expect(byOperator.body.merchantId).toBeUndefined();
+    expectError(await resolve(operatorItemId, h.operator.token), 409, 'invalid_transition');
+    expectError(await resolve(operatorItemId, h.a.token), 404, 'not_found');
+    // A merchant's item is the operator's to resolve too (here: already resolved by the merchant).
+    expectError(await resolve(itemId, h.operator.token), 409, 'invalid_transition');
   });
 
   it('pages with pageToken; an item closed without a decision (terminated) leaves the open list, shows closed and answers 409', async () => {

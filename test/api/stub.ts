@@ -7,6 +7,7 @@ import type { PaymentsClient } from '../../src/client';
 
 export const STUB_TOKEN = 'tok_stub_merchant_0123456789';
 export const STUB_SECRET = 'whsec_stub_secret';
+export const STUB_OPERATOR = { operatorId: 'ops_stub', token: 'tok_stub_operator_0123456789' } as const;
 
 /** A PaymentsClient whose every method is the given implementation or throws "not stubbed". */
 export function stubClient(
@@ -27,6 +28,7 @@ export async function startStubApi(client: PaymentsClient): Promise<{ app: Fasti
     client,
     config: {
       API_TOKENS: [{ merchantId: 'm_stub', token: STUB_TOKEN }],
+      OPERATOR_TOKENS: [STUB_OPERATOR],
       WEBHOOK_SECRET: STUB_SECRET,
       WEBHOOK_TOLERANCE_S: 300,
     },

@@ -27,6 +27,11 @@ describe('loadConfig', () => {
       PROVIDER_IDEMPOTENCY: true,
       LOG_LEVEL: 'info',
       API_TOKENS: [{ merchantId: 'dev_merchant', token: 'pw_dev_token_change_me' }],
+      OPERATOR_TOKENS: [{ operatorId: 'dev_operator', token: 'pw_dev_operator_token_change_me' }],
+      ORDER_SINGLE_FLIGHT: true,
+      SPLIT_PAYMENT_MERCHANTS: [],
+      providers: ['simulator'],
+      defaultProvider: 'simulator',
       usingDevelopmentSecrets: true,
       timings: defaultPaymentTimings,
       retry: {},
@@ -85,7 +90,23 @@ describe('loadConfig', () => {
       keyTtlSeconds: null,
       lookupByKey: false,
       lookupByReference: true,
+      callLimits: { callTimeoutMs: 10_000, referencePages: 5 },
     });
+  });
+
+  it('parses operator tokens and the one-open-payment-per-order switches', () => {
+    const c = loadConfig({
+      OPERATOR_TOKENS: 'alice:tok_ops_aaaaaaaaaaaa, bob:tok_ops_bbbbbbbbbbbb,alice:tok_ops_cccccccccccc',
+      ORDER_SINGLE_FLIGHT: 'false',
+      SPLIT_PAYMENT_MERCHANTS: 'shop_a, shop_b,',
+    });
+    expect(c.OPERATOR_TOKENS).toEqual([
+      { operatorId: 'alice', token: 'tok_ops_aaaaaaaaaaaa' },
+      { operatorId: 'bob', token: 'tok_ops_bbbbbbbbbbbb' },
+      { operatorId: 'alice', token: 'tok_ops_cccccccccccc' },
+    ]);
+    expect(c.ORDER_SINGLE_FLIGHT).toBe(false);
+    expect(c.SPLIT_PAYMENT_MERCHANTS).toEqual(['shop_a', 'shop_b']);
   });
 
   it('lists every invalid variable at once, without echoing values', () => {
@@ -109,9 +130,21 @@ describe('loadConfig', () => {
     [{ UNKNOWN_SWEEP_THRESHOLD_MS: '1000' }, 'UNKNOWN_SWEEP_THRESHOLD_MS'],
     [{ API_TOKENS: 'a:tok_aaaaaaaaaaaaaaaa,b:tok_aaaaaaaaaaaaaaaa' }, 'API_TOKENS'],
     [{ API_TOKENS: 'bad:merchant:tok_aaaaaaaaaaaaaaaa' }, 'API_TOKENS'],
+    [{ OPERATOR_TOKENS: 'ops_tok_aaaaaaaaaaaaaaaa' }, 'OPERATOR_TOKENS'],
+    [{ OPERATOR_TOKENS: 'op:short' }, 'OPERATOR_TOKENS'],
+    [{ OPERATOR_TOKENS: 'op:tok_aaaaaaaaaaaaaaaa,op2:tok_aaaaaaaaaaaaaaaa' }, 'OPERATOR_TOKENS'],
+    [{ API_TOKENS: 'shop:tok_aaaaaaaaaaaaaaaa', OPERATOR_TOKENS: 'op:tok_aaaaaaaaaaaaaaaa' }, 'OPERATOR_TOKENS'],
+    [{ ORDER_SINGLE_FLIGHT: 'sometimes' }, 'ORDER_SINGLE_FLIGHT'],
+    [{ SPLIT_PAYMENT_MERCHANTS: 'shop:a' }, 'SPLIT_PAYMENT_MERCHANTS'],
     [{ PROVIDER_CONNECT_TIMEOUT_MS: '20000' }, 'PROVIDER_CONNECT_TIMEOUT_MS'],
-    [{ PROVIDER_TOTAL_TIMEOUT_MS: '15000' }, 'PROVIDER_TOTAL_TIMEOUT_MS'],
     [{ RETRY_CREATE_ATTEMPT_TIMEOUT_MS: '200000' }, 'RETRY_CREATE_*'],
+    // One attempt's calls, each up to the HTTP deadline, must fit its timeout: refund then read back (2 x 10 s)...
+    [{ RETRY_REFUND_ATTEMPT_TIMEOUT_MS: '15000' }, 'RETRY_REFUND_ATTEMPT_TIMEOUT_MS'],
+    // ... look-up pages before a resend plus the create, without keys (6 x 10 s) ...
+    [{ PROVIDER_IDEMPOTENCY: 'false', RETRY_CREATE_ATTEMPT_TIMEOUT_MS: '30000' }, 'RETRY_CREATE_ATTEMPT_TIMEOUT_MS'],
+    // ... and every one of them inside the budget (6 x 30 s > the 120 s create budget).
+    [{ PROVIDER_IDEMPOTENCY: 'false', PROVIDER_TOTAL_TIMEOUT_MS: '30000' }, 'PROVIDER_TOTAL_TIMEOUT_MS'],
+    [{ RETRY_LOOKUP_BUDGET_MS: '40000' }, 'RETRY_LOOKUP_BUDGET_MS'],
   ])('rejects %j at %s', (env, variable) => {
     expect(failingVariables(env)).toContain(variable);
   });
@@ -125,6 +158,8 @@ describe('loadConfig', () => {
       WEBHOOK_SECRET: 'whsec_live_xxxxxxxx',
     });
     expect(c.usingDevelopmentSecrets).toBe(false);
+    // No development operator token in production: without OPERATOR_TOKENS no one can resolve through the API.
+    expect(c.OPERATOR_TOKENS).toEqual([]);
   });
 
   it('rejects a retry budget plus reconcile window that outlives the provider key, saying why', () => {

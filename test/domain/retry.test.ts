@@ -4,8 +4,11 @@ import {
   ErrorType,
   RetrySpec,
   assertResendWindowWithinKeyTtl,
+  callsPerAttempt,
+  carriedAttemptRecord,
   computeRetryDelayMs,
   defaultRetrySpecs,
+  minAttemptTimeoutMs,
   operationSafety,
   retrySpecFor,
   toActivityOptions,
@@ -169,6 +172,7 @@ describe('retrySpecFor and toActivityOptions', () => {
     expect(toActivityOptions(create, create.safety)).toEqual({
       startToCloseTimeout: 15_000,
       scheduleToCloseTimeout: 120_000,
+      heartbeatTimeout: 10_000,
       retry: {
         initialInterval: 500,
         backoffCoefficient: 2,
@@ -193,6 +197,69 @@ describe('retrySpecFor and toActivityOptions', () => {
     expect(types(withoutKeys, 'create')).toContain(ErrorType.OutcomeUnknown);
     expect(types(withKeys, 'create')).not.toContain(ErrorType.OutcomeUnknown);
     expect(types(withoutKeys, 'lookup')).not.toContain(ErrorType.OutcomeUnknown);
+  });
+});
+
+describe('the attempt timeout covers every call one attempt can make', () => {
+  const limits = { callTimeoutMs: 10_000, referencePages: 5 };
+  const keys: RetryCapabilities = { ...withKeys, lookupByKey: true, callLimits: limits };
+  const noKeys: RetryCapabilities = { ...withoutKeys, lookupByKey: false, callLimits: limits };
+
+  it('counts the calls: look-up pages before a resend, the write, the read after a refund', () => {
+    const calls = (caps: RetryCapabilities) =>
+      Object.fromEntries(
+        (['create', 'capture', 'void', 'refund', 'lookup', 'list'] as const).map((op) => [
+          op,
+          callsPerAttempt(op, caps),
+        ]),
+      );
+    expect(calls(keys)).toEqual({ create: 1, capture: 1, void: 1, refund: 2, lookup: 5, list: 1 });
+    expect(calls(noKeys)).toEqual({ create: 6, capture: 2, void: 2, refund: 3, lookup: 5, list: 1 });
+    // A provider without keys that can be asked by key looks up once before a resend.
+    expect(callsPerAttempt('create', { ...noKeys, lookupByKey: true })).toBe(2);
+  });
+
+  it('raises a configured attempt timeout to what the calls need, never lowers it', () => {
+    expect(minAttemptTimeoutMs('create', noKeys)).toBe(61_000);
+    expect(retrySpecFor('create', noKeys, { attemptTimeoutMs: 5_000 }).attemptTimeoutMs).toBe(61_000);
+    expect(retrySpecFor('refund', keys).attemptTimeoutMs).toBe(21_000);
+    expect(retrySpecFor('create', keys).attemptTimeoutMs).toBe(15_000);
+    expect(retrySpecFor('create', keys, { attemptTimeoutMs: 40_000 }).attemptTimeoutMs).toBe(40_000);
+  });
+
+  it('leaves the timeout as configured when the provider reported no limits (histories recorded before)', () => {
+    expect(minAttemptTimeoutMs('create', withoutKeys)).toBeUndefined();
+    expect(retrySpecFor('create', withoutKeys, { attemptTimeoutMs: 5_000 }).attemptTimeoutMs).toBe(5_000);
+  });
+
+  it('a budget too small for one whole attempt is a ValidationError, not a silent cut-off', () => {
+    expect(() => retrySpecFor('create', noKeys, { budgetMs: 30_000 })).toThrow(/attemptTimeoutMs must not exceed/);
+  });
+
+  it('the heartbeat timeout is never longer than the attempt', () => {
+    const s = retrySpecFor('list', keys, { heartbeatTimeoutMs: 60_000 });
+    expect(toActivityOptions(s, s.safety).heartbeatTimeout).toBe(30_000);
+  });
+});
+
+describe('carriedAttemptRecord', () => {
+  it('a write still in flight when its attempt ended counts as sent with an unknown outcome', () => {
+    expect(carriedAttemptRecord({ everSent: false, everUnknown: false, inFlight: true })).toEqual({
+      everSent: true,
+      everUnknown: true,
+      inFlight: false,
+    });
+    expect(carriedAttemptRecord({ everSent: true, everUnknown: false, inFlight: false })).toEqual({
+      everSent: true,
+      everUnknown: false,
+      inFlight: false,
+    });
+  });
+
+  it('nothing recorded (a first attempt) or unreadable details: nothing done', () => {
+    for (const details of [undefined, null, 'x', { everSent: 'yes' }]) {
+      expect(carriedAttemptRecord(details)).toEqual({ everSent: false, everUnknown: false, inFlight: false });
+    }
   });
 });
 

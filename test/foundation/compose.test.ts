@@ -46,7 +46,11 @@ it('gives every app service an environment our config accepts in production mode
       Object.entries(compose.services[name]?.environment ?? {}).map(([k, v]) => [k, substitute(String(v))]),
     );
     expect(env.NODE_ENV).toBe('production');
-    const config = loadConfig({ ...env, API_TOKENS: 'm1:token-of-merchant-one' });
+    const config = loadConfig({
+      ...env,
+      API_TOKENS: 'm1:token-of-merchant-one',
+      OPERATOR_TOKENS: 'ops:token-of-the-operators',
+    });
     expect(config.TEMPORAL_ADDRESS).toBe('temporal:7233');
     expect(config.usingDevelopmentSecrets).toBe(false);
   }

@@ -13,6 +13,7 @@ import type { RetryOverrides } from '../../src/domain/retry';
 import { createProvider, simulatorCapabilities, simulatorCapabilitiesWithoutKeys } from '../../src/providers';
 import type { RestProvider } from '../../src/providers/simulator-rest';
 import { type RunningSimulator, startSimulator } from '../../src/simulator/server';
+import type { CircuitBreaker } from '../../src/activities';
 import { createWorkers } from '../../src/worker';
 
 let bundle: Promise<WorkflowBundleWithSourceMap> | undefined;
@@ -41,6 +42,8 @@ export interface BenchOptions {
   readonly noKeys?: boolean;
   readonly keyTtlS?: number;
   readonly totalTimeoutMs?: number;
+  /** The workers' circuit breaker (default: a fresh in-memory one). */
+  readonly breaker?: CircuitBreaker;
 }
 
 export interface Bench {
@@ -111,6 +114,7 @@ export async function startBench(env: TestWorkflowEnvironment, opts: BenchOption
         providers: { simulator: provider },
         logger,
         workflows: { workflowBundle: workflowBundleReady },
+        ...(opts.breaker === undefined ? {} : { breaker: opts.breaker }),
       });
       const running = workers.map((w) => w.run());
       try {

@@ -54,7 +54,7 @@ export async function waitForStatus(
  * Writes the histories of `workflowIds` to test/histories/<name>.<n>.json when RECORD_HISTORIES=1. The replay test
  * replays every file there against the current workflow code, so a change that breaks running workflows fails CI.
  */
-export async function recordHistories(bench: Bench, name: string, workflowIds: string[]): Promise<void> {
+export async function recordHistories(bench: Pick<Bench, 'env'>, name: string, workflowIds: string[]): Promise<void> {
   if (process.env.RECORD_HISTORIES !== '1') return;
   mkdirSync(HISTORIES_DIR, { recursive: true });
   for (const [i, workflowId] of workflowIds.entries()) {

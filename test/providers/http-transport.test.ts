@@ -1,6 +1,7 @@
+import diagnostics from 'node:diagnostics_channel';
 import type { LookupFunction } from 'node:net';
 import { ErrorType } from '../../src/domain/errors';
-import { HttpClient, type HttpClientOptions } from '../../src/providers/http';
+import { HttpClient, type HttpClientOptions, type HttpClock } from '../../src/providers/http';
 import { ProviderPaymentSchema } from '../../src/providers/schemas';
 import {
   blackholeServer,
@@ -55,6 +56,37 @@ const payment = {
   created: 1_700_000_000,
 };
 
+/** Resolves when undici starts connecting to `port` (its process-wide `beforeConnect` channel). */
+const connecting = (port: number): Promise<void> =>
+  new Promise((resolve) => {
+    const channel = diagnostics.channel('undici:client:beforeConnect');
+    const onMessage = (message: unknown) => {
+      if (String((message as { connectParams?: { port?: unknown } }).connectParams?.port) !== String(port)) return;
+      channel.unsubscribe(onMessage);
+      resolve();
+    };
+    channel.subscribe(onMessage);
+  });
+
+/** A clock whose deadlines fire only when the test says so; it records every deadline the client asked for. */
+const manualDeadlines = (now: () => number = () => 0) => {
+  const requested: number[] = [];
+  const controllers: AbortController[] = [];
+  const clock: HttpClock = {
+    now,
+    deadline: (ms) => {
+      requested.push(ms);
+      const c = new AbortController();
+      controllers.push(c);
+      return c.signal;
+    },
+  };
+  const fire = () => {
+    for (const c of controllers) c.abort(new DOMException('The operation was aborted due to timeout', 'TimeoutError'));
+  };
+  return { clock, requested, fire };
+};
+
 const failingLookup =
   (code: string): LookupFunction =>
   (hostname, _options, callback) => {
@@ -80,21 +112,26 @@ describe('before the request leaves: NotSent', () => {
   it('connect timeout: a port whose accept queue is full never completes the handshake', async () => {
     const server = await blackholeServer();
     cleanups.push(() => server.close());
-    const started = Date.now();
-    const e = await providerFailure(client(server.url, { connectTimeoutMs: 100, totalTimeoutMs: 5000 }).send(post));
+    // Our total deadline never fires here: only the connect timeout can end this call (undici's error code says so).
+    const { clock } = manualDeadlines();
+    const e = await providerFailure(client(server.url, { connectTimeoutMs: 100, clock }).send(post));
     expect(e.type).toBe(ErrorType.NotSent);
     expect(e.details.reason).toBe('connect_timeout');
     expect((e.cause as { code?: string }).code).toBe('UND_ERR_CONNECT_TIMEOUT');
-    // undici's connect timer ticks every ~0.5 s, so 100 ms fires within about a second.
-    expect(Date.now() - started).toBeLessThan(2500);
   });
 
   it('the total deadline firing while still connecting is NotSent, not OutcomeUnknown', async () => {
     const server = await blackholeServer();
     cleanups.push(() => server.close());
-    const started = Date.now();
-    const e = await providerFailure(client(server.url, { connectTimeoutMs: 5000, totalTimeoutMs: 150 }).send(post));
-    expect(Date.now() - started).toBeLessThan(1000);
+    const { clock, requested, fire } = manualDeadlines();
+    const started = connecting(server.port);
+    const call = providerFailure(
+      client(server.url, { connectTimeoutMs: 60_000, totalTimeoutMs: 150, clock }).send(post),
+    );
+    expect(requested).toEqual([150]);
+    await started; // the handshake is under way, and cannot complete
+    fire();
+    const e = await call;
     expect(e.type).toBe(ErrorType.NotSent);
     expect(e.details.reason).toBe('connect_timeout');
     expect((e.cause as Error).name).toBe('TimeoutError');
@@ -169,6 +206,50 @@ describe('after the request left: OutcomeUnknown', () => {
   });
 });
 
+describe("the caller's cancellation (an activity's signal)", () => {
+  it('cancelled before the call: NotSent, nothing reaches the server', async () => {
+    const server = await silentServer();
+    cleanups.push(() => server.close());
+    const controller = new AbortController();
+    controller.abort(new Error('activity cancelled'));
+    const e = await providerFailure(client(server.url).send({ ...post, signal: controller.signal }));
+    expect(e.details).toEqual({ type: ErrorType.NotSent, operation: 'create', reason: 'cancelled' });
+    expect(server.connections()).toBe(0);
+  });
+
+  it('cancelled while the request is on the wire: OutcomeUnknown cancelled_after_send, sent once', async () => {
+    const server = await silentServer();
+    cleanups.push(() => server.close());
+    const controller = new AbortController();
+    // Neither the total deadline nor the headers timeout can fire here: only the cancellation can end the call.
+    const { clock } = manualDeadlines();
+    const c = client(server.url, { clock, headersTimeoutMs: 60_000 });
+    const call = providerFailure(c.send({ ...post, signal: controller.signal }));
+    await eventually(() => server.requests() === 1);
+    controller.abort(new Error('activity cancelled'));
+    const e = await call;
+    expect(e.type).toBe(ErrorType.OutcomeUnknown);
+    expect(e.details.reason).toBe('cancelled_after_send');
+    expect(server.requests()).toBe(1);
+  });
+
+  it('cancelled while still connecting: NotSent cancelled', async () => {
+    const server = await blackholeServer();
+    cleanups.push(() => server.close());
+    const controller = new AbortController();
+    const { clock } = manualDeadlines();
+    const started = connecting(server.port);
+    const call = providerFailure(
+      client(server.url, { connectTimeoutMs: 60_000, clock }).send({ ...post, signal: controller.signal }),
+    );
+    await started;
+    controller.abort(new Error('activity cancelled'));
+    const e = await call;
+    expect(e.type).toBe(ErrorType.NotSent);
+    expect(e.details.reason).toBe('cancelled');
+  });
+});
+
 describe('answers', () => {
   it('a 2xx that parses is a value, with status, headers and duration', async () => {
     const server = await fixedHttpServer(200, JSON.stringify(payment), { 'idempotent-replayed': 'true' });
@@ -188,7 +269,19 @@ describe('answers', () => {
     });
     expect(result.response.status).toBe(200);
     expect(result.response.headers['idempotent-replayed']).toBe('true');
-    expect(result.response.durationMs).toBeGreaterThanOrEqual(0);
+  });
+
+  it('the duration is read from the injected clock', async () => {
+    const server = await fixedHttpServer(200, JSON.stringify(payment));
+    cleanups.push(() => server.close());
+    let t = 1_000;
+    const now = () => (t += 7); // every reading is 7 ms after the previous one
+    const result = await client(server.url, { clock: { now, deadline: (ms) => AbortSignal.timeout(ms) } }).call(
+      post,
+      ProviderPaymentSchema,
+    );
+    // Read when the exchange starts and when its body is in: exactly one tick apart.
+    expect(result.response.durationMs).toBe(7);
   });
 
   it.each([

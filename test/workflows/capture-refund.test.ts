@@ -84,11 +84,13 @@ describe('manual capture', () => {
     });
   });
 
-  it('concurrent refunds are serialized: together they never exceed what was captured', async () => {
+  it('concurrent refunds are serialized: each starts from the total the previous one left, together never over', async () => {
     const b = (bench = await startBench(env));
     await b.run(async () => {
       const input = b.input(chargeRequest());
       const { handle } = await startCharge(b, input);
+      // Slow refunds at the provider: all three updates are in the workflow while the first is in flight.
+      b.sim.addFaults({ rules: [{ match: { operation: 'refund' }, fault: 'latency', latency_ms: 700, times: 3 }] });
       const results = await Promise.allSettled(
         [400, 400, 400].map((amount, i) =>
           handle.executeUpdate(refundUpdate, { args: [{ refundKey: `r-${i}`, fingerprint: `f-${i}`, amount }] }),
@@ -96,8 +98,26 @@ describe('manual capture', () => {
       );
       const accepted = results.filter((r) => r.status === 'fulfilled');
       expect(accepted).toHaveLength(2);
+      const refused = results.filter((r): r is PromiseRejectedResult => r.status === 'rejected');
+      expect(await updateFailureType(Promise.reject(refused[0]?.reason))).toBe(ErrorType.AmountExceeded);
+      // What the lock protects: each refund child was started with the total the one before it left behind.
+      const befores: number[] = [];
+      for (let i = 0; i < 3; i++) {
+        const history = await env.client.workflow
+          .getHandle(refundWorkflowId(input.merchantId, `r-${i}`))
+          .fetchHistory()
+          .catch(() => undefined);
+        const started = history?.events?.[0]?.workflowExecutionStartedEventAttributes;
+        if (!started) continue;
+        const payload = started.input?.payloads?.[0];
+        if (!payload) continue;
+        const arg = env.client.options.loadedDataConverter.payloadConverter.fromPayload(payload);
+        befores.push((arg as { amountRefundedBefore: number }).amountRefundedBefore);
+      }
+      expect(befores.sort((x, y) => x - y)).toEqual([0, 400]);
       const refundedTotal = effectsOf(b, 'refund').reduce((sum, e) => sum + e.amount, 0);
       expect(refundedTotal).toBe(800);
+      expect(requestsOf(b, 'refund')).toHaveLength(2);
       expect((await handle.query(paymentQuery)).amountRefunded).toBe(800);
     });
   });
@@ -135,6 +155,30 @@ describe('manual capture', () => {
       ).rejects.toThrow(/not found|completed/i);
       expect(requestsOf(b, 'capture')).toHaveLength(0);
       expect(requestsOf(b, 'refund')).toHaveLength(0);
+    });
+  });
+
+  it('refund is refused on an open authorized payment that nothing captured yet: no refund request reaches the provider', async () => {
+    const b = (bench = await startBench(env));
+    await b.run(async () => {
+      const { handle, view } = await startCharge(b, b.input(chargeRequest({ capture: 'manual' })));
+      expect(view).toMatchObject({ status: 'authorized', amountAuthorized: 1_000, amountCaptured: 0 });
+
+      const refused = await updateFailureType(
+        handle.executeUpdate(refundUpdate, { args: [{ refundKey: 'r-early', fingerprint: 'f', amount: 1 }] }),
+      );
+
+      // Refused because of the status, not merely because nothing is refundable yet (that would be amount_exceeded).
+      expect(refused).toBe(ErrorType.InvalidTransition);
+      expect(requestsOf(b, 'refund')).toHaveLength(0);
+      // Still open and unchanged: the refusal moved nothing.
+      expect(await handle.query(paymentQuery)).toMatchObject({
+        status: 'authorized',
+        amountCaptured: 0,
+        amountRefunded: 0,
+      });
+      const history = await handle.fetchHistory();
+      expect(history.events?.filter((e) => e.startChildWorkflowExecutionInitiatedEventAttributes)).toHaveLength(0);
     });
   });
 });

@@ -3,10 +3,12 @@
  * scenarios, unknown outcomes that reconcile over skipped hours, and reviews. Each scenario records its histories
  * (RECORD_HISTORIES=1) for the replay test.
  */
+import { WorkflowUpdateStage } from '@temporalio/client';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { paymentQuery, resolveUpdate, submitUpdate, webhookSignal } from '../../src/domain/definitions';
 import { ErrorType } from '../../src/domain/errors';
 import { reconcileWorkflowId } from '../../src/domain/ids';
+import type { chargeWorkflow } from '../../src/workflows';
 import { createTimeSkippingEnv } from '../helpers/servers';
 import { type Bench, chargeRequest, idOf, startBench } from '../helpers/payments';
 import {
@@ -49,6 +51,21 @@ describe('chargeWorkflow: the retry contract', () => {
       // result() skips the 30-day refund window.
       const final = await handle.result();
       expect(final.status).toBe('succeeded');
+      // The workflow closed one refund window after the capture, in workflow time: not earlier, not a day later.
+      expect(input.timings.refundWindowMs).toBe(30 * 24 * 3_600_000);
+      const events = (await handle.fetchHistory()).events ?? [];
+      const at = (e: (typeof events)[number] | undefined) =>
+        Number(e?.eventTime?.seconds ?? NaN) * 1_000 + Math.floor((e?.eventTime?.nanos ?? 0) / 1e6);
+      const create = events.find((e) => e.activityTaskScheduledEventAttributes?.activityType?.name === 'createPayment');
+      const capturedAt = at(
+        events.find(
+          (e) => String(e.activityTaskCompletedEventAttributes?.scheduledEventId) === String(create?.eventId),
+        ),
+      );
+      const closedAt = at(events.find((e) => e.workflowExecutionCompletedEventAttributes));
+      expect(closedAt - capturedAt).toBeGreaterThanOrEqual(input.timings.refundWindowMs);
+      // Tolerance: the workflow tasks between the create answer and the timer (real time, a loaded machine).
+      expect(closedAt - capturedAt).toBeLessThan(input.timings.refundWindowMs + 60_000);
       await recordHistories(b, 'charge-succeeded', [idOf(input)]);
     });
   });
@@ -80,12 +97,31 @@ describe('chargeWorkflow: the retry contract', () => {
     const b = await newBench();
     await b.run(async () => {
       const input = b.input(chargeRequest());
-      const { handle } = await startCharge(b, input);
-      const views = await Promise.all(
+      // The create is slow at the provider, so every repeat arrives while the first call is still in flight.
+      b.sim.addFaults({
+        rules: [
+          { match: { operation: 'create', reference: input.request.orderId }, fault: 'latency', latency_ms: 1_500 },
+        ],
+      });
+      const handle = await env.client.workflow.start<typeof chargeWorkflow>('chargeWorkflow', {
+        workflowId: idOf(input),
+        taskQueue: b.taskQueue,
+        args: [input],
+        memo: { fingerprint: input.fingerprint },
+      });
+      b.track(handle.workflowId);
+      const updates = await Promise.all(
         Array.from({ length: 10 }, () =>
-          handle.executeUpdate(submitUpdate, { args: [{ fingerprint: input.fingerprint }] }),
+          handle.startUpdate(submitUpdate, {
+            args: [{ fingerprint: input.fingerprint }],
+            waitForStage: WorkflowUpdateStage.ACCEPTED,
+          }),
         ),
       );
+      // All ten were accepted while the payment was still pending: they overlap the first call.
+      expect((await handle.query(paymentQuery)).status).toBe('pending');
+      const views = await Promise.all(updates.map((u) => u.result()));
+      expect(views.map((v) => v.status)).toEqual(Array.from({ length: 10 }, () => 'succeeded'));
       expect(new Set(views.map((v) => v.providerPaymentId)).size).toBe(1);
       expect(requestsOf(b, 'create')).toHaveLength(1);
       expect(effectsOf(b, 'create')).toHaveLength(1);
@@ -201,9 +237,18 @@ describe('chargeWorkflow: unknown outcomes', () => {
       await waitForStatus(handle, 'unknown');
       await env.sleep('2 hours');
       const review = await waitForStatus(handle, 'needs_review');
-      expect(review.review?.reason).toMatch(/not found at simulator after 2 checks/);
+      expect(review.review?.reason).toBe(
+        'create not found at simulator after 2 checks over 1.02 h and one resubmission with the same key',
+      );
       expect(effectsOf(b, 'create')).toHaveLength(0);
-      // Resubmitted once with the same key after the settle window: every create request carries one key.
+      // Resubmitted exactly once by the reconcile, after the settle window, with the payment's own key.
+      const reconcileHistory = await env.client.workflow
+        .getHandle(reconcileWorkflowId(input.merchantId, 'create', input.key))
+        .fetchHistory();
+      const resubmissions = (reconcileHistory.events ?? []).filter(
+        (e) => e.activityTaskScheduledEventAttributes?.activityType?.name === 'createPayment',
+      );
+      expect(resubmissions).toHaveLength(1);
       expect(new Set(requestsOf(b, 'create').map((r) => r.idempotency_key)).size).toBe(1);
       const resolved = await handle.executeUpdate(resolveUpdate, {
         args: [{ outcome: 'failed', note: 'provider support confirmed no charge' }],

@@ -2,11 +2,15 @@
  * A long-lived payment continues as new when the server suggests it, carrying its whole state: amounts, the events it
  * already applied (so a redelivered webhook still changes nothing) and the fingerprint memo the client compares.
  * Runs on a dev server of its own whose suggestion threshold is tiny (the default is thousands of events).
+ *
+ * A redelivered event is invisible in the view (application is forward-only), so the dedup set is read where the
+ * workflow hands it over: the input of each continued-as-new run.
  */
 import { type TestWorkflowEnvironment } from '@temporalio/testing';
 import { paymentQuery, refundUpdate, webhookSignal } from '../../src/domain/definitions';
 import { ErrorType } from '../../src/domain/errors';
 import { startDevServer } from '../../scripts/lib/dev-server';
+import { carriedChargeState, runChain } from '../helpers/history';
 import { type Bench, chargeRequest, startBench } from '../helpers/payments';
 import { effectsOf, startCharge } from '../helpers/workflows';
 
@@ -38,15 +42,27 @@ it('continues as new past the suggested history size and keeps its state, dedup 
       await handle.executeUpdate(refundUpdate, { args: [{ refundKey: `r-${i}`, fingerprint: `f-${i}`, amount: 100 }] });
     }
     const event = { eventId: 'evt_dup', type: 'payment.succeeded' as const, created: payment.created, payment };
+    await handle.signal(webhookSignal, { ...event, eventId: 'evt_other' });
     for (let i = 0; i < 15; i++) await handle.signal(webhookSignal, event);
 
+    // The run that took the deliveries hands its state over when it continues as new; find that run (the refunds alone
+    // may already have made the workflow continue before the deliveries arrived).
+    const carriedSets = async () => {
+      const chain = await runChain(b.env.client, handle.workflowId, firstRunId);
+      const sets = [];
+      for (const runId of chain.slice(1)) {
+        sets.push((await carriedChargeState(b.env.client, handle.workflowId, runId))?.state.seenEvents ?? []);
+      }
+      return sets;
+    };
     const deadline = Date.now() + 20_000;
-    let runId = firstRunId;
-    while (runId === firstRunId && Date.now() < deadline) {
+    let sets = await carriedSets();
+    while (!sets.some((seen) => seen.includes('evt_dup')) && Date.now() < deadline) {
       await new Promise((r) => setTimeout(r, 200));
-      runId = (await handle.describe()).runId;
+      sets = await carriedSets();
     }
-    expect(runId).not.toBe(firstRunId);
+    // Sixteen deliveries of two events: what was handed over remembers each event once.
+    expect(sets.find((seen) => seen.includes('evt_dup'))).toEqual(['evt_other', 'evt_dup']);
 
     const latest = b.env.client.workflow.getHandle(handle.workflowId);
     const described = await latest.describe();
@@ -66,8 +82,17 @@ it('continues as new past the suggested history size and keeps its state, dedup 
     // A refund key used in the first run is still known: no second effect.
     await latest.executeUpdate(refundUpdate, { args: [{ refundKey: 'r-0', fingerprint: 'f-0', amount: 100 }] });
     expect(effectsOf(b, 'refund')).toHaveLength(5);
-    // The carried dedup set: the same webhook again changes nothing.
-    await latest.signal(webhookSignal, event);
+    // The carried dedup set: a run that started with it takes the same webhook as already seen. Redeliver it until
+    // the current run continues as new too, and read what it hands over: still each event once.
+    const runsBefore = (await carriedSets()).length;
+    const secondDeadline = Date.now() + 20_000;
+    do {
+      await latest.signal(webhookSignal, event);
+      sets = await carriedSets();
+    } while (sets.length === runsBefore && Date.now() < secondDeadline);
+    expect(sets.length).toBeGreaterThan(runsBefore);
+    expect(sets[runsBefore - 1]).toContain('evt_dup'); // the run that took the redeliveries started with the set
+    expect(sets[sets.length - 1]).toEqual(['evt_other', 'evt_dup']);
     expect((await latest.query(paymentQuery)).amountRefunded).toBe(10_000);
   });
 });

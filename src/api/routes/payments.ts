@@ -1,5 +1,6 @@
 import type { FastifyReply } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
+import { z } from 'zod';
 import type { PaymentsClient } from '../../client';
 import {
   ApiError,
@@ -11,6 +12,7 @@ import {
 import {
   CaptureRequest,
   ChargeRequest,
+  MerchantId,
   type PaymentView,
   PaymentView as PaymentViewSchema,
   RefundRequest,
@@ -24,7 +26,15 @@ export interface PaymentRoutesOptions {
 }
 
 const tags = ['payments'];
-const errors = { 400: ApiError, 401: ApiError, 404: ApiError, 503: ApiError };
+const errors = { 400: ApiError, 401: ApiError, 403: ApiError, 404: ApiError, 503: ApiError };
+
+/**
+ * `POST /v1/payments/:key/resolve` query string: a payment key is scoped by merchant, and an operator acts for none,
+ * so it names the payment's merchant.
+ */
+export const ResolveQuery = z.strictObject({
+  merchantId: MerchantId.describe('The merchant whose payment this is (a payment key is unique per merchant only).'),
+});
 const viewResponses = { 200: PaymentViewSchema, 202: PaymentViewSchema, ...errors };
 
 /** The path of a payment, for `Location`. */
@@ -36,7 +46,10 @@ function sendView(reply: FastifyReply, view: PaymentView, completed = true) {
   return reply.code(202).header('location', paymentPath(view.key)).send(view);
 }
 
-/** `/v1/payments...`: every route acts for the merchant the bearer token maps to. */
+/**
+ * `/v1/payments...`: every route acts for the merchant the bearer token maps to, except resolve, which is an operator
+ * action (the operator names the merchant).
+ */
 export const paymentRoutes: FastifyPluginAsyncZod<PaymentRoutesOptions> = async (app, { client }) => {
   app.post(
     '/v1/payments',
@@ -46,11 +59,15 @@ export const paymentRoutes: FastifyPluginAsyncZod<PaymentRoutesOptions> = async 
         summary: 'Charge (or authorize) a payment, once per Idempotency-Key',
         description:
           '200 when the provider answered; 202 with `Location` while pending or unknown. A repeat with the same key ' +
-          'and body answers the same payment with `Idempotent-Replayed: true`; another body under the same key is 422.',
+          'and body answers the same payment with `Idempotent-Replayed: true`; another body under the same key is 422. ' +
+          'A `provider` that is not configured is 400 naming `provider`. One open payment per order: while a payment ' +
+          'for the same `orderId` is pending or unknown (or in review with its charge undecided), a new key is 409 ' +
+          '`payment_in_flight` whose `paymentKey` names the open payment (off for merchants that split payments). ' +
+          'Operator tokens: 403.',
         tags,
         headers: IdempotencyKeyHeaders,
         body: ChargeRequest,
-        response: { ...viewResponses, 422: ApiError },
+        response: { ...viewResponses, 409: ApiError, 422: ApiError },
       },
     },
     async (request, reply) => {
@@ -98,6 +115,15 @@ export const paymentRoutes: FastifyPluginAsyncZod<PaymentRoutesOptions> = async 
       schema: {
         operationId: 'capturePayment',
         summary: 'Capture an authorized payment (all of it without an amount), once per Idempotency-Key',
+        description:
+          'What each answer means for the money: **200** the provider confirmed this capture (`operations[]` shows it ' +
+          '`succeeded`); **202** + `Location` it is still moving (its first call is slow, or its outcome was unknown and ' +
+          'a reconcile is checking the provider: poll the payment, `operations[]` says `running` or `needs_review`); ' +
+          '**422 `provider_rejected`** the provider refused it, nothing moved (`providerCode` says why; a repeat of the ' +
+          'key answers the same); **409 `invalid_transition`** the payment is not authorized; **409 ' +
+          '`operation_in_flight`** another capture or refund of this payment is being reconciled; **422 ' +
+          '`amount_exceeded`** over what is still authorized; **422 `idempotency_key_reused`** the key was used for ' +
+          'another payment or amount. A repeat with the same key and body never moves money twice.',
         tags,
         params: PaymentKeyParams,
         headers: IdempotencyKeyHeaders,
@@ -122,6 +148,15 @@ export const paymentRoutes: FastifyPluginAsyncZod<PaymentRoutesOptions> = async 
       schema: {
         operationId: 'refundPayment',
         summary: 'Refund part or all of what was captured, once per Idempotency-Key',
+        description:
+          'What each answer means for the money: **200** the provider confirmed this refund (`operations[]` shows it ' +
+          '`succeeded`); **202** + `Location` it is still moving (its first call is slow, or its outcome was unknown and ' +
+          'a reconcile is checking the provider: poll the payment, `operations[]` says `running` or `needs_review`); ' +
+          '**422 `provider_rejected`** the provider refused it, nothing moved (`providerCode` says why; a repeat of the ' +
+          'key answers the same); **409 `invalid_transition`** the payment is not captured, or its refund window has closed; **409 ' +
+          '`operation_in_flight`** another capture or refund of this payment is being reconciled; **422 ' +
+          '`amount_exceeded`** over what was captured and not yet refunded; **422 `idempotency_key_reused`** the key was used for ' +
+          'another payment or amount. A repeat with the same key and body never moves money twice.',
         tags,
         params: PaymentKeyParams,
         headers: IdempotencyKeyHeaders,
@@ -145,14 +180,20 @@ export const paymentRoutes: FastifyPluginAsyncZod<PaymentRoutesOptions> = async 
     {
       schema: {
         operationId: 'resolvePayment',
-        summary: 'An operator’s verdict on a payment in needs_review',
+        summary: 'An operator’s verdict on a payment in needs_review (operator tokens only)',
+        description:
+          'Operator tokens only: a merchant token is 403 `forbidden`, a missing or unknown token 401. The operator ' +
+          'names the payment by `merchantId` and key; the verdict is recorded as `operator:<operatorId>`. 409 unless ' +
+          'the payment is in `needs_review`.',
         tags,
         params: PaymentKeyParams,
+        querystring: ResolveQuery,
         body: ResolveRequest,
         response: { 200: PaymentViewSchema, ...errors, 409: ApiError },
       },
+      config: { roles: ['operator'] },
     },
     async (request) =>
-      client.resolve(request.merchantId, request.params.key, request.body, `api:${request.merchantId}`),
+      client.resolve(request.query.merchantId, request.params.key, request.body, `operator:${request.operatorId}`),
   );
 };

@@ -1,4 +1,5 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
+import { z } from 'zod';
 import type { PaymentsClient } from '../../client';
 import {
   ApiError,
@@ -15,7 +16,15 @@ export interface ReviewItemRoutesOptions {
 }
 
 const tags = ['review items'];
-const errors = { 400: ApiError, 401: ApiError, 404: ApiError, 503: ApiError };
+const errors = { 400: ApiError, 401: ApiError, 403: ApiError, 404: ApiError, 503: ApiError };
+
+/** The resolved item as the resolve route answers it: for an item without a merchant (operators only) no `merchantId`. */
+export const ResolvedReviewItem = ReviewItemView.extend({
+  merchantId: z
+    .string()
+    .optional()
+    .describe('The merchant the item is attributed to; absent for an item without a merchant (operators only).'),
+});
 
 /** The path of a review item. */
 export const reviewItemPath = (id: string): string => `/v1/review-items/${encodeURIComponent(id)}`;
@@ -36,7 +45,7 @@ export const reviewItemRoutes: FastifyPluginAsyncZod<ReviewItemRoutesOptions> = 
           'it) and `disagreement` (ours says otherwise). Open items only unless `open=false`. An item is the ' +
           'merchant’s when our matched payment is, or when the provider payment’s metadata names the merchant; items ' +
           'with no merchant are for operators only (the Temporal web UI, `PaymentStatus = needs_review`) and never ' +
-          'listed here.',
+          'listed here. Merchant tokens only (an operator token is 403).',
         tags,
         querystring: ListReviewItemsQuery,
         response: { 200: ReviewItemList, ...errors },
@@ -59,16 +68,20 @@ export const reviewItemRoutes: FastifyPluginAsyncZod<ReviewItemRoutesOptions> = 
         operationId: 'resolveReviewItem',
         summary: 'Record what was done about an open review item; the item is then resolved',
         description:
-          '200 with the resolved item. 404 for a missing item, another merchant’s and one without a merchant ' +
-          '(operators only), exactly alike; 409 when the item is already resolved (or was closed otherwise). The ' +
-          'caller is recorded as the operator (`api:<merchantId>`).',
+          '200 with the resolved item. A merchant token resolves the merchant’s own items: 404 for a missing item, ' +
+          'another merchant’s and one without a merchant, exactly alike; the caller is recorded as `api:<merchantId>`. ' +
+          'An operator token resolves any item, including those without a merchant (answered without `merchantId`), ' +
+          'recorded as `operator:<operatorId>`. 409 when the item is already resolved (or was closed otherwise).',
         tags,
         params: ReviewItemParams,
         body: ResolveReviewItemBody,
-        response: { 200: ReviewItemView, ...errors, 409: ApiError },
+        response: { 200: ResolvedReviewItem, ...errors, 409: ApiError },
       },
+      config: { roles: ['merchant', 'operator'] },
     },
     async (request) =>
-      client.resolveReviewItem(request.merchantId, request.params.id, request.body, `api:${request.merchantId}`),
+      request.operatorId === ''
+        ? client.resolveReviewItem(request.merchantId, request.params.id, request.body, `api:${request.merchantId}`)
+        : client.resolveReviewItemAsOperator(request.params.id, request.body, `operator:${request.operatorId}`),
   );
 };

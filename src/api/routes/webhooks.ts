@@ -24,6 +24,8 @@ const verifiedProviders = new Set(['simulator']);
 /** The simulator's snake_case event in our camelCase {@link ProviderEvent}. */
 export function toProviderEvent(e: SimulatorWebhookEvent): ProviderEvent {
   const p = e.data.payment;
+  const named = Object.entries(p.metadata ?? {}).flatMap(([k, v]) => (v === undefined ? [] : [[k, v] as const]));
+  const metadata = named.length === 0 ? undefined : Object.fromEntries(named);
   return {
     eventId: e.id,
     type: e.type,
@@ -37,6 +39,8 @@ export function toProviderEvent(e: SimulatorWebhookEvent): ProviderEvent {
       currency: p.currency,
       reference: p.reference,
       created: p.created,
+      // Kept, so routing and the payment can refuse an event whose metadata names another merchant or key.
+      ...(metadata === undefined ? {} : { metadata }),
     },
   };
 }

@@ -1,0 +1,102 @@
+/**
+ * Money-path regressions that need the dev server: the time-skipping test server does not tell a parent that its
+ * child was terminated, and that is the path under test here.
+ */
+import type { TestWorkflowEnvironment } from '@temporalio/testing';
+import { refundUpdate, resolveUpdate } from '../../src/domain/definitions';
+import { ErrorType } from '../../src/domain/errors';
+import { reconcileWorkflowId } from '../../src/domain/ids';
+import type { PaymentView } from '../../src/domain/payment';
+import { connectDevServer } from '../helpers/servers';
+import { type Bench, chargeRequest, idOf, startBench } from '../helpers/payments';
+import { effectsOf, recordHistories, startCharge, updateFailureType, waitForStatus } from '../helpers/workflows';
+
+let env: TestWorkflowEnvironment;
+let bench: Bench | undefined;
+
+beforeAll(async () => {
+  env = await connectDevServer();
+});
+afterEach(async () => {
+  await bench?.close();
+  bench = undefined;
+});
+afterAll(async () => {
+  await env?.teardown();
+});
+
+const HOUR = 3_600_000;
+
+/** A refund that keeps failing with a 500: its outcome is unknown once the short budget is spent. */
+const unknownRefundRetry = {
+  refund: {
+    initialIntervalMs: 100,
+    maximumIntervalMs: 200,
+    attemptTimeoutMs: 7_000,
+    budgetMs: 10_000,
+    maximumAttempts: 2,
+  },
+};
+
+const opOf = (view: PaymentView, kind: string, key: string) =>
+  view.operations?.find((o) => o.kind === kind && o.key === key);
+
+/** Fails the test instead of hanging when an update holds its answer. */
+const within = <T>(ms: number, p: Promise<T>, what: string): Promise<T> =>
+  Promise.race([
+    p,
+    new Promise<T>((_, reject) => setTimeout(() => reject(new Error(`${what} did not answer within ${ms} ms`)), ms)),
+  ]);
+
+describe('an unknown refund outcome', () => {
+  it('answers the update at once, reconciles beside it, and goes to review when its reconcile is terminated', async () => {
+    const b = (bench = await startBench(env));
+    await b.run(async () => {
+      const input = b.input(chargeRequest(), {
+        retry: unknownRefundRetry,
+        timings: { reconcileScheduleMs: [HOUR, HOUR] },
+      });
+      const { handle } = await startCharge(b, input);
+      b.sim.addFaults({ rules: [{ match: { operation: 'refund' }, fault: 'status', status: 500 }] });
+      const view = await within(
+        20_000,
+        handle.executeUpdate(refundUpdate, { args: [{ refundKey: 'r-unknown', fingerprint: 'f', amount: 400 }] }),
+        'the refund update',
+      );
+      expect(opOf(view, 'refund', 'r-unknown')?.state).toBe('running');
+      const reconcile = env.client.workflow.getHandle(reconcileWorkflowId(input.merchantId, 'refund', 'r-unknown'));
+      // The reconcile child starts beside the answered update: wait (bounded) until the server shows it.
+      const deadline = Date.now() + 10_000;
+      let status = '';
+      while (Date.now() < deadline && status !== 'RUNNING') {
+        status = await reconcile.describe().then(
+          (d) => d.status.name,
+          () => '',
+        );
+        if (status !== 'RUNNING') await new Promise((r) => setTimeout(r, 100));
+      }
+      expect(status).toBe('RUNNING');
+      // While it is reconciled nothing else moves money on this payment.
+      expect(
+        await updateFailureType(
+          handle.executeUpdate(refundUpdate, { args: [{ refundKey: 'r-next', fingerprint: 'f2', amount: 1 }] }),
+        ),
+      ).toBe(ErrorType.OperationInFlight);
+
+      await reconcile.terminate('an operator stopped it');
+      const review = await waitForStatus(handle, 'needs_review');
+      expect(opOf(review, 'refund', 'r-unknown')).toMatchObject({ state: 'needs_review' });
+      expect(review.review?.reason).toMatch(/reconcile of refund ended without a result/);
+      expect(effectsOf(b, 'refund')).toHaveLength(0);
+
+      // The operator says it did not happen: the payment is back to succeeded, the operation rejected.
+      const resolved = await handle.executeUpdate(resolveUpdate, {
+        args: [{ outcome: 'failed', note: 'not at provider' }],
+      });
+      expect(resolved.status).toBe('succeeded');
+      expect(resolved.amountRefunded).toBe(0);
+      expect(opOf(resolved, 'refund', 'r-unknown')?.state).toBe('rejected');
+      await recordHistories(b, 'refund-reconcile-terminated', [idOf(input)]);
+    });
+  });
+});

@@ -1,0 +1,164 @@
+/**
+ * The reconcile sweep's attribution of provider payments found by reference, on the run's shared dev server
+ * (visibility), against the real simulator: all merchants share one provider account, so a provider payment of an
+ * order is not ours just because one payment of ours has that order id.
+ */
+import { randomUUID } from 'node:crypto';
+import type { TestWorkflowEnvironment } from '@temporalio/testing';
+import type { Worker } from '@temporalio/worker';
+import pino from 'pino';
+import { createSweepActivities } from '../../src/activities/sweep';
+import { type ReviewItemState, reviewItemQuery, reviewItemWorkflowId } from '../../src/domain/review-items';
+import { type SweepResult, SweepInput } from '../../src/domain/sweep';
+import type { ProviderPayment } from '../../src/providers/types';
+import { createWorkers } from '../../src/worker';
+import type { reconcileSweepWorkflow } from '../../src/workflows/sweep';
+import { type Bench, chargeRequest, startBench, workflowBundle } from '../helpers/payments';
+import { connectDevServer } from '../helpers/servers';
+import { startCharge, waitForStatus } from '../helpers/workflows';
+
+let env: TestWorkflowEnvironment;
+let bench: Bench | undefined;
+const logger = pino({ level: process.env.TEST_LOG_LEVEL ?? 'silent' });
+
+beforeAll(async () => {
+  env = await connectDevServer();
+});
+afterAll(async () => {
+  await env?.teardown();
+});
+afterEach(async () => {
+  await bench?.close();
+  bench = undefined;
+});
+
+/** Runs `fn` while the bench's workers poll, with the sweep activities registered as the worker's `main()` does. */
+async function withWorkers<T>(b: Bench, fn: () => Promise<T>): Promise<T> {
+  const workers: Worker[] = await createWorkers({
+    connection: env.nativeConnection,
+    namespace: env.namespace ?? 'default',
+    taskQueue: b.taskQueue,
+    providers: { simulator: b.provider },
+    logger,
+    workflows: { workflowBundle: await workflowBundle() },
+    activities: createSweepActivities({ client: env.client, logger }),
+  });
+  const running = workers.map((w) => w.run());
+  try {
+    return await fn();
+  } finally {
+    for (const w of workers) w.shutdown();
+    await Promise.all(running);
+  }
+}
+
+/** One sweep run over the window since `fromMs`, a threshold long enough that nothing of ours counts as stuck. */
+async function runSweep(b: Bench, fromMs: number): Promise<SweepResult> {
+  const workflowId = `sweep-test:${randomUUID()}`;
+  b.track(workflowId);
+  const result = await env.client.workflow.execute<typeof reconcileSweepWorkflow>('reconcileSweepWorkflow', {
+    workflowId,
+    taskQueue: b.taskQueue,
+    args: [
+      SweepInput.parse({
+        providers: ['simulator'],
+        intervalMs: 3_600_000,
+        lookbackMs: 0,
+        unknownThresholdMs: 3_600_000,
+        window: { fromMs: fromMs - 2_000, toMs: Date.now() + 2_000 },
+      }),
+    ],
+  });
+  for (const id of result.reviewItems) b.track(id);
+  return result;
+}
+
+/** Waits (bounded) until visibility lists the charge workflow: the sweep finds candidates by reference through it. */
+async function indexed(b: Bench, workflowId: string, status: string): Promise<void> {
+  const deadline = Date.now() + 10_000;
+  while (Date.now() < deadline) {
+    const { executions } = await env.client.workflowService.listWorkflowExecutions({
+      namespace: env.namespace ?? 'default',
+      query: `TaskQueue = '${b.taskQueue}' AND PaymentStatus = '${status}'`,
+      pageSize: 10,
+    });
+    if (executions.some((e) => e.execution?.workflowId === workflowId)) return;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error(`${workflowId} was not indexed as ${status} within 10 s`);
+}
+
+/** A payment at the provider (on the bench's api key, shared by all merchants) that no workflow of ours started. */
+async function createAtProvider(
+  b: Bench,
+  reference: string,
+  amount: number,
+  metadata?: Record<string, string>,
+): Promise<ProviderPayment> {
+  const result = await b.provider.createPayment(
+    {
+      amount,
+      currency: 'EUR',
+      reference,
+      paymentMethod: 'pm_card_visa',
+      capture: 'automatic',
+      ...(metadata ? { metadata } : {}),
+    },
+    { idempotencyKey: `direct_${randomUUID()}`, attempt: 1 },
+  );
+  if (result.outcome === 'declined') throw new Error('the direct charge was declined');
+  return result.payment;
+}
+
+describe('reconcile sweep: attribution by reference, two merchants on one provider account', () => {
+  it('a payment whose metadata names merchant B is an orphan, not attributed to A’s unknown payment of the same order and amount', async () => {
+    const b = (bench = await startBench(env, { noKeys: true }));
+    const fromMs = Date.now();
+    await withWorkers(b, async () => {
+      const inputA = b.input(chargeRequest(), { timings: { reconcileScheduleMs: [600_000] } });
+      b.sim.addFaults({
+        rules: [{ match: { operation: 'create', reference: inputA.request.orderId }, fault: 'reset_before_commit' }],
+      });
+      const { handle } = await startCharge(b, inputA);
+      await waitForStatus(handle, 'unknown');
+      await indexed(b, handle.workflowId, 'unknown');
+      b.sim.clearFaults();
+      const merchantB = `${b.merchantId}_b`;
+      const theirs = await createAtProvider(b, inputA.request.orderId, inputA.request.amount.value, {
+        merchant_id: merchantB,
+      });
+
+      const result = await runSweep(b, fromMs);
+
+      expect(result).toMatchObject({ providerPaymentsChecked: 1, orphans: 1, disagreements: 0, reviewItemsStarted: 1 });
+      const item: ReviewItemState = await env.client.workflow
+        .getHandle(reviewItemWorkflowId('simulator', theirs.id))
+        .query(reviewItemQuery);
+      expect(item.input).toMatchObject({ kind: 'orphan', orphanReason: 'unmatched', merchantId: merchantB });
+      expect(item.input.ours).toBeUndefined();
+    });
+  });
+
+  it('a payment without metadata is not attributed to the only payment of its order when that one records another', async () => {
+    const b = (bench = await startBench(env));
+    const fromMs = Date.now();
+    await withWorkers(b, async () => {
+      const inputA = b.input(chargeRequest());
+      const { handle, view } = await startCharge(b, inputA);
+      expect(view.status).toBe('succeeded');
+      await indexed(b, handle.workflowId, 'succeeded');
+      // Another integration on the shared account charges the same order id: nothing says it is A's second charge.
+      const stranger = await createAtProvider(b, inputA.request.orderId, 4_200);
+
+      const result = await runSweep(b, fromMs);
+
+      expect(result).toMatchObject({ providerPaymentsChecked: 2, orphans: 1, reviewItemsStarted: 1 });
+      const item: ReviewItemState = await env.client.workflow
+        .getHandle(reviewItemWorkflowId('simulator', stranger.id))
+        .query(reviewItemQuery);
+      expect(item.input).toMatchObject({ kind: 'orphan', orphanReason: 'unmatched' });
+      expect(item.input.merchantId).toBeUndefined();
+      expect(item.input.ours).toBeUndefined();
+    });
+  });
+});
