@@ -4,7 +4,6 @@
  * was told in the model for the end-of-sequence checks against the provider's ledger.
  */
 import type fc from 'fast-check';
-import { isPaymentsClientError } from '../../src/client';
 import type { PaymentView } from '../../src/domain/payment';
 import type { ApiResponse } from '../api/harness';
 import { type FaultSpec, describeFault, faultRules } from './faults';
@@ -441,23 +440,21 @@ export async function operatorResolve(
     const reviewed = view.operations?.find((o) => o.state === 'needs_review')?.kind ?? reasonKind(view);
     const happened =
       (reviewed === 'capture' && at.captured > view.amountCaptured) ||
-      (reviewed === 'refund' && at.refunded > view.amountRefunded);
+      (reviewed === 'refund' && at.refunded > view.amountRefunded) ||
+      (reviewed === 'void' && at.voided);
     body = { outcome: happened ? 'succeeded' : 'failed', note: `model: ${reviewed ?? '?'} at provider` };
   }
-  try {
-    const after = await w.h.payments.resolve(w.merchant(p.merchant).id, p.key, body, 'operator:money-model');
-    m.trace.push(
-      `${label} [${p.merchant}/${p.key} ${view.status} -> ${JSON.stringify(body)}] -> resolved ${after.status}`,
-    );
+  const r = await w.operatorResolve(p.merchant, p.key, body);
+  m.trace.push(`${label} [${p.merchant}/${p.key} ${view.status} -> ${JSON.stringify(body)}] -> ${describeAnswer(r)}`);
+  assertWellFormed(m, label, r);
+  if (r.status === 200) {
     if (!inReview) violation(m, `${label}: resolve of a ${view.status} payment was accepted`);
-    p.view = after;
+    p.view = r.body as unknown as PaymentView;
     return lied ? 'resolved_lie' : 'resolved';
-  } catch (err) {
-    if (!isPaymentsClientError(err)) throw err;
-    m.trace.push(`${label} [${p.merchant}/${p.key} ${view.status} -> ${JSON.stringify(body)}] -> ${err.name}`);
-    if (inReview && mode === 'truth') violation(m, `${label}: a truthful resolve was refused: ${err.message}`);
-    return inReview ? 'refused' : 'not_in_review';
   }
+  if (!inReview) assertOneOf(m, label, r, ['409:invalid_transition']);
+  if (inReview && mode === 'truth') violation(m, `${label}: a truthful resolve was refused: ${JSON.stringify(r.body)}`);
+  return inReview ? 'refused' : 'not_in_review';
 }
 
 /** A provider payment's totals from the ledger's effects on it. */
@@ -465,7 +462,11 @@ export function providerTotals(effects: readonly SimEffect[], paymentId: string,
   const on = effects.filter((e) => e.payment_id === paymentId);
   const sum = (op: SimEffect['operation']) => on.filter((e) => e.operation === op).reduce((n, e) => n + e.amount, 0);
   // An automatic capture is part of the create; a manual one is its own effect.
-  return { captured: automatic ? sum('create') : sum('capture'), refunded: sum('refund') };
+  return {
+    captured: automatic ? sum('create') : sum('capture'),
+    refunded: sum('refund'),
+    voided: on.some((e) => e.operation === 'void'),
+  };
 }
 
 const reasonKind = (v: PaymentView): 'capture' | 'refund' | undefined => {
@@ -481,7 +482,8 @@ export class MerchantResolve implements Cmd {
   check = (m: Readonly<Model>) => m.payments.length > 0;
   async run(m: Model, w: World) {
     const p = pick(m, this.index, () => true) as PaymentRec;
-    const r = await w.api('POST', `/v1/payments/${p.key}/resolve`, {
+    const merchantId = w.merchant(p.merchant).id;
+    const r = await w.api('POST', `/v1/payments/${p.key}/resolve?merchantId=${merchantId}`, {
       merchant: p.merchant,
       body: { outcome: 'failed', note: 'model: a merchant tries' },
     });

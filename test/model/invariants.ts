@@ -11,7 +11,7 @@ import { type Model, type PaymentRec, ModelViolation } from './model';
 import type { MerchantName, SimEffect, SimPayment, World } from './world';
 
 /** How long a sequence may take to settle after its last command. */
-export const QUIESCENCE_MS = Number(process.env.FUZZ_QUIESCENCE_MS ?? 30_000);
+export const QUIESCENCE_MS = Number(process.env.FUZZ_QUIESCENCE_MS ?? 45_000);
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 

@@ -38,7 +38,9 @@ export const modelRetry: RetryOverrides = {
   capture: shortWrite,
   refund: shortWrite,
   void: shortWrite,
-  lookup: { initialIntervalMs: 200, maximumIntervalMs: 500, attemptTimeoutMs: 2_500, budgetMs: 5_000 },
+  // One look-up attempt may read several pages (8.5 s at the harness's 1.5 s per call): a shorter attempt timeout is
+  // raised to that, and a budget below it would be refused.
+  lookup: { initialIntervalMs: 200, maximumIntervalMs: 500, attemptTimeoutMs: 8_500, budgetMs: 10_000 },
 };
 
 export type MerchantName = 'a' | 'b';
@@ -86,6 +88,8 @@ export interface World {
     path: string,
     opts: { merchant: MerchantName; key?: string; body?: unknown },
   ): Promise<ApiResponse>;
+  /** `POST /v1/payments/:key/resolve?merchantId=` with the bench's operator token (`OPERATOR_TOKENS`). */
+  operatorResolve(merchant: MerchantName, key: string, body: unknown): Promise<ApiResponse>;
   sim: {
     addFaults(rules: readonly FaultRule[]): Promise<void>;
     clearFaults(): Promise<void>;
@@ -119,6 +123,11 @@ export async function startWorld(env: TestWorkflowEnvironment): Promise<World> {
         token: merchants[o.merchant].token,
         ...(o.key === undefined ? {} : { key: o.key }),
         ...(o.body === undefined ? {} : { body: o.body }),
+      }),
+    operatorResolve: (merchant, key, body) =>
+      h.request('POST', `/v1/payments/${encodeURIComponent(key)}/resolve?merchantId=${merchants[merchant].id}`, {
+        token: h.operator.token,
+        body,
       }),
     sim: {
       async addFaults(rules) {
