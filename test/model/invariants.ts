@@ -67,8 +67,6 @@ export async function quiesce(w: World, m: Model, timeoutMs = QUIESCENCE_MS): Pr
   }
 }
 
-const reasonable = (n: number | undefined) => n ?? 0;
-
 /** The whole end-of-sequence check; throws one {@link ModelViolation} listing every broken promise. */
 export async function settleAndCheck(w: World, m: Model): Promise<void> {
   await quiesce(w, m);
@@ -218,7 +216,8 @@ export async function settleAndCheck(w: World, m: Model): Promise<void> {
     }
     if (s.status === 200) {
       // A 200 is the provider's confirmation of exactly this operation on exactly this payment.
-      const expected = s.amount ?? (s.what === 'capture' ? reasonable(rec?.body.amount.value) : undefined);
+      // A capture without an amount takes the whole authorization (one capture per payment at this provider).
+      const expected = s.amount ?? (s.what === 'capture' ? rec?.body.amount.value : undefined);
       const onPayment = finalView?.providerPaymentId ?? (s.body.providerPaymentId as string | undefined);
       if (!effect || effect.payment_id !== onPayment || effect.amount !== expected)
         problems.push(

@@ -58,7 +58,7 @@ export interface Model {
   readonly seen: Seen[];
   /** One line per command with its answers: printed with a failure. */
   readonly trace: string[];
-  /** Every operator resolve (key -> outcome), for the trace. */
+  /** The last number {@link fresh} handed out. */
   counter: number;
 }
 
