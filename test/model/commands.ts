@@ -1,0 +1,522 @@
+/**
+ * The commands of the money model. Each one sends real requests to the API (or the simulator's controls), checks the
+ * answer against the contract right away (typed refusals, the expected refusals of reused keys), and records what it
+ * was told in the model for the end-of-sequence checks against the provider's ledger.
+ */
+import type fc from 'fast-check';
+import type { PaymentView } from '../../src/domain/payment';
+import type { ApiResponse } from '../api/harness';
+import { type FaultSpec, describeFault, faultRules } from './faults';
+import {
+  type ChargeBody,
+  type Model,
+  type OpRec,
+  type PaymentRec,
+  accepted,
+  assertOneOf,
+  assertWellFormed,
+  describeAnswer,
+  fresh,
+  pick,
+  violation,
+} from './model';
+import type { MerchantName, SimEffect, World } from './world';
+
+export type Cmd = fc.AsyncCommand<Model, World>;
+
+const AMOUNTS = [1_000, 2_500, 777] as const;
+const other = (m: MerchantName): MerchantName => (m === 'a' ? 'b' : 'a');
+const MOVING = ['200', '202'];
+const OP_ANSWERS = [
+  ...MOVING,
+  '409:invalid_transition',
+  '409:operation_in_flight',
+  '422:amount_exceeded',
+  '422:provider_rejected',
+];
+
+/** Sends a charge and records the payment when the API took it on. */
+async function sendCharge(m: Model, w: World, merchant: MerchantName, key: string, body: ChargeBody, label: string) {
+  const r = await w.api('POST', '/v1/payments', { merchant, key, body });
+  m.trace.push(`${label} -> ${describeAnswer(r)}`);
+  if (r.status >= 200 && r.status < 300) {
+    m.payments.push({ merchant, key, body, view: r.body as unknown as PaymentView });
+    m.seen.push(seenOf(m, 'charge', merchant, key, key, body.amount.value, r));
+  }
+  return r;
+}
+
+function seenOf(
+  m: Model,
+  what: 'charge' | 'capture' | 'refund',
+  merchant: MerchantName,
+  paymentKey: string,
+  key: string,
+  amount: number | undefined,
+  r: ApiResponse,
+) {
+  return { step: m.trace.length, what, merchant, paymentKey, key, amount, status: r.status, body: r.body };
+}
+
+async function arm(w: World, fault: FaultSpec | undefined, op: 'create' | 'capture' | 'refund', reference: string) {
+  if (fault) await w.sim.addFaults(faultRules(fault, op, reference));
+}
+
+/** A new charge (automatic or manual) of merchant A or B, optionally with a provider fault armed on its create. */
+export class Charge implements Cmd {
+  constructor(
+    readonly merchant: MerchantName,
+    readonly capture: 'automatic' | 'manual',
+    readonly amountIdx: number,
+    readonly decline: boolean,
+    readonly fault: FaultSpec | undefined,
+  ) {}
+  check = () => true;
+  async run(m: Model, w: World) {
+    const body: ChargeBody = {
+      orderId: fresh(m, 'order'),
+      amount: { value: AMOUNTS[this.amountIdx % AMOUNTS.length] as number, currency: 'EUR' },
+      paymentMethod: this.decline ? 'pm_decline_insufficient_funds' : 'pm_card_visa',
+      capture: this.capture,
+    };
+    await arm(w, this.fault, 'create', body.orderId);
+    const r = await sendCharge(m, w, this.merchant, fresh(m, 'pay'), body, this.toString());
+    assertOneOf(m, this.toString(), r, MOVING);
+  }
+  toString = () =>
+    `charge(${this.merchant}, ${this.capture}, ${AMOUNTS[this.amountIdx % AMOUNTS.length]}${
+      this.decline ? ', decline' : ''
+    })${describeFault(this.fault)}`;
+}
+
+/** The other merchant charges the same order reference and amount as an existing payment (issue 8, defect 4). */
+export class ChargeSameReference implements Cmd {
+  constructor(
+    readonly index: number,
+    readonly fault: FaultSpec | undefined,
+  ) {}
+  check = (m: Readonly<Model>) => m.payments.length > 0;
+  async run(m: Model, w: World) {
+    const p = pick(m, this.index, () => true) as PaymentRec;
+    const merchant = other(p.merchant);
+    await arm(w, this.fault, 'create', p.body.orderId);
+    const label = `${this.toString()} [${merchant} copies ${p.merchant}/${p.key}]`;
+    const r = await sendCharge(m, w, merchant, fresh(m, 'pay'), { ...p.body }, label);
+    // Another merchant's open payment for the same order is none of this merchant's business: no payment_in_flight.
+    assertOneOf(m, label, r, MOVING);
+  }
+  toString = () => `chargeSameReference(#${this.index})${describeFault(this.fault)}`;
+}
+
+/**
+ * The same merchant charges the same order under a new key. While the first payment is pending or unknown (before
+ * and after this request), the answer must be 409 `payment_in_flight` (issue 8, defect 10); `whileUnknown` first makes
+ * a payment whose create is in an outage, so its outcome stays open for seconds.
+ */
+export class ChargeSameOrder implements Cmd {
+  constructor(
+    readonly index: number,
+    readonly whileUnknown: boolean,
+  ) {}
+  check = (m: Readonly<Model>) => this.whileUnknown || m.payments.length > 0;
+  async run(m: Model, w: World) {
+    let p: PaymentRec;
+    if (this.whileUnknown) {
+      const merchant: MerchantName = this.index % 2 === 0 ? 'a' : 'b';
+      const body: ChargeBody = {
+        orderId: fresh(m, 'order'),
+        amount: { value: 1_000, currency: 'EUR' },
+        paymentMethod: 'pm_card_visa',
+        capture: 'automatic',
+      };
+      await arm(w, { kind: 'outage', latencyMs: 0 }, 'create', body.orderId);
+      const first = fresh(m, 'pay');
+      const r = await sendCharge(m, w, merchant, first, body, `${this.toString()} first`);
+      assertOneOf(m, this.toString(), r, MOVING);
+      p = m.payments.at(-1) as PaymentRec;
+    } else {
+      p = pick(m, this.index, () => true) as PaymentRec;
+    }
+    const before = await w.api('GET', `/v1/payments/${p.key}`, { merchant: p.merchant });
+    const r = await sendCharge(m, w, p.merchant, fresh(m, 'pay'), { ...p.body }, `${this.toString()} [${p.key}]`);
+    const after = await w.api('GET', `/v1/payments/${p.key}`, { merchant: p.merchant });
+    const open = (v: ApiResponse) => v.body.status === 'pending' || v.body.status === 'unknown';
+    if (open(before) && open(after)) {
+      assertOneOf(m, `${this} while ${p.key} stayed ${String(after.body.status)}`, r, ['409:payment_in_flight']);
+    } else {
+      assertOneOf(m, this.toString(), r, [...MOVING, '409:payment_in_flight']);
+    }
+  }
+  toString = () => `chargeSameOrder(#${this.index}${this.whileUnknown ? ', while unknown' : ''})`;
+}
+
+/** A charge naming a provider nobody configured: 400 naming `provider`, nothing started (issue 8, defect 8). */
+export class ChargeUnknownProvider implements Cmd {
+  constructor(readonly merchant: MerchantName) {}
+  check = () => true;
+  async run(m: Model, w: World) {
+    const body: ChargeBody = {
+      orderId: fresh(m, 'order'),
+      amount: { value: 1_000, currency: 'EUR' },
+      paymentMethod: 'pm_card_visa',
+      capture: 'automatic',
+      provider: 'no_such_provider',
+    };
+    const r = await w.api('POST', '/v1/payments', { merchant: this.merchant, key: fresh(m, 'pay'), body });
+    m.trace.push(`${this.toString()} -> ${describeAnswer(r)}`);
+    assertOneOf(m, this.toString(), r, ['400:validation_error']);
+    const fields = r.body.error?.fields?.map((f) => f.path) ?? [];
+    if (!fields.includes('provider')) violation(m, `${this}: 400 does not name provider: ${JSON.stringify(r.body)}`);
+  }
+  toString = () => `chargeUnknownProvider(${this.merchant})`;
+}
+
+/** The same key and body again: the same payment, no second effect. */
+export class RepeatCharge implements Cmd {
+  constructor(readonly index: number) {}
+  check = (m: Readonly<Model>) => m.payments.length > 0;
+  async run(m: Model, w: World) {
+    const p = pick(m, this.index, () => true) as PaymentRec;
+    const r = await w.api('POST', '/v1/payments', { merchant: p.merchant, key: p.key, body: p.body });
+    m.trace.push(`${this} [${p.merchant}/${p.key}] -> ${describeAnswer(r)}`);
+    assertOneOf(m, this.toString(), r, MOVING);
+    if (r.body.key !== p.key) violation(m, `${this}: answered another payment ${String(r.body.key)}`);
+    if (r.headers.get('idempotent-replayed') !== 'true') violation(m, `${this}: no Idempotent-Replayed header`);
+    const id = p.view?.providerPaymentId;
+    if (id !== undefined && r.body.providerPaymentId !== id)
+      violation(m, `${this}: provider payment ${String(r.body.providerPaymentId)}, first answer said ${id}`);
+    m.seen.push(seenOf(m, 'charge', p.merchant, p.key, p.key, p.body.amount.value, r));
+    p.view = r.body as unknown as PaymentView;
+  }
+  toString = () => `repeatCharge(#${this.index})`;
+}
+
+/** The same key with another amount: 422 `idempotency_key_reused`, no effect. */
+export class ReuseChargeKey implements Cmd {
+  constructor(readonly index: number) {}
+  check = (m: Readonly<Model>) => m.payments.length > 0;
+  async run(m: Model, w: World) {
+    const p = pick(m, this.index, () => true) as PaymentRec;
+    const body = { ...p.body, amount: { value: p.body.amount.value + 1, currency: 'EUR' } };
+    const r = await w.api('POST', '/v1/payments', { merchant: p.merchant, key: p.key, body });
+    m.trace.push(`${this} [${p.merchant}/${p.key}] -> ${describeAnswer(r)}`);
+    assertOneOf(m, this.toString(), r, ['422:idempotency_key_reused']);
+  }
+  toString = () => `reuseChargeKey(#${this.index})`;
+}
+
+const isManual = (p: PaymentRec) => p.body.capture === 'manual' && p.view?.status === 'authorized';
+const isCaptured = (p: PaymentRec) => p.view?.status === 'succeeded' && (p.view.amountCaptured ?? 0) > 0;
+
+/** Sends one capture or refund and records it. */
+async function sendOp(
+  m: Model,
+  w: World,
+  p: PaymentRec,
+  kind: 'capture' | 'refund',
+  key: string,
+  body: { amount?: number },
+  label: string,
+): Promise<ApiResponse> {
+  const path = `/v1/payments/${p.key}/${kind === 'capture' ? 'capture' : 'refunds'}`;
+  const r = await w.api('POST', path, { merchant: p.merchant, key, body });
+  m.trace.push(`${label} -> ${describeAnswer(r)}`);
+  assertWellFormed(m, label, r);
+  m.seen.push(seenOf(m, kind, p.merchant, p.key, key, body.amount, r));
+  if (r.status >= 200 && r.status < 300) p.view = r.body as unknown as PaymentView;
+  return r;
+}
+
+/** A capture (full, partial or over the authorization) under a new key, optionally with a fault armed. */
+export class Capture implements Cmd {
+  constructor(
+    readonly index: number,
+    readonly mode: 'full' | 'partial' | 'over',
+    readonly fraction: number,
+    readonly fault: FaultSpec | undefined,
+  ) {}
+  check = (m: Readonly<Model>) => m.payments.length > 0;
+  async run(m: Model, w: World) {
+    const p = pick(m, this.index, isManual) as PaymentRec;
+    const total = p.body.amount.value;
+    const body =
+      this.mode === 'full'
+        ? {}
+        : { amount: this.mode === 'over' ? total + 1 : Math.max(1, Math.floor(total * this.fraction)) };
+    await arm(w, this.fault, 'capture', p.body.orderId);
+    const key = fresh(m, 'cap');
+    const r = await sendOp(m, w, p, 'capture', key, body, `${this} [${p.merchant}/${p.key} ${JSON.stringify(body)}]`);
+    assertOneOf(m, this.toString(), r, OP_ANSWERS);
+    m.ops.push({ kind: 'capture', merchant: p.merchant, paymentKey: p.key, key, body, consumed: accepted(r) });
+  }
+  toString = () =>
+    `capture(#${this.index}, ${this.mode}${this.mode === 'partial' ? ` ${this.fraction}` : ''})${describeFault(this.fault)}`;
+}
+
+/** A refund (part, all, or more than is refundable) under a new key, optionally with a fault armed. */
+export class Refund implements Cmd {
+  constructor(
+    readonly index: number,
+    readonly mode: 'partial' | 'all' | 'over',
+    readonly fraction: number,
+    readonly fault: FaultSpec | undefined,
+  ) {}
+  check = (m: Readonly<Model>) => m.payments.length > 0;
+  async run(m: Model, w: World) {
+    const p = pick(m, this.index, isCaptured) as PaymentRec;
+    const left = Math.max(0, (p.view?.amountCaptured ?? 0) - (p.view?.amountRefunded ?? 0));
+    const amount =
+      this.mode === 'over'
+        ? left + 1
+        : this.mode === 'all'
+          ? Math.max(1, left)
+          : Math.max(1, Math.floor(left * this.fraction));
+    await arm(w, this.fault, 'refund', p.body.orderId);
+    const key = fresh(m, 'ref');
+    const body = { amount };
+    const r = await sendOp(m, w, p, 'refund', key, body, `${this} [${p.merchant}/${p.key} ${amount}]`);
+    assertOneOf(m, this.toString(), r, OP_ANSWERS);
+    m.ops.push({ kind: 'refund', merchant: p.merchant, paymentKey: p.key, key, body, consumed: accepted(r) });
+  }
+  toString = () =>
+    `refund(#${this.index}, ${this.mode}${this.mode === 'partial' ? ` ${this.fraction}` : ''})${describeFault(this.fault)}`;
+}
+
+const opTarget = (m: Model, op: OpRec) => m.payments.find((p) => p.merchant === op.merchant && p.key === op.paymentKey);
+
+/** The same capture/refund request again (same key, body, payment): the same answer, no second effect. */
+export class RepeatOp implements Cmd {
+  constructor(readonly index: number) {}
+  check = (m: Readonly<Model>) => m.ops.length > 0;
+  async run(m: Model, w: World) {
+    const op = m.ops[this.index % m.ops.length] as OpRec;
+    const p = opTarget(m, op) as PaymentRec;
+    const r = await sendOp(m, w, p, op.kind, op.key, op.body, `${this} [${op.kind} ${op.key}]`);
+    assertOneOf(m, this.toString(), r, OP_ANSWERS);
+  }
+  toString = () => `repeatOp(#${this.index})`;
+}
+
+/**
+ * A used capture/refund key on another payment of the same merchant, or with another amount: 422
+ * `idempotency_key_reused` before any effect (issue 8, defect 2).
+ */
+export class ReuseOpKey implements Cmd {
+  constructor(
+    readonly index: number,
+    readonly variant: 'otherPayment' | 'otherAmount',
+  ) {}
+  check = (m: Readonly<Model>) => m.ops.some((o) => o.consumed);
+  async run(m: Model, w: World) {
+    const used = m.ops.filter((o) => o.consumed);
+    const op = used[this.index % used.length] as OpRec;
+    const own = opTarget(m, op) as PaymentRec;
+    let target: PaymentRec | undefined;
+    if (this.variant === 'otherPayment') {
+      const others = m.payments.filter((p) => p.merchant === op.merchant && p.key !== op.paymentKey);
+      target = others[this.index % Math.max(others.length, 1)];
+      if (!target) {
+        // A second payment of the same merchant to reuse the key on, in the state the operation needs.
+        const body: ChargeBody = {
+          ...own.body,
+          orderId: fresh(m, 'order'),
+          capture: op.kind === 'capture' ? 'manual' : 'automatic',
+        };
+        const r = await sendCharge(m, w, op.merchant, fresh(m, 'pay'), body, `${this} second payment`);
+        assertOneOf(m, this.toString(), r, MOVING);
+        target = m.payments.at(-1) as PaymentRec;
+      }
+    }
+    const p = target ?? own;
+    const body = target ? op.body : { amount: op.body.amount === undefined ? 1 : op.body.amount + 1 };
+    const label = `${this} [${op.kind} ${op.key} on ${p.key} ${JSON.stringify(body)}]`;
+    const r = await sendOp(m, w, p, op.kind, op.key, body, label);
+    assertOneOf(m, label, r, ['422:idempotency_key_reused']);
+  }
+  toString = () => `reuseOpKey(#${this.index}, ${this.variant})`;
+}
+
+/**
+ * Two requests with the same new key and different amounts at once on one payment: one may win, the other is 422
+ * `idempotency_key_reused` (issue 8, defect 2: the second answered 200 without a fingerprint check).
+ */
+export class ConcurrentOp implements Cmd {
+  constructor(
+    readonly index: number,
+    readonly kind: 'capture' | 'refund',
+  ) {}
+  check = (m: Readonly<Model>) => m.payments.length > 0;
+  async run(m: Model, w: World) {
+    const p = pick(m, this.index, this.kind === 'capture' ? isManual : isCaptured) as PaymentRec;
+    const base =
+      this.kind === 'capture' ? p.body.amount.value : (p.view?.amountCaptured ?? 0) - (p.view?.amountRefunded ?? 0);
+    const amounts = [Math.max(1, Math.floor(base * 0.3)), Math.max(2, Math.floor(base * 0.6))];
+    const key = fresh(m, this.kind === 'capture' ? 'cap' : 'ref');
+    const label = `${this} [${p.merchant}/${p.key} ${key} ${amounts.join(' vs ')}]`;
+    const answers = await Promise.all(
+      amounts.map((amount) => sendOp(m, w, p, this.kind, key, { amount }, `${label} amount ${amount}`)),
+    );
+    answers.forEach((r) => assertOneOf(m, label, r, [...OP_ANSWERS, '422:idempotency_key_reused']));
+    const winners = answers.flatMap((r, i) => (accepted(r) ? [i] : []));
+    if (winners.length > 1)
+      violation(m, `${label}: both requests were taken on: ${answers.map(describeAnswer).join(' / ')}`);
+    const winner = winners[0];
+    if (winner !== undefined) {
+      const loser = answers[1 - winner] as ApiResponse;
+      assertOneOf(m, `${label} (the loser)`, loser, ['422:idempotency_key_reused']);
+    }
+    m.ops.push({
+      kind: this.kind,
+      merchant: p.merchant,
+      paymentKey: p.key,
+      key,
+      body: { amount: amounts[winner ?? 0] as number },
+      consumed: winner !== undefined,
+    });
+  }
+  toString = () => `concurrent${this.kind === 'capture' ? 'Capture' : 'Refund'}(#${this.index})`;
+}
+
+/** An operator's truthful verdict on a payment in needs_review (or a refused resolve of a payment that is not). */
+export class OperatorResolve implements Cmd {
+  constructor(
+    readonly index: number,
+    readonly lie: boolean,
+  ) {}
+  check = (m: Readonly<Model>) => m.payments.length > 0;
+  async run(m: Model, w: World) {
+    const open = ['needs_review', 'unknown', 'pending'];
+    const p = pick(m, this.index, (x) => open.includes(x.view?.status ?? '')) as PaymentRec;
+    // An operator looks at a payment once it shows up in review: wait (bounded) while its outcome is still open.
+    const deadline = Date.now() + 15_000;
+    while (Date.now() < deadline) {
+      const r = await w.api('GET', `/v1/payments/${p.key}`, { merchant: p.merchant });
+      if (r.body.status !== 'pending' && r.body.status !== 'unknown') break;
+      await new Promise((resolve) => setTimeout(resolve, 250));
+    }
+    const outcome = await operatorResolve(m, w, p, this.lie ? 'lie' : 'truth', this.toString());
+    if (outcome === 'resolved_lie')
+      violation(m, `${this}: a provider payment id was taken without a check at the provider (defect 5)`);
+  }
+  toString = () => `operatorResolve(#${this.index}${this.lie ? ', wrong provider payment id' : ''})`;
+}
+
+/**
+ * What an operator decides from the provider's records: the create happened iff the ledger has its effect; a capture
+ * or refund under review happened iff the provider's total is above the payment's. `lie` claims another merchant's
+ * provider payment for a create under review. Answers what happened to the resolve.
+ */
+export async function operatorResolve(
+  m: Model,
+  w: World,
+  p: PaymentRec,
+  mode: 'truth' | 'lie',
+  label: string,
+): Promise<'resolved' | 'resolved_lie' | 'refused' | 'not_in_review'> {
+  const viewAnswer = await w.api('GET', `/v1/payments/${p.key}`, { merchant: p.merchant });
+  const view = viewAnswer.body as unknown as PaymentView;
+  const inReview = view.status === 'needs_review';
+  let body: { outcome: 'succeeded' | 'failed'; providerPaymentId?: string; note: string };
+  let lied = false;
+  if (!inReview) {
+    body = { outcome: 'failed', note: 'model: not in review' };
+  } else if (view.providerPaymentId === undefined) {
+    const effects = await w.sim.effects();
+    const created = effects.find(
+      (e) => e.operation === 'create' && e.idempotency_key === w.providerKey(p.merchant, 'create', p.key),
+    );
+    const foreign = effects.find((e) => e.operation === 'create' && e.reference !== p.body.orderId);
+    if (mode === 'lie' && foreign) {
+      body = { outcome: 'succeeded', providerPaymentId: foreign.payment_id, note: 'model: wrong id' };
+      lied = true;
+    } else {
+      body = created
+        ? { outcome: 'succeeded', providerPaymentId: created.payment_id, note: 'model: found at provider' }
+        : { outcome: 'failed', note: 'model: no effect at provider' };
+    }
+  } else {
+    // The ledger, not the provider API: faults still armed on lookups must not mislead the operator.
+    const at = providerTotals(await w.sim.effects(), view.providerPaymentId, p.body.capture === 'automatic');
+    const reviewed = view.operations?.find((o) => o.state === 'needs_review')?.kind ?? reasonKind(view);
+    const happened =
+      (reviewed === 'capture' && at.captured > view.amountCaptured) ||
+      (reviewed === 'refund' && at.refunded > view.amountRefunded) ||
+      (reviewed === 'void' && at.voided);
+    body = { outcome: happened ? 'succeeded' : 'failed', note: `model: ${reviewed ?? '?'} at provider` };
+  }
+  const r = await w.operatorResolve(p.merchant, p.key, body);
+  m.trace.push(`${label} [${p.merchant}/${p.key} ${view.status} -> ${JSON.stringify(body)}] -> ${describeAnswer(r)}`);
+  assertWellFormed(m, label, r);
+  if (r.status === 200) {
+    if (!inReview) violation(m, `${label}: resolve of a ${view.status} payment was accepted`);
+    p.view = r.body as unknown as PaymentView;
+    return lied ? 'resolved_lie' : 'resolved';
+  }
+  if (!inReview) assertOneOf(m, label, r, ['409:invalid_transition']);
+  if (inReview && mode === 'truth') violation(m, `${label}: a truthful resolve was refused: ${JSON.stringify(r.body)}`);
+  return inReview ? 'refused' : 'not_in_review';
+}
+
+/** A provider payment's totals from the ledger's effects on it. */
+export function providerTotals(effects: readonly SimEffect[], paymentId: string, automatic: boolean) {
+  const on = effects.filter((e) => e.payment_id === paymentId);
+  const sum = (op: SimEffect['operation']) => on.filter((e) => e.operation === op).reduce((n, e) => n + e.amount, 0);
+  // An automatic capture is part of the create; a manual one is its own effect.
+  return {
+    captured: automatic ? sum('create') : sum('capture'),
+    refunded: sum('refund'),
+    voided: on.some((e) => e.operation === 'void'),
+  };
+}
+
+const reasonKind = (v: PaymentView): 'capture' | 'refund' | undefined => {
+  const reason = v.review?.reason ?? '';
+  if (reason.startsWith('capture')) return 'capture';
+  if (reason.startsWith('refund')) return 'refund';
+  return undefined;
+};
+
+/** A merchant token on the operator's resolve: 401/403, never the handler (issue 8, defect 5). */
+export class MerchantResolve implements Cmd {
+  constructor(readonly index: number) {}
+  check = (m: Readonly<Model>) => m.payments.length > 0;
+  async run(m: Model, w: World) {
+    const p = pick(m, this.index, () => true) as PaymentRec;
+    const merchantId = w.merchant(p.merchant).id;
+    const r = await w.api('POST', `/v1/payments/${p.key}/resolve?merchantId=${merchantId}`, {
+      merchant: p.merchant,
+      body: { outcome: 'failed', note: 'model: a merchant tries' },
+    });
+    m.trace.push(`${this} [${p.merchant}/${p.key}] -> ${describeAnswer(r)}`);
+    assertOneOf(m, this.toString(), r, ['401:unauthorized', '403:forbidden']);
+  }
+  toString = () => `merchantResolve(#${this.index})`;
+}
+
+/**
+ * Duplicated and/or reordered webhooks from now on (simulator merchant settings), or none at all (a lost webhook is
+ * the provider's right: nothing may depend on one arriving).
+ */
+export class WebhookMode implements Cmd {
+  constructor(readonly mode: 'plain' | 'duplicate' | 'reorder' | 'duplicate+reorder' | 'off') {}
+  check = () => true;
+  async run(m: Model, w: World) {
+    await w.sim.setWebhooks({
+      deliver: this.mode !== 'off',
+      duplicate: this.mode.includes('duplicate'),
+      reorder: this.mode.includes('reorder'),
+    });
+    m.trace.push(this.toString());
+  }
+  toString = () => `webhooks(${this.mode})`;
+}
+
+/** Releases held webhooks and waits for every delivery. */
+export class FlushWebhooks implements Cmd {
+  check = () => true;
+  async run(m: Model, w: World) {
+    await w.sim.flushWebhooks();
+    m.trace.push(this.toString());
+  }
+  toString = () => 'flushWebhooks';
+}

@@ -1,0 +1,131 @@
+/**
+ * The model of one sequence: what the test asked for and what it was told. Commands read it to pick their targets and
+ * record every answer in it; the end-of-sequence checks hold the answers against the provider's ledger.
+ */
+import { ApiErrorType } from '../../src/domain/api-schemas';
+import type { PaymentView } from '../../src/domain/payment';
+import type { ApiResponse } from '../api/harness';
+import type { MerchantName } from './world';
+
+/** A charge body as the test sends it. */
+export interface ChargeBody {
+  readonly orderId: string;
+  readonly amount: { readonly value: number; readonly currency: string };
+  readonly paymentMethod: string;
+  readonly capture: 'automatic' | 'manual';
+  readonly provider?: string;
+}
+
+/** A payment the API accepted (2xx) under (merchant, key). */
+export interface PaymentRec {
+  readonly merchant: MerchantName;
+  readonly key: string;
+  readonly body: ChargeBody;
+  /** The last view an answer carried. */
+  view?: PaymentView;
+}
+
+/** A capture or refund request under its own key. */
+export interface OpRec {
+  readonly kind: 'capture' | 'refund';
+  readonly merchant: MerchantName;
+  readonly paymentKey: string;
+  readonly key: string;
+  readonly body: { readonly amount?: number };
+  /** Its first answer took it on (2xx, or the provider's refusal): the key is used, another use is a reuse. */
+  readonly consumed: boolean;
+}
+
+/** One answer the test saw, kept for the checks against the ledger. */
+export interface Seen {
+  readonly step: number;
+  readonly what: 'charge' | 'capture' | 'refund';
+  readonly merchant: MerchantName;
+  readonly paymentKey: string;
+  /** The capture/refund key (the payment key for a charge). */
+  readonly key: string;
+  /** The requested amount (undefined: a full capture). */
+  readonly amount: number | undefined;
+  readonly status: number;
+  readonly body: ApiResponse['body'];
+}
+
+/** Everything one sequence did and saw. */
+export interface Model {
+  readonly runId: string;
+  readonly payments: PaymentRec[];
+  readonly ops: OpRec[];
+  readonly seen: Seen[];
+  /** One line per command with its answers: printed with a failure. */
+  readonly trace: string[];
+  /** The last number {@link fresh} handed out. */
+  counter: number;
+}
+
+/** A fresh model; `runId` scopes every key and order id of the sequence. */
+export function newModel(runId: string): Model {
+  return { runId, payments: [], ops: [], seen: [], trace: [], counter: 0 };
+}
+
+/** A broken promise about money or about the API contract. */
+export class ModelViolation extends Error {
+  override readonly name = 'ModelViolation';
+}
+
+/** A fresh name within the run. */
+export const fresh = (m: Model, prefix: string): string => `${prefix}_${m.runId}_${(m.counter += 1)}`;
+
+const errorTypes: ReadonlySet<string> = new Set(ApiErrorType.options);
+
+/** `status error.type` (or `status view.status`), for traces. */
+export function describeAnswer(r: ApiResponse): string {
+  if (r.status >= 400) return `${r.status} ${r.body.error?.type ?? '(untyped)'}`;
+  const v = r.body as Partial<PaymentView>;
+  return `${r.status} ${v.status ?? '?'} auth=${v.amountAuthorized ?? '?'} cap=${v.amountCaptured ?? '?'} ref=${
+    v.amountRefunded ?? '?'
+  }`;
+}
+
+/**
+ * Every answer: a 2xx carries a payment view, every refusal is a 4xx with a typed `error.type`, and nothing else
+ * (5xx, untyped) is acceptable. Throws a {@link ModelViolation}.
+ */
+export function assertWellFormed(m: Model, what: string, r: ApiResponse): void {
+  if (r.status >= 200 && r.status < 300) {
+    if (typeof r.body.key !== 'string' || typeof r.body.status !== 'string')
+      violation(m, `${what}: ${r.status} without a payment view: ${JSON.stringify(r.body)}`);
+    return;
+  }
+  if (r.status < 400 || r.status >= 500) violation(m, `${what}: answered ${r.status}: ${JSON.stringify(r.body)}`);
+  const type = r.body.error?.type;
+  if (type === undefined || !errorTypes.has(type))
+    violation(m, `${what}: a ${r.status} refusal without a typed error: ${JSON.stringify(r.body)}`);
+}
+
+/** Throws unless the answer is one of `allowed` (`200`, `202`, or `4xx:<error.type>`). */
+export function assertOneOf(m: Model, what: string, r: ApiResponse, allowed: readonly string[]): void {
+  assertWellFormed(m, what, r);
+  const label = r.status >= 400 ? `${r.status}:${r.body.error?.type ?? ''}` : String(r.status);
+  if (!allowed.includes(label))
+    violation(m, `${what}: answered ${label}, expected one of ${allowed.join(', ')}: ${JSON.stringify(r.body)}`);
+}
+
+/** Throws a violation carrying the sequence so far. */
+export function violation(m: Model, message: string): never {
+  throw new ModelViolation(`${message}\n  sequence so far:\n    ${m.trace.join('\n    ')}`);
+}
+
+/** True for an answer that took the operation on: a 2xx, or the provider's refusal (a 4xx `provider_rejected`). */
+export const accepted = (r: ApiResponse): boolean =>
+  (r.status >= 200 && r.status < 300) || (r.status === 422 && r.body.error?.type === 'provider_rejected');
+
+/** The payment record of a key, if the API accepted it. */
+export const paymentOf = (m: Model, merchant: MerchantName, key: string): PaymentRec | undefined =>
+  m.payments.find((p) => p.merchant === merchant && p.key === key);
+
+/** Picks `index` among the payments that satisfy `prefer`, or among all payments when none does. */
+export function pick(m: Model, index: number, prefer: (p: PaymentRec) => boolean): PaymentRec | undefined {
+  const preferred = m.payments.filter(prefer);
+  const from = preferred.length > 0 ? preferred : m.payments;
+  return from[index % Math.max(from.length, 1)];
+}
