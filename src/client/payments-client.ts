@@ -32,7 +32,7 @@ import {
   RefundRequest,
   ResolveRequest,
 } from '../domain/payment';
-import type { RetryOverrides } from '../domain/retry';
+import { ProviderOperation, type RetryOverrides, retrySpecFor } from '../domain/retry';
 import { type ReviewItemState, resolveReviewItemUpdate, reviewItemQuery } from '../domain/review-items';
 import { MerchantIdAttr, OrderIdAttr, PaymentStatusAttr, ProviderAttr } from '../domain/search-attributes';
 import type { ChargeWorkflowInput, PaymentTimings, ProviderCapabilitiesInput } from '../domain/workflow-inputs';
@@ -176,6 +176,19 @@ export class PaymentsClient {
     this.defaultProvider = options.defaultProvider ?? providers[0] ?? defaultProviderName;
     if (!this.providers.has(this.defaultProvider)) {
       throw new TypeError(`defaultProvider ${this.defaultProvider} is not one of the providers`);
+    }
+    // Every payment runs its retry specs in workflow code, where an inconsistent one fails the payment before anything
+    // is sent (and it would read as pending): refuse them here, when the client is built.
+    for (const [provider, capabilities] of Object.entries(options.capabilities ?? {})) {
+      for (const operation of ProviderOperation.options) {
+        try {
+          retrySpecFor(operation, capabilities, options.retry?.[operation]);
+        } catch (err) {
+          throw new TypeError(
+            `retry settings for ${operation} at ${provider}: ${err instanceof Error ? err.message : String(err)}`,
+          );
+        }
+      }
     }
     this.splitPaymentMerchants = new Set(options.splitPaymentMerchants ?? []);
   }
