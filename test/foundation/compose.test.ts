@@ -96,7 +96,11 @@ it('gives the worker the shared breaker store: a Redis service without persisten
   expect(worker?.depends_on?.redis).toBeDefined();
   const env = Object.fromEntries(Object.entries(worker?.environment ?? {}).map(([k, v]) => [k, substitute(String(v))]));
   expect(
-    loadConfig({ ...env, API_TOKENS: 'm1:token-of-merchant-one', OPERATOR_TOKENS: 'ops:token-of-the-operators' })
-      .REDIS_URL,
+    loadConfig({
+      ...env,
+      API_TOKENS: 'm1:token-of-merchant-one',
+      OPERATOR_TOKENS: 'ops:token-of-the-operators',
+      PAYLOAD_KEYS: `k1:${Buffer.alloc(32, 7).toString('base64')}`,
+    }).REDIS_URL,
   ).toBe('redis://redis:6379');
 });
