@@ -445,7 +445,8 @@ async function main() {
   log(
     `Payments by status:    ${cliHint} workflow list --address ${temporalAddress} --query 'PaymentStatus="succeeded"'`,
   );
-  log(`Logs: ${path.relative(PROJECT_ROOT, logsDir)}/   pids: ${path.relative(PROJECT_ROOT, stackFile)}`);
+  const shown = (p: string) => (p.startsWith(PROJECT_ROOT + path.sep) ? path.relative(PROJECT_ROOT, p) : p);
+  log(`Logs: ${shown(logsDir)}/   pids: ${shown(stackFile)}`);
   log('Chaos soak against it: npm run soak. Press Ctrl-C to stop.');
 }
 

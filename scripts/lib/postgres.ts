@@ -4,7 +4,9 @@
  * `runuser`. Its data directory is created once (trust authentication on 127.0.0.1 only).
  */
 import { execFile } from 'node:child_process';
-import { accessSync, chownSync, constants, existsSync, mkdirSync, readdirSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import os from 'node:os';
+import { accessSync, chownSync, constants, existsSync, mkdirSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import type { ServiceSpec } from './supervisor';
@@ -49,6 +51,16 @@ export function findPostgresBin(env: NodeJS.ProcessEnv = process.env): string | 
   return candidates.find((dir) => isExecutable(path.join(dir, 'initdb')) && isExecutable(path.join(dir, 'postgres')));
 }
 
+/** Whether the `postgres` user can enter `dir` (every parent must be searchable). */
+async function reachable(dir: string): Promise<boolean> {
+  try {
+    await execFileAsync('runuser', ['-u', 'postgres', '--', 'test', '-x', dir]);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 /** Prepares the data directory (initdb once) and answers how to run the server. */
 export async function preparePostgres(o: PostgresOptions): Promise<Postgres> {
   const bin = findPostgresBin();
@@ -71,9 +83,21 @@ export async function preparePostgres(o: PostgresOptions): Promise<Postgres> {
   }
   const as = (command: string, args: string[]): [string, string[]] =>
     asRoot ? ['runuser', ['-u', 'postgres', '--', command, ...args]] : [command, args];
-  const data = path.join(o.dir, 'data');
-  const socket = path.join(o.dir, 'socket');
-  for (const d of [o.dir, socket]) {
+  // As root the server runs as `postgres`, which must reach its directory: a checkout under a private (0700) parent is
+  // out of its reach, so the data then lives under the system's temp directory, named after this one.
+  let home = o.dir;
+  if (asRoot && !(await reachable(path.dirname(o.dir)))) {
+    home = path.join(os.tmpdir(), `pw-postgres-${createHash('sha256').update(o.dir).digest('hex').slice(0, 12)}`);
+    o.log(`the postgres user cannot reach ${o.dir}; its data lives in ${home}`);
+    // It belongs to this state directory: a fresh one (deleted for a clean slate) starts with fresh data too.
+    const link = path.join(o.dir, 'data-home');
+    if (!existsSync(link)) rmSync(home, { recursive: true, force: true });
+    mkdirSync(o.dir, { recursive: true });
+    writeFileSync(link, home);
+  }
+  const data = path.join(home, 'data');
+  const socket = path.join(home, 'socket');
+  for (const d of [home, socket]) {
     mkdirSync(d, { recursive: true });
     if (uid !== undefined && gid !== undefined) chownSync(d, uid, gid);
   }
