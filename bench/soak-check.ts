@@ -130,6 +130,8 @@ export function checkSoak(
       problems.push(`${p.key}: refunded ${t.refunded} > captured ${captured}`);
     }
 
+    const chargeAnswer = answers.find((a) => a.payment === p.key && a.kind === 'charge');
+    if (chargeAnswer && chargeAnswer.status >= 400 && chargeAnswer.status < 500) continue; // refused: no payment
     const view = views.get(p.key);
     if (!view || 'error' in view) {
       stuck += 1;
@@ -200,6 +202,7 @@ export function checkSoak(
         else if (a.amountAuthorized !== t.creates[0]?.amount) contradiction('amount differs from the effect');
       }
       if (a.status === 200 && a.bodyStatus === 'declined' && t.creates.length > 0) contradiction('a create effect');
+      if (a.status >= 400 && a.status < 500 && t.creates.length > 0) contradiction('refused, yet a create effect');
       continue;
     }
     const providerKey = providerIdempotencyKey(merchantId, a.kind, a.opKey);

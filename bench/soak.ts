@@ -71,6 +71,7 @@ interface Reply {
 const latencies: Record<string, number[]> = { charge: [], capture: [], refund: [], get: [] };
 let httpErrors = 0;
 let retried503 = 0;
+const other5xx: string[] = [];
 let apiTurn = 0;
 
 async function call(
@@ -101,6 +102,12 @@ async function call(
         await sleep(Number(res.headers.get('retry-after') ?? 1) * 1_000);
         continue;
       }
+      if (res.status >= 500 && Date.now() < deadline) {
+        // Not a promised answer (a 503 is): counted and reported; repeated with the same key, as an order service would.
+        other5xx.push(`${method} ${urlPath.replace(/\/v1\/payments\/[^/]+/, '/v1/payments/:key')} ${res.status}`);
+        await sleep(1_000);
+        continue;
+      }
       latencies[kind]?.push(ms);
       return { status: res.status, body: text ? (JSON.parse(text) as Record<string, unknown>) : {}, ms };
     } catch (err) {
@@ -115,6 +122,8 @@ async function call(
 // One payment's scenario.
 
 const payments: SoakPayment[] = [];
+/** Payments whose charge was refused (4xx): no view to wait for. */
+const refused = new Set<string>();
 const answers: SoakAnswer[] = [];
 const settleMs: number[] = [];
 let completedScenarios = 0;
@@ -227,6 +236,7 @@ async function scenario(i: number): Promise<void> {
   if (charge.status === 202) {
     view = await follow(key, (v) => v.status !== 'pending' && v.status !== 'unknown', deadline - Date.now());
   } else if (charge.status !== 200) {
+    refused.add(key); // refused (4xx): nothing started, there is no payment to read
     return;
   }
   if (!view) return;
@@ -303,6 +313,12 @@ async function webhookChaos(stop: () => boolean): Promise<void> {
   } finally {
     await set(false).catch(() => undefined);
   }
+}
+
+function counts(xs: readonly string[]): [string, number][] {
+  const m = new Map<string, number>();
+  for (const x of xs) m.set(x, (m.get(x) ?? 0) + 1);
+  return [...m];
 }
 
 function kill(pid: number, signal: NodeJS.Signals): boolean {
@@ -445,7 +461,7 @@ async function main(): Promise<number> {
   await simulator('/_sim/faults', { method: 'DELETE' }).catch(() => undefined);
   const views = new Map<string, SoakView>();
   const quiesceDeadline = Date.now() + QUIESCE_MS;
-  let open = payments.map((p) => p.key);
+  let open = payments.map((p) => p.key).filter((k) => !refused.has(k));
   while (open.length > 0) {
     const stillOpen: string[] = [];
     for (const key of open) {
@@ -490,7 +506,8 @@ async function main(): Promise<number> {
   const statuses = new Map<string, number>();
   for (const a of answers) statuses.set(`${a.kind} ${a.status}`, (statuses.get(`${a.kind} ${a.status}`) ?? 0) + 1);
   log(`answers: ${[...statuses].map(([k, n]) => `${k}: ${n}`).join(', ')}`);
-  log(`repeated: ${retried503} answers 503, ${httpErrors} dropped connections`);
+  log(`repeated: ${retried503} answers 503, ${httpErrors} dropped connections, ${other5xx.length} other 5xx`);
+  for (const [what, n] of counts(other5xx)) log(`unexpected answer (repeated): ${what} x ${n}`);
   log(`provider effects: ${ledger.effects.length}; faults hit: ${ledger.requests.filter((r) => r.fault).length}`);
   for (const f of faults) {
     log(

@@ -84,8 +84,11 @@ describe('POST /v1/payments without a worker', () => {
     expect(creates[0]?.amount).toBe(1_000);
   }, 120_000);
 
-  it('answers 503 + Retry-After within 6 s when Temporal does not answer (nothing started)', async () => {
-    // A port that accepts connections and never says a word: every call to "Temporal" runs into its deadline.
+  /** An API whose Temporal accepts connections and never says a word: every call runs into its deadline. */
+  async function withSilentTemporal(
+    options: { orderSingleFlight: boolean; rpcTimeoutMs?: number },
+    fn: (url: string) => Promise<void>,
+  ): Promise<void> {
     const sockets = new Set<net.Socket>();
     const silent = net.createServer((socket) => void sockets.add(socket));
     await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
@@ -93,7 +96,7 @@ describe('POST /v1/payments without a worker', () => {
     const payments = new PaymentsClient(new Client({ connection }), {
       taskQueue: h.taskQueue,
       timings: { ...testTimings, submitWaitMs: SUBMIT_WAIT_MS },
-      orderSingleFlight: false,
+      ...options,
     });
     const app = await buildApi({
       client: payments,
@@ -107,7 +110,17 @@ describe('POST /v1/payments without a worker', () => {
     });
     await app.listen({ port: 0, host: '127.0.0.1' });
     try {
-      const url = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`;
+      await fn(`http://127.0.0.1:${(app.server.address() as AddressInfo).port}`);
+    } finally {
+      await app.close();
+      await connection.close().catch(() => undefined);
+      for (const socket of sockets) socket.destroy();
+      silent.close();
+    }
+  }
+
+  it('answers 503 + Retry-After within 6 s when Temporal does not answer (nothing started)', async () => {
+    await withSilentTemporal({ orderSingleFlight: false }, async (url) => {
       const key = newKey();
       const { ms, value } = await timed(() =>
         h.request('POST', '/v1/payments', { key, body: chargeBody(), baseUrl: url }),
@@ -117,11 +130,18 @@ describe('POST /v1/payments without a worker', () => {
       expect(value.status).toBe(503);
       expect(value.headers.get('retry-after')).toBe('1');
       await expect(env.client.workflow.getHandle(chargeWorkflowId(h.a.id, key)).describe()).rejects.toThrow();
-    } finally {
-      await app.close();
-      await connection.close().catch(() => undefined);
-      for (const socket of sockets) socket.destroy();
-      silent.close();
-    }
+    });
+  }, 60_000);
+
+  it('answers 503 + Retry-After, never 500, when the one-open-payment-per-order check gets no answer from Temporal', async () => {
+    // Seen in the soak during a Temporal server restart: the visibility look-up ran into its deadline, a raw gRPC
+    // DEADLINE_EXCEEDED, answered 500 (the order service would not know it may repeat).
+    await withSilentTemporal({ orderSingleFlight: true, rpcTimeoutMs: 1_000 }, async (url) => {
+      const key = newKey();
+      const { value } = await timed(() => h.request('POST', '/v1/payments', { key, body: chargeBody(), baseUrl: url }));
+      expect(value.status).toBe(503);
+      expect(value.headers.get('retry-after')).toBe('1');
+      expect(value.body.error?.type).toBe('unavailable');
+    });
   }, 60_000);
 });

@@ -133,4 +133,18 @@ describe('the soak verdict (bench/soak-check.ts)', () => {
     });
     expect(check(cleanEffects(), cleanViews(), answers).mismatches).toBe(2);
   });
+
+  it('a refused charge (4xx) has no view to wait for, and must have no create effect', () => {
+    const refused: SoakPayment = { key: 'p3', orderId: 'order-p3', amount: 100, capture: 'automatic', declines: false };
+    const answers: SoakAnswer[] = [
+      ...cleanAnswers(),
+      { payment: 'p3', kind: 'charge', opKey: 'p3', amount: 100, status: 409, errorType: 'payment_in_flight' },
+    ];
+    expect(checkSoak(merchant, [manual, auto, refused], answers, cleanViews(), cleanEffects())).toMatchObject({
+      stuck: 0,
+      mismatches: 0,
+    });
+    const withEffect = [...cleanEffects(), effect('create', 'order-p3', 100, pk('create', 'p3'))];
+    expect(checkSoak(merchant, [manual, auto, refused], answers, cleanViews(), withEffect).mismatches).toBe(1);
+  });
 });
