@@ -3,16 +3,18 @@
  *   - the Temporal dev server (embedded SQLite under .temporal/, so state survives a restart; env TEMPORAL_DB_FILE
  *     names another file) with its web UI,
  *     the payment search attributes registered;
- *   - the provider simulator, the worker and the payments API as child processes.
- * Ctrl-C stops everything: the simulator, worker and API (own process groups) drain, then the dev server is torn
+ *   - the provider simulator (its state in a JSON file beside the SQLite file, so provider and Temporal state stay
+ *     consistent across restarts), the worker and the payments API as supervised child processes: one that crashes
+ *     is restarted with a backoff and a log line; only repeated crashes (5 within a minute) stop the stack.
+ * Ctrl-C stops everything: the API, worker and simulator (own process groups) drain, then the dev server is torn
  * down (it shares the terminal's process group, so it may already have received the Ctrl-C itself).
  */
-import { type ChildProcess, spawn } from 'node:child_process';
-import { mkdirSync } from 'node:fs';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 import { type Config, loadConfig } from '../src/config';
 import { startDevServer } from './lib/dev-server';
+import { type ServiceStatus, Supervisor } from './lib/supervisor';
 import { DEFAULT_CACHE_DIR, PROJECT_ROOT } from './lib/temporal-binaries';
 
 const HOST = '127.0.0.1';
@@ -32,9 +34,11 @@ interface Component {
   readonly port?: number;
   /** A URL that answers 2xx once the component is ready. */
   readonly ready?: string;
+  /** An output line that says it is ready. */
+  readonly readyLine?: RegExp;
 }
 
-// In start order: the simulator must be configured before the worker calls it, the API comes last.
+// In start order: the simulator must be configured before the worker calls it, the API comes last (stopped first).
 const components: Component[] = [
   {
     name: 'simulator',
@@ -42,10 +46,11 @@ const components: Component[] = [
     port: simulatorPort,
     ready: `http://${HOST}:${simulatorPort}/_sim/health`,
   },
-  // The worker serves its metrics once its workers exist: the first answer means ready.
+  // The worker serves its metrics once its workers exist: the first answer means ready (else its log line does).
   {
     name: 'worker',
     entry: 'src/worker.ts',
+    readyLine: /"msg":"worker running"/,
     ...(workerMetricsAddress === 'off'
       ? {}
       : { port: portOf(workerMetricsAddress), ready: `http://${workerMetricsAddress}/metrics` }),
@@ -75,52 +80,17 @@ function assertPortFree(port: number, purpose: string): Promise<void> {
   });
 }
 
-function spawnComponent(c: Component, env: NodeJS.ProcessEnv): ChildProcess {
-  const child = spawn(process.execPath, ['--import', 'tsx', path.join(PROJECT_ROOT, c.entry)], {
-    cwd: PROJECT_ROOT,
-    env,
-    // Own process group: Ctrl-C reaches only this script, which then stops children in order.
-    detached: true,
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  const prefix = (chunk: Buffer) =>
-    chunk
-      .toString()
-      .split('\n')
-      .filter(Boolean)
-      .map((l) => `[${c.name}] ${l}\n`)
-      .join('');
-  child.stdout?.on('data', (d: Buffer) => process.stdout.write(prefix(d)));
-  child.stderr?.on('data', (d: Buffer) => process.stderr.write(prefix(d)));
-  return child;
-}
+/** Whether a process at `level` writes info lines. */
+const logsInfo = (level: string): boolean => ['info', 'debug', 'trace'].includes(level);
 
-function stopChild(child: ChildProcess, timeoutMs: number): Promise<void> {
-  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
-  return new Promise((resolve) => {
-    const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
-    child.once('exit', () => {
-      clearTimeout(timer);
-      resolve();
-    });
-    child.kill('SIGTERM');
-  });
-}
-
-/** Polls `url` until it answers 2xx (bounded), or fails naming the component. */
-async function waitReady(name: string, url: string, child: ChildProcess, timeoutMs = 60_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (Date.now() < deadline) {
-    if (child.exitCode !== null) throw new Error(`${name} exited with code ${child.exitCode} while starting`);
-    try {
-      const res = await fetch(url, { signal: AbortSignal.timeout(1_000) });
-      if (res.ok) return;
-    } catch {
-      // not listening yet
-    }
-    await new Promise((r) => setTimeout(r, 200));
+/** Whether `url` answers 2xx within a second. */
+async function isUp(url: string): Promise<boolean> {
+  try {
+    const res = await fetch(url, { signal: AbortSignal.timeout(1_000) });
+    return res.ok;
+  } catch {
+    return false;
   }
-  throw new Error(`${name} was not ready at ${url} within ${timeoutMs / 1000} s`);
 }
 
 /** Points the simulator's merchant (our provider api key) at the API's webhook endpoint, signed with our secret. */
@@ -176,12 +146,21 @@ async function main() {
   });
   log(`Temporal dev server up in ${((Date.now() - started) / 1000).toFixed(1)} s`);
 
+  // The simulator's state lives beside the dev server's, so a restart of `npm start` finds both (delete both for a
+  // clean slate); SIMULATOR_STATE_PATH names another file.
+  const stateBase = dbFilename.replace(/\.sqlite$/, '');
+  const simulatorState = process.env.SIMULATOR_STATE_PATH
+    ? path.resolve(process.env.SIMULATOR_STATE_PATH)
+    : `${stateBase}.simulator.json`;
+  /** Pids and addresses of the running stack, for tools that act on it (`npm run soak -- --dev`). */
+  const stackFile = `${stateBase}.stack.json`;
   const env: NodeJS.ProcessEnv = {
     ...process.env,
     TEMPORAL_ADDRESS: `${HOST}:${temporalPort}`,
     TEMPORAL_NAMESPACE: 'default',
     SIMULATOR_PORT: String(simulatorPort),
     SIMULATOR_URL: process.env.SIMULATOR_URL ?? `http://${HOST}:${simulatorPort}`,
+    SIMULATOR_STATE_PATH: simulatorState,
     PORT: String(apiPort),
     // Quiet by default: each component's warnings and errors, and one "ready" line from here.
     LOG_LEVEL: process.env.LOG_LEVEL ?? 'warn',
@@ -189,13 +168,36 @@ async function main() {
     SDK_METRICS_ADDRESS: sdkMetricsAddress,
     CODEC_CORS_ORIGINS: process.env.CODEC_CORS_ORIGINS ?? `http://${HOST}:${uiPort},http://localhost:${uiPort}`,
   };
-  const children: { c: Component; child: ChildProcess }[] = [];
   let stopping = false;
+  const writeStack = (services: ServiceStatus[]) => {
+    if (stopping) return;
+    const stack = {
+      kind: 'dev',
+      temporalAddress: `${HOST}:${temporalPort}`,
+      namespace: 'default',
+      taskQueue: config.TASK_QUEUE,
+      simulatorUrl: env.SIMULATOR_URL,
+      apiUrls: [`http://${HOST}:${apiPort}`],
+      webUi: `http://${HOST}:${uiPort}`,
+      startPid: process.pid,
+      services: Object.fromEntries(services.map((s) => [s.name, { pid: s.pid, state: s.state, restarts: s.restarts }])),
+    };
+    try {
+      writeFileSync(stackFile, JSON.stringify(stack, null, 2));
+    } catch {
+      // informational only
+    }
+  };
+  const supervisor = new Supervisor({
+    log,
+    onGiveUp: () => void stop(1),
+    onChange: writeStack,
+  });
   const stop = async (code: number) => {
     if (stopping) return;
     stopping = true;
-    log('Stopping: worker, simulator and API drain first, then the Temporal dev server...');
-    await Promise.all(children.map(({ child }) => stopChild(child, 15_000)));
+    log('Stopping: API, worker and simulator drain first, then the Temporal dev server...');
+    await supervisor.stop();
     await temporal.teardown();
     log('Stopped.');
     process.exit(code);
@@ -206,16 +208,21 @@ async function main() {
   process.on('SIGINT', () => void stop(0));
   process.on('SIGTERM', () => void stop(0));
   try {
-    for (const c of components) {
-      const child = spawnComponent(c, env);
-      children.push({ c, child });
-      child.once('exit', (code, signal) => {
-        if (stopping) return;
-        log(`${c.name} exited unexpectedly (${signal ?? `code ${code}`}); stopping the stack.`);
-        void stop(1);
+    for (const [tier, c] of components.entries()) {
+      const ready = c.ready;
+      await supervisor.start({
+        name: c.name,
+        command: process.execPath,
+        args: ['--import', 'tsx', path.join(PROJECT_ROOT, c.entry)],
+        cwd: PROJECT_ROOT,
+        env,
+        tier,
+        ...(ready === undefined ? {} : { ready: () => isUp(ready) }),
+        // Its "worker running" line is logged at info: below that level it is taken as ready once spawned.
+        ...(c.readyLine === undefined || !logsInfo(config.LOG_LEVEL) ? {} : { readyLine: c.readyLine }),
+        // Idempotent, and the simulator keeps it in its state; after a restart it is set again all the same.
+        ...(c.name === 'simulator' ? { afterReady: () => configureSimulatorMerchant(config) } : {}),
       });
-      if (c.ready) await waitReady(c.name, c.ready, child);
-      if (c.name === 'simulator') await configureSimulatorMerchant(config);
       log(`${c.name} ready${c.ready ? ` (${c.ready})` : ''}`);
     }
   } catch (err) {
@@ -229,7 +236,7 @@ async function main() {
   log('');
   log(`Temporal web UI:       http://${HOST}:${uiPort}`);
   log(`Temporal frontend:     ${HOST}:${temporalPort} (namespace default)`);
-  log(`Provider simulator:    http://${HOST}:${simulatorPort}`);
+  log(`Provider simulator:    http://${HOST}:${simulatorPort}  (state in ${simulatorState})`);
   log(`Payments API:          http://${HOST}:${apiPort}  (OpenAPI: http://${HOST}:${apiPort}/openapi.json)`);
   log(
     `Metrics:               http://${HOST}:${apiPort}/metrics (API), ` +

@@ -1,5 +1,10 @@
 /** Turns Temporal failures and zod errors into the typed client errors, keeping the original as `cause`. */
-import { ServiceError, WorkflowUpdateFailedError, WorkflowUpdateRPCTimeoutOrCancelledError } from '@temporalio/client';
+import {
+  ServiceError,
+  WorkflowUpdateFailedError,
+  WorkflowUpdateRPCTimeoutOrCancelledError,
+  isGrpcServiceError,
+} from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
 import type { z } from 'zod';
 import type { FieldError } from '../domain/api-schemas';
@@ -57,6 +62,15 @@ export function translateUpdateFailure(err: unknown): unknown {
   }
 }
 
-/** Temporal could not be reached or did not answer in time: nothing is known to have failed, the caller may repeat. */
+/** gRPC codes of a Temporal that is down, restarting or overloaded: DEADLINE_EXCEEDED, RESOURCE_EXHAUSTED, UNAVAILABLE. */
+const unavailableCodes: ReadonlySet<number> = new Set([4, 8, 14]);
+
+/**
+ * Temporal could not be reached or did not answer in time: nothing is known to have failed, the caller may repeat.
+ * Raw gRPC errors count too: the workflow service's own calls (a visibility list, a describe) are not wrapped in a
+ * ServiceError.
+ */
 export const isTemporalUnavailable = (err: unknown): boolean =>
-  err instanceof ServiceError || err instanceof WorkflowUpdateRPCTimeoutOrCancelledError;
+  err instanceof ServiceError ||
+  err instanceof WorkflowUpdateRPCTimeoutOrCancelledError ||
+  (isGrpcServiceError(err) && unavailableCodes.has(err.code));

@@ -88,6 +88,12 @@ export interface PaymentsClientOptions {
   /** How long a webhook without metadata waits for visibility to index its payment; default 2000 ms. */
   readonly webhookMatchWaitMs?: number;
   /**
+   * How long beyond `submitWaitMs` a charge may take at most when no worker takes its submit update: it then answers
+   * from what Temporal durably has (202 when the payment was started, 503 when the start did not happen); the last
+   * {@link describeBudgetMs} of it are for reading that. Default 2000 ms.
+   */
+  readonly submitMarginMs?: number;
+  /**
    * Upper bound of each call to Temporal beyond the workflow's own waits (no worker, overloaded server); default
    * 10 000 ms. A call cut off throws a Temporal timeout: nothing is known to have failed, the caller may repeat.
    */
@@ -109,10 +115,14 @@ export interface PaymentsClientOptions {
   readonly splitPaymentMerchants?: readonly string[];
 }
 
-/** A charge's answer: the view, and whether the payment already existed (a repeat of the same key and body). */
+/**
+ * A charge's answer: the view, and whether the payment already existed (a repeat of the same key and body);
+ * `completed: false` when no worker answered in time and the view is the payment as Temporal started it (202).
+ */
 export interface ChargeResult {
   readonly view: PaymentView;
   readonly replayed: boolean;
+  readonly completed?: boolean;
 }
 
 /** A capture's or refund's answer: the view, and whether the operation finished within the wait (else 202). */
@@ -156,6 +166,7 @@ export class PaymentsClient {
   private readonly namespace: string;
   private readonly operationWaitMs: number;
   private readonly rpcTimeoutMs: number;
+  private readonly submitMarginMs: number;
   private readonly providers: ReadonlySet<string>;
   private readonly defaultProvider: string;
   private readonly splitPaymentMerchants: ReadonlySet<string>;
@@ -171,6 +182,7 @@ export class PaymentsClient {
     this.namespace = options.namespace ?? client.options.namespace;
     this.operationWaitMs = options.operationWaitMs ?? options.timings.submitWaitMs;
     this.rpcTimeoutMs = options.rpcTimeoutMs ?? 10_000;
+    this.submitMarginMs = options.submitMarginMs ?? 2_000;
     const providers = options.providers ?? [defaultProviderName];
     this.providers = new Set(providers);
     this.defaultProvider = options.defaultProvider ?? providers[0] ?? defaultProviderName;
@@ -355,36 +367,42 @@ export class PaymentsClient {
         { key: ProviderAttr, value: request.provider },
       ],
     });
+    // The submit update needs a worker; the start does not. One deadline for both: without a worker (all crashed,
+    // deploying, overloaded) the answer comes at submitWaitMs + margin, from what Temporal durably has.
+    const answerBy = Date.now() + this.options.timings.submitWaitMs + this.submitMarginMs;
+    const deadline = answerBy - describeBudgetMs(this.submitMarginMs);
     try {
       const view =
         input.shape === 2
-          ? await this.submitLean(workflowId, fingerprint, startWorkflowOperation)
-          : await this.bounded(
-              () =>
-                this.client.workflow.executeUpdateWithStart(submitUpdate, {
-                  args: [{ fingerprint }],
-                  startWorkflowOperation,
-                }),
-              this.options.timings.submitWaitMs,
+          ? await this.submitLean(workflowId, fingerprint, startWorkflowOperation, deadline)
+          : await this.client.connection.withDeadline(deadline, () =>
+              this.client.workflow.executeUpdateWithStart(submitUpdate, {
+                args: [{ fingerprint }],
+                startWorkflowOperation,
+              }),
             );
       return { view, replayed: !(await this.wasStartedBy(workflowId, startedBy)) };
     } catch (err) {
       if (closedBeforeUpdate(err)) return this.replayClosed(workflowId, fingerprint, err);
-      throw translateUpdateFailure(err);
+      const typed = translateUpdateFailure(err);
+      if (typed !== err || updateFailureOf(err) !== undefined) throw typed;
+      return this.startedWithoutAnswer(workflowId, fingerprint, startedBy, input, err, answerBy);
     }
   }
 
   /**
    * Update-with-Start for the lean shape: the workflow answers `submit` when the first provider call settled, and this
    * client waits for that at most `submitWaitMs` (its own deadline, no timer in the workflow's history); past it the
-   * current view answers (pending: 202), and the payment goes on.
+   * current view answers (pending: 202), and the payment goes on. Without a worker neither acceptance nor the query
+   * comes by `deadline`: the caller then answers from what Temporal durably has (see startedWithoutAnswer).
    */
   private async submitLean(
     workflowId: string,
     fingerprint: string,
     startWorkflowOperation: WithStartWorkflowOperation<typeof chargeWorkflow>,
+    deadline: number,
   ): Promise<PaymentView> {
-    const update = await this.bounded(() =>
+    const update = await this.client.connection.withDeadline(deadline, () =>
       this.client.workflow.startUpdateWithStart(submitUpdate, {
         args: [{ fingerprint }],
         startWorkflowOperation,
@@ -392,13 +410,62 @@ export class PaymentsClient {
       }),
     );
     try {
-      return await this.client.connection.withDeadline(Date.now() + this.options.timings.submitWaitMs, () =>
-        update.result(),
-      );
+      return await this.client.connection.withDeadline(deadline, () => update.result());
     } catch (err) {
       if (!(err instanceof WorkflowUpdateRPCTimeoutOrCancelledError)) throw err;
-      return this.bounded(() => this.handle(workflowId).query(paymentQuery));
+      return this.client.connection.withDeadline(Math.max(deadline, Date.now() + 1_000), () =>
+        this.handle(workflowId).query(paymentQuery),
+      );
     }
+  }
+
+  /**
+   * The submit update got no answer in time (no worker took it, or Temporal did not answer): whether the payment was
+   * started decides. Started (by this request or an identical one): it is durable and goes on once a worker is back,
+   * so the answer is its view as started (`pending`, 202). Not started: the original error (503, the caller repeats
+   * with the same key). Started with another body under this key: {@link IdempotencyKeyReused}.
+   */
+  private async startedWithoutAnswer(
+    workflowId: string,
+    fingerprint: string,
+    startedBy: string,
+    input: ChargeWorkflowInput,
+    original: unknown,
+    answerBy: number,
+  ): Promise<ChargeResult> {
+    let description: WorkflowExecutionDescription;
+    try {
+      description = await this.client.connection.withDeadline(Math.max(answerBy, Date.now() + 250), () =>
+        this.handle(workflowId).describe(),
+      );
+    } catch {
+      // Not found: not started, nothing will happen under this key. Unreachable: the same answer. The caller repeats.
+      throw original;
+    }
+    if (description.status.name !== 'RUNNING') return this.replayClosed(workflowId, fingerprint, original);
+    if ((await this.storedFingerprint(description)) !== fingerprint) {
+      throw new IdempotencyKeyReused('This idempotency key was used for a different payment request', {
+        cause: original,
+      });
+    }
+    const status = description.typedSearchAttributes.get(PaymentStatusAttr);
+    const startedAt = description.startTime.toISOString();
+    const view: PaymentView = {
+      key: input.key,
+      merchantId: input.merchantId,
+      orderId: input.request.orderId,
+      // Only the not-yet-settled statuses: a settled one comes with amounts this description does not carry.
+      status: status === 'unknown' ? 'unknown' : 'pending',
+      amount: input.request.amount,
+      amountAuthorized: 0,
+      amountCaptured: 0,
+      amountRefunded: 0,
+      provider: input.request.provider,
+      attempts: 0,
+      createdAt: startedAt,
+      updatedAt: startedAt,
+    };
+    return { view, replayed: (description.memo as ChargeMemo | undefined)?.startedBy !== startedBy, completed: false };
   }
 
   /** The payment's current view; {@link PaymentNotFound} for a missing key and for another merchant's. */
@@ -765,6 +832,9 @@ export class PaymentsClient {
     }
   }
 }
+
+/** The part of the submit margin kept for reading whether the payment started (a describe): at most 750 ms. */
+export const describeBudgetMs = (marginMs: number): number => Math.min(750, Math.floor(marginMs / 2));
 
 /** The payment's run closed before (or while) the update reached it. */
 function closedBeforeUpdate(err: unknown): boolean {

@@ -94,6 +94,8 @@ export interface ApiHarness {
   request(method: string, path: string, opts?: RequestOptions): Promise<ApiResponse>;
   /** Starts another API process-equivalent (own PaymentsClient) on the same workers; answers its URL. */
   anotherApi(): Promise<string>;
+  /** Starts the workers when the bench was started without them (`workers: false`); no-op otherwise. */
+  startWorkers(): Promise<void>;
   /** Effects and requests the simulator recorded for this bench's api key. */
   ledger(): ReturnType<RunningSimulator['ledger']>;
   close(): Promise<void>;
@@ -108,6 +110,8 @@ export interface HarnessOptions {
   readonly activities?: WorkerSetup['activities'];
   /** One open payment per order (default true, as in production). */
   readonly orderSingleFlight?: boolean;
+  /** Start the workers with the bench (default true); `false`: none poll the task queue until `startWorkers()`. */
+  readonly workers?: boolean;
   /** Merchants exempt from one open payment per order (`SPLIT_PAYMENT_MERCHANTS`); `'b'` names merchant B. */
   readonly splitPaymentMerchants?: readonly 'a'[] | readonly 'b'[] | readonly ('a' | 'b')[];
   /** Payload encryption for the workers and the API's client, and the API's codec routes (CORS origins). */
@@ -181,21 +185,27 @@ export async function startApiHarness(env: TestWorkflowEnvironment, opts: Harnes
     ...(opts.webhooks === false ? {} : { webhook_url: `${url}/webhooks/simulator`, webhook_secret: WEBHOOK_SECRET }),
   });
 
-  const workers: Worker[] = await createWorkers({
-    connection: env.nativeConnection,
-    namespace: env.namespace ?? 'default',
-    taskQueue,
-    providers: { simulator: provider, ...opts.extraProviders },
-    logger,
-    workflows: { workflowBundle: await workflowBundle() },
-    ...(opts.activities === undefined ? {} : { activities: opts.activities }),
-    ...(dataConverter ? { dataConverter } : {}),
-    ...(opts.workerMetrics ? { metrics: opts.workerMetrics } : {}),
-    // The tests of one file share these workers and inject provider faults one after another; a breaker tripped by
-    // one test would fail the next test's payments fast. The breaker has its own tests (test/activities).
-    breaker: new InMemoryCircuitBreaker({ failureThreshold: Number.MAX_SAFE_INTEGER }),
-  });
-  const running = workers.map((w) => w.run());
+  let workers: Worker[] = [];
+  let running: Promise<void>[] = [];
+  const startWorkers = async () => {
+    if (workers.length > 0) return;
+    workers = await createWorkers({
+      connection: env.nativeConnection,
+      namespace: env.namespace ?? 'default',
+      taskQueue,
+      providers: { simulator: provider, ...opts.extraProviders },
+      logger,
+      workflows: { workflowBundle: await workflowBundle() },
+      ...(opts.activities === undefined ? {} : { activities: opts.activities }),
+      ...(dataConverter ? { dataConverter } : {}),
+      ...(opts.workerMetrics ? { metrics: opts.workerMetrics } : {}),
+      // The tests of one file share these workers and inject provider faults one after another; a breaker tripped by
+      // one test would fail the next test's payments fast. The breaker has its own tests (test/activities).
+      breaker: new InMemoryCircuitBreaker({ failureThreshold: Number.MAX_SAFE_INTEGER }),
+    });
+    running = workers.map((w) => w.run());
+  };
+  if (opts.workers !== false) await startWorkers();
 
   return {
     env,
@@ -222,6 +232,7 @@ export async function startApiHarness(env: TestWorkflowEnvironment, opts: Harnes
       const text = await res.text();
       return { status: res.status, headers: res.headers, body: text ? (JSON.parse(text) as ApiResponse['body']) : {} };
     },
+    startWorkers,
     ledger: () => sim.ledger(apiKey),
     async close() {
       await sim.flushWebhooks().catch(() => undefined);

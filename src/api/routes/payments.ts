@@ -58,7 +58,9 @@ export const paymentRoutes: FastifyPluginAsyncZod<PaymentRoutesOptions> = async 
         operationId: 'createPayment',
         summary: 'Charge (or authorize) a payment, once per Idempotency-Key',
         description:
-          '200 when the provider answered; 202 with `Location` while pending or unknown. A repeat with the same key ' +
+          '200 when the provider answered; 202 with `Location` while pending or unknown, also when no worker took the ' +
+          'payment within SUBMIT_WAIT_MS + 2 s (it was durably started and goes on); 503 with `Retry-After` when it ' +
+          'could not be started (repeat with the same key). A repeat with the same key ' +
           'and body answers the same payment with `Idempotent-Replayed: true`; another body under the same key is 422. ' +
           'A `provider` that is not configured is 400 naming `provider`. One open payment per order: while a payment ' +
           'for the same `orderId` is pending or unknown (or in review with its charge undecided), a new key is 409 ' +
@@ -71,13 +73,13 @@ export const paymentRoutes: FastifyPluginAsyncZod<PaymentRoutesOptions> = async 
       },
     },
     async (request, reply) => {
-      const { view, replayed } = await client.charge(
+      const { view, replayed, completed } = await client.charge(
         request.merchantId,
         request.headers['idempotency-key'],
         request.body,
       );
       if (replayed) reply.header('idempotent-replayed', 'true');
-      return sendView(reply, view);
+      return sendView(reply, view, completed ?? true);
     },
   );
 

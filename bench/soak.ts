@@ -1,0 +1,539 @@
+/**
+ * `npm run soak`: a chaos soak against a running stack, `npm run cluster` (default) or `npm start` (`--dev`).
+ *
+ * Load: SOAK_PAYMENTS payments (default 300) at SOAK_RATE per second (default 2), half automatic and half manual
+ * capture, 3 % declined; captures (full or partial) of manual ones, partial refunds of a third; each HTTP call to one
+ * of the stack's APIs, a dropped connection or a 503 repeated with the same key (on the other API), a 202 followed
+ * until it settled.
+ * Faults: the simulator fails 5 % of calls with commit_then_drop, 5 % with 503 + Retry-After, 2 % with 429, 1 % with
+ * reset_before_commit, and duplicates and reorders webhooks 10 % of the time; SIGKILL of a random worker every 30-60 s
+ * (the supervisor restarts it); on the cluster one Temporal server restart, one Redis restart; one API process killed
+ * (restarted by the supervisor).
+ * Verdict: after quiescence, from the final views and the simulator's ledger (bench/soak-check.ts); it prints
+ * throughput, latency percentiles, recovery after each fault, and last
+ * `soak: <N> payments, <D> double effects, <S> stuck, <M> mismatches`; exit 0 only when D, S and M are 0.
+ */
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { Connection } from '@temporalio/client';
+import { loadConfig } from '../src/config';
+import { mulberry32 } from '../src/simulator/faults';
+import type { Ledger } from '../src/simulator/server';
+import { DEFAULT_CACHE_DIR } from '../scripts/lib/temporal-binaries';
+import { type SoakAnswer, type SoakPayment, type SoakView, checkSoak } from './soak-check';
+import { summarize } from './stats';
+
+const dev = process.argv.includes('--dev');
+const N = Number(process.env.SOAK_PAYMENTS ?? 300);
+const RATE = Number(process.env.SOAK_RATE ?? 2);
+const SEED = Number(process.env.SOAK_SEED ?? 42);
+const QUIESCE_MS = Number(process.env.SOAK_QUIESCE_MS ?? 300_000);
+/** How long one payment's scenario may take before the soak stops driving it (the verdict still reads it). */
+const SCENARIO_LIMIT_MS = Number(process.env.SOAK_SCENARIO_LIMIT_MS ?? 180_000);
+const stackFile =
+  process.env.SOAK_STACK_FILE ??
+  (dev ? path.join(DEFAULT_CACHE_DIR, 'dev-server.stack.json') : path.join(DEFAULT_CACHE_DIR, 'cluster', 'stack.json'));
+
+interface StackInfo {
+  readonly kind: 'dev' | 'cluster';
+  readonly temporalAddress: string;
+  readonly simulatorUrl: string;
+  readonly apiUrls: readonly string[];
+  readonly providerApiKey?: string;
+  readonly services: Record<string, { pid?: number; state: string; restarts: number }>;
+}
+
+const readStack = (): StackInfo => JSON.parse(readFileSync(stackFile, 'utf8')) as StackInfo;
+const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+const t0 = Date.now();
+const at = () => `t+${((Date.now() - t0) / 1000).toFixed(0)}s`;
+const log = (line: string): void => {
+  process.stdout.write(`[soak ${at()}] ${line}\n`);
+};
+
+const random = mulberry32(SEED);
+const pick = <T>(xs: readonly T[]): T => xs[Math.floor(random() * xs.length)] as T;
+
+// ---------------------------------------------------------------------------------------------------------------
+// HTTP against the APIs: a dropped connection or a 503 is repeated (same key) on the next API, bounded.
+
+const config = loadConfig();
+const [merchant] = config.API_TOKENS;
+if (!merchant) throw new Error('no API token configured');
+let stack = readStack();
+
+interface Reply {
+  readonly status: number;
+  readonly body: Record<string, unknown>;
+  readonly ms: number;
+}
+
+const latencies: Record<string, number[]> = { charge: [], capture: [], refund: [], get: [] };
+let httpErrors = 0;
+let retried503 = 0;
+const other5xx: string[] = [];
+let apiTurn = 0;
+
+async function call(
+  kind: keyof typeof latencies,
+  method: string,
+  urlPath: string,
+  opts: { key?: string; body?: unknown } = {},
+): Promise<Reply> {
+  const deadline = Date.now() + 120_000;
+  for (let attempt = 0; ; attempt++) {
+    const base = stack.apiUrls[apiTurn++ % stack.apiUrls.length] as string;
+    const started = Date.now();
+    try {
+      const res = await fetch(`${base}${urlPath}`, {
+        method,
+        headers: {
+          authorization: `Bearer ${merchant!.token}`,
+          ...(opts.key === undefined ? {} : { 'idempotency-key': opts.key }),
+          ...(opts.body === undefined ? {} : { 'content-type': 'application/json' }),
+        },
+        ...(opts.body === undefined ? {} : { body: JSON.stringify(opts.body) }),
+        signal: AbortSignal.timeout(30_000),
+      });
+      const text = await res.text();
+      const ms = Date.now() - started;
+      if (res.status === 503 && Date.now() < deadline) {
+        retried503 += 1;
+        await sleep(Number(res.headers.get('retry-after') ?? 1) * 1_000);
+        continue;
+      }
+      if (res.status >= 500 && Date.now() < deadline) {
+        // Not a promised answer (a 503 is): counted and reported; repeated with the same key, as an order service would.
+        other5xx.push(`${method} ${urlPath.replace(/\/v1\/payments\/[^/]+/, '/v1/payments/:key')} ${res.status}`);
+        await sleep(1_000);
+        continue;
+      }
+      latencies[kind]?.push(ms);
+      return { status: res.status, body: text ? (JSON.parse(text) as Record<string, unknown>) : {}, ms };
+    } catch (err) {
+      httpErrors += 1;
+      if (Date.now() > deadline) throw err;
+      await sleep(Math.min(2_000, 200 * 2 ** Math.min(attempt, 4)));
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// One payment's scenario.
+
+const payments: SoakPayment[] = [];
+/** Payments whose charge was refused (4xx): no view to wait for. */
+const refused = new Set<string>();
+const answers: SoakAnswer[] = [];
+const settleMs: number[] = [];
+let completedScenarios = 0;
+let firstSuccessAfter: { at: number; resolve: (t: number) => void }[] = [];
+
+function noteSuccess() {
+  const now = Date.now();
+  const waiting = firstSuccessAfter.filter((w) => w.at <= now);
+  firstSuccessAfter = firstSuccessAfter.filter((w) => w.at > now);
+  for (const w of waiting) w.resolve(now);
+}
+
+/** Resolves at the first payment confirmed (200) after now. */
+function nextSuccess(): Promise<number> {
+  return new Promise((resolve) => firstSuccessAfter.push({ at: Date.now(), resolve }));
+}
+
+type View = Record<string, unknown> & {
+  status?: string;
+  amountAuthorized?: number;
+  amountCaptured?: number;
+  amountRefunded?: number;
+  operations?: { kind: string; key: string; state: string }[];
+};
+
+async function viewOf(key: string): Promise<View | undefined> {
+  const r = await call('get', 'GET', `/v1/payments/${encodeURIComponent(key)}`);
+  return r.status === 200 ? (r.body as View) : undefined;
+}
+
+/** Follows a 202 until the payment (or its operation) settled, bounded. */
+async function follow(key: string, until: (v: View) => boolean, limitMs: number): Promise<View | undefined> {
+  const deadline = Date.now() + limitMs;
+  let delay = 250;
+  while (Date.now() < deadline) {
+    const v = await viewOf(key).catch(() => undefined);
+    if (v && until(v)) return v;
+    await sleep(delay);
+    delay = Math.min(3_000, delay * 1.5);
+  }
+  return undefined;
+}
+
+const record = (payment: string, kind: SoakAnswer['kind'], opKey: string, amount: number | undefined, r: Reply) => {
+  const error = r.body.error as { type?: string } | undefined;
+  answers.push({
+    payment,
+    kind,
+    opKey,
+    amount,
+    status: r.status,
+    ...(typeof r.body.status === 'string' ? { bodyStatus: r.body.status } : {}),
+    ...(error?.type ? { errorType: error.type } : {}),
+    ...(typeof r.body.amountAuthorized === 'number' ? { amountAuthorized: r.body.amountAuthorized } : {}),
+  });
+  if (r.status === 200) noteSuccess();
+};
+
+async function moveMoney(
+  p: SoakPayment,
+  kind: 'capture' | 'refund',
+  opKey: string,
+  amount: number | undefined,
+  deadline: number,
+): Promise<boolean> {
+  const urlPath = `/v1/payments/${encodeURIComponent(p.key)}/${kind === 'capture' ? 'capture' : 'refunds'}`;
+  const body = amount === undefined ? {} : { amount };
+  for (;;) {
+    const r = await call(kind, 'POST', urlPath, { key: opKey, body });
+    const error = (r.body.error as { type?: string } | undefined)?.type;
+    if (r.status === 409 && error === 'operation_in_flight' && Date.now() < deadline) {
+      await sleep(1_000); // another operation of this payment is being reconciled: repeat once it settled
+      continue;
+    }
+    record(p.key, kind, opKey, amount, r);
+    if (r.status === 200) return true;
+    if (r.status !== 202) return false;
+    const done = await follow(
+      p.key,
+      (v) => (v.operations ?? []).some((o) => o.kind === kind && o.key === opKey && o.state !== 'running'),
+      Math.max(1_000, deadline - Date.now()),
+    );
+    return (done?.operations ?? []).some((o) => o.kind === kind && o.key === opKey && o.state === 'succeeded');
+  }
+}
+
+async function scenario(i: number): Promise<void> {
+  const key = `soak-${SEED}-${t0}-${i}`;
+  const capture = random() < 0.5 ? 'automatic' : 'manual';
+  const declines = random() < 0.03;
+  const amount = 1_000 + Math.floor(random() * 9_000);
+  const p: SoakPayment = { key, orderId: `order-${key}`, amount, capture, declines };
+  const wantCapture = random() < 0.85;
+  const partialCapture = random() < 0.4;
+  const wantRefund = random() < 0.35;
+  payments.push(p);
+  const deadline = Date.now() + SCENARIO_LIMIT_MS;
+  const started = Date.now();
+  const charge = await call('charge', 'POST', '/v1/payments', {
+    key,
+    body: {
+      orderId: p.orderId,
+      amount: { value: amount, currency: 'EUR' },
+      paymentMethod: declines ? 'pm_decline_insufficient_funds' : 'pm_card_visa',
+      capture,
+    },
+  });
+  record(key, 'charge', key, amount, charge);
+  let view: View | undefined = charge.body as View;
+  if (charge.status === 202) {
+    view = await follow(key, (v) => v.status !== 'pending' && v.status !== 'unknown', deadline - Date.now());
+  } else if (charge.status !== 200) {
+    refused.add(key); // refused (4xx): nothing started, there is no payment to read
+    return;
+  }
+  if (!view) return;
+  settleMs.push(Date.now() - started);
+  let captured = view.status === 'succeeded' ? (view.amountCaptured ?? 0) : 0;
+  if (view.status === 'authorized' && wantCapture) {
+    const captureAmount = partialCapture ? Math.max(1, Math.floor(amount * 0.6)) : undefined;
+    if (await moveMoney(p, 'capture', `${key}-cap`, captureAmount, deadline)) captured = captureAmount ?? amount;
+  }
+  if (captured > 0 && wantRefund) {
+    const first = Math.max(1, Math.floor(captured / 3));
+    if (await moveMoney(p, 'refund', `${key}-ref1`, first, deadline)) {
+      if (random() < 0.3) await moveMoney(p, 'refund', `${key}-ref2`, Math.max(1, Math.floor(captured / 4)), deadline);
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Faults.
+
+interface FaultRecord {
+  readonly fault: string;
+  readonly at: number;
+  backMs?: number;
+  firstSuccessMs?: number;
+  note?: string;
+}
+const faults: FaultRecord[] = [];
+
+async function simulator(pathname: string, init?: RequestInit): Promise<unknown> {
+  const res = await fetch(`${stack.simulatorUrl}${pathname}`, { ...init, signal: AbortSignal.timeout(30_000) });
+  if (!res.ok) throw new Error(`simulator ${pathname}: ${res.status} ${await res.text()}`);
+  return res.json();
+}
+
+async function injectProviderFaults(): Promise<void> {
+  await simulator('/_sim/faults', {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({
+      seed: SEED,
+      // Each rule draws for itself, in order: 5 %, then 5 % of the rest, ...
+      rules: [
+        { fault: 'commit_then_drop', probability: 0.05 },
+        { fault: 'status', status: 503, retry_after_s: 1, probability: 0.05 },
+        { fault: 'status', status: 429, probability: 0.02 },
+        { fault: 'reset_before_commit', probability: 0.01 },
+      ],
+    }),
+  });
+}
+
+/** Webhooks duplicated and delivered in reverse batches during 10 % of the time: one second in every ten. */
+async function webhookChaos(stop: () => boolean): Promise<void> {
+  const apiKey = stack.providerApiKey ?? config.PROVIDER_API_KEY;
+  const merchantPath = `/_sim/merchants/${encodeURIComponent(apiKey)}`;
+  const normal = (await simulator(merchantPath)) as Record<string, unknown>;
+  const set = (chaos: boolean) =>
+    simulator(merchantPath, {
+      method: 'PUT',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(
+        chaos ? { ...normal, webhook_duplicate: true, webhook_reorder: true, webhook_delay_ms: 300 } : normal,
+      ),
+    });
+  try {
+    while (!stop()) {
+      await sleep(9_000);
+      if (stop()) break;
+      await set(true).catch(() => undefined);
+      await sleep(1_000);
+      await set(false).catch(() => undefined);
+    }
+  } finally {
+    await set(false).catch(() => undefined);
+  }
+}
+
+function counts(xs: readonly string[]): [string, number][] {
+  const m = new Map<string, number>();
+  for (const x of xs) m.set(x, (m.get(x) ?? 0) + 1);
+  return [...m];
+}
+
+function kill(pid: number, signal: NodeJS.Signals): boolean {
+  try {
+    process.kill(pid, signal);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** Kills a supervised service and measures until the supervisor has it running again under a new pid. */
+async function killService(fault: string, name: string, signal: NodeJS.Signals, ready?: () => Promise<boolean>) {
+  const before = readStack().services[name];
+  if (!before?.pid) {
+    log(`${fault}: no ${name} in ${stackFile}; skipped`);
+    return;
+  }
+  const record: FaultRecord = { fault, at: Date.now() };
+  faults.push(record);
+  const success = nextSuccess();
+  if (!kill(before.pid, signal)) {
+    record.note = 'kill failed';
+    return;
+  }
+  log(`${fault}: ${signal} to ${name} (pid ${before.pid})`);
+  void success.then((t) => (record.firstSuccessMs = t - record.at));
+  const deadline = Date.now() + 120_000;
+  while (Date.now() < deadline) {
+    await sleep(200);
+    try {
+      const now = readStack().services[name];
+      if (now?.pid && now.pid !== before.pid && now.state === 'running' && (!ready || (await ready()))) {
+        record.backMs = Date.now() - record.at;
+        log(`${fault}: ${name} back (pid ${now.pid}) after ${(record.backMs / 1000).toFixed(1)} s`);
+        return;
+      }
+    } catch {
+      // the stack file is being rewritten
+    }
+  }
+  record.note = `${name} not back within 120 s`;
+  log(`${fault}: ${record.note}`);
+}
+
+async function temporalServing(): Promise<boolean> {
+  let connection: Connection | undefined;
+  try {
+    connection = await Connection.connect({ address: stack.temporalAddress, connectTimeout: 1_000 });
+    const res = await connection.withDeadline(Date.now() + 2_000, () => connection!.healthService.check({}));
+    return res.status === 1;
+  } catch {
+    return false;
+  } finally {
+    await connection?.close().catch(() => undefined);
+  }
+}
+
+async function chaos(loadMs: number, stop: () => boolean): Promise<void> {
+  const workers = Object.keys(stack.services).filter((n) => n.startsWith('worker'));
+  const apis = Object.keys(stack.services).filter((n) => n.startsWith('api'));
+  const once: { at: number; run: () => Promise<void> }[] = [];
+  if (stack.kind === 'cluster') {
+    once.push({ at: 0.3, run: () => killService('temporal restart', 'temporal', 'SIGTERM', temporalServing) });
+    once.push({ at: 0.5, run: () => killService('redis restart', 'redis', 'SIGKILL') });
+  } else {
+    log('--dev: the dev server and Redis are not supervised by npm start; no Temporal or Redis restart');
+  }
+  once.push({ at: 0.7, run: () => killService('api kill', pick(apis), 'SIGKILL') });
+  let nextWorkerKill = Date.now() + 30_000 + random() * 30_000;
+  while (!stop()) {
+    await sleep(500);
+    const elapsed = (Date.now() - t0) / loadMs;
+    const due = once.filter((o) => o.at <= elapsed);
+    for (const o of due) {
+      once.splice(once.indexOf(o), 1);
+      await o.run();
+    }
+    if (Date.now() >= nextWorkerKill && workers.length > 0) {
+      await killService('worker kill', pick(workers), 'SIGKILL');
+      nextWorkerKill = Date.now() + 30_000 + random() * 30_000;
+    }
+  }
+  for (const o of once) log(`fault at ${Math.round(o.at * 100)} % of the load not reached (the load ended first)`);
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+
+async function main(): Promise<number> {
+  log(`${dev ? 'dev-server stack (npm start)' : 'cluster (npm run cluster)'} from ${stackFile}`);
+  log(`${N} payments at ${RATE}/s, seed ${SEED}; APIs ${stack.apiUrls.join(', ')}`);
+  for (const url of stack.apiUrls) {
+    const ok = await fetch(`${url}/healthz`, { signal: AbortSignal.timeout(5_000) }).then(
+      (r) => r.ok,
+      () => false,
+    );
+    if (!ok) throw new Error(`${url}/healthz does not answer: is the stack running?`);
+  }
+  await injectProviderFaults();
+  const loadMs = (N / RATE) * 1_000;
+  let loadDone = false;
+  let quiet = false;
+  const chaosDone = chaos(loadMs, () => loadDone);
+  const webhooksDone = webhookChaos(() => quiet);
+  const refresh = setInterval(() => {
+    try {
+      stack = readStack();
+    } catch {
+      // being rewritten
+    }
+  }, 1_000);
+
+  const running: Promise<void>[] = [];
+  const loadStarted = Date.now();
+  const progress = setInterval(
+    () => log(`${payments.length}/${N} started, ${completedScenarios} scenarios done, ${retried503} 503s repeated`),
+    15_000,
+  );
+  for (let i = 0; i < N; i++) {
+    const due = loadStarted + (i / RATE) * 1_000;
+    if (due > Date.now()) await sleep(due - Date.now());
+    running.push(
+      scenario(i)
+        .catch((err: unknown) => log(`scenario ${i} gave up: ${err instanceof Error ? err.message : String(err)}`))
+        .finally(() => {
+          completedScenarios += 1;
+        }),
+    );
+  }
+  await Promise.all(running);
+  const loadEnded = Date.now();
+  loadDone = true;
+  clearInterval(progress);
+  await chaosDone;
+  log(`load done: ${N} scenarios in ${((loadEnded - loadStarted) / 1000).toFixed(0)} s; waiting for quiescence...`);
+
+  // Quiescence: nothing pending, unknown or running any more (bounded).
+  quiet = true;
+  await webhooksDone;
+  await simulator('/_sim/faults', { method: 'DELETE' }).catch(() => undefined);
+  const views = new Map<string, SoakView>();
+  const quiesceDeadline = Date.now() + QUIESCE_MS;
+  let open = payments.map((p) => p.key).filter((k) => !refused.has(k));
+  while (open.length > 0) {
+    const stillOpen: string[] = [];
+    for (const key of open) {
+      const v: SoakView | undefined = await viewOf(key).then(
+        (view) => view as SoakView | undefined,
+        (err: unknown) => ({ error: String(err) }),
+      );
+      views.set(key, v ?? { error: 'not found' });
+      const busy =
+        !v ||
+        'error' in v ||
+        v.status === 'pending' ||
+        v.status === 'unknown' ||
+        (v.operations ?? []).some((o) => o.state === 'running');
+      if (busy) stillOpen.push(key);
+    }
+    open = stillOpen;
+    if (open.length === 0 || Date.now() > quiesceDeadline) break;
+    log(`${open.length} payments still moving`);
+    await sleep(5_000);
+  }
+  const quiescedMs = Date.now() - loadEnded;
+  clearInterval(refresh);
+  const ledger = (await simulator(
+    `/_sim/ledger?api_key=${encodeURIComponent(stack.providerApiKey ?? config.PROVIDER_API_KEY)}`,
+  )) as Ledger;
+
+  const verdict = checkSoak(merchant!.merchantId, payments, answers, views, ledger.effects);
+  const throughput = N / ((loadEnded - loadStarted) / 1000);
+  const ms = (x: number) => `${Math.round(x)} ms`;
+  log('');
+  log(`throughput: ${throughput.toFixed(2)} payments/s (offered ${RATE}/s), ${answers.length} answers`);
+  for (const [kind, values] of Object.entries(latencies)) {
+    if (values.length === 0) continue;
+    const s = summarize(values);
+    log(`latency ${kind}: n=${s.count} p50 ${ms(s.p50)} p95 ${ms(s.p95)} p99 ${ms(s.p99)} max ${ms(s.max)}`);
+  }
+  if (settleMs.length > 0) {
+    const s = summarize(settleMs);
+    log(`charge to settled: p50 ${ms(s.p50)} p95 ${ms(s.p95)} p99 ${ms(s.p99)} max ${ms(s.max)}`);
+  }
+  const statuses = new Map<string, number>();
+  for (const a of answers) statuses.set(`${a.kind} ${a.status}`, (statuses.get(`${a.kind} ${a.status}`) ?? 0) + 1);
+  log(`answers: ${[...statuses].map(([k, n]) => `${k}: ${n}`).join(', ')}`);
+  log(`repeated: ${retried503} answers 503, ${httpErrors} dropped connections, ${other5xx.length} other 5xx`);
+  for (const [what, n] of counts(other5xx)) log(`unexpected answer (repeated): ${what} x ${n}`);
+  log(`provider effects: ${ledger.effects.length}; faults hit: ${ledger.requests.filter((r) => r.fault).length}`);
+  for (const f of faults) {
+    log(
+      `recovery ${f.fault} at ${((f.at - t0) / 1000).toFixed(0)} s: process back ${
+        f.backMs === undefined ? '-' : `${(f.backMs / 1000).toFixed(1)} s`
+      }, next confirmed payment ${f.firstSuccessMs === undefined ? '-' : `${(f.firstSuccessMs / 1000).toFixed(1)} s`}${
+        f.note ? ` (${f.note})` : ''
+      }`,
+    );
+  }
+  log(
+    `quiescence ${(quiescedMs / 1000).toFixed(0)} s after the load; needs_review (with reason): ${verdict.needsReview}`,
+  );
+  for (const problem of verdict.problems.slice(0, 30)) log(`problem: ${problem}`);
+  if (verdict.problems.length > 30) log(`... and ${verdict.problems.length - 30} more problems`);
+  process.stdout.write(
+    `soak: ${verdict.payments} payments, ${verdict.doubleEffects} double effects, ${verdict.stuck} stuck, ` +
+      `${verdict.mismatches} mismatches\n`,
+  );
+  return verdict.doubleEffects === 0 && verdict.stuck === 0 && verdict.mismatches === 0 ? 0 : 1;
+}
+
+main().then(
+  (code) => process.exit(code),
+  (err: unknown) => {
+    console.error(`[soak] ${err instanceof Error ? err.message : String(err)}`);
+    process.exit(2);
+  },
+);

@@ -1,0 +1,150 @@
+import { checkSoak, type SoakAnswer, type SoakPayment, type SoakView } from '../../bench/soak-check';
+import { providerIdempotencyKey } from '../../src/activities/keys';
+import type { LedgerEffect } from '../../src/simulator/server';
+
+const merchant = 'm1';
+const manual: SoakPayment = { key: 'p1', orderId: 'order-p1', amount: 1_000, capture: 'manual', declines: false };
+const auto: SoakPayment = { key: 'p2', orderId: 'order-p2', amount: 2_000, capture: 'automatic', declines: false };
+
+const effect = (
+  operation: LedgerEffect['operation'],
+  reference: string,
+  amount: number,
+  key: string,
+): LedgerEffect => ({
+  api_key: 'sk',
+  operation,
+  idempotency_key: key,
+  reference,
+  payment_id: `pay_${reference}`,
+  amount,
+  at: 0,
+});
+const pk = (op: 'create' | 'capture' | 'refund', key: string) => providerIdempotencyKey(merchant, op, key);
+
+/** A clean run: p1 authorized, captured 600, refunded 200; p2 charged and refunded 500. */
+const cleanEffects = (): LedgerEffect[] => [
+  effect('create', 'order-p1', 1_000, pk('create', 'p1')),
+  effect('capture', 'order-p1', 600, pk('capture', 'p1-cap')),
+  effect('refund', 'order-p1', 200, pk('refund', 'p1-ref1')),
+  effect('create', 'order-p2', 2_000, pk('create', 'p2')),
+  effect('refund', 'order-p2', 500, pk('refund', 'p2-ref1')),
+];
+const cleanViews = (): Map<string, SoakView> =>
+  new Map<string, SoakView>([
+    ['p1', { status: 'succeeded', amountAuthorized: 1_000, amountCaptured: 600, amountRefunded: 200 }],
+    ['p2', { status: 'succeeded', amountAuthorized: 2_000, amountCaptured: 2_000, amountRefunded: 500 }],
+  ]);
+const cleanAnswers = (): SoakAnswer[] => [
+  {
+    payment: 'p1',
+    kind: 'charge',
+    opKey: 'p1',
+    amount: 1_000,
+    status: 200,
+    bodyStatus: 'authorized',
+    amountAuthorized: 1_000,
+  },
+  { payment: 'p1', kind: 'capture', opKey: 'p1-cap', amount: 600, status: 200, bodyStatus: 'succeeded' },
+  { payment: 'p1', kind: 'refund', opKey: 'p1-ref1', amount: 200, status: 200, bodyStatus: 'succeeded' },
+  {
+    payment: 'p2',
+    kind: 'charge',
+    opKey: 'p2',
+    amount: 2_000,
+    status: 200,
+    bodyStatus: 'succeeded',
+    amountAuthorized: 2_000,
+  },
+  { payment: 'p2', kind: 'refund', opKey: 'p2-ref1', amount: 500, status: 202, bodyStatus: 'succeeded' },
+];
+const check = (effects = cleanEffects(), views = cleanViews(), answers = cleanAnswers()) =>
+  checkSoak(merchant, [manual, auto], answers, views, effects);
+
+describe('the soak verdict (bench/soak-check.ts)', () => {
+  it('finds nothing wrong in a clean run', () => {
+    expect(check()).toMatchObject({ payments: 2, doubleEffects: 0, stuck: 0, mismatches: 0, problems: [] });
+  });
+
+  it('counts a second create and a second capture under one key as double effects', () => {
+    const effects = [
+      ...cleanEffects(),
+      effect('create', 'order-p2', 2_000, pk('create', 'p2')),
+      effect('capture', 'order-p1', 600, pk('capture', 'p1-cap')),
+    ];
+    const v = check(effects);
+    // Two keys repeated (create p2, capture p1-cap), two creates for p2, p1 captured 1200 > authorized 1000.
+    expect(v.doubleEffects).toBe(4);
+  });
+
+  it('counts a refund over what was captured as a double effect', () => {
+    const v = check([...cleanEffects(), effect('refund', 'order-p1', 500, pk('refund', 'p1-ref2'))]);
+    expect(v.doubleEffects).toBe(1);
+    expect(v.problems.join('\n')).toContain('refunded 700 > captured 600');
+  });
+
+  it('counts pending, unknown, running operations, an unread view and a review without reason as stuck', () => {
+    const views = cleanViews();
+    views.set('p1', {
+      status: 'succeeded',
+      amountAuthorized: 1_000,
+      amountCaptured: 600,
+      amountRefunded: 200,
+      operations: [{ kind: 'refund', key: 'p1-ref2', state: 'running' }],
+    });
+    views.set('p2', { error: 'timeout' });
+    expect(check(cleanEffects(), views).stuck).toBe(2);
+    views.set('p1', { status: 'needs_review', amountAuthorized: 0, amountCaptured: 0, amountRefunded: 0 });
+    views.set('p2', { status: 'unknown', amountAuthorized: 0, amountCaptured: 0, amountRefunded: 0 });
+    expect(check(cleanEffects(), views).stuck).toBe(2);
+    views.set('p1', {
+      status: 'needs_review',
+      amountAuthorized: 0,
+      amountCaptured: 0,
+      amountRefunded: 0,
+      review: { reason: 'capture not found' },
+    });
+    expect(check(cleanEffects(), views)).toMatchObject({ stuck: 1, needsReview: 1 });
+  });
+
+  it('counts a view that differs from the ledger as a mismatch', () => {
+    const views = cleanViews();
+    views.set('p1', { status: 'succeeded', amountAuthorized: 1_000, amountCaptured: 1_000, amountRefunded: 200 });
+    expect(check(cleanEffects(), views).mismatches).toBe(1);
+  });
+
+  it('counts an answer that contradicts the ledger as a mismatch: a 200 without its effect, a refusal with one', () => {
+    const answers = cleanAnswers();
+    answers.push({
+      payment: 'p2',
+      kind: 'refund',
+      opKey: 'p2-ref9',
+      amount: 100,
+      status: 200,
+      bodyStatus: 'succeeded',
+    });
+    answers.push({
+      payment: 'p1',
+      kind: 'refund',
+      opKey: 'p1-ref1',
+      amount: 200,
+      status: 422,
+      errorType: 'provider_rejected',
+    });
+    expect(check(cleanEffects(), cleanViews(), answers).mismatches).toBe(2);
+  });
+
+  it('a refused charge (4xx) has no view to wait for, and must have no create effect', () => {
+    const refused: SoakPayment = { key: 'p3', orderId: 'order-p3', amount: 100, capture: 'automatic', declines: false };
+    const answers: SoakAnswer[] = [
+      ...cleanAnswers(),
+      { payment: 'p3', kind: 'charge', opKey: 'p3', amount: 100, status: 409, errorType: 'payment_in_flight' },
+    ];
+    expect(checkSoak(merchant, [manual, auto, refused], answers, cleanViews(), cleanEffects())).toMatchObject({
+      stuck: 0,
+      mismatches: 0,
+    });
+    const withEffect = [...cleanEffects(), effect('create', 'order-p3', 100, pk('create', 'p3'))];
+    expect(checkSoak(merchant, [manual, auto, refused], answers, cleanViews(), withEffect).mismatches).toBe(1);
+  });
+});

@@ -1,0 +1,217 @@
+/**
+ * `npm start` as a test drives it: free ports, the stack spawned in its own process group with its output captured,
+ * its processes tracked by pid and start time (for kill tests and the leak check), bounded waits.
+ */
+import { type ChildProcess, spawn } from 'node:child_process';
+import { existsSync, readFileSync, readdirSync } from 'node:fs';
+import net from 'node:net';
+import path from 'node:path';
+
+export const HOST = '127.0.0.1';
+export const PROJECT_ROOT = path.resolve(__dirname, '../..');
+
+export const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+
+/**
+ * Distinct free ports below the kernel's ephemeral range: ports the OS hands out for port 0 (the dev server's own
+ * HTTP, metrics and internal ports, other test files' servers) or for outgoing connections never land there, so
+ * none of them can take one of ours between this check and `npm start` binding it.
+ */
+export async function freePorts(count: number): Promise<number[]> {
+  let low = 32_768;
+  try {
+    low = Number(readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8').trim().split(/\s+/)[0]) || low;
+  } catch {
+    // not Linux: keep the IANA default
+  }
+  const floor = 10_000;
+  const ports: number[] = [];
+  for (let attempt = 0; ports.length < count && attempt < 1_000; attempt++) {
+    const port = floor + Math.floor(Math.random() * Math.max(1, low - floor));
+    if (!ports.includes(port) && (await portIsFree(port))) ports.push(port);
+  }
+  if (ports.length < count) throw new Error(`no ${count} free ports between ${floor} and ${low}`);
+  return ports;
+}
+
+export function portIsFree(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const probe = net.createServer();
+    probe.once('error', () => resolve(false));
+    probe.listen(port, HOST, () => probe.close(() => resolve(true)));
+  });
+}
+
+/** A process by pid and start time (field 22 of /proc/<pid>/stat), so a reused pid is never mistaken for it. */
+export interface Proc {
+  readonly pid: number;
+  readonly ppid: number;
+  readonly start: string;
+  readonly state: string;
+}
+
+export function readProc(pid: number): Proc | undefined {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    // `pid (comm) state ppid ...`: comm may hold spaces and parentheses, so split after the last ')'.
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return { pid, state: fields[0] ?? '', ppid: Number(fields[1]), start: fields[19] ?? '' };
+  } catch {
+    return undefined; // gone
+  }
+}
+
+/** Every live descendant of `root` (npm → sh → tsx → start.ts → dev server, simulator, worker, API). */
+export function descendants(root: number): Proc[] {
+  if (!existsSync('/proc')) return [];
+  const table = readdirSync('/proc')
+    .filter((name) => /^\d+$/.test(name))
+    .map((name) => readProc(Number(name)))
+    .filter((p): p is Proc => p !== undefined);
+  const found: Proc[] = [];
+  const queue = [root];
+  while (queue.length > 0) {
+    const parent = queue.shift();
+    for (const p of table) {
+      if (p.ppid === parent && !found.some((f) => f.pid === p.pid)) {
+        found.push(p);
+        queue.push(p.pid);
+      }
+    }
+  }
+  return found;
+}
+
+export function stillRunning(p: Proc): boolean {
+  const now = readProc(p.pid);
+  return now !== undefined && now.start === p.start && now.state !== 'Z';
+}
+
+export function killQuietly(pid: number, signal: NodeJS.Signals): void {
+  try {
+    process.kill(pid, signal);
+  } catch {
+    // already gone
+  }
+}
+
+/** The whole local stack, started as the README says, with its output captured. */
+export class Stack {
+  readonly child: ChildProcess;
+  readonly spawnedAt = Date.now();
+  output = '';
+  exit: { code: number | null; signal: NodeJS.Signals | null } | undefined;
+  private closed = false;
+  /** Every process the stack started, as last seen: for the leak check and the last-resort kill. */
+  readonly processes = new Map<number, Proc>();
+
+  constructor(env: NodeJS.ProcessEnv) {
+    // `npm start`, in its own process group (so the group can get the terminal's Ctrl-C) and its own session.
+    this.child = spawn('npm', ['run', 'start', '--silent'], {
+      cwd: PROJECT_ROOT,
+      env,
+      detached: true,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    const append = (chunk: Buffer) => {
+      this.output += chunk.toString();
+    };
+    this.child.stdout?.on('data', append);
+    this.child.stderr?.on('data', append);
+    this.child.once('exit', (code, signal) => {
+      this.exit = { code, signal };
+    });
+    this.child.once('close', () => {
+      this.closed = true;
+    });
+    this.child.once('error', (err) => {
+      this.output += `\n[e2e] spawn failed: ${err.message}\n`;
+      this.exit ??= { code: -1, signal: null };
+    });
+  }
+
+  get pid(): number {
+    if (this.child.pid === undefined) throw new Error('npm start did not spawn');
+    return this.child.pid;
+  }
+
+  elapsedS(): string {
+    return ((Date.now() - this.spawnedAt) / 1000).toFixed(1);
+  }
+
+  tail(lines = 60): string {
+    return this.output.split('\n').slice(-lines).join('\n');
+  }
+
+  /**
+   * Records the stack's processes now (call it whenever more may have started); never after npm exited, since its
+   * pid may belong to another process by then.
+   */
+  snapshot(): void {
+    if (this.exit) return;
+    for (const p of descendants(this.pid)) this.processes.set(p.pid, p);
+    const self = readProc(this.pid);
+    if (self) this.processes.set(self.pid, self);
+  }
+
+  leftovers(): Proc[] {
+    return [...this.processes.values()].filter(stillRunning);
+  }
+
+  describeLeftovers(): string {
+    return this.leftovers()
+      .map((p) => {
+        let cmd = '?';
+        try {
+          cmd = readFileSync(`/proc/${p.pid}/cmdline`, 'utf8').split('\0').join(' ').slice(0, 160);
+        } catch {
+          // gone meanwhile
+        }
+        return `${p.pid} ${cmd}`;
+      })
+      .join('; ');
+  }
+
+  /**
+   * Polls `check` until it holds, or fails after `timeoutMs` with the stack's last output; fails at once if the stack
+   * exits meanwhile, unless `afterExit`.
+   */
+  async until(
+    what: string,
+    check: () => boolean | Promise<boolean>,
+    timeoutMs: number,
+    { intervalMs = 250, afterExit = false } = {},
+  ): Promise<void> {
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      if (await check()) return;
+      if (this.exit && !afterExit) {
+        throw new Error(`npm start exited (${JSON.stringify(this.exit)}) before ${what}:\n${this.tail()}`);
+      }
+      if (Date.now() > deadline) {
+        throw new Error(`no ${what} within ${timeoutMs / 1000} s (after ${this.elapsedS()} s):\n${this.tail()}`);
+      }
+      await sleep(intervalMs);
+    }
+  }
+
+  /** Ctrl-C: SIGINT to the whole foreground process group, exactly what a terminal does. */
+  interrupt(): void {
+    process.kill(-this.pid, 'SIGINT');
+  }
+
+  /** Last resort: SIGKILL the group and every process the stack started (each child has its own group). */
+  async kill(): Promise<void> {
+    this.snapshot();
+    if (!this.exit) killQuietly(-this.pid, 'SIGKILL');
+    for (const p of this.leftovers()) killQuietly(p.pid, 'SIGKILL');
+    const deadline = Date.now() + 10_000;
+    while ((!this.closed || this.leftovers().length > 0) && Date.now() < deadline) await sleep(100);
+    this.child.stdout?.destroy();
+    this.child.stderr?.destroy();
+  }
+
+  get isClosed(): boolean {
+    return this.closed;
+  }
+}
