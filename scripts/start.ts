@@ -219,7 +219,10 @@ async function main() {
         tier,
         ...(ready === undefined ? {} : { ready: () => isUp(ready) }),
         // Its "worker running" line is logged at info: below that level it is taken as ready once spawned.
-        ...(c.readyLine === undefined || !logsInfo(config.LOG_LEVEL) ? {} : { readyLine: c.readyLine }),
+        // Only where no URL tells (metrics off), and only when the children log at info at all.
+        ...(c.readyLine === undefined || ready !== undefined || !logsInfo(env.LOG_LEVEL ?? 'info')
+          ? {}
+          : { readyLine: c.readyLine }),
         // Idempotent, and the simulator keeps it in its state; after a restart it is set again all the same.
         ...(c.name === 'simulator' ? { afterReady: () => configureSimulatorMerchant(config) } : {}),
       });

@@ -49,7 +49,14 @@ describe('npm start supervises its children (end to end)', () => {
 
   it('kill -9 of the worker with payments in flight: the API stays up, the worker comes back, each payment settles with one effect; the simulator keeps its state across a kill -9', async () => {
     const started = Date.now();
-    const [temporalPort, uiPort, simulatorPort, apiPort] = (await freePorts(4)) as [number, number, number, number];
+    const [temporalPort, uiPort, simulatorPort, apiPort, workerMetricsPort, sdkMetricsPort] = (await freePorts(6)) as [
+      number,
+      number,
+      number,
+      number,
+      number,
+      number,
+    ];
     const api = `http://${HOST}:${apiPort}`;
     const sim = `http://${HOST}:${simulatorPort}`;
     const dbFile = path.join(tmp, 'dev-server.sqlite');
@@ -59,6 +66,9 @@ describe('npm start supervises its children (end to end)', () => {
       TEMPORAL_UI_PORT: String(uiPort),
       SIMULATOR_PORT: String(simulatorPort),
       PORT: String(apiPort),
+      // Free ports for the metrics endpoints too: the other end-to-end test may run beside this one.
+      WORKER_METRICS_ADDRESS: `${HOST}:${workerMetricsPort}`,
+      SDK_METRICS_ADDRESS: `${HOST}:${sdkMetricsPort}`,
       TEMPORAL_DB_FILE: dbFile,
       TASK_QUEUE: `e2e-supervised-${randomUUID()}`,
       LOG_LEVEL: 'info',
