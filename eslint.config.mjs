@@ -24,7 +24,7 @@ export default tseslint.config(
   },
   {
     // Workflow code runs in Temporal's deterministic sandbox: no I/O, no Node built-ins.
-    files: ['src/workflows/**/*.ts', 'src/domain/**/*.ts'],
+    files: ['src/workflows/**/*.ts', 'src/domain/**/*.ts', 'bench/peers/bare-workflow.ts'],
     rules: {
       'no-restricted-imports': [
         'error',
