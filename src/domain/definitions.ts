@@ -3,34 +3,11 @@
  * never imports workflow code. Names are part of the history: never rename one, add a new one.
  */
 import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
-import { z } from 'zod';
 import type { PaymentView, ResolveRequest } from './payment';
+import type { ProviderEvent, ProviderPaymentState } from './provider-event';
 
-/** A payment as the provider reports it (camelCase); the same shape as the adapters' `ProviderPayment`, both ways. */
-export const ProviderPaymentState = z.object({
-  id: z.string().min(1),
-  status: z.enum(['authorized', 'succeeded', 'voided']),
-  amount: z.number().int().nonnegative(),
-  amountCaptured: z.number().int().nonnegative(),
-  amountRefunded: z.number().int().nonnegative(),
-  currency: z.string(),
-  reference: z.string(),
-  /** Unix seconds on the provider's clock. */
-  created: z.number().int().nonnegative(),
-  /** Echoed create metadata (`merchant_id`, `payment_key`): how a webhook finds its workflow. */
-  metadata: z.record(z.string(), z.string()).optional(),
-});
-export type ProviderPaymentState = z.infer<typeof ProviderPaymentState>;
-
-/** A provider webhook event, verified and converted to camelCase by the API before it is signalled. */
-export const ProviderEvent = z.object({
-  eventId: z.string().min(1),
-  type: z.enum(['payment.succeeded', 'payment.authorized', 'payment.voided', 'refund.succeeded']),
-  /** Unix seconds on the provider's clock. */
-  created: z.number().int().nonnegative(),
-  payment: ProviderPaymentState,
-});
-export type ProviderEvent = z.infer<typeof ProviderEvent>;
+// The zod schemas of provider events live in provider-event.ts (workflow bundles carry no zod); their types are here too.
+export type { ProviderEvent, ProviderPaymentState };
 
 /** `submit` args: the fingerprint the client computed over the request's significant fields. */
 export interface SubmitArgs {

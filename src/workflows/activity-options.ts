@@ -1,6 +1,6 @@
 import { proxyActivities, proxyLocalActivities } from '@temporalio/workflow';
 import type { Activities } from '../activities';
-import { type ProviderOperation, type RetryOverrides, retrySpecFor, toActivityOptions } from '../domain/retry';
+import { type ProviderOperation, type RetryOverrides, retrySpecFor, toActivityOptions } from '../domain/retry-policy';
 import { providerTaskQueue } from '../domain/ids';
 import type { ProviderCapabilities } from '../providers/types';
 
