@@ -45,16 +45,30 @@ const arbSpecLike = fc.record(
   },
   { requiredKeys: ['jitter'] },
 );
-/** Mostly valid specs, so the cross-field rules are reached often. */
-const arbValidish = fc.record({
-  initialIntervalMs: fc.integer({ min: 1, max: 60_000 }),
-  backoffCoefficient: fc.oneof(fc.integer({ min: 1, max: 100 }), fc.double({ min: 0.5, max: 120, noNaN: true })),
-  maximumIntervalMs: fc.integer({ min: 1, max: 60_000 }),
-  jitter: fc.constantFrom('full', 'none'),
-  budgetMs: fc.integer({ min: 1, max: 600_000 }),
-  attemptTimeoutMs: fc.integer({ min: 1, max: 600_000 }),
-  maximumAttempts: fc.option(fc.integer({ min: 0, max: 10 }), { nil: undefined }),
-});
+/** Mostly valid specs near the edges of each rule, so every rule decides often. */
+const edgeMs = fc.oneof(fc.integer({ min: 1, max: 60_000 }), fc.constantFrom(0, 1, 1.5, Number.MAX_SAFE_INTEGER));
+const arbValidish = fc
+  .record({
+    initialIntervalMs: edgeMs,
+    backoffCoefficient: fc.oneof(
+      fc.integer({ min: 1, max: 100 }),
+      fc.constantFrom(0.99, 1, 2.5, 100, 100.000001, 100.5, 101),
+      fc.double({ min: 0.5, max: 120, noNaN: true }),
+    ),
+    maximumIntervalMs: edgeMs,
+    jitter: fc.constantFrom('full', 'none'),
+    budgetMs: fc.integer({ min: 1, max: 600_000 }),
+    attemptTimeoutDelta: fc.integer({ min: -3, max: 3 }),
+    maximumIntervalDelta: fc.option(fc.integer({ min: -2, max: 2 }), { nil: undefined }),
+    maximumAttempts: fc.option(fc.constantFrom(0, 1, 2, 7, 1.5, -1), { nil: undefined }),
+    heartbeatTimeoutMs: fc.option(edgeMs, { nil: undefined }),
+  })
+  // The attempt timeout right around the budget, the maximum interval around the initial one: the cross-field edges.
+  .map(({ attemptTimeoutDelta, maximumIntervalDelta, ...s }) => ({
+    ...s,
+    attemptTimeoutMs: Math.max(1, s.budgetMs + attemptTimeoutDelta),
+    ...(maximumIntervalDelta === undefined ? {} : { maximumIntervalMs: s.initialIntervalMs + maximumIntervalDelta }),
+  }));
 
 describe('retrySpecIssues (workflow side) and the RetrySpec schema', () => {
   it('agree on every value, and a valid spec keeps the same fields', () => {
