@@ -139,6 +139,12 @@ export function temporalTable(results: readonly ScenarioResult[]): string {
         num(h.activityScheduleToStartMsP50, 1),
         num(h.activityStartToCloseMsP50, 1),
         num(h.startToActivityCompletedMsP50, 1),
+        num(h.workflowTaskRunMsP50, 1),
+        num(h.startToAnswerMsP50, 1),
+        num(
+          h.sampled > 0 && h.startToAnswerMsP50 !== undefined ? r.latencyMs.p50 - h.startToAnswerMsP50 : undefined,
+          1,
+        ),
       ]);
     }
   }
@@ -158,6 +164,9 @@ export function temporalTable(results: readonly ScenarioResult[]): string {
       'act s2s',
       'act run',
       'start->act done',
+      'WFT run',
+      'start->answer',
+      'caller p50 - start->answer',
     ],
     rows,
   );

@@ -13,6 +13,8 @@ import { setMaxListeners } from 'node:events';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { runMemoryBench } from './memory';
+import type { MemoryReport } from './memory-worker';
 import { latencyTable, peersTable, ratio, resourceTable, temporalTable } from './report';
 import { type RunSettings, type ScenarioResult, type ScenarioSpec, runScenario } from './scenario';
 import { type BenchInfra, startInfra } from './stack';
@@ -116,8 +118,8 @@ function intFromEnv(name: string, fallback: number, min: number, max: number): n
 }
 
 function parseOptions(argv: readonly string[]): Options {
-  const unknown = argv.filter((a) => a !== '--quick');
-  if (unknown.length > 0) throw new Error(`unknown argument(s): ${unknown.join(' ')} (only --quick)`);
+  const unknown = argv.filter((a) => a !== '--quick' && a !== '--memory');
+  if (unknown.length > 0) throw new Error(`unknown argument(s): ${unknown.join(' ')} (only --quick, --memory)`);
   const quick = argv.includes('--quick');
   const payments = intFromEnv('BENCH_PAYMENTS', quick ? 80 : 300, 1, 100_000);
   const concurrency = intFromEnv('BENCH_CONCURRENCY', 16, 1, 1_000);
@@ -286,7 +288,38 @@ function findings(results: readonly ScenarioResult[]): string[] {
   return out;
 }
 
+/** `--memory`: the worker alone, N open payments, its memory per payment (bench/memory.ts). */
+async function memoryMain(quick: boolean): Promise<number> {
+  const deadlineS = intFromEnv('BENCH_DEADLINE_S', quick ? 180 : 400, 10, 3_600);
+  const deadline = new AbortController();
+  const timer = setTimeout(() => deadline.abort(), deadlineS * 1000);
+  setTimeout(() => process.exit(2), (deadlineS + 30) * 1000).unref();
+  try {
+    const r = await runMemoryBench(quick, log, deadline.signal);
+    const out = process.stdout;
+    const row = (label: string, m: MemoryReport) =>
+      `${label.padEnd(8)} rss ${m.rssMiB.toFixed(1).padStart(8)} MiB  heap ${m.heapUsedMiB.toFixed(1).padStart(7)} MiB` +
+      `  external ${m.externalMiB.toFixed(1).padStart(6)} MiB\n`;
+    out.write(`\nWorker alone, after a full GC (${r.warmup} warm-up payments before "before"):\n`);
+    out.write(row('before', r.before));
+    out.write(row('after', r.after));
+    if (r.failures.length > 0) out.write(`\nFAILED:\n${r.failures.map((f) => `  - ${f}`).join('\n')}\n`);
+    out.write(
+      `bench memory: ${r.opened} open payments, worker rss ${r.rssKiBPerPayment} KiB/payment, heap ` +
+        `${r.heapKiBPerPayment} KiB/payment, bundle ${r.bundleMiB} MiB, maxCachedWorkflows ${r.maxCachedWorkflows}, ` +
+        `reuseV8Context ${r.reuseV8Context}\n`,
+    );
+    return r.failures.length > 0 ? 1 : 0;
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
 async function main(): Promise<number> {
+  if (process.argv.includes('--memory')) {
+    parseOptions(process.argv.slice(2));
+    return memoryMain(process.argv.includes('--quick'));
+  }
   const options = parseOptions(process.argv.slice(2));
   const { settings } = options;
   const deadline = new AbortController();

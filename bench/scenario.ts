@@ -356,6 +356,8 @@ const noHistory: PaymentHistoryStats = {
   activityScheduleToStartMs: undefined,
   activityStartToCloseMs: undefined,
   startToActivityCompletedMs: undefined,
+  workflowTaskRunMs: undefined,
+  startToAnswerMs: undefined,
 };
 
 /** Waits until every workflow closed (any outcome), four at a time, within `timeoutMs`; answers how many did not. */

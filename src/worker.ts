@@ -27,6 +27,12 @@ export interface WorkerSetup {
   /** Per-provider circuit breaker; default one in-memory breaker for this process. */
   readonly breaker?: CircuitBreaker;
   readonly maxConcurrentActivityTaskExecutions?: number;
+  /**
+   * The workflow worker's cache of open workflows (SDK default: sized from the heap limit, ~2300 with a 4 GiB heap) and
+   * whether they share one V8 context (SDK default true). Each cached payment holds its workflow state in memory;
+   * `npm run bench -- --memory` measures what one costs.
+   */
+  readonly workflowCache?: Pick<WorkerOptions, 'maxCachedWorkflows' | 'reuseV8Context'>;
 }
 
 /** Builds the workflow worker and one activity worker per provider. */
@@ -41,6 +47,7 @@ export async function createWorkers(setup: WorkerSetup): Promise<Worker[]> {
     namespace: setup.namespace,
     taskQueue: setup.taskQueue,
     ...setup.workflows,
+    ...setup.workflowCache,
     // Local activities (describeProvider) run here, beside the workflows.
     activities,
   });
