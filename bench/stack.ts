@@ -187,6 +187,9 @@ export async function startScenarioStack(
       taskQueue,
       timings,
       capabilities: { simulator: provider.capabilities },
+      // BENCH_ORDER_SINGLE_FLIGHT=0: without the one-open-payment-per-order check (two visibility queries a charge),
+      // to measure what it costs; the bench's path keeps it, as production does.
+      ...(process.env.BENCH_ORDER_SINGLE_FLIGHT === '0' ? { orderSingleFlight: false } : {}),
     });
     const app = await buildApi({
       client: payments,
@@ -200,8 +203,10 @@ export async function startScenarioStack(
       // BENCH_UNSAFE_PROVIDER=1 is a self-test of the money check: the simulator forgets idempotency keys while the
       // workers believe it honours them, so a resend after commit_then_drop charges twice and the bench must fail.
       idempotency: process.env.BENCH_UNSAFE_PROVIDER !== '1',
-      webhook_url: `${url}/webhooks/simulator`,
-      webhook_secret: WEBHOOK_SECRET,
+      // BENCH_WEBHOOKS=0: no webhooks, to measure what they cost (production has them, and so does the bench).
+      ...(process.env.BENCH_WEBHOOKS === '0'
+        ? {}
+        : { webhook_url: `${url}/webhooks/simulator`, webhook_secret: WEBHOOK_SECRET }),
     });
 
     const workers: Worker[] = await createWorkers({
