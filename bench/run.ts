@@ -269,13 +269,12 @@ function findings(results: readonly ScenarioResult[]): string[] {
   }
   const life = by('api-lifecycle');
   if (life) {
-    const c = life.cpuWholeLife;
     out.push(
-      `whole life (refund window ${f(LIFECYCLE_REFUND_WINDOW_MS / 1000)} s, closed before ` +
-        `sampling): ~actions ${f(life.history.actionsPerPayment)}, events ${f(life.history.eventsPerPayment)}, ` +
-        `workflow tasks ${f(life.history.workflowTasksPerPayment)}; at answer (open, api-bulkhead) events ` +
-        `${f(base?.history.eventsPerPayment)}; CPU until closed ${f(c && c.benchProcessMsPerPayment + (c.devServerMsPerPayment ?? 0))} ` +
-        'ms per payment (idle server time while waiting for the window included)',
+      `whole life (refund window ${f(LIFECYCLE_REFUND_WINDOW_MS / 1000)} s, closed before sampling): ~actions ` +
+        `${f(life.history.actionsPerPayment)}, events ${f(life.history.eventsPerPayment)}, workflow tasks ` +
+        `${f(life.history.workflowTasksPerPayment)}, signals ${f(life.history.signalsPerPayment)} (a webhook that ` +
+        `arrives before the workflow applied the provider's answer is signalled); at answer (open, api-bulkhead) ` +
+        `events ${f(base?.history.eventsPerPayment)}`,
     );
   }
   const noisy = results.filter((r) => (r.cpu.othersBusyPct ?? 0) >= 15);
