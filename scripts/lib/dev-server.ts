@@ -1,7 +1,7 @@
 /**
  * The Temporal CLI dev server the way this project runs it everywhere (tests, `npm start`, the benchmark): the CLI
- * resolved through the provisioning chain, bound to loopback, with the payment search attributes registered and the
- * dynamic config a single-box deployment wants.
+ * resolved through the provisioning chain, bound to loopback, with the payment search attributes registered, the
+ * dynamic config a single-box deployment wants and, for a state file, SQLite pragmas that do not sync every commit.
  */
 import { TestWorkflowEnvironment } from '@temporalio/testing';
 import type { DevServerConfig } from '@temporalio/testing/lib/ephemeral-server';
@@ -28,6 +28,18 @@ export const singleBoxDynamicConfig: Readonly<Record<string, DynamicConfigValue>
   'history.visibilityProcessorMaxPollRPS': 1000,
 };
 
+/**
+ * SQLite pragmas for a dev server that keeps its state in a file (`npm start`): write-ahead log, synced at checkpoints
+ * instead of at every commit. The CLI's default (a rollback journal, synced at every commit) made every workflow task
+ * and activity hand-off wait for the disk: one payment at a time took 107 ms p50 instead of 67 on the same (busy)
+ * machine, where the in-memory server took 67 too. A dev server that crashes loses nothing committed; an operating
+ * system crash may lose the last commits, which is fine for local development state. Ignored without a file.
+ */
+export const singleBoxSqlitePragmas: Readonly<Record<string, string>> = {
+  journal_mode: 'wal',
+  synchronous: 'normal',
+};
+
 /** Server options beyond the defaults: ports, UI, SQLite file, extra CLI args, dynamic config. */
 export type DevServerOptions = Omit<DevServerConfig, 'type' | 'executable' | 'searchAttributes'> & {
   /**
@@ -35,6 +47,8 @@ export type DevServerOptions = Omit<DevServerConfig, 'type' | 'executable' | 'se
    * default and add or override keys. (Keys given here must not be repeated in `extraArgs`.)
    */
   readonly dynamicConfig?: Readonly<Record<string, DynamicConfigValue>>;
+  /** With `dbFilename`: SQLite pragmas (`journal_mode`, `synchronous`); default {@link singleBoxSqlitePragmas}. */
+  readonly sqlitePragmas?: Readonly<Record<string, string>>;
 };
 
 /** `--dynamic-config-value KEY=JSON` pairs for `temporal server start-dev`. */
@@ -50,7 +64,16 @@ export async function startDevServer(
   options: DevServerOptions = {},
   resolve: ResolveOptions & { readonly onResolved?: (source: string) => void } = {},
 ): Promise<TestWorkflowEnvironment> {
-  const { dynamicConfig = singleBoxDynamicConfig, extraArgs = [], ...server } = options;
+  const {
+    dynamicConfig = singleBoxDynamicConfig,
+    sqlitePragmas = singleBoxSqlitePragmas,
+    extraArgs = [],
+    ...server
+  } = options;
+  const pragmaArgs =
+    server.dbFilename === undefined
+      ? []
+      : Object.entries(sqlitePragmas).flatMap(([k, v]) => ['--sqlite-pragma', `${k}=${v}`]);
   const cli = await resolveBinary(TEMPORAL_CLI, resolve);
   resolve.onResolved?.(cli.source);
   return startWith(cli, TEMPORAL_CLI, (executable) =>
@@ -59,7 +82,7 @@ export async function startDevServer(
         ip: '127.0.0.1',
         log: { format: 'pretty', level: 'error' },
         ...server,
-        extraArgs: [...dynamicConfigArgs(dynamicConfig), ...extraArgs],
+        extraArgs: [...dynamicConfigArgs(dynamicConfig), ...pragmaArgs, ...extraArgs],
         executable,
         searchAttributes: [...paymentSearchAttributes],
       },
