@@ -34,6 +34,13 @@ export interface PaymentHistoryStats {
   readonly activityStartToCloseMs: number | undefined;
   /** Workflow started -> the first provider activity completed (attempts and backoff included). */
   readonly startToActivityCompletedMs: number | undefined;
+  /** Sum over the workflow tasks of started -> completed: the worker's time on this payment's workflow code. */
+  readonly workflowTaskRunMs: number | undefined;
+  /**
+   * Workflow started -> the caller's answer was in the history (the first update completed, else the workflow
+   * completed): the caller's latency minus this is the starter's own overhead (HTTP, checks, RPCs).
+   */
+  readonly startToAnswerMs: number | undefined;
 }
 
 /** One event of a timeline: its id, its kind (the attributes' name) and milliseconds since the workflow started. */
@@ -76,6 +83,8 @@ export interface HistorySummary {
   readonly activityStartToCloseMsP50: number | undefined;
   readonly startToActivityCompletedMsP50: number | undefined;
   readonly startToActivityCompletedMsMax: number | undefined;
+  readonly workflowTaskRunMsP50: number | undefined;
+  readonly startToAnswerMsP50: number | undefined;
 }
 
 const tsMs = (ts: HistoryEvent['eventTime']): number | undefined =>
@@ -109,6 +118,17 @@ export function analyzeHistory(events: readonly HistoryEvent[]): PaymentHistoryS
   const startedOfCompleted =
     firstCompleted && byId.get(String(firstCompleted.activityTaskCompletedEventAttributes?.startedEventId));
 
+  let workflowTaskRunMs: number | undefined;
+  for (const e of events) {
+    const done = e.workflowTaskCompletedEventAttributes;
+    if (done == null) continue;
+    const ran = diff(tsMs(byId.get(String(done.startedEventId))?.eventTime), tsMs(e.eventTime));
+    if (ran !== undefined) workflowTaskRunMs = Math.round(((workflowTaskRunMs ?? 0) + ran) * 10) / 10;
+  }
+  const answered =
+    events.find((e) => e.workflowExecutionUpdateCompletedEventAttributes != null) ??
+    events.find((e) => e.workflowExecutionCompletedEventAttributes != null);
+
   const activities = count((e) => e.activityTaskScheduledEventAttributes);
   const localActivities = count((e) => e.markerRecordedEventAttributes);
   const timers = count((e) => e.timerStartedEventAttributes);
@@ -136,6 +156,8 @@ export function analyzeHistory(events: readonly HistoryEvent[]): PaymentHistoryS
       : undefined,
     activityStartToCloseMs: diff(tsMs(startedOfCompleted?.eventTime), tsMs(firstCompleted?.eventTime)),
     startToActivityCompletedMs: diff(startedAt, tsMs(firstCompleted?.eventTime)),
+    workflowTaskRunMs,
+    startToAnswerMs: diff(startedAt, tsMs(answered?.eventTime)),
   } satisfies PaymentHistoryStats;
 }
 
@@ -170,6 +192,8 @@ export function summarizeHistories(stats: readonly PaymentHistoryStats[]): Histo
     activityStartToCloseMsP50: median(stats.map((s) => s.activityStartToCloseMs)),
     startToActivityCompletedMsP50: median(stats.map((s) => s.startToActivityCompletedMs)),
     startToActivityCompletedMsMax: maxOf(stats.map((s) => s.startToActivityCompletedMs)),
+    workflowTaskRunMsP50: median(stats.map((s) => s.workflowTaskRunMs)),
+    startToAnswerMsP50: median(stats.map((s) => s.startToAnswerMs)),
   };
 }
 

@@ -78,9 +78,12 @@ export function chargeBody(scenario: string, index: number): Record<string, unkn
 /** How the HTTP driver reaches the API. */
 export interface ApiTarget {
   readonly url: string;
+  /** Bearer token; '' sends none (the peers' endpoints take none). */
   readonly token: string;
   readonly merchantId: string;
   readonly scenario: string;
+  /** The workflow a payment key runs as (default the charge workflow's id; the bare-workflow peer has its own). */
+  readonly workflowIdOf?: (merchantId: string, key: string) => string;
 }
 
 /** Bounds of the HTTP driver. */
@@ -119,7 +122,7 @@ export function apiDriver(
       method: 'POST',
       path: '/v1/payments',
       headers: {
-        authorization: `Bearer ${target.token}`,
+        ...(target.token === '' ? {} : { authorization: `Bearer ${target.token}` }),
         'idempotency-key': key,
         'content-type': 'application/json',
       },
@@ -179,7 +182,7 @@ export function apiDriver(
     return {
       key,
       orderId: request.orderId as string,
-      workflowId: chargeWorkflowId(target.merchantId, key),
+      workflowId: (target.workflowIdOf ?? chargeWorkflowId)(target.merchantId, key),
       firstMs: firstMs ?? 0,
       settledMs: performance.now() - t0,
       firstAnswer,

@@ -50,12 +50,77 @@ export function latencyTable(results: readonly ScenarioResult[]): string {
   );
 }
 
+/** pay/s of `a` over `b` ('-' when either is missing). */
+export const ratio = (a: number | undefined, b: number | undefined): number | undefined =>
+  a === undefined || b === undefined || !(b > 0) ? undefined : Math.round((a / b) * 100) / 100;
+
+const cpuTotal = (r: ScenarioResult): number => r.cpu.benchProcessMsPerPayment + (r.cpu.devServerMsPerPayment ?? 0);
+
+/**
+ * Ours beside the peers of the same run, loaded and one at a time: throughput, latency, Temporal cost and CPU, and
+ * the ratios (ours / peer). Temporal cost of ours is the whole-life one where `api-lifecycle` ran.
+ */
+export function peersTable(results: readonly ScenarioResult[]): string {
+  const by = (id: string) => results.find((r) => r.id === id);
+  const lifecycle = by('api-lifecycle');
+  const rows: string[][] = [];
+  for (const suffix of ['', '-c1']) {
+    const ours = by(`api-bulkhead${suffix}`);
+    const bare = by(`bare-workflow${suffix}`);
+    const none = by(`no-engine${suffix}`);
+    for (const r of [ours, bare, none]) {
+      if (!r) continue;
+      const isOurs = r === ours;
+      const h = isOurs && lifecycle ? lifecycle.history : r.history;
+      rows.push([
+        r.id,
+        String(r.concurrency),
+        num(r.throughputPerS, 1),
+        num(r.latencyMs.p50, 1),
+        num(r.latencyMs.p95, 1),
+        num(r.latencyMs.p99, 1),
+        num(h.actionsPerPayment, 1),
+        num(h.eventsPerPayment, 1),
+        isOurs && lifecycle ? num(r.history.eventsPerPayment, 1) : num(h.eventsPerPayment, 1),
+        num(r.cpu.benchProcessMsPerPayment, 1),
+        num(r.cpu.devServerMsPerPayment, 1),
+        num(cpuTotal(r), 1),
+        num(isOurs ? undefined : ratio(ours?.throughputPerS, r.throughputPerS), 2),
+        num(isOurs ? undefined : ratio(ours?.latencyMs.p50, r.latencyMs.p50), 2),
+        num(isOurs || !ours ? undefined : ratio(cpuTotal(ours), cpuTotal(r)), 2),
+        num(r.cpu.othersBusyPct, 0),
+      ]);
+    }
+  }
+  return table(
+    [
+      'scenario',
+      'C',
+      'pay/s',
+      'p50',
+      'p95',
+      'p99',
+      '~actions',
+      'events (life)',
+      'events (answer)',
+      'cpu node',
+      'cpu temporal',
+      'cpu total',
+      'ours/peer pay/s',
+      'ours/peer p50',
+      'ours/peer cpu',
+      'others busy %',
+    ],
+    rows,
+  );
+}
+
 /** What each payment cost in Temporal, from sampled histories. */
 export function temporalTable(results: readonly ScenarioResult[]): string {
   const rows: string[][] = [];
   for (const r of results) {
     for (const [label, h] of [
-      [r.id, r.history],
+      [r.wholeLife ? `${r.id} (whole life)` : r.id, r.history],
       [`  ${r.id} (faulted only)`, r.historyFaulted],
     ] as const) {
       if (!h || h.sampled === 0) continue;
@@ -74,6 +139,12 @@ export function temporalTable(results: readonly ScenarioResult[]): string {
         num(h.activityScheduleToStartMsP50, 1),
         num(h.activityStartToCloseMsP50, 1),
         num(h.startToActivityCompletedMsP50, 1),
+        num(h.workflowTaskRunMsP50, 1),
+        num(h.startToAnswerMsP50, 1),
+        num(
+          h.sampled > 0 && h.startToAnswerMsP50 !== undefined ? r.latencyMs.p50 - h.startToAnswerMsP50 : undefined,
+          1,
+        ),
       ]);
     }
   }
@@ -93,6 +164,9 @@ export function temporalTable(results: readonly ScenarioResult[]): string {
       'act s2s',
       'act run',
       'start->act done',
+      'WFT run',
+      'start->answer',
+      'caller p50 - start->answer',
     ],
     rows,
   );

@@ -3,7 +3,9 @@
  * process plus a fresh in-memory Temporal dev server. See bench/README.md for what is measured and the targets.
  *
  * Env: BENCH_PAYMENTS (300; quick 80), BENCH_SERIAL_PAYMENTS (40; quick 20), BENCH_CONCURRENCY (16), BENCH_FAULT_RATE (0.1), BENCH_SEED (42),
- * BENCH_SCENARIOS (comma-separated ids, default all), BENCH_DEADLINE_S (170; quick 60), BENCH_LOG_LEVEL (silent).
+ * BENCH_SCENARIOS (comma-separated ids, default all), BENCH_DEADLINE_S (400; quick 180), BENCH_LOG_LEVEL (silent),
+ * BENCH_DEV_SERVER_ARGS (extra `temporal server start-dev` args; `--dynamic-config-value K=V` overrides the single-box
+ * dynamic config), BENCH_STOCK_DEV_SERVER=1 (the dev server without the single-box dynamic config).
  * Exit 0: every scenario passed; 1: a scenario failed (a double charge, a missing charge, an unexpected answer, the
  * deadline); 2: the bench itself could not run.
  */
@@ -11,9 +13,14 @@ import { setMaxListeners } from 'node:events';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { latencyTable, resourceTable, temporalTable } from './report';
+import { runMemoryBench } from './memory';
+import type { MemoryReport } from './memory-worker';
+import { latencyTable, peersTable, ratio, resourceTable, temporalTable } from './report';
 import { type RunSettings, type ScenarioResult, type ScenarioSpec, runScenario } from './scenario';
 import { type BenchInfra, startInfra } from './stack';
+
+/** The whole-life scenario's refund window: long enough for the answer and the webhook, short enough to wait for. */
+const LIFECYCLE_REFUND_WINDOW_MS = 2_000;
 
 const SCENARIOS: readonly ScenarioSpec[] = [
   {
@@ -21,6 +28,17 @@ const SCENARIOS: readonly ScenarioSpec[] = [
     description:
       '(a) today: HTTP API -> PaymentsClient update-with-start; activities on the per-provider task queue (bulkhead)',
     path: 'api',
+  },
+  {
+    id: 'bare-workflow',
+    description:
+      'peer: HTTP -> client.workflow.execute of a one-activity workflow (the samples way): no update, webhooks, search attributes',
+    path: 'bare-workflow',
+  },
+  {
+    id: 'no-engine',
+    description: 'peer: HTTP -> the same provider call with a key straight from the handler (the floor)',
+    path: 'no-engine',
   },
   {
     id: 'api-bulkhead-drop',
@@ -49,6 +67,18 @@ const SCENARIOS: readonly ScenarioSpec[] = [
     serial: true,
   },
   {
+    id: 'bare-workflow-c1',
+    description: 'peer: bare workflow, one payment at a time',
+    path: 'bare-workflow',
+    serial: true,
+  },
+  {
+    id: 'no-engine-c1',
+    description: 'peer: no engine, one payment at a time',
+    path: 'no-engine',
+    serial: true,
+  },
+  {
     id: 'direct-start-c1',
     description: '(b) baseline, one payment at a time',
     path: 'direct',
@@ -61,6 +91,13 @@ const SCENARIOS: readonly ScenarioSpec[] = [
     path: 'direct',
     requestEagerStart: true,
     serial: true,
+  },
+  {
+    id: 'api-lifecycle',
+    description: `(a) whole life: a ${LIFECYCLE_REFUND_WINDOW_MS / 1000} s refund window, waits until the payments closed`,
+    path: 'api',
+    serial: true,
+    refundWindowMs: LIFECYCLE_REFUND_WINDOW_MS,
   },
 ];
 
@@ -81,8 +118,8 @@ function intFromEnv(name: string, fallback: number, min: number, max: number): n
 }
 
 function parseOptions(argv: readonly string[]): Options {
-  const unknown = argv.filter((a) => a !== '--quick');
-  if (unknown.length > 0) throw new Error(`unknown argument(s): ${unknown.join(' ')} (only --quick)`);
+  const unknown = argv.filter((a) => a !== '--quick' && a !== '--memory');
+  if (unknown.length > 0) throw new Error(`unknown argument(s): ${unknown.join(' ')} (only --quick, --memory)`);
   const quick = argv.includes('--quick');
   const payments = intFromEnv('BENCH_PAYMENTS', quick ? 80 : 300, 1, 100_000);
   const concurrency = intFromEnv('BENCH_CONCURRENCY', 16, 1, 1_000);
@@ -99,7 +136,7 @@ function parseOptions(argv: readonly string[]): Options {
   return {
     quick,
     faultRate,
-    deadlineS: intFromEnv('BENCH_DEADLINE_S', quick ? 60 : 170, 10, 3_600),
+    deadlineS: intFromEnv('BENCH_DEADLINE_S', quick ? 180 : 400, 10, 3_600),
     scenarios: SCENARIOS.filter((s) => wanted.length === 0 || wanted.includes(s.id)).map((s) =>
       s.faultRate === undefined ? s : { ...s, faultRate },
     ),
@@ -115,6 +152,27 @@ function parseOptions(argv: readonly string[]): Options {
 }
 
 const log = (line: string) => process.stderr.write(`[bench] ${line}\n`);
+
+/**
+ * The run in one line (issue 11's acceptance line): whole-life actions and events (events at the answer in
+ * parentheses), unloaded p50/p99 of the API path, its throughput over the bare-workflow peer's at the same
+ * concurrency, CPU per payment (node + Temporal) of the loaded API path.
+ */
+export function summaryLine(results: readonly ScenarioResult[]): string {
+  const by = (id: string) => results.find((r) => r.id === id);
+  const f = (x: number | undefined, digits = 1) =>
+    x === undefined || Number.isNaN(x) ? '-' : String(Math.round(x * 10 ** digits) / 10 ** digits);
+  const base = by('api-bulkhead');
+  const life = by('api-lifecycle') ?? base;
+  const c1 = by('api-bulkhead-c1');
+  const cpu = base && base.cpu.benchProcessMsPerPayment + (base.cpu.devServerMsPerPayment ?? 0);
+  return (
+    `bench: actions/payment ${f(life?.history.actionsPerPayment)}, events/payment ${f(life?.history.eventsPerPayment)} ` +
+    `(${f(base?.history.eventsPerPayment)} at answer), p50 c1 ${f(c1?.latencyMs.p50)} ms, p99 c1 ` +
+    `${f(c1?.latencyMs.p99)} ms, throughput vs bare workflow ` +
+    `${f(ratio(base?.throughputPerS, by('bare-workflow')?.throughputPerS), 2)} x, cpu/payment ${f(cpu)} ms`
+  );
+}
 
 /** One-line findings that compare the scenarios (when both sides of a comparison ran). */
 function findings(results: readonly ScenarioResult[]): string[] {
@@ -188,6 +246,47 @@ function findings(results: readonly ScenarioResult[]): string[] {
         `i.e. no bulkhead); provider call p50 ${f(apiC1?.history.activityStartToCloseMsP50)} ms`,
     );
   }
+  const bare = by('bare-workflow');
+  const none = by('no-engine');
+  if (base && (bare || none)) {
+    const cpu = (r: ScenarioResult) => r.cpu.benchProcessMsPerPayment + (r.cpu.devServerMsPerPayment ?? 0);
+    out.push(
+      `peers at concurrency ${base.concurrency}: ours ${f(base.throughputPerS)} pay/s, bare workflow ` +
+        `${f(bare?.throughputPerS)} (ours ${f(ratio(base.throughputPerS, bare?.throughputPerS))}x), no engine ` +
+        `${f(none?.throughputPerS)} (ours ${f(ratio(base.throughputPerS, none?.throughputPerS))}x); CPU per payment ` +
+        `ours ${f(cpu(base))} ms, bare ${f(bare && cpu(bare))}, no engine ${f(none && cpu(none))}`,
+    );
+    if (bare) {
+      // The stack is CPU-bound at C=16: CPU per payment predicts the quiet-machine throughput ratio even when
+      // neighbours make the measured one noisy (they slow each scenario by a different share).
+      const cores = os.cpus().length;
+      out.push(
+        `CPU-bound capacity on ${cores} cores from CPU per payment: ours ${f((cores * 1000) / cpu(base))} pay/s, ` +
+          `bare workflow ${f((cores * 1000) / cpu(bare))}: ours ${f(ratio(cpu(bare), cpu(base)))}x (the throughput ` +
+          `ratio a quiet machine shows; measured here ${f(ratio(base.throughputPerS, bare.throughputPerS))}x)`,
+      );
+    }
+  }
+  const bareC1 = by('bare-workflow-c1');
+  const noneC1 = by('no-engine-c1');
+  if (apiC1 && (bareC1 || noneC1)) {
+    out.push(
+      `peers one at a time, p50/p99 ms: ours ${f(apiC1.latencyMs.p50)}/${f(apiC1.latencyMs.p99)}, bare workflow ` +
+        `${f(bareC1?.latencyMs.p50)}/${f(bareC1?.latencyMs.p99)}, no engine ${f(noneC1?.latencyMs.p50)}/` +
+        `${f(noneC1?.latencyMs.p99)}: durability costs ${f(noneC1 && apiC1.latencyMs.p50 - noneC1.latencyMs.p50)} ms ` +
+        `at p50 on our path, ${f(noneC1 && bareC1 && bareC1.latencyMs.p50 - noneC1.latencyMs.p50)} ms the samples' way`,
+    );
+  }
+  const life = by('api-lifecycle');
+  if (life) {
+    out.push(
+      `whole life (refund window ${f(LIFECYCLE_REFUND_WINDOW_MS / 1000)} s, closed before sampling): ~actions ` +
+        `${f(life.history.actionsPerPayment)}, events ${f(life.history.eventsPerPayment)}, workflow tasks ` +
+        `${f(life.history.workflowTasksPerPayment)}, signals ${f(life.history.signalsPerPayment)} (a webhook that ` +
+        `arrives before the workflow applied the provider's answer is signalled); at answer (open, api-bulkhead) ` +
+        `events ${f(base?.history.eventsPerPayment)}`,
+    );
+  }
   const noisy = results.filter((r) => (r.cpu.othersBusyPct ?? 0) >= 15);
   if (noisy.length > 0) {
     out.push(
@@ -198,7 +297,38 @@ function findings(results: readonly ScenarioResult[]): string[] {
   return out;
 }
 
+/** `--memory`: the worker alone, N open payments, its memory per payment (bench/memory.ts). */
+async function memoryMain(quick: boolean): Promise<number> {
+  const deadlineS = intFromEnv('BENCH_DEADLINE_S', quick ? 180 : 400, 10, 3_600);
+  const deadline = new AbortController();
+  const timer = setTimeout(() => deadline.abort(), deadlineS * 1000);
+  setTimeout(() => process.exit(2), (deadlineS + 30) * 1000).unref();
+  try {
+    const r = await runMemoryBench(quick, log, deadline.signal);
+    const out = process.stdout;
+    const row = (label: string, m: MemoryReport) =>
+      `${label.padEnd(8)} rss ${m.rssMiB.toFixed(1).padStart(8)} MiB  heap ${m.heapUsedMiB.toFixed(1).padStart(7)} MiB` +
+      `  external ${m.externalMiB.toFixed(1).padStart(6)} MiB\n`;
+    out.write(`\nWorker alone, after a full GC (${r.warmup} warm-up payments before "before"):\n`);
+    out.write(row('before', r.before));
+    out.write(row('after', r.after));
+    if (r.failures.length > 0) out.write(`\nFAILED:\n${r.failures.map((f) => `  - ${f}`).join('\n')}\n`);
+    out.write(
+      `bench memory: ${r.opened} open payments, worker rss ${r.rssKiBPerPayment} KiB/payment, heap ` +
+        `${r.heapKiBPerPayment} KiB/payment, bundle ${r.bundleMiB} MiB, maxCachedWorkflows ${r.maxCachedWorkflows}, ` +
+        `reuseV8Context ${r.reuseV8Context}\n`,
+    );
+    return r.failures.length > 0 ? 1 : 0;
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
 async function main(): Promise<number> {
+  if (process.argv.includes('--memory')) {
+    parseOptions(process.argv.slice(2));
+    return memoryMain(process.argv.includes('--quick'));
+  }
   const options = parseOptions(process.argv.slice(2));
   const { settings } = options;
   const deadline = new AbortController();
@@ -268,6 +398,11 @@ async function main(): Promise<number> {
       ' of the machine used by other processes meanwhile)\n',
   );
   out.write(`${latencyTable(results)}\n\n`);
+  out.write(
+    'Ours beside the peers (same run; ~actions and events of ours are whole life where api-lifecycle ran; cpu ms per' +
+      ' payment; ratios ours / peer)\n',
+  );
+  out.write(`${peersTable(results)}\n\n`);
   out.write('Temporal cost per payment (sampled histories; latencies are p50 ms from history timestamps)\n');
   out.write(`${temporalTable(results)}\n\n`);
   out.write('Resources (CPU ms per payment while measuring; memory MiB)\n');
@@ -306,10 +441,12 @@ async function main(): Promise<number> {
   out.write(`\nresults: ${path.relative(process.cwd(), file)} (${totalS.toFixed(1)} s)\n`);
   if (failures.length > 0) {
     out.write(`\nFAILED:\n${failures.map((f) => `  - ${f}`).join('\n')}\n`);
-    return 1;
+  } else {
+    out.write('OK: every payment charged exactly once, no unexpected answers\n');
   }
-  out.write('OK: every payment charged exactly once, no unexpected answers\n');
-  return 0;
+  // Last line: the run in one line (exit code 0 only when the money checks held).
+  out.write(`${summaryLine(results)}\n`);
+  return failures.length > 0 ? 1 : 0;
 }
 
 main().then(

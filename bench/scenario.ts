@@ -2,7 +2,14 @@
  * One benchmark scenario: a fresh task queue, workers and API; a warm-up; N measured payments; then the money check
  * at the simulator (exactly one create effect per payment), a sample of histories, and memory before/after.
  */
-import { type HistorySummary, type TimelineEvent, evenSample, sampleHistories, summarizeHistories } from './history';
+import {
+  type HistorySummary,
+  type PaymentHistoryStats,
+  type TimelineEvent,
+  evenSample,
+  sampleHistories,
+  summarizeHistories,
+} from './history';
 import {
   type Driver,
   type EagerUpdateWithStartProbe,
@@ -12,16 +19,25 @@ import {
   probeEagerUpdateWithStart,
   runLoad,
 } from './load';
+import { bareWorkflowId, startPeerStack } from './peers/stack';
 import { type CpuUsage, type MemorySnapshot, cpuSnapshot, cpuUsage, memorySnapshot } from './resources';
-import { type BenchInfra, benchTimings, startScenarioStack } from './stack';
+import { type BenchInfra, type ScenarioStack, benchTimings, startScenarioStack } from './stack';
 import { type LatencySummary, summarize } from './stats';
 
 /** What a scenario does. */
 export interface ScenarioSpec {
   readonly id: string;
   readonly description: string;
-  /** `api`: HTTP -> PaymentsClient (update-with-start); `direct`: Temporal client start + submit update. */
-  readonly path: 'api' | 'direct';
+  /**
+   * `api`: HTTP -> PaymentsClient (update-with-start); `direct`: Temporal client start + submit update; the peers:
+   * `bare-workflow` (HTTP -> `client.workflow.execute` of a one-activity workflow), `no-engine` (HTTP -> provider).
+   */
+  readonly path: 'api' | 'direct' | 'bare-workflow' | 'no-engine';
+  /**
+   * A refund window this short (ms) instead of production's 30 days: the payments close during the scenario, which
+   * waits for them and samples their whole-life histories (and counts the CPU until they closed).
+   */
+  readonly refundWindowMs?: number;
   readonly requestEagerStart?: boolean;
   /** Share of provider creates hit by `commit_then_drop` (seeded). */
   readonly faultRate?: number;
@@ -85,8 +101,13 @@ export interface ScenarioResult {
   readonly eager?: { readonly requested: number; readonly eagerlyStarted: number };
   readonly eagerUpdateWithStartProbe?: EagerUpdateWithStartProbe;
   readonly simulator: SimulatorCheck;
+  /** Sampled after the answers (and webhooks): open payments, or closed ones with `wholeLife`. */
   readonly history: HistorySummary;
   readonly historyFaulted?: HistorySummary;
+  /** The histories are the payments' whole life (they closed during the scenario). */
+  readonly wholeLife: boolean;
+  /** With `wholeLife`: CPU from the first measured payment until all of them closed, per payment. */
+  readonly cpuWholeLife?: CpuUsage;
   /** One sampled payment's history as a timeline (and one faulted payment's), to see where the time goes. */
   readonly timelines: { readonly sample?: PaymentTimeline; readonly faulted?: PaymentTimeline };
   readonly memory: {
@@ -97,6 +118,8 @@ export interface ScenarioResult {
   };
   /** CPU of the measured part (warm-up and history sampling excluded). */
   readonly cpu: CpuUsage;
+  /** The measured batch on the monotonic clock of `--cpu-prof` profiles (µs): for bench/cpu-profile.ts. */
+  readonly measuredWindowUs: { readonly startUs: number; readonly endUs: number };
   /** Why the scenario failed the bench; empty: passed. */
   readonly failures: readonly string[];
 }
@@ -117,6 +140,9 @@ const timelineOf = (outcome: PaymentOutcome | undefined, events: readonly Timeli
 
 const RPC_TIMEOUT_MS = 10_000;
 
+/** CLOCK_MONOTONIC in µs: the clock V8 stamps `--cpu-prof` samples with. */
+const monotonicUs = (): number => Number(process.hrtime.bigint() / 1000n);
+
 /** Runs one scenario on `infra`; `signal` aborts it (the run's deadline). */
 export async function runScenario(
   infra: BenchInfra,
@@ -135,7 +161,12 @@ export async function runScenario(
     : runSettings;
   const before = memorySnapshot();
   const deliveriesBefore = infra.sim.webhookDeliveries().length;
-  const stack = await startScenarioStack(infra, spec.id);
+  const timings =
+    spec.refundWindowMs === undefined ? benchTimings : { ...benchTimings, refundWindowMs: spec.refundWindowMs };
+  const stack: ScenarioStack =
+    spec.path === 'bare-workflow' || spec.path === 'no-engine'
+      ? await startPeerStack(infra, spec.path, spec.id)
+      : await startScenarioStack(infra, spec.id, timings);
   const closers: (() => Promise<void>)[] = [];
   try {
     let drive: Driver;
@@ -143,14 +174,20 @@ export async function runScenario(
       client: infra.nativeClient,
       taskQueue: stack.taskQueue,
       merchantId: stack.merchantId,
-      timings: benchTimings,
+      timings,
       scenario: spec.id,
       requestEagerStart: spec.requestEagerStart ?? false,
       rpcTimeoutMs: RPC_TIMEOUT_MS,
     };
-    if (spec.path === 'api') {
+    if (spec.path !== 'direct') {
       const api = apiDriver(
-        { url: stack.url, token: stack.token, merchantId: stack.merchantId, scenario: spec.id },
+        {
+          url: stack.url,
+          token: stack.token,
+          merchantId: stack.merchantId,
+          scenario: spec.id,
+          ...(spec.path === 'bare-workflow' ? { workflowIdOf: bareWorkflowId } : {}),
+        },
         settings.concurrency,
       );
       drive = api.drive;
@@ -168,8 +205,22 @@ export async function runScenario(
     }
     log(`  ${spec.id}: ${settings.warmup} warm-up payments done; measuring ${settings.payments}...`);
     const cpuBefore = cpuSnapshot();
+    const startUs = monotonicUs();
     const measured = await runLoad(drive, settings.payments, settings.concurrency, signal, settings.warmup);
     const cpu = cpuUsage(cpuBefore, cpuSnapshot(), measured.outcomes.length);
+    const measuredWindowUs = { startUs, endUs: monotonicUs() };
+    const wholeLife = spec.refundWindowMs !== undefined;
+    let cpuWholeLife: CpuUsage | undefined;
+    let stillOpen = 0;
+    if (wholeLife) {
+      // Every payment of the scenario (warm-up too) closes once its refund window passed: wait for all, bounded.
+      stillOpen = await waitClosed(
+        infra,
+        [...warm.outcomes, ...measured.outcomes].map((o) => o.workflowId),
+        (spec.refundWindowMs ?? 0) + 30_000,
+      );
+      cpuWholeLife = cpuUsage(cpuBefore, cpuSnapshot(), measured.outcomes.length);
+    }
     const faultHits = infra.sim.faults().reduce((sum, r) => sum + r.hits, 0);
     infra.sim.clearFaults();
 
@@ -191,10 +242,14 @@ export async function runScenario(
     const clean = measured.outcomes.filter((o) => !faultedRefs.has(o.orderId));
 
     const sampled = evenSample(measured.outcomes, settings.historySample);
-    const history = await sampleHistories(
-      infra.nativeClient,
-      sampled.map((o) => o.workflowId),
-    );
+    // No engine, no history: its row shows zeros.
+    const history =
+      spec.path === 'no-engine'
+        ? { stats: [noHistory], firstTimeline: undefined }
+        : await sampleHistories(
+            infra.nativeClient,
+            sampled.map((o) => o.workflowId),
+          );
     const faultedSampled = evenSample(faulted, settings.historySample);
     let faultedHistory: Awaited<ReturnType<typeof sampleHistories>> | undefined;
     if (faulted.length > 0) {
@@ -222,6 +277,7 @@ export async function runScenario(
     }
     if (simulator.missing > 0) failures.push(`${simulator.missing} payments have no create effect`);
     if (errorOutcomes.length > 0) failures.push(`${errorOutcomes.length} payments had unexpected answers`);
+    if (stillOpen > 0) failures.push(`${stillOpen} payments were still open after their refund window`);
     if (simulator.webhookNon2xx > 0) failures.push(`${simulator.webhookNon2xx} webhook deliveries were not 2xx`);
     if (spec.requestEagerStart && eagerOutcomes.every((o) => !o.eagerlyStarted)) {
       failures.push('requestEagerStart was set but no workflow started eagerly');
@@ -259,6 +315,8 @@ export async function runScenario(
       ...(probe ? { eagerUpdateWithStartProbe: probe } : {}),
       simulator,
       history: summarizeHistories(history.stats),
+      wholeLife,
+      ...(cpuWholeLife ? { cpuWholeLife } : {}),
       ...(faultedHistory ? { historyFaulted: summarizeHistories(faultedHistory.stats) } : {}),
       timelines: {
         ...(history.firstTimeline ? { sample: timelineOf(sampled[0], history.firstTimeline) } : {}),
@@ -272,12 +330,56 @@ export async function runScenario(
         rssGrowthKiBPerPayment: Math.round(((after.rssMiB - before.rssMiB) * 1024) / Math.max(1, all.length)),
       },
       cpu,
+      measuredWindowUs,
       failures,
     };
   } finally {
     for (const close of closers) await close();
     await stack.close();
   }
+}
+
+/** What a payment without an engine costs in Temporal: nothing. */
+const noHistory: PaymentHistoryStats = {
+  events: 0,
+  workflowTasks: 0,
+  activities: 0,
+  activityAttempts: 0,
+  localActivities: 0,
+  timers: 0,
+  signals: 0,
+  updates: 0,
+  searchAttributeUpserts: 0,
+  childWorkflows: 0,
+  actions: 0,
+  firstWorkflowTaskScheduleToStartMs: undefined,
+  activityScheduleToStartMs: undefined,
+  activityStartToCloseMs: undefined,
+  startToActivityCompletedMs: undefined,
+  workflowTaskRunMs: undefined,
+  startToAnswerMs: undefined,
+};
+
+/** Waits until every workflow closed (any outcome), four at a time, within `timeoutMs`; answers how many did not. */
+async function waitClosed(infra: BenchInfra, workflowIds: readonly string[], timeoutMs: number): Promise<number> {
+  const deadline = Date.now() + timeoutMs;
+  let next = 0;
+  let open = 0;
+  const lane = async () => {
+    while (next < workflowIds.length) {
+      const id = workflowIds[next++] as string;
+      try {
+        await infra.nativeClient.connection.withDeadline(deadline, () =>
+          infra.nativeClient.workflow.getHandle(id).result(),
+        );
+      } catch {
+        // A failed or terminated payment closed too; past the deadline it did not.
+        if (Date.now() >= deadline) open += 1;
+      }
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(4, workflowIds.length) }, lane));
+  return open;
 }
 
 /** Exactly one create effect per payment driven, and none twice for one reference. */

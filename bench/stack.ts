@@ -16,7 +16,12 @@ import {
 } from '@temporalio/worker';
 import type { FastifyInstance } from 'fastify';
 import pino, { type Logger } from 'pino';
-import { startDevServer } from '../scripts/lib/dev-server';
+import {
+  type DynamicConfigValue,
+  dynamicConfigArgs,
+  singleBoxDynamicConfig,
+  startDevServer,
+} from '../scripts/lib/dev-server';
 import { buildApi } from '../src/api/app';
 import { PaymentsClient } from '../src/client';
 import { type PaymentTimings, defaultPaymentTimings } from '../src/domain/workflow-inputs';
@@ -43,8 +48,10 @@ export interface BenchInfra {
   readonly logger: Logger;
   /** Where the Temporal CLI came from (env, cache, PyPI, SDK download). */
   readonly temporalSource: string;
-  /** Extra `temporal server start-dev` arguments (BENCH_DEV_SERVER_ARGS). */
+  /** The dev server's dynamic config and extra `temporal server start-dev` arguments, as passed. */
   readonly devServerArgs: readonly string[];
+  /** The bare-workflow peer's bundle (bench/peers/bare-workflow.ts), built on first use. */
+  bareBundle(): Promise<WorkflowBundleWithSourceMap>;
   readonly namespace: string;
   close(): Promise<void>;
 }
@@ -54,15 +61,17 @@ export async function startInfra(log: (line: string) => void): Promise<BenchInfr
   // Core's own logs (worker state changes) stay quiet unless something is wrong.
   Runtime.install({ logger: new DefaultLogger('ERROR') });
   const logger = pino({ level: process.env.BENCH_LOG_LEVEL ?? 'silent' });
-  const extraArgs = (process.env.BENCH_DEV_SERVER_ARGS ?? '').split(/\s+/).filter(Boolean);
+  const { dynamicConfig, extraArgs } = devServerSettings(process.env);
+  const bundleLogger = { log() {}, trace() {}, debug() {}, info() {}, warn() {}, error: (m: string) => log(m) };
   const bundlePromise = bundleWorkflowCode({
     workflowsPath: require.resolve('../src/workflows'),
-    logger: { log() {}, trace() {}, debug() {}, info() {}, warn() {}, error: (m: string) => log(m) },
+    logger: bundleLogger,
   });
+  let bareBundle: Promise<WorkflowBundleWithSourceMap> | undefined;
   let temporalSource = 'unknown';
   const env = await startDevServer(
     // e.g. `--dynamic-config-value matching.numTaskqueueReadPartitions=1`: to measure server-side levers.
-    extraArgs.length > 0 ? { extraArgs } : {},
+    { dynamicConfig, extraArgs },
     {
       log: (l) => log(`[temporal] ${l}`),
       onResolved: (source) => {
@@ -86,7 +95,12 @@ export async function startInfra(log: (line: string) => void): Promise<BenchInfr
       bundle,
       logger,
       temporalSource,
-      devServerArgs: extraArgs,
+      devServerArgs: [...dynamicConfigArgs(dynamicConfig), ...extraArgs],
+      bareBundle: () =>
+        (bareBundle ??= bundleWorkflowCode({
+          workflowsPath: require.resolve('./peers/bare-workflow'),
+          logger: bundleLogger,
+        })),
       namespace,
       close: () => runClosers(closers),
     };
@@ -94,6 +108,38 @@ export async function startInfra(log: (line: string) => void): Promise<BenchInfr
     await runClosers(closers);
     throw err;
   }
+}
+
+/**
+ * The dev server's settings: the single-box dynamic config (or none with BENCH_STOCK_DEV_SERVER=1) with the
+ * `--dynamic-config-value KEY=VALUE` pairs of BENCH_DEV_SERVER_ARGS merged over it; its other arguments pass through.
+ */
+export function devServerSettings(env: NodeJS.ProcessEnv): {
+  dynamicConfig: Record<string, DynamicConfigValue>;
+  extraArgs: string[];
+} {
+  const dynamicConfig: Record<string, DynamicConfigValue> =
+    env.BENCH_STOCK_DEV_SERVER === '1' ? {} : { ...singleBoxDynamicConfig };
+  const extraArgs: string[] = [];
+  const args = (env.BENCH_DEV_SERVER_ARGS ?? '').split(/\s+/).filter(Boolean);
+  for (let i = 0; i < args.length; i++) {
+    const arg = args[i] as string;
+    const pair = arg === '--dynamic-config-value' ? args[++i] : undefined;
+    const eq = pair?.indexOf('=') ?? -1;
+    if (pair === undefined || eq <= 0) {
+      extraArgs.push(arg);
+      continue;
+    }
+    const raw = pair.slice(eq + 1);
+    let value: DynamicConfigValue;
+    try {
+      value = JSON.parse(raw) as DynamicConfigValue;
+    } catch {
+      value = raw;
+    }
+    dynamicConfig[pair.slice(0, eq)] = value;
+  }
+  return { dynamicConfig, extraArgs };
 }
 
 /** One scenario's part: its own merchant at the simulator, task queue, workers, provider and API. */
@@ -109,8 +155,15 @@ export interface ScenarioStack {
   close(): Promise<void>;
 }
 
-/** Starts workers and API on a fresh task queue, a fresh simulator merchant whose webhooks go to that API. */
-export async function startScenarioStack(infra: BenchInfra, name: string): Promise<ScenarioStack> {
+/**
+ * Starts workers and API on a fresh task queue, a fresh simulator merchant whose webhooks go to that API; `timings`
+ * override the production ones (e.g. a short refund window to see a payment's whole life).
+ */
+export async function startScenarioStack(
+  infra: BenchInfra,
+  name: string,
+  timings: PaymentTimings = benchTimings,
+): Promise<ScenarioStack> {
   const { env, sim, logger } = infra;
   const apiKey = `sk_bench_${randomUUID()}`;
   const merchantId = `bench_${randomUUID().slice(0, 8)}`;
@@ -132,8 +185,11 @@ export async function startScenarioStack(infra: BenchInfra, name: string): Promi
     // The API uses the environment's own (gRPC) connection, as a separate API process would have its own.
     const payments = new PaymentsClient(env.client, {
       taskQueue,
-      timings: benchTimings,
+      timings,
       capabilities: { simulator: provider.capabilities },
+      // BENCH_ORDER_SINGLE_FLIGHT=0: without the one-open-payment-per-order check (two visibility queries a charge),
+      // to measure what it costs; the bench's path keeps it, as production does.
+      ...(process.env.BENCH_ORDER_SINGLE_FLIGHT === '0' ? { orderSingleFlight: false } : {}),
     });
     const app = await buildApi({
       client: payments,
@@ -147,8 +203,10 @@ export async function startScenarioStack(infra: BenchInfra, name: string): Promi
       // BENCH_UNSAFE_PROVIDER=1 is a self-test of the money check: the simulator forgets idempotency keys while the
       // workers believe it honours them, so a resend after commit_then_drop charges twice and the bench must fail.
       idempotency: process.env.BENCH_UNSAFE_PROVIDER !== '1',
-      webhook_url: `${url}/webhooks/simulator`,
-      webhook_secret: WEBHOOK_SECRET,
+      // BENCH_WEBHOOKS=0: no webhooks, to measure what they cost (production has them, and so does the bench).
+      ...(process.env.BENCH_WEBHOOKS === '0'
+        ? {}
+        : { webhook_url: `${url}/webhooks/simulator`, webhook_secret: WEBHOOK_SECRET }),
     });
 
     const workers: Worker[] = await createWorkers({
@@ -173,7 +231,7 @@ export async function startScenarioStack(infra: BenchInfra, name: string): Promi
 }
 
 /** Runs every closer in order even when one fails; rethrows the first failure. */
-async function runClosers(closers: readonly (() => Promise<void>)[]): Promise<void> {
+export async function runClosers(closers: readonly (() => Promise<void>)[]): Promise<void> {
   let first: unknown;
   for (const close of closers) {
     try {

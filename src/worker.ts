@@ -50,6 +50,12 @@ export interface WorkerSetup {
   readonly breaker?: CircuitBreaker;
   /** Default per-worker concurrency of each provider's activity worker (a provider's own limit wins). */
   readonly maxConcurrentActivityTaskExecutions?: number;
+  /**
+   * The workflow worker's cache of open workflows (SDK default: sized from the heap limit, ~2300 with a 4 GiB heap) and
+   * whether they share one V8 context (SDK default true). Each cached payment holds its workflow state in memory;
+   * `npm run bench -- --memory` measures what one costs.
+   */
+  readonly workflowCache?: Pick<WorkerOptions, 'maxCachedWorkflows' | 'reuseV8Context'>;
   /** Per provider: fleet-wide activities per second (server-enforced) and this worker's concurrency. */
   readonly providerLimits?: Readonly<Record<string, ProviderLimits>>;
   /** Payload encryption (src/codec); default none. Clients of the same workflows must use the same one. */
@@ -76,6 +82,7 @@ export async function createWorkers(setup: WorkerSetup): Promise<Worker[]> {
     namespace: setup.namespace,
     taskQueue: setup.taskQueue,
     ...setup.workflows,
+    ...setup.workflowCache,
     // Local activities (describeProvider) run here, beside the workflows.
     activities,
     ...common,

@@ -6,7 +6,8 @@ import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
 import type { PaymentView, ResolveRequest } from './payment';
 import type { ProviderEvent, ProviderPayment } from './provider-payment';
 
-export { ProviderEvent, ProviderPayment } from './provider-payment';
+// The zod schemas live in provider-payment.ts (workflow bundles carry no zod); only their types are re-exported here.
+export type { ProviderEvent, ProviderPayment };
 
 /** `submit` args: the fingerprint the client computed over the request's significant fields. */
 export interface SubmitArgs {

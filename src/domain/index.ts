@@ -8,3 +8,5 @@ export * from './search-attributes';
 export * from './workflow-inputs';
 export * from './operations';
 export * from './provider-payment';
+// Explicit: the schemas (values) win over definitions.ts, which re-exports only their types.
+export { ProviderEvent, ProviderPayment } from './provider-payment';

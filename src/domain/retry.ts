@@ -1,47 +1,23 @@
-import { ApplicationFailure, type ActivityOptions } from '@temporalio/common';
+/**
+ * Retry policies: the zod schemas of their shapes (configuration and workflow inputs parse with these; activities
+ * read heartbeat details with {@link AttemptRecord}) and, re-exported, everything of `retry-policy.ts`, the zod-free
+ * part that workflow code runs.
+ */
 import { z } from 'zod';
-import { ErrorType } from './errors';
-import type { WriteOperation } from './operations';
+import {
+  type AttemptRecord as AttemptRecordShape,
+  type ProviderOperation as ProviderOperationName,
+  type RetrySpec as RetrySpecShape,
+  noAttempts,
+  providerOperations,
+  retrySpecRuleMessages,
+} from './retry-policy';
+
+export * from './retry-policy';
 
 /** The provider operations an activity performs; each has its own retry preset. */
-export const ProviderOperation = z.enum(['create', 'capture', 'void', 'refund', 'lookup', 'list']);
-export type ProviderOperation = z.infer<typeof ProviderOperation>;
-
-/** The write operations: they move money, so repeating one is only safe when the provider honours keys. */
-export const writeOperations = ['create', 'capture', 'void', 'refund'] as const satisfies readonly WriteOperation[];
-
-/**
- * How dangerous it is to repeat a call. `read`: always safe. `idempotent-write`: safe while the provider remembers the
- * key. `non-idempotent-write`: a repeat after an unknown outcome may be a second effect, so it is never blind.
- */
-export type OperationSafety = 'read' | 'idempotent-write' | 'non-idempotent-write';
-
-/**
- * What bounds the calls one attempt makes, as the provider's client enforces it: every call ends (answered or
- * classified) within `callTimeoutMs`, and a look-up by reference reads at most `referencePages` pages.
- */
-export interface CallLimits {
-  readonly callTimeoutMs: number;
-  readonly referencePages: number;
-}
-
-/** Pages of 100 a look-up by reference reads at most (an order id with more payments than that is not ours to guess). */
-export const defaultReferenceLookupPages = 5;
-
-/** Slack per attempt for what is not a provider call: breaker, classification, heartbeats, the log line. */
-export const attemptOverheadMs = 1_000;
-
-/** The capability flags the retry layer needs; `ProviderCapabilities` (src/providers/types.ts) satisfies it. */
-export interface RetryCapabilities {
-  readonly idempotencyKeys: boolean;
-  readonly keyTtlSeconds: number | null;
-  readonly lookupByKey?: boolean;
-  /**
-   * The client's limits. Absent (a history recorded before providers reported them): the attempt timeout is taken as
-   * configured, so replays schedule exactly what they scheduled.
-   */
-  readonly callLimits?: CallLimits;
-}
+export const ProviderOperation = z.enum(providerOperations);
+export type ProviderOperation = ProviderOperationName;
 
 const Ms = z.number().int().positive().max(Number.MAX_SAFE_INTEGER);
 
@@ -59,252 +35,34 @@ export const RetrySpecFields = z.object({
 });
 
 /**
- * A typed retry policy: backoff, jitter and a deadline. `budgetMs` is the whole operation's deadline (Temporal's
- * schedule-to-close), `attemptTimeoutMs` one attempt's (start-to-close) and must cover every call one attempt can make
- * ({@link minAttemptTimeoutMs}), so every attempt ends in a classified outcome rather than being cut off.
+ * A typed retry policy (see the `RetrySpec` type in retry-policy.ts): the same rules as `retrySpecIssues`, which
+ * workflow code uses instead of this schema.
  */
 export const RetrySpec = RetrySpecFields.refine((s) => s.maximumIntervalMs >= s.initialIntervalMs, {
-  message: 'maximumIntervalMs must be at least initialIntervalMs',
+  message: retrySpecRuleMessages.intervals,
   path: ['maximumIntervalMs'],
 }).refine((s) => s.attemptTimeoutMs <= s.budgetMs, {
-  message: 'attemptTimeoutMs must not exceed budgetMs: not even one attempt would fit',
+  message: retrySpecRuleMessages.attemptFits,
   path: ['attemptTimeoutMs'],
 });
-export type RetrySpec = z.infer<typeof RetrySpec>;
+export type RetrySpec = RetrySpecShape;
 
-/** A retry spec for one operation against one provider, with the safety it was derived with. */
-export type OperationRetrySpec = RetrySpec & {
-  readonly operation: ProviderOperation;
-  readonly safety: OperationSafety;
-};
-
-/** Per-operation partial overrides (from the environment or a workflow input). */
-export type RetryOverrides = Partial<Record<ProviderOperation, Partial<RetrySpec>>>;
-
-const writeDefaults = {
-  initialIntervalMs: 500,
-  backoffCoefficient: 2,
-  maximumIntervalMs: 20_000,
-  jitter: 'full',
-  attemptTimeoutMs: 15_000,
-} as const;
-
-/** Production presets. Create/capture are short (a customer may be waiting); void/refund/list can take longer. */
-export const defaultRetrySpecs: Readonly<Record<ProviderOperation, RetrySpec>> = {
-  create: { ...writeDefaults, budgetMs: 120_000 },
-  capture: { ...writeDefaults, budgetMs: 120_000 },
-  void: { ...writeDefaults, maximumIntervalMs: 60_000, budgetMs: 600_000 },
-  refund: { ...writeDefaults, maximumIntervalMs: 60_000, budgetMs: 600_000 },
-  lookup: { ...writeDefaults, initialIntervalMs: 1_000, maximumIntervalMs: 30_000, budgetMs: 300_000 },
-  list: {
-    ...writeDefaults,
-    initialIntervalMs: 1_000,
-    maximumIntervalMs: 30_000,
-    budgetMs: 600_000,
-    attemptTimeoutMs: 30_000,
-  },
-};
-
-const isWrite = (operation: ProviderOperation): operation is WriteOperation =>
-  (writeOperations as readonly ProviderOperation[]).includes(operation);
-
-/** Reads are always safe; a write is idempotent only against a provider that honours idempotency keys. */
-export const operationSafety = (operation: ProviderOperation, capabilities: RetryCapabilities): OperationSafety =>
-  !isWrite(operation) ? 'read' : capabilities.idempotencyKeys ? 'idempotent-write' : 'non-idempotent-write';
-
-/**
- * The most provider calls one attempt of `operation` can make: a write against a provider without keys first looks
- * its earlier effect up (by key: one call; by reference: up to `referencePages`), a refund reads the payment after
- * it, a look-up by reference walks its pages.
- */
-export const callsPerAttempt = (operation: ProviderOperation, capabilities: RetryCapabilities): number => {
-  const pages = Math.max(1, capabilities.callLimits?.referencePages ?? 1);
-  const lookFirst = operationSafety(operation, capabilities) === 'non-idempotent-write';
-  switch (operation) {
-    case 'create':
-      return (lookFirst ? (capabilities.lookupByKey === true ? 1 : pages) : 0) + 1;
-    case 'capture':
-    case 'void':
-      return (lookFirst ? 1 : 0) + 1;
-    case 'refund':
-      return (lookFirst ? 1 : 0) + 2;
-    case 'lookup':
-      return pages;
-    case 'list':
-      return 1;
-  }
-};
-
-/**
- * The shortest attempt timeout that lets every call of one attempt end on its own deadline (and so be classified)
- * before Temporal gives the attempt up; undefined when the provider did not report its limits.
- */
-export const minAttemptTimeoutMs = (
-  operation: ProviderOperation,
-  capabilities: RetryCapabilities,
-): number | undefined =>
-  capabilities.callLimits === undefined
-    ? undefined
-    : callsPerAttempt(operation, capabilities) * capabilities.callLimits.callTimeoutMs + attemptOverheadMs;
-
-/**
- * The retry spec for `operation` against a provider with `capabilities`: the preset, then `overrides`, then the
- * attempt timeout raised to what one attempt may legitimately take ({@link minAttemptTimeoutMs}), validated. Config
- * rejects an explicit attempt timeout below that minimum at parse time; here (workflow inputs, recorded histories) it
- * is raised, never shortened. Throws a non-retryable `ValidationError` ApplicationFailure on an inconsistent result
- * (safe to call in workflows).
- */
-export const retrySpecFor = (
-  operation: ProviderOperation,
-  capabilities: RetryCapabilities,
-  overrides?: Partial<RetrySpec>,
-): OperationRetrySpec => {
-  const merged = { ...defaultRetrySpecs[operation], ...stripUndefined(overrides ?? {}) };
-  const minimum = minAttemptTimeoutMs(operation, capabilities);
-  if (minimum !== undefined && merged.attemptTimeoutMs < minimum) merged.attemptTimeoutMs = minimum;
-  const parsed = RetrySpec.safeParse(merged);
-  if (!parsed.success) {
-    throw ApplicationFailure.create({
-      type: ErrorType.ValidationError,
-      nonRetryable: true,
-      message: `invalid retry spec for ${operation}: ${z.prettifyError(parsed.error)}`,
-    });
-  }
-  return { ...parsed.data, operation, safety: operationSafety(operation, capabilities) };
-};
-
-const stripUndefined = <T extends object>(o: T): Partial<T> =>
-  Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as Partial<T>;
-
-/** Failure types that no retry can fix, whatever the operation. */
-const alwaysNonRetryable = [
-  ErrorType.ProviderRejected,
-  ErrorType.BudgetExhausted,
-  ErrorType.IdempotencyKeyReused,
-  ErrorType.ValidationError,
-  ErrorType.InvalidTransition,
-] as const;
-
-/** The `nonRetryableErrorTypes` for a safety class: OutcomeUnknown joins them for a non-idempotent write. */
-export const nonRetryableErrorTypesFor = (safety: OperationSafety): string[] =>
-  safety === 'non-idempotent-write' ? [...alwaysNonRetryable, ErrorType.OutcomeUnknown] : [...alwaysNonRetryable];
-
-/** Default heartbeat timeout: the activities heartbeat every quarter of it, so a live attempt never misses it. */
-export const defaultHeartbeatTimeoutMs = 10_000;
-
-/**
- * Temporal activity options for a spec: start-to-close = one attempt, schedule-to-close = the budget, a heartbeat
- * timeout (so a dead worker's attempt is given up early and cancellation reaches a live one), and the retry policy.
- * Jitter and Retry-After are applied by the activity through `nextRetryDelay` (see {@link computeRetryDelayMs}).
- */
-export const toActivityOptions = (spec: RetrySpec, safety: OperationSafety): ActivityOptions => ({
-  startToCloseTimeout: spec.attemptTimeoutMs,
-  scheduleToCloseTimeout: spec.budgetMs,
-  heartbeatTimeout: Math.min(spec.heartbeatTimeoutMs ?? defaultHeartbeatTimeoutMs, spec.attemptTimeoutMs),
-  retry: {
-    initialInterval: spec.initialIntervalMs,
-    backoffCoefficient: spec.backoffCoefficient,
-    maximumInterval: spec.maximumIntervalMs,
-    ...(spec.maximumAttempts === undefined ? {} : { maximumAttempts: spec.maximumAttempts }),
-    nonRetryableErrorTypes: nonRetryableErrorTypesFor(safety),
-  },
-});
-
-/** The delay before the next attempt, or why there is none. */
-export type RetryDelay =
-  | { readonly exhausted?: false; readonly delayMs: number }
-  | { readonly exhausted: true; readonly reason: 'budget' | 'attempts' | 'retry-after' };
-
-export interface RetryDelayInput {
-  readonly spec: RetrySpec;
-  /** The attempt that just failed, 1-based. */
-  readonly attempt: number;
-  /** Uniform in [0, 1); injected so tests (and replays) are deterministic. */
-  readonly random: () => number;
-  /** What the provider asked for (Retry-After); it wins over the computed backoff. */
-  readonly retryAfterMs?: number;
-  /** Time since the operation was first scheduled. */
-  readonly elapsedMs: number;
-}
-
-/**
- * The delay before the next attempt. Backoff is `min(maximumInterval, initial * coefficient^(attempt-1))`, times
- * `random()` with full jitter. Retry-After wins over it. The next attempt must fit in what is left of the budget with
- * its own full `attemptTimeoutMs` (so it is never cut off mid-request by the deadline): the computed delay is shortened
- * to fit, a Retry-After that does not fit is not shortened (retrying earlier than asked only earns another 429) and
- * the answer is `exhausted`, as it is when no attempt fits at all or `maximumAttempts` is reached.
- */
-export const computeRetryDelayMs = ({
-  spec,
-  attempt,
-  random,
-  retryAfterMs,
-  elapsedMs,
-}: RetryDelayInput): RetryDelay => {
-  const failedAttempt = Math.max(1, Math.floor(attempt));
-  if (spec.maximumAttempts !== undefined && failedAttempt >= spec.maximumAttempts) {
-    return { exhausted: true, reason: 'attempts' };
-  }
-  const remaining = spec.budgetMs - Math.max(0, elapsedMs);
-  // The longest we may wait and still give the next attempt its whole timeout inside the budget.
-  const room = Math.floor(remaining - spec.attemptTimeoutMs);
-  if (!(room >= 0)) return { exhausted: true, reason: 'budget' };
-
-  if (retryAfterMs !== undefined && Number.isFinite(retryAfterMs) && retryAfterMs >= 0) {
-    const asked = Math.ceil(retryAfterMs);
-    return asked <= room ? { delayMs: asked } : { exhausted: true, reason: 'retry-after' };
-  }
-
-  const ceiling = Math.min(
-    spec.maximumIntervalMs,
-    spec.initialIntervalMs * spec.backoffCoefficient ** (failedAttempt - 1),
-  );
-  const r = Math.min(Math.max(random(), 0), 1);
-  const raw = spec.jitter === 'full' ? r * ceiling : ceiling;
-  return { delayMs: Math.max(0, Math.min(Math.floor(raw), room)) };
-};
-
-/**
- * Rejects a configuration where an idempotent write could be resent after the provider forgot its key: the last
- * retry (budget) plus the reconcile's resubmit window must end before the key's lifetime does.
- */
-export const assertResendWindowWithinKeyTtl = (
-  spec: RetrySpec & { readonly safety?: OperationSafety },
-  capabilities: RetryCapabilities,
-  reconcileResubmitWindowMs: number,
-): void => {
-  const safety = spec.safety ?? (capabilities.idempotencyKeys ? 'idempotent-write' : 'non-idempotent-write');
-  if (safety !== 'idempotent-write' || capabilities.keyTtlSeconds === null) return;
-  const ttlMs = capabilities.keyTtlSeconds * 1000;
-  const windowMs = spec.budgetMs + reconcileResubmitWindowMs;
-  if (windowMs >= ttlMs) {
-    throw ApplicationFailure.create({
-      type: ErrorType.ValidationError,
-      nonRetryable: true,
-      message:
-        `retry budget (${spec.budgetMs} ms) + reconcile resubmit window (${reconcileResubmitWindowMs} ms) = ` +
-        `${windowMs} ms reaches the provider's idempotency-key lifetime (${ttlMs} ms): ` +
-        'a resend after the provider forgot the key is a second charge',
-    });
-  }
-};
-
-/**
- * What the earlier attempts of one activity did, carried from attempt to attempt in the activity's heartbeat details
- * (`Info.heartbeatDetails`): a later attempt must not take a definite answer to itself for an answer about them.
- */
+/** Heartbeat details of an activity attempt (see the `AttemptRecord` type in retry-policy.ts). */
 export const AttemptRecord = z.object({
-  /** A write request may have left (a send began and did not end NotSent). */
   everSent: z.boolean(),
-  /** A write's outcome was unknown (timeout or reset after send, 5xx, unparseable answer, cancelled after send). */
   everUnknown: z.boolean(),
-  /** A write was on its way at the last heartbeat: if its attempt ended there, nobody classified its outcome. */
   inFlight: z.boolean(),
 });
-export type AttemptRecord = z.infer<typeof AttemptRecord>;
+export type AttemptRecord = AttemptRecordShape;
 
-/** Nothing done yet. */
-export const noAttempts: AttemptRecord = { everSent: false, everUnknown: false, inFlight: false };
+// The schemas and the zod-free types describe the same values (a compile error here means they drifted apart).
+type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
+const sameShapes: [
+  Same<z.infer<typeof RetrySpec>, RetrySpecShape>,
+  Same<z.infer<typeof AttemptRecord>, AttemptRecordShape>,
+  Same<z.infer<typeof ProviderOperation>, ProviderOperationName>,
+] = [true, true, true];
+void sameShapes;
 
 /**
  * The record a new attempt starts from: what the earlier ones left (anything unreadable counts as nothing, as on a
@@ -320,6 +78,3 @@ export const carriedAttemptRecord = (heartbeatDetails: unknown): AttemptRecord =
     inFlight: false,
   };
 };
-
-/** `reason` of the OutcomeUnknown a rejection becomes when an earlier attempt's outcome was unknown. */
-export const RejectedAfterUnknown = 'rejected_after_unknown';

@@ -1,42 +1,19 @@
 /**
  * Review items: a provider payment the sweep found that no payment of ours accounts for, or that disagrees with ours,
- * kept in a small workflow an operator finds (`PaymentStatus = 'needs_review'`) and resolves.
+ * kept in a small workflow an operator finds (`PaymentStatus = 'needs_review'`) and resolves. The zod schema of a
+ * resolution (the API parses with it) and, re-exported, the zod-free definitions workflow code imports.
  */
-import { defineQuery, defineUpdate } from '@temporalio/workflow';
 import { z } from 'zod';
-import type { ProviderPayment } from './definitions';
-import type { PaymentStatus } from './payment';
-import type { OrphanReason } from './sweep';
+import {
+  type ResolveReviewItemRequest as ResolveReviewItemRequestShape,
+  reviewItemActions,
+} from './review-item-definitions';
 
-/** Input of `reviewItemWorkflow`: everything an operator needs to decide, and no customer data. */
-export interface ReviewItemInput {
-  readonly provider: string;
-  readonly providerPaymentId: string;
-  /** The provider's `reference`: our order id when the payment is ours. */
-  readonly reference: string;
-  readonly kind: 'orphan' | 'disagreement';
-  /** Orphans only. */
-  readonly orphanReason?: OrphanReason;
-  /** One line for the operator. */
-  readonly detail: string;
-  /** The provider payment as the sweep saw it. */
-  readonly payment: ProviderPayment;
-  /** The merchant, from our matched payment or the payment's `metadata.merchant_id`. */
-  readonly merchantId?: string;
-  /** Our matched payment (disagreements, second charges). */
-  readonly ours?: {
-    readonly workflowId: string;
-    readonly status: PaymentStatus;
-    readonly amount: number;
-    readonly currency: string;
-  };
-  /** The sweep run that raised it. */
-  readonly flaggedBy: string;
-}
+export * from './review-item-definitions';
 
-/** What the operator did about it. */
+/** What the operator did about it (`parseReviewItemResolution` checks the same in workflow code). */
 export const ResolveReviewItemRequest = z.strictObject({
-  action: z.enum(['refunded_at_provider', 'voided_at_provider', 'attributed', 'no_action']),
+  action: z.enum(reviewItemActions),
   note: z
     .string()
     .trim()
@@ -45,21 +22,9 @@ export const ResolveReviewItemRequest = z.strictObject({
   /** Who resolved it (audit trail; an operator id, never customer data). */
   operator: z.string().min(1).max(128).optional(),
 });
-export type ResolveReviewItemRequest = z.infer<typeof ResolveReviewItemRequest>;
+export type ResolveReviewItemRequest = ResolveReviewItemRequestShape;
 
-/** A review item's state: its query answer and its result. */
-export interface ReviewItemState {
-  readonly input: ReviewItemInput;
-  readonly flaggedAt: string;
-  resolution?: ResolveReviewItemRequest & { readonly resolvedAt: string };
-}
-
-/** `review:<provider>:<providerPaymentId>`: at most one item per provider payment, however many sweeps see it. */
-export const reviewItemWorkflowId = (provider: string, providerPaymentId: string): string =>
-  `review:${provider}:${providerPaymentId}`;
-
-/** The review item's state. */
-export const reviewItemQuery = defineQuery<ReviewItemState>('reviewItem');
-
-/** An operator resolves the item; the workflow then completes. Validated against the schema before it is accepted. */
-export const resolveReviewItemUpdate = defineUpdate<ReviewItemState, [ResolveReviewItemRequest]>('resolveReviewItem');
+// The schema and the zod-free type describe the same values (a compile error here means they drifted apart).
+type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
+const sameShape: Same<z.infer<typeof ResolveReviewItemRequest>, ResolveReviewItemRequestShape> = true;
+void sameShape;

@@ -5,6 +5,9 @@
 import { z } from 'zod';
 import type { ProviderPayment } from './definitions';
 import { type PaymentView, ProviderName } from './payment';
+import type { SweepWindow } from './sweep-window';
+
+export * from './sweep-window';
 
 const Ms = z.number().int().positive().max(Number.MAX_SAFE_INTEGER);
 const EpochMs = z.number().int().nonnegative().max(Number.MAX_SAFE_INTEGER);
@@ -38,34 +41,6 @@ export const SweepInput = z.strictObject({
 });
 export type SweepInput = z.infer<typeof SweepInput>;
 
-/** The limits a sweep run applies when its input leaves them out. */
-export const sweepDefaults = { pageSize: 100, maxProviderPages: 20, maxStuckPages: 5 } as const;
-
-/** The window `[fromMs, toMs)` of provider payments one sweep run compares. */
-export interface SweepWindow {
-  readonly fromMs: number;
-  readonly toMs: number;
-}
-
-/**
- * The window of the run anchored at `anchorMs` (its scheduled time): `[anchor - lookback - window, anchor - lookback)`.
- * Consecutive runs overlap by `windowMs - intervalMs`; flags are idempotent, so the overlap costs reads only.
- */
-export function sweepWindow(input: SweepInput, anchorMs: number): SweepWindow {
-  if (input.window) return input.window;
-  const toMs = anchorMs - input.lookbackMs;
-  return { fromMs: toMs - (input.windowMs ?? 2 * input.intervalMs), toMs };
-}
-
-/**
- * A window in the provider's unix seconds (`created_gte`, `created_lt`). Both ends are floored, so adjacent windows
- * stay adjacent: a payment created in the second of a boundary belongs to the later window.
- */
-export const providerSeconds = (w: SweepWindow): { createdGte: number; createdLt: number } => ({
-  createdGte: Math.floor(w.fromMs / 1000),
-  createdLt: Math.floor(w.toMs / 1000),
-});
-
 /** What one sweep run did. */
 export interface SweepResult {
   /** Charge workflows still running in `unknown` for longer than the threshold. */
@@ -85,9 +60,6 @@ export interface SweepResult {
   /** A limit (pages) cut this run short; the rest waits for the next run (stuck payments) or a backfill. */
   truncated: boolean;
 }
-
-/** How many review item ids a sweep result lists; the counts are always complete. */
-export const maxListedReviewItems = 100;
 
 /** Why a provider payment is an orphan. */
 export type OrphanReason =

@@ -1,6 +1,6 @@
 import { proxyActivities, proxyLocalActivities } from '@temporalio/workflow';
 import type { Activities } from '../activities';
-import { type ProviderOperation, type RetryOverrides, retrySpecFor, toActivityOptions } from '../domain/retry';
+import { type ProviderOperation, type RetryOverrides, retrySpecFor, toActivityOptions } from '../domain/retry-policy';
 import { providerTaskQueue } from '../domain/ids';
 import { activitySummary } from '../domain/summaries';
 import type { ProviderCapabilities } from '../domain/provider-payment';

@@ -11,10 +11,10 @@ import { ErrorType } from '../domain/errors';
 import {
   type ReviewItemInput,
   type ReviewItemState,
-  ResolveReviewItemRequest,
+  parseReviewItemResolution,
   resolveReviewItemUpdate,
   reviewItemQuery,
-} from '../domain/review-items';
+} from '../domain/review-item-definitions';
 import { MerchantIdAttr, OrderIdAttr, PaymentStatusAttr, ProviderAttr } from '../domain/search-attributes';
 
 /**
@@ -33,7 +33,16 @@ export async function reviewItemWorkflow(input: ReviewItemInput): Promise<Review
   setHandler(
     resolveReviewItemUpdate,
     (args) => {
-      const resolution = ResolveReviewItemRequest.parse(args);
+      // The validator refused anything that does not parse; here it only trims the note.
+      const parsed = parseReviewItemResolution(args);
+      if (!parsed.ok) {
+        throw ApplicationFailure.create({
+          type: ErrorType.ValidationError,
+          message: 'invalid resolution',
+          nonRetryable: true,
+        });
+      }
+      const resolution = parsed.value;
       state.resolution = { ...resolution, resolvedAt: new Date().toISOString() };
       log.info('operator resolved a review item', { kind: input.kind, action: resolution.action });
       upsertSearchAttributes([{ key: PaymentStatusAttr, value: null }]);
@@ -48,11 +57,11 @@ export async function reviewItemWorkflow(input: ReviewItemInput): Promise<Review
             nonRetryable: true,
           });
         }
-        const parsed = ResolveReviewItemRequest.safeParse(args);
-        if (!parsed.success) {
+        const parsed = parseReviewItemResolution(args);
+        if (!parsed.ok) {
           throw ApplicationFailure.create({
             type: ErrorType.ValidationError,
-            message: parsed.error.issues.map((i) => `${i.path.join('.') || '(args)'}: ${i.message}`).join('; '),
+            message: parsed.issues.map((i) => `${i.path || '(args)'}: ${i.message}`).join('; '),
             nonRetryable: true,
           });
         }

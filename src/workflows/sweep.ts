@@ -1,14 +1,8 @@
 import { SearchAttributeType, defineSearchAttributeKey } from '@temporalio/common';
 import { type ActivityOptions, log, proxyActivities, workflowInfo } from '@temporalio/workflow';
 import type { SweepActivities } from '../activities/sweep';
-import {
-  type SweepInput,
-  type SweepResult,
-  maxListedReviewItems,
-  providerSeconds,
-  sweepDefaults,
-  sweepWindow,
-} from '../domain/sweep';
+import type { SweepInput, SweepResult } from '../domain/sweep';
+import { maxListedReviewItems, providerSeconds, sweepDefaults, sweepWindow } from '../domain/sweep-window';
 import { describeProvider, providerActivities } from './activity-options';
 
 /** Set by the server on every workflow a schedule starts: the time the action was scheduled for. */
