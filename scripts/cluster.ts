@@ -54,6 +54,9 @@ const ports = {
   redis: port(16379),
   simulator: port(14010),
   apis: Array.from({ length: APIS }, (_, i) => port(13000 + i)),
+  // Each worker process serves its own metrics and the SDK runtime's: one port each, never shared.
+  workerMetrics: Array.from({ length: WORKERS }, (_, i) => port(19465 + i)),
+  sdkMetrics: Array.from({ length: WORKERS }, (_, i) => port(19565 + i)),
 };
 const dir = path.resolve(process.env.CLUSTER_DIR ?? path.join(DEFAULT_CACHE_DIR, 'cluster'));
 const logsDir = path.join(dir, 'logs');
@@ -189,6 +192,8 @@ async function main() {
     [ports.redis, 'Redis'],
     [ports.simulator, 'simulator'],
     ...ports.apis.map((p, i): [number, string] => [p, `api-${i + 1}`]),
+    ...ports.workerMetrics.map((p, i): [number, string] => [p, `worker-${i + 1} metrics`]),
+    ...ports.sdkMetrics.map((p, i): [number, string] => [p, `worker-${i + 1} SDK metrics`]),
   ];
   for (const [p, purpose] of named) await assertPortFree(p, purpose);
 
@@ -397,7 +402,12 @@ async function main() {
           command: process.execPath,
           args: node('src/worker.ts'),
           cwd: PROJECT_ROOT,
-          env: { ...env, LOG_LEVEL: process.env.LOG_LEVEL ?? 'info' },
+          env: {
+            ...env,
+            LOG_LEVEL: process.env.LOG_LEVEL ?? 'info',
+            WORKER_METRICS_ADDRESS: `${HOST}:${ports.workerMetrics[i] as number}`,
+            SDK_METRICS_ADDRESS: `${HOST}:${ports.sdkMetrics[i] as number}`,
+          },
           tier: 3,
           readyLine: workerReady,
           readyTimeoutMs: 120_000,
