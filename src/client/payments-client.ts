@@ -22,7 +22,7 @@ import {
   resolveUpdate,
   submitUpdate,
 } from '../domain/definitions';
-import { chargeWorkflowId, parseChargeWorkflowId } from '../domain/ids';
+import { captureWorkflowId, chargeWorkflowId, parseChargeWorkflowId, refundWorkflowId } from '../domain/ids';
 import {
   CaptureRequest,
   ChargeRequest,
@@ -781,6 +781,7 @@ export class PaymentsClient {
     fingerprint: string,
   ): Promise<OperationResult> {
     const handle = this.handle(workflowId);
+    await this.assertKeyNotUsedElsewhere(workflowId, kind, opKey);
     let updateHandle: WorkflowUpdateHandle<PaymentView>;
     try {
       updateHandle = await this.bounded(() =>
@@ -816,6 +817,29 @@ export class PaymentsClient {
       );
     }
     return { view, completed: op.state === 'succeeded' };
+  }
+
+  /**
+   * A capture or refund key belongs to its first request, merchant-wide: its child workflow (`<kind>:<merchant>:<key>`)
+   * names the payment that ran it. A key already run under another payment is {@link IdempotencyKeyReused} before the
+   * target payment's own rules are even asked (so the answer is 422, not a 409 about the other payment's state).
+   * The payment's own child start (REJECT_DUPLICATE) stays the race-free guard; this only orders the answers.
+   */
+  private async assertKeyNotUsedElsewhere(workflowId: string, kind: 'capture' | 'refund', opKey: string) {
+    const merchant = parseChargeWorkflowId(workflowId)?.merchantId;
+    if (merchant === undefined) return;
+    const childId = (kind === 'capture' ? captureWorkflowId : refundWorkflowId)(merchant, opKey);
+    let parent: string | undefined;
+    try {
+      const description = await this.bounded(() => this.client.workflow.getHandle(childId).describe());
+      parent = description.raw.workflowExecutionInfo?.parentExecution?.workflowId ?? undefined;
+    } catch (err) {
+      if (err instanceof WorkflowNotFoundError) return; // a new key
+      throw err;
+    }
+    if (parent !== undefined && parent !== workflowId) {
+      throw new IdempotencyKeyReused(`This idempotency key was used for a ${kind} of another payment`);
+    }
   }
 
   /** Missing payment → {@link PaymentNotFound}; closed payment → {@link InvalidTransition}; rejections → typed. */
