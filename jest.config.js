@@ -9,6 +9,8 @@ module.exports = {
   setupFiles: ['<rootDir>/test/setup-runtime.ts'],
   globalSetup: '<rootDir>/test/global-setup.ts',
   globalTeardown: '<rootDir>/test/global-teardown.ts',
-  maxWorkers: 2,
+  // Three on two cores: most test time is waiting on servers, timers and child processes, not CPU (measured: 197 s
+  // with two workers, 142 s with three, the same 647 tests passing).
+  maxWorkers: 3,
   testTimeout: 60_000,
 };
