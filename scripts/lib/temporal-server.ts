@@ -10,6 +10,7 @@ import { accessSync, constants, mkdirSync, readFileSync, writeFileSync } from 'n
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { parse, stringify } from 'yaml';
+import { singleBoxDynamicConfig } from './dev-server';
 import { DEFAULT_CACHE_DIR } from './temporal-binaries';
 
 const execFileAsync = promisify(execFile);
@@ -188,6 +189,14 @@ export function writeServerConfig(o: ServerConfigOptions): void {
       'system.forceSearchAttributesCacheRefreshOnRead': [{ value: true, constraints: {} }],
       'frontend.workerVersioningDataAPIs': [{ value: true }],
       'frontend.workerVersioningWorkflowAPIs': [{ value: true }],
+      // Every POST /v1/payments asks visibility whether the order has an open payment: the default of 10 visibility
+      // requests per second per frontend refused them (ResourceExhausted, answered 503) past ~5 payments/s.
+      'frontend.namespaceRPS.visibility': [{ value: 500, constraints: {} }],
+      'frontend.namespaceBurstRatio.visibility': [{ value: 2, constraints: {} }],
+      // Per-shard task hand-off limits (20 by default), as on the single-box dev server (see dev-server.ts).
+      ...Object.fromEntries(
+        Object.entries(singleBoxDynamicConfig).map(([key, value]) => [key, [{ value, constraints: {} }]]),
+      ),
     }),
   );
 }

@@ -62,8 +62,12 @@ export function translateUpdateFailure(err: unknown): unknown {
   }
 }
 
-/** gRPC codes of a Temporal that is down, restarting or overloaded: DEADLINE_EXCEEDED, RESOURCE_EXHAUSTED, UNAVAILABLE. */
-const unavailableCodes: ReadonlySet<number> = new Set([4, 8, 14]);
+/**
+ * gRPC codes of a Temporal that is down, restarting or overloaded: CANCELLED (we never cancel a call ourselves; a
+ * server shutting down ends its calls with it, seen in the soak's Temporal restart), DEADLINE_EXCEEDED,
+ * RESOURCE_EXHAUSTED, UNAVAILABLE.
+ */
+const unavailableCodes: ReadonlySet<number> = new Set([1, 4, 8, 14]);
 
 /**
  * Temporal could not be reached or did not answer in time: nothing is known to have failed, the caller may repeat.

@@ -3,6 +3,7 @@
  * answers within SUBMIT_WAIT_MS + a margin: 202 + Location when the payment was durably started (it goes on once a
  * worker is back, with one effect), 503 + Retry-After when Temporal did not start it.
  */
+import http2 from 'node:http2';
 import net from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { Client, Connection } from '@temporalio/client';
@@ -88,9 +89,10 @@ describe('POST /v1/payments without a worker', () => {
   async function withSilentTemporal(
     options: { orderSingleFlight: boolean; rpcTimeoutMs?: number },
     fn: (url: string) => Promise<void>,
+    temporal: net.Server = net.createServer(),
   ): Promise<void> {
     const sockets = new Set<net.Socket>();
-    const silent = net.createServer((socket) => void sockets.add(socket));
+    const silent = temporal.on('connection', (socket: net.Socket) => void sockets.add(socket));
     await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
     const connection = Connection.lazy({ address: `127.0.0.1:${(silent.address() as AddressInfo).port}` });
     const payments = new PaymentsClient(new Client({ connection }), {
@@ -143,5 +145,32 @@ describe('POST /v1/payments without a worker', () => {
       expect(value.headers.get('retry-after')).toBe('1');
       expect(value.body.error?.type).toBe('unavailable');
     });
+  }, 60_000);
+
+  it('answers 503 + Retry-After, never 500, when Temporal ends the call with CANCELLED (a server shutting down)', async () => {
+    // Seen in the 600-payment soak at 8/s: during the Temporal server's restart (SIGTERM) the order check's visibility
+    // list ended with a raw gRPC `1 CANCELLED: Call cancelled`, answered 500. Nothing was started; the caller may repeat.
+    const cancelling = http2
+      .createServer()
+      .on('stream', (stream) =>
+        stream.respond(
+          { ':status': 200, 'content-type': 'application/grpc', 'grpc-status': '1', 'grpc-message': 'Call cancelled' },
+          { endStream: true },
+        ),
+      );
+    await withSilentTemporal(
+      { orderSingleFlight: true, rpcTimeoutMs: 1_000 },
+      async (url) => {
+        const key = newKey();
+        const { value } = await timed(() =>
+          h.request('POST', '/v1/payments', { key, body: chargeBody(), baseUrl: url }),
+        );
+        expect(value.status).toBe(503);
+        expect(value.headers.get('retry-after')).toBe('1');
+        expect(value.body.error?.type).toBe('unavailable');
+        await expect(env.client.workflow.getHandle(chargeWorkflowId(h.a.id, key)).describe()).rejects.toThrow();
+      },
+      cancelling,
+    );
   }, 60_000);
 });
