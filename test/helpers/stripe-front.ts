@@ -51,7 +51,11 @@ export const recordedStripeAnswers: Readonly<Record<string, RecordedAnswer>> = O
 export function recorded(name: string): FrontAnswer {
   const r = recordedStripeAnswers[name];
   if (r === undefined) throw new Error(`no recorded Stripe answer ${name}`);
-  return { status: r.status, headers: { 'content-type': 'application/json', ...r.headers }, body: JSON.stringify(r.body) };
+  return {
+    status: r.status,
+    headers: { 'content-type': 'application/json', ...r.headers },
+    body: JSON.stringify(r.body),
+  };
 }
 
 /** Decides one answer; `forward(base)` sends the request unchanged to the server at `base` (a stripe-mock). */

@@ -9,9 +9,11 @@
  * More payments go to `slow` than both providers have slots together, so whatever the slots, its queue has a backlog
  * and its slots are all busy. Then payments on `simulator` must answer 200 `succeeded` while every call to `slow` is
  * still in flight and none has finished: they were not queued behind the slow ones. The claim is ordering, not a
- * latency number: each fast answer is checked against the slow provider's counters at the moment it arrived. With one
- * shared activity task queue and slot pool the fast payments wait for a slot that frees only after 30 s, the API
- * answers them 202 `pending`, and this test fails (see the report of the commit that added it for how that was run).
+ * latency number: each fast answer is checked against the slow provider's counters at the moment it arrived.
+ *
+ * Seen failing without the bulkhead: with `providerTaskQueue` answering one queue for every provider and
+ * `createWorkers` building one activity worker on it with the slots of both together (2 + 4), the slow payments take
+ * every slot, the fast payments wait for one that frees only after 30 s, and the API answers them 202 `pending`.
  */
 import { randomUUID } from 'node:crypto';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
@@ -141,7 +143,9 @@ it('a 30 s latency on every call to one provider does not delay payments on the 
 
     // The claim: every fast payment succeeded (a 200 is the provider's confirmation), and each answer arrived while the
     // slow provider had all its slots busy and not one of its calls had finished.
-    expect(fast.map((f) => [f.http, f.status])).toEqual(Array.from({ length: FAST_PAYMENTS }, () => [200, 'succeeded']));
+    expect(fast.map((f) => [f.http, f.status])).toEqual(
+      Array.from({ length: FAST_PAYMENTS }, () => [200, 'succeeded']),
+    );
     expect(fast.map((f) => f.slowFinished)).toEqual(Array.from({ length: FAST_PAYMENTS }, () => 0));
     expect(fast.map((f) => f.slowInFlight)).toEqual(Array.from({ length: FAST_PAYMENTS }, () => SLOW_SLOTS));
     // ...and the slow ones were still moving: 202 pending, nothing committed at the slow provider.
