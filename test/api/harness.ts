@@ -121,6 +121,11 @@ export interface HarnessOptions {
   readonly workerMetrics?: WorkerMetrics;
   /** Providers beside the simulator (e.g. `stripe` over stripe-mock), each with its own activity worker. */
   readonly extraProviders?: Readonly<Record<string, PaymentProvider>>;
+  /** Stripe's webhook endpoint secret for the API (`STRIPE_WEBHOOK_SECRET`); absent: `/webhooks/stripe` is 404. */
+  readonly stripeWebhookSecret?: string;
+  /** Per-provider activity limits and the default activity slots of each provider worker (as `createWorkers` takes). */
+  readonly providerLimits?: WorkerSetup['providerLimits'];
+  readonly maxConcurrentActivityTaskExecutions?: number;
 }
 
 /** Starts simulator, workers and API; every test file gets its own. */
@@ -170,6 +175,7 @@ export async function startApiHarness(env: TestWorkflowEnvironment, opts: Harnes
         OPERATOR_TOKENS: [{ operatorId: operator.id, token: operator.token }],
         WEBHOOK_SECRET,
         WEBHOOK_TOLERANCE_S: 300,
+        ...(opts.stripeWebhookSecret === undefined ? {} : { STRIPE_WEBHOOK_SECRET: opts.stripeWebhookSecret }),
       },
       logger,
       ...(opts.codec ? { codec: opts.codec } : {}),
@@ -199,6 +205,10 @@ export async function startApiHarness(env: TestWorkflowEnvironment, opts: Harnes
       ...(opts.activities === undefined ? {} : { activities: opts.activities }),
       ...(dataConverter ? { dataConverter } : {}),
       ...(opts.workerMetrics ? { metrics: opts.workerMetrics } : {}),
+      ...(opts.providerLimits === undefined ? {} : { providerLimits: opts.providerLimits }),
+      ...(opts.maxConcurrentActivityTaskExecutions === undefined
+        ? {}
+        : { maxConcurrentActivityTaskExecutions: opts.maxConcurrentActivityTaskExecutions }),
       // The tests of one file share these workers and inject provider faults one after another; a breaker tripped by
       // one test would fail the next test's payments fast. The breaker has its own tests (test/activities).
       breaker: new InMemoryCircuitBreaker({ failureThreshold: Number.MAX_SAFE_INTEGER }),
