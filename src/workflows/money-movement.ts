@@ -6,7 +6,8 @@ import type { RetryOverrides } from '../domain/retry';
 import type { PaymentTimings } from '../domain/workflow-inputs';
 import type { ProviderCapabilities, ProviderPayment } from '../domain/provider-payment';
 import { providerActivities } from './activity-options';
-import { failureType, messageOf, providerCodeOf, reconcileWorkflow } from './reconcile';
+import { failureType, messageOf, providerCodeOf } from './failures';
+import { reconcileWorkflow } from './reconcile';
 
 /** Input shared by `captureWorkflow` and `refundWorkflow`: one money movement on an existing payment. */
 export interface MoneyMovementInput {

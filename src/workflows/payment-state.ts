@@ -181,3 +181,35 @@ export const hasRunningOperation = (state: PaymentState): boolean =>
 export function findSubOperation(state: PaymentState, kind: SubOperation['kind'], key: string) {
   return state.subOperations.find((o) => o.kind === kind && o.key === key);
 }
+
+/** A new payment's state: pending, nothing authorized, at the provider its request names. */
+export function initialState(
+  input: {
+    readonly merchantId: string;
+    readonly key: string;
+    readonly fingerprint: string;
+    readonly request: { readonly orderId: string; readonly amount: PaymentView['amount']; readonly provider: string };
+  },
+  nowIso: string,
+): PaymentState {
+  return {
+    view: {
+      key: input.key,
+      merchantId: input.merchantId,
+      orderId: input.request.orderId,
+      status: 'pending',
+      amount: input.request.amount,
+      amountAuthorized: 0,
+      amountCaptured: 0,
+      amountRefunded: 0,
+      provider: input.request.provider,
+      attempts: 0,
+      createdAt: nowIso,
+      updatedAt: nowIso,
+    },
+    fingerprint: input.fingerprint,
+    seenEvents: [],
+    subOperations: [],
+    firstCallSettled: false,
+  };
+}

@@ -1,11 +1,4 @@
-import {
-  ActivityFailure,
-  ApplicationFailure,
-  condition,
-  proxySinks,
-  setHandler,
-  workflowInfo,
-} from '@temporalio/workflow';
+import { condition, proxySinks, setHandler, workflowInfo } from '@temporalio/workflow';
 import { reconcileResolvedSignal } from '../domain/definitions';
 import { ErrorType } from '../domain/errors';
 import type { Expectation, ReconcileInput, ReconcileResult } from '../domain/operations';
@@ -13,6 +6,7 @@ import type { PaymentSinks } from '../domain/sinks';
 import { reconcileWaitSummary } from '../domain/summaries';
 import type { ProviderPayment } from '../domain/provider-payment';
 import { paymentMetadata, providerActivities } from './activity-options';
+import { failureType, messageOf } from './failures';
 
 /** Whether a provider payment shows that the write under reconciliation happened. */
 export function meetsExpectation(p: ProviderPayment, expect: Expectation): boolean {
@@ -121,36 +115,4 @@ async function waitAndCheck(input: ReconcileInput): Promise<ReconcileResult> {
     }`,
     checks,
   };
-}
-
-/** The ApplicationFailure type under an activity failure, if any. */
-export function failureType(err: unknown): string | undefined {
-  if (err instanceof ActivityFailure && err.cause instanceof ApplicationFailure) return err.cause.type ?? undefined;
-  if (err instanceof ApplicationFailure) return err.type ?? undefined;
-  return undefined;
-}
-
-/** The provider's own error code (e.g. `amount_too_large`) of a classified provider failure, if it gave one. */
-export function providerCodeOf(err: unknown): string | undefined {
-  const failure = err instanceof ActivityFailure ? err.cause : err;
-  if (!(failure instanceof ApplicationFailure)) return undefined;
-  const info = failure.details?.[0] as { code?: unknown } | undefined;
-  return typeof info?.code === 'string' ? info.code : undefined;
-}
-
-/**
- * The activity proved no attempt ever sent the write (its final failure says `everSent: false`: breaker open,
- * cool-down, connection refused). Only the activity's own final failure counts: a Temporal timeout could have cut an
- * attempt off after it sent.
- */
-export function neverSent(err: unknown): boolean {
-  if (!(err instanceof ActivityFailure) || !(err.cause instanceof ApplicationFailure)) return false;
-  const info = err.cause.details?.[0] as { everSent?: unknown } | undefined;
-  return info?.everSent === false;
-}
-
-/** The innermost message, for a review reason an operator can read. */
-export function messageOf(err: unknown): string {
-  if (err instanceof ActivityFailure && err.cause) return err.cause.message;
-  return err instanceof Error ? err.message : String(err);
 }

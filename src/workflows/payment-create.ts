@@ -1,0 +1,128 @@
+import { ParentClosePolicy, log, startChild } from '@temporalio/workflow';
+import { ErrorType } from '../domain/errors';
+import { reconcileWorkflowId } from '../domain/ids';
+import type { ReconcileInput, ReconcileResult } from '../domain/operations';
+import { paymentMetadata } from './activity-options';
+import { failureType, messageOf, neverSent } from './failures';
+import type { PaymentEntity } from './payment-entity';
+import { reconcileWorkflow } from './reconcile';
+
+/**
+ * The charge's first provider call: a value (authorized, succeeded, declined), a refusal (failed), a write that
+ * provably never left (failed, `provider_unavailable`), or an unknown outcome that the main loop reconciles.
+ */
+export async function createAtProvider(payment: PaymentEntity): Promise<void> {
+  const { state, input, request } = payment;
+  state.firstSentAtMs = Date.now();
+  try {
+    const result = await payment.requireActs().write.createPayment({
+      provider: request.provider,
+      merchantId: input.merchantId,
+      key: input.key,
+      input: {
+        amount: request.amount.value,
+        currency: request.amount.currency,
+        reference: request.orderId,
+        paymentMethod: request.paymentMethod,
+        capture: request.capture,
+        metadata: paymentMetadata(input.merchantId, input.key),
+      },
+      notBeforeMs: state.firstSentAtMs,
+      // The worker checks the starter's view of the provider against its own before it sends anything.
+      ...(payment.lean && input.capabilities ? { expectCapabilities: input.capabilities } : {}),
+    });
+    state.view.attempts += 1;
+    if (result.outcome === 'declined') {
+      state.view.declineCode = result.declineCode;
+      payment.transition('declined');
+    } else {
+      payment.learn(result.payment);
+    }
+  } catch (err) {
+    state.view.attempts += 1;
+    const type = failureType(err);
+    if (
+      (type === ErrorType.ProviderRejected || type === ErrorType.ValidationError) &&
+      state.view.status === 'pending'
+    ) {
+      // The provider said no, or the worker refused before sending: nothing happened, a real failure, not a guess.
+      payment.transition('failed');
+      log.warn('charge rejected', { reason: messageOf(err), type });
+    } else if (neverSent(err) && state.view.status === 'pending') {
+      // Every attempt met an open breaker, a cool-down or a refused connection: the provider never saw it.
+      state.view.failureReason = 'provider_unavailable';
+      payment.transition('failed');
+      log.warn('charge never reached the provider', { reason: messageOf(err) });
+    } else if (state.view.status === 'pending') {
+      // Unless a webhook already told us what happened, the outcome is unknown: reconcile, never resend blindly.
+      payment.transition('unknown');
+      payment.reconcileWanted = true;
+    }
+  }
+  state.firstCallSettled = true;
+}
+
+/**
+ * The durable wait-and-check of the charge's unknown outcome, as a child that goes with the payment. It ends with the
+ * provider's payment, a decline, a refusal, or the payment in review; a reconcile that ended without a result leaves the
+ * payment unknown for the sweep.
+ */
+export async function reconcileCreate(payment: PaymentEntity): Promise<void> {
+  const { state, input, request } = payment;
+  payment.reconcileRunning = true;
+  const reconcileInput: ReconcileInput = {
+    merchantId: input.merchantId,
+    key: input.key,
+    operation: 'create',
+    provider: request.provider,
+    reference: request.orderId,
+    expect: { kind: 'created', amount: request.amount.value, currency: request.amount.currency },
+    capabilities: payment.requireCapabilities(),
+    scheduleMs: input.timings.reconcileScheduleMs,
+    settleWindowMs: input.timings.settleWindowMs,
+    firstSentAtMs: state.firstSentAtMs ?? Date.now(),
+    retry: input.retry,
+    resubmit: {
+      kind: 'create',
+      amount: request.amount.value,
+      currency: request.amount.currency,
+      paymentMethod: request.paymentMethod,
+      capture: request.capture,
+    },
+  };
+  const child = await startChild(reconcileWorkflow, {
+    workflowId: reconcileWorkflowId(input.merchantId, 'create', input.key),
+    args: [reconcileInput],
+    // A reconcile is pointless without its payment: it goes with it.
+    parentClosePolicy: ParentClosePolicy.TERMINATE,
+  });
+  let result: ReconcileResult;
+  try {
+    result = await child.result();
+  } catch (err) {
+    // A reconcile that failed or was terminated decided nothing: the payment stays unknown, never failed, and the
+    // sweep's ensureReconcile starts a new one.
+    log.warn('reconcile ended without a result; the payment stays unknown', { reason: messageOf(err) });
+    return;
+  } finally {
+    payment.reconcileRunning = false;
+  }
+  if (state.view.status !== 'unknown') return; // a webhook already moved the payment on
+  if (result.outcome === 'found') {
+    payment.learn(result.payment);
+  } else if (result.outcome === 'declined') {
+    state.view.declineCode = result.declineCode;
+    payment.transition('declined');
+  } else if (result.outcome === 'rejected') {
+    payment.transition('failed');
+  } else {
+    state.pendingReview = {
+      operation: 'create',
+      key: input.key,
+      amount: request.amount.value,
+      expectAtLeast: 0,
+      statusBefore: 'unknown',
+    };
+    payment.transition('needs_review', result.reason);
+  }
+}

@@ -1,0 +1,365 @@
+import {
+  ApplicationFailure,
+  condition,
+  getExternalWorkflowHandle,
+  log,
+  patched,
+  setCurrentDetails,
+  setHandler,
+  upsertSearchAttributes,
+  workflowInfo,
+} from '@temporalio/workflow';
+import {
+  type CaptureArgs,
+  type RefundArgs,
+  type ResolveArgs,
+  type SubmitArgs,
+  captureUpdate,
+  ensureReconcileSignal,
+  paymentQuery,
+  reconcileResolvedSignal,
+  refundUpdate,
+  resolveUpdate,
+  submitUpdate,
+  webhookSignal,
+} from '../domain/definitions';
+import { ErrorType } from '../domain/errors';
+import { reconcileWorkflowId } from '../domain/ids';
+import type { PaymentStatus, PaymentView } from '../domain/payment';
+import type { ProviderCapabilities, ProviderEvent, ProviderPayment } from '../domain/provider-payment';
+import { MerchantIdAttr, OrderIdAttr, PaymentStatusAttr, ProviderAttr } from '../domain/search-attributes';
+import { formatWait, paymentCurrentDetails } from '../domain/summaries';
+import type { ChargeWorkflowInput } from '../domain/workflow-inputs';
+import { describeProvider, providerActivities } from './activity-options';
+import { Lock } from './lock';
+import { type MoneyMovementInput } from './money-movement';
+import { MoneyMovements } from './payment-movements';
+import {
+  assertCapturable,
+  assertRefundable,
+  assertUnderReview,
+  requireCapabilities,
+  statusAfterResolve,
+} from './payment-guards';
+import {
+  type PaymentState,
+  type PendingReview,
+  type SubOperation,
+  applyProviderEvent,
+  applyProviderPayment,
+  initialState,
+  operationViews,
+  reviewSatisfied,
+  setStatus,
+} from './payment-state';
+
+/** Patch: the status search attribute is upserted only when the status changed (histories before it upsert more). */
+const PUBLISH_ON_CHANGE = 'publish-status-on-change';
+/** Patch: an operator's `providerPaymentId` is looked up at the provider before it is accepted. */
+const VERIFY_OPERATOR_PAYMENT = 'verify-operator-payment-id';
+
+/** Carried across continue-as-new: the payment's whole state plus what the first run learnt. */
+export interface ChargeContinuation {
+  readonly state: PaymentState;
+  readonly capabilities: ProviderCapabilities;
+}
+
+export type ProviderActivities = ReturnType<typeof providerActivities>;
+
+export const nowIso = () => new Date().toISOString();
+
+/**
+ * One payment's serialized state and its message handlers (the entity of `chargeWorkflow`): the state, the lock that
+ * serializes captures, refunds and resolves, one method per update and signal, and the helpers that publish what
+ * changed. `chargeWorkflow` registers the handlers and runs the main loop.
+ */
+export class PaymentEntity {
+  readonly state: PaymentState;
+  readonly lock = new Lock();
+  /** The lean shape (see HistoryShape) takes what it can from its input instead of recording it in history. */
+  readonly lean: boolean;
+  capabilities: ProviderCapabilities | undefined;
+  /** The create's reconcile child is running. */
+  reconcileRunning = false;
+  /** The main loop should start a reconcile of the create (an unknown first call, or the sweep asked). */
+  reconcileWanted = false;
+  private acts: ProviderActivities | undefined;
+  private publishedStatus: PaymentStatus;
+  private readonly movements = new MoneyMovements(this);
+
+  constructor(
+    readonly input: ChargeWorkflowInput,
+    carried?: ChargeContinuation,
+  ) {
+    this.state = carried?.state ?? initialState(input, nowIso());
+    this.lean = input.shape === 2;
+    this.capabilities = carried?.capabilities ?? (this.lean ? input.capabilities : undefined);
+    this.publishedStatus = this.state.view.status;
+  }
+
+  get request() {
+    return this.input.request;
+  }
+
+  get view(): PaymentView {
+    return this.state.view;
+  }
+
+  /** The provider activities, once the provider's capabilities are known. */
+  requireActs(): ProviderActivities {
+    if (!this.acts) throw ApplicationFailure.create({ type: 'NotReady', message: 'Provider activities not ready yet' });
+    return this.acts;
+  }
+
+  requireCapabilities(): ProviderCapabilities {
+    return requireCapabilities(this.capabilities);
+  }
+
+  /** Registers the query, the updates and the signals; run before anything else so no message is missed. */
+  registerHandlers(): void {
+    setHandler(paymentQuery, () => this.state.view);
+    setCurrentDetails(paymentCurrentDetails(this.state.view));
+    setHandler(submitUpdate, () => this.submit(), { validator: (args) => this.validateSubmit(args) });
+    setHandler(webhookSignal, (event) => this.onProviderEvent(event));
+    setHandler(ensureReconcileSignal, () => this.ensureReconcile());
+    setHandler(captureUpdate, (args) => this.capture(args), { validator: (args) => this.validateCapture(args) });
+    setHandler(refundUpdate, (args) => this.refund(args), { validator: (args) => this.validateRefund(args) });
+    setHandler(resolveUpdate, (args) => this.resolve(args), {
+      validator: (_args: ResolveArgs) => assertUnderReview(this.state),
+    });
+  }
+
+  /** The payment's search attributes, unless the lean shape's starter already set them in the start request. */
+  publishAttributes(): void {
+    if (this.lean && workflowInfo().typedSearchAttributes.get(PaymentStatusAttr) !== undefined) return;
+    upsertSearchAttributes([
+      { key: PaymentStatusAttr, value: this.state.view.status },
+      { key: MerchantIdAttr, value: this.input.merchantId },
+      { key: OrderIdAttr, value: this.request.orderId },
+      { key: ProviderAttr, value: this.request.provider },
+    ]);
+  }
+
+  /** Learns the provider's capabilities (from the input, the continuation or a local activity) and binds its activities. */
+  async connectProvider(): Promise<void> {
+    this.capabilities ??= await describeProvider(this.request.provider);
+    this.acts = providerActivities(
+      workflowInfo().taskQueue,
+      this.request.provider,
+      this.capabilities,
+      this.input.retry,
+    );
+  }
+
+  // ---- publishing what changed ----
+
+  publish(): void {
+    // The web UI's "current details": a query answer, no command, so no patch is needed.
+    setCurrentDetails(paymentCurrentDetails(this.state.view));
+    if ((this.lean || patched(PUBLISH_ON_CHANGE)) && this.publishedStatus === this.state.view.status) return;
+    this.publishedStatus = this.state.view.status;
+    upsertSearchAttributes([{ key: PaymentStatusAttr, value: this.state.view.status }]);
+  }
+
+  /** Keeps the view's list of captures, refunds and voids in step with the sub-operations. */
+  syncOperations(): void {
+    if (this.state.subOperations.length > 0) this.state.view.operations = operationViews(this.state);
+  }
+
+  transition(status: PaymentStatus, reason?: string): void {
+    setStatus(this.state, status, nowIso(), reason);
+    this.publish();
+  }
+
+  /** Applies what the provider says (forward only), settles a review it answers, and publishes the status. */
+  learn(payment: ProviderPayment): void {
+    applyProviderPayment(this.state, payment, nowIso());
+    this.afterProviderNews();
+  }
+
+  private afterProviderNews(): void {
+    const settled = reviewSatisfied(this.state);
+    if (this.state.view.status === 'needs_review' && settled) {
+      this.state.pendingReview = undefined;
+      this.transition(settled);
+    }
+    this.publish();
+  }
+
+  /** An operation whose outcome is unknown, or whose reconcile found nothing, waits for an operator. */
+  sendToReview(op: SubOperation, reason: string): void {
+    const view = this.state.view;
+    op.state = 'needs_review';
+    op.reason = reason;
+    this.state.pendingReview = {
+      operation: op.kind,
+      key: op.key,
+      amount: op.amount,
+      expectAtLeast:
+        op.kind === 'capture'
+          ? view.amountCaptured + op.amount
+          : op.kind === 'refund'
+            ? view.amountRefunded + op.amount
+            : 0,
+      statusBefore: view.status,
+    };
+    this.transition('needs_review', reason);
+    this.syncOperations();
+  }
+
+  /** What a capture or refund child needs to move money on this payment. */
+  movementInput(key: string, amount: number): MoneyMovementInput {
+    return {
+      merchantId: this.input.merchantId,
+      key,
+      provider: this.request.provider,
+      reference: this.request.orderId,
+      paymentId: this.state.view.providerPaymentId as string,
+      amount,
+      capabilities: this.requireCapabilities(),
+      timings: this.input.timings,
+      ...(this.input.retry === undefined ? {} : { retry: this.input.retry }),
+    };
+  }
+
+  // ---- handlers ----
+
+  /** `submit`: the early answer, the first provider call's result. */
+  private async submit(): Promise<PaymentView> {
+    const { timings } = this.input;
+    // The lean shape leaves the short wait to the caller's own deadline (then 202 from a query): no timer in history.
+    if (this.lean) await condition(() => this.state.firstCallSettled);
+    else
+      await condition(() => this.state.firstCallSettled, timings.submitWaitMs, {
+        summary: `answer the caller within ${formatWait(timings.submitWaitMs)} (else 202)`,
+      });
+    return this.state.view;
+  }
+
+  private validateSubmit({ fingerprint }: SubmitArgs): void {
+    if (fingerprint !== this.state.fingerprint) {
+      throw ApplicationFailure.create({
+        type: ErrorType.IdempotencyKeyReused,
+        message: 'This idempotency key was used for a different payment request',
+        nonRetryable: true,
+      });
+    }
+  }
+
+  /** A provider webhook: applied once and forward only; it ends the wait of every reconcile it may answer. */
+  private async onProviderEvent(event: ProviderEvent): Promise<void> {
+    const changed = applyProviderEvent(this.state, event, nowIso());
+    if (!changed) return;
+    this.afterProviderNews();
+    // The wait-and-check ends early: the webhook told us what a lookup would have (each reconcile checks it against
+    // its own expectation).
+    const { merchantId, key } = this.input;
+    const reconciling = [
+      ...(this.reconcileRunning ? [reconcileWorkflowId(merchantId, 'create', key)] : []),
+      ...this.state.subOperations
+        .filter((o) => o.reconciling && o.kind !== 'void')
+        .map((o) => reconcileWorkflowId(merchantId, o.kind, o.key)),
+    ];
+    for (const id of reconciling) {
+      await getExternalWorkflowHandle(id)
+        .signal(reconcileResolvedSignal, event.payment)
+        .catch(() => undefined);
+    }
+  }
+
+  /** The sweep: the payment has been unknown too long; reconcile again unless a reconcile is running. */
+  private ensureReconcile(): void {
+    if (this.state.view.status === 'unknown' && !this.reconcileRunning) this.reconcileWanted = true;
+  }
+
+  private capture(args: CaptureArgs): Promise<PaymentView> {
+    return this.movements.run('capture', args.captureKey, args, () => assertCapturable(this.state, args.amount));
+  }
+
+  private validateCapture(args: CaptureArgs): void {
+    this.movements.validate('capture', args.captureKey, args, () => assertCapturable(this.state, args.amount));
+  }
+
+  private refund(args: RefundArgs): Promise<PaymentView> {
+    return this.movements.run('refund', args.refundKey, args, () => assertRefundable(this.state, args.amount));
+  }
+
+  private validateRefund(args: RefundArgs): void {
+    this.movements.validate('refund', args.refundKey, args, () => assertRefundable(this.state, args.amount));
+  }
+
+  /** `resolve`: an operator's verdict on the operation under review, checked at the provider where it names a payment. */
+  private resolve(args: ResolveArgs): Promise<PaymentView> {
+    return this.lock.run(async () => {
+      const { state, request } = this;
+      const review = state.pendingReview;
+      if (!review) return state.view;
+      let found: ProviderPayment | undefined;
+      if (args.outcome === 'succeeded' && args.providerPaymentId && patched(VERIFY_OPERATOR_PAYMENT)) {
+        // Nothing an operator types is trusted without the provider: the payment must exist and be this one.
+        found = await this.verifiedProviderPayment(args.providerPaymentId, review);
+      }
+      log.info('operator resolved a payment under review', { operation: review.operation, outcome: args.outcome });
+      if (args.outcome === 'succeeded') {
+        if (found) applyProviderPayment(state, found, nowIso());
+        if (review.operation === 'create') {
+          if (args.providerPaymentId && !found) state.view.providerPaymentId = args.providerPaymentId;
+          if (!found) {
+            state.view.amountAuthorized = state.view.amount.value;
+            if (request.capture === 'automatic') state.view.amountCaptured = state.view.amount.value;
+          }
+        } else if (review.operation === 'capture') {
+          state.view.amountCaptured = Math.max(state.view.amountCaptured, review.expectAtLeast);
+        } else if (review.operation === 'refund') {
+          state.view.amountRefunded = Math.max(state.view.amountRefunded, review.expectAtLeast);
+        }
+      }
+      const after = statusAfterResolve(review, args.outcome, request.capture === 'manual');
+      for (const op of state.subOperations)
+        if (op.state === 'needs_review') op.state = args.outcome === 'succeeded' ? 'done' : 'rejected';
+      state.pendingReview = undefined;
+      this.transition(after);
+      this.syncOperations();
+      return state.view;
+    });
+  }
+
+  /** Looks an operator-supplied provider payment id up and checks it is this payment (merchant, key, money). */
+  private async verifiedProviderPayment(providerPaymentId: string, review: PendingReview): Promise<ProviderPayment> {
+    const { input, request, state } = this;
+    const reject = (why: string) =>
+      ApplicationFailure.create({
+        type: ErrorType.ValidationError,
+        message: `providerPaymentId ${why}`,
+        nonRetryable: true,
+        details: [{ field: 'providerPaymentId' }],
+      });
+    if (
+      review.operation !== 'create' &&
+      state.view.providerPaymentId &&
+      providerPaymentId !== state.view.providerPaymentId
+    )
+      throw reject('is not the provider payment of this payment');
+    const found = await this.requireActs().lookup.lookupPayment({
+      provider: request.provider,
+      merchantId: input.merchantId,
+      key: input.key,
+      operation: 'create',
+      reference: request.orderId,
+      paymentId: providerPaymentId,
+    });
+    if (!found) throw reject('was not found at the provider');
+    const m = found.metadata;
+    if (m && (m.merchant_id !== input.merchantId || m.payment_key !== input.key))
+      throw reject('belongs to another payment at the provider');
+    if (found.amount !== request.amount.value || found.currency !== request.amount.currency)
+      throw reject('has another amount or currency at the provider');
+    if (!m && found.reference !== request.orderId) throw reject('has another reference at the provider');
+    return found;
+  }
+
+  /** The authorization lapsed without a capture: void it (under the lock, like every money movement). */
+  voidExpiredAuthorization(): Promise<void> {
+    return this.lock.run(() => this.movements.voidExpired());
+  }
+}

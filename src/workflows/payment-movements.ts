@@ -1,0 +1,197 @@
+import { WorkflowIdReusePolicy, condition, executeChild, log, startChild } from '@temporalio/workflow';
+import { WorkflowExecutionAlreadyStartedError } from '@temporalio/common';
+import { captureWorkflowId, reconcileWorkflowId, refundWorkflowId } from '../domain/ids';
+import type { ReconcileResult } from '../domain/operations';
+import type { PaymentView } from '../domain/payment';
+import { captureWorkflow } from './capture';
+import { messageOf } from './failures';
+import { type MoneyMovementInput, type MoneyMovementResult, movementReconcileInput } from './money-movement';
+import type { PaymentEntity } from './payment-entity';
+import { keyReused } from './payment-guards';
+import { type SubOperation, findSubOperation } from './payment-state';
+import { reconcileWorkflow } from './reconcile';
+import { refundWorkflow } from './refund';
+
+type MovementKind = 'capture' | 'refund';
+interface MovementArgs {
+  readonly fingerprint: string;
+  readonly amount?: number;
+}
+
+/**
+ * The payment's captures, refunds and its void after authorization expiry: each remembered by its own key as a
+ * sub-operation of the payment, its first provider call run as a child workflow, an unknown outcome reconciled beside
+ * the main line.
+ */
+export class MoneyMovements {
+  constructor(private readonly payment: PaymentEntity) {}
+
+  private totalBefore(kind: MovementKind): number {
+    const view = this.payment.state.view;
+    return kind === 'capture' ? view.amountCaptured : view.amountRefunded;
+  }
+
+  /**
+   * Capture and refund share one shape. A repeat of a known key (same fingerprint) answers its operation's state
+   * without a new effect; the same key with another amount is refused. A new key is checked against the state under the
+   * lock (validators run before the lock, so concurrent updates are checked again), then its first provider call runs
+   * as a child workflow whose id, `<kind>:<merchant>:<key>`, is the merchant-wide UNIQUE constraint of the key: a key
+   * used on another payment is refused before any effect. The update answers once that first call settled; an unknown
+   * outcome goes on as a reconcile child without holding the update or the lock.
+   */
+  async run(kind: MovementKind, key: string, args: MovementArgs, assertAllowed: () => void): Promise<PaymentView> {
+    const { payment } = this;
+    const { state, input } = payment;
+    const op = await payment.lock.run(async () => {
+      const earlier = findSubOperation(state, kind, key);
+      if (earlier) {
+        if (earlier.fingerprint !== args.fingerprint) throw keyReused(kind);
+        return earlier; // a repeat: the same answer, no new effect
+      }
+      assertAllowed();
+      const amount = args.amount ?? state.view.amountAuthorized - state.view.amountCaptured;
+      const before = this.totalBefore(kind);
+      const movement: MoneyMovementInput = { ...payment.movementInput(key, amount), firstCallOnly: true };
+      const startedAtMs = Date.now();
+      // Never a second run under one key, also after the first closed: the key belongs to its first request.
+      const workflowIdReusePolicy = WorkflowIdReusePolicy.REJECT_DUPLICATE;
+      let child: { result(): Promise<MoneyMovementResult> };
+      try {
+        child =
+          kind === 'capture'
+            ? await startChild(captureWorkflow, {
+                workflowId: captureWorkflowId(input.merchantId, key),
+                args: [{ ...movement, amountCapturedBefore: before }],
+                workflowIdReusePolicy,
+              })
+            : await startChild(refundWorkflow, {
+                workflowId: refundWorkflowId(input.merchantId, key),
+                args: [{ ...movement, amountRefundedBefore: before }],
+                workflowIdReusePolicy,
+              });
+      } catch (err) {
+        if (err instanceof WorkflowExecutionAlreadyStartedError) throw keyReused(kind); // used on another payment
+        throw err;
+      }
+      const op: SubOperation = { kind, key, fingerprint: args.fingerprint, amount, state: 'running' };
+      state.subOperations.push(op);
+      payment.syncOperations();
+      let result: MoneyMovementResult;
+      try {
+        result = await child.result();
+      } catch (err) {
+        // The child failed or was terminated: whether its call reached the provider is not known.
+        result = {
+          outcome: 'unknown',
+          reason: `${kind} ended without a result: ${messageOf(err)}`,
+          firstSentAtMs: startedAtMs,
+        };
+      }
+      op.firstCallSettled = true;
+      this.settle(op, result, movement, before);
+      return op;
+    });
+    await condition(() => op.firstCallSettled === true || op.state !== 'running');
+    return state.view;
+  }
+
+  /** The update validator: a known key answers (or is refused for another request); a new one must be allowed now. */
+  validate(kind: MovementKind, key: string, args: MovementArgs, assertAllowed: () => void): void {
+    const earlier = findSubOperation(this.payment.state, kind, key);
+    if (earlier) {
+      if (earlier.fingerprint !== args.fingerprint) throw keyReused(kind);
+      return;
+    }
+    assertAllowed();
+  }
+
+  /** Records how a capture's or refund's first call (or, in older children, its whole reconcile) ended. */
+  private settle(op: SubOperation, result: MoneyMovementResult, movement: MoneyMovementInput, before: number) {
+    if (result.outcome === 'done') {
+      op.state = 'done';
+      this.payment.learn(result.payment);
+    } else if (result.outcome === 'rejected') {
+      op.state = 'rejected';
+      op.reason = result.reason;
+      if (result.providerCode !== undefined) op.providerCode = result.providerCode;
+    } else if (result.outcome === 'unknown') {
+      this.reconcile(op, movement, before, result.firstSentAtMs);
+    } else {
+      this.payment.sendToReview(op, result.reason);
+    }
+    this.payment.syncOperations();
+  }
+
+  /**
+   * The durable wait-and-check of a capture or refund with an unknown outcome. It runs beside the main line, not in the
+   * update handler, so the caller gets its 202 at once; the operation stays `running` (and new captures and refunds
+   * answer `operation_in_flight`) until the reconcile ends. A reconcile that fails or is terminated decided nothing:
+   * the operation goes to review, never stays running.
+   */
+  private reconcile(op: SubOperation, movement: MoneyMovementInput, before: number, sentAtMs: number) {
+    const { payment } = this;
+    const kind = op.kind === 'refund' ? 'refund' : 'capture';
+    op.reconciling = true;
+    void (async () => {
+      let result: ReconcileResult | undefined;
+      let failure: string | undefined;
+      try {
+        result = await executeChild(reconcileWorkflow, {
+          workflowId: reconcileWorkflowId(payment.input.merchantId, kind, op.key),
+          args: [movementReconcileInput(kind, movement, before, sentAtMs)],
+        });
+      } catch (err) {
+        failure = `reconcile of ${kind} ended without a result: ${messageOf(err)}`;
+        log.warn('reconcile of a capture/refund ended without a result; it goes to review', { reason: failure });
+      }
+      op.reconciling = false;
+      if (result?.outcome === 'found') {
+        op.state = 'done';
+        payment.learn(result.payment);
+      } else if (result?.outcome === 'rejected' || result?.outcome === 'declined') {
+        op.state = 'rejected';
+        op.reason = result.outcome === 'rejected' ? result.reason : result.declineCode;
+      } else {
+        payment.sendToReview(op, result?.outcome === 'needs_review' ? result.reason : (failure ?? 'reconcile ended'));
+      }
+      payment.syncOperations();
+    })();
+  }
+
+  /** Voids an authorization that lapsed without a capture; a failed void goes to review as a void. Run under the lock. */
+  async voidExpired(): Promise<void> {
+    const { payment } = this;
+    const { state, input } = payment;
+    if (state.view.status !== 'authorized') return;
+    const paymentId = state.view.providerPaymentId as string;
+    const key = `${input.key}:void`;
+    // A void is an operation of its own: shown in the view, reviewed as a void (never as a capture).
+    let op = findSubOperation(state, 'void', key);
+    if (!op) {
+      op = {
+        kind: 'void',
+        key,
+        fingerprint: '',
+        amount: state.view.amountAuthorized - state.view.amountCaptured,
+        state: 'running',
+      };
+      state.subOperations.push(op);
+    }
+    op.state = 'running';
+    payment.syncOperations();
+    try {
+      const voided = await payment.requireActs().write.voidPayment({
+        provider: payment.request.provider,
+        merchantId: input.merchantId,
+        key,
+        paymentId,
+      });
+      op.state = 'done';
+      payment.learn(voided);
+      payment.syncOperations();
+    } catch (err) {
+      // A void that fails leaves an authorization that lapses at the provider on its own; an operator decides.
+      payment.sendToReview(op, `void after authorization expiry failed: ${messageOf(err)}`);
+    }
+  }
+}
