@@ -11,7 +11,7 @@ import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import type { Worker } from '@temporalio/worker';
 import type { FastifyInstance } from 'fastify';
 import pino from 'pino';
-import { InMemoryCircuitBreaker } from '../../src/activities';
+import { type CircuitBreaker, InMemoryCircuitBreaker } from '../../src/activities';
 import { buildApi } from '../../src/api/app';
 import { PaymentsClient } from '../../src/client';
 import type { RetryOverrides } from '../../src/domain/retry';
@@ -121,6 +121,8 @@ export interface HarnessOptions {
   readonly workerMetrics?: WorkerMetrics;
   /** Providers beside the simulator (e.g. `stripe` over stripe-mock), each with its own activity worker. */
   readonly extraProviders?: Readonly<Record<string, PaymentProvider>>;
+  /** The workers' breaker (default: one that never opens, see below). */
+  readonly breaker?: CircuitBreaker;
 }
 
 /** Starts simulator, workers and API; every test file gets its own. */
@@ -201,7 +203,7 @@ export async function startApiHarness(env: TestWorkflowEnvironment, opts: Harnes
       ...(opts.workerMetrics ? { metrics: opts.workerMetrics } : {}),
       // The tests of one file share these workers and inject provider faults one after another; a breaker tripped by
       // one test would fail the next test's payments fast. The breaker has its own tests (test/activities).
-      breaker: new InMemoryCircuitBreaker({ failureThreshold: Number.MAX_SAFE_INTEGER }),
+      breaker: opts.breaker ?? new InMemoryCircuitBreaker({ failureThreshold: Number.MAX_SAFE_INTEGER }),
     });
     running = workers.map((w) => w.run());
   };
