@@ -114,6 +114,17 @@ describe('the request', () => {
     expect(primaryAgain.status).toBe(400);
     expect(primaryAgain.body.error?.fields?.map((f) => f.path)).toEqual(['fallbackProviders.0']);
   });
+
+  it('counts the fallback list in the fingerprint: the same key with another list is 422', async () => {
+    const key = newKey();
+    const body = chargeBody({ fallbackProviders: ['backup'] });
+    expect((await h.request('POST', '/v1/payments', { key, body })).status).toBe(200);
+
+    const other = await h.request('POST', '/v1/payments', { key, body: { ...body, fallbackProviders: ['down'] } });
+
+    expect(other.status).toBe(422);
+    expect(other.body.error?.type).toBe('idempotency_key_reused');
+  });
 });
 
 describe('no failover after anything that may have reached the provider', () => {
@@ -170,9 +181,7 @@ describe('failover when the primary provably never saw the charge', () => {
     expect(answer.status).toBe(200);
     const view = answer.body as unknown as PaymentView;
     expect(view).toMatchObject({ status: 'authorized', provider: 'backup', amountAuthorized: 1_000 });
-    expect(view.failovers).toEqual([
-      { from: 'down', to: 'backup', reason: expect.any(String), at: expect.any(String) },
-    ]);
+    expect(view.failovers).toEqual([{ from: 'down', to: 'backup', reason: 'connect_refused', at: expect.any(String) }]);
     const creates = backupCreates(orderId);
     expect(creates).toHaveLength(1);
     expect(primaryCreates(orderId)).toHaveLength(0);
@@ -189,6 +198,30 @@ describe('failover when the primary provably never saw the charge', () => {
       .ledger(backupApiKey)
       .effects.filter((e) => e.operation === 'capture' && e.payment_id === view.providerPaymentId);
     expect(captures).toHaveLength(1);
+  });
+
+  it('after a failover, a lost response at the fallback is reconciled at the fallback, by the key scoped to it', async () => {
+    const key = newKey();
+    const body = chargeBody({ provider: 'down', fallbackProviders: ['backup'] });
+    const orderId = body.orderId as string;
+    backupSim.addFaults({
+      rules: [{ match: { operation: 'create', reference: orderId }, fault: 'commit_then_drop', times: 10 }],
+    });
+
+    const answer = await h.request('POST', '/v1/payments', { key, body });
+
+    expect(answer.status).toBe(202);
+    expect(answer.body).toMatchObject({ status: 'unknown', provider: 'backup' });
+    const view = await settled(key, 'succeeded');
+    expect(view).toMatchObject({ provider: 'backup', amountCaptured: 1_000 });
+    expect(view.failovers?.map((f) => [f.from, f.to])).toEqual([['down', 'backup']]);
+    expect(backupCreates(orderId)).toHaveLength(1);
+    expect(primaryCreates(orderId)).toHaveLength(0);
+    // Found by the reconcile's lookup at the fallback (no webhooks here), not by a second charge anywhere.
+    const lookups = backupSim
+      .ledger(backupApiKey)
+      .requests.filter((r) => r.operation === 'lookup' && r.idempotency_key !== null);
+    expect(lookups.map((r) => r.idempotency_key)).toContain(providerIdempotencyKey(h.a.id, 'create', key, 'backup'));
   });
 
   // Last in the file: it leaves `simulator`'s breaker open for two minutes.
