@@ -77,6 +77,11 @@ export interface ScopedArgs {
   readonly merchantId: string;
   /** The order service's key of this intent (payment, capture or refund key). Never sent, never logged. */
   readonly key: string;
+  /**
+   * Set when a charge failed over to this provider: the idempotency key is scoped to it (`scopeOf`), so it differs
+   * from the key the first provider was (never) sent. Absent: the payment's first provider, the plain scope.
+   */
+  readonly keyProvider?: string;
 }
 
 export interface CreatePaymentArgs extends ScopedArgs {
@@ -284,7 +289,14 @@ export const createActivities = (deps: ActivityDeps) => {
     activity: string,
     operation: ProviderOperation,
     providerName: string,
-    scope: { readonly merchantId: string; readonly operation: ScopeOperation; readonly key: string } | undefined,
+    scope:
+      | {
+          readonly merchantId: string;
+          readonly operation: ScopeOperation;
+          readonly key: string;
+          readonly keyProvider?: string;
+        }
+      | undefined,
     body: (step: Step) => Promise<Outcome<T>>,
     /** An earlier operation on this key had an unknown outcome (a reconcile's resubmission): start the record so. */
     afterUnknown = false,
@@ -295,7 +307,9 @@ export const createActivities = (deps: ActivityDeps) => {
     const attempt = info.attempt;
     const safety = operationSafety(operation, provider.capabilities);
     const idempotencyKey =
-      scope === undefined ? undefined : providerIdempotencyKey(scope.merchantId, scope.operation, scope.key);
+      scope === undefined
+        ? undefined
+        : providerIdempotencyKey(scope.merchantId, scope.operation, scope.key, scope.keyProvider);
     const hash = idempotencyKey === undefined ? undefined : keyHash(idempotencyKey);
     const log = deps.logger.child({ activity, provider: provider.name, attempt, ...(hash ? { keyHash: hash } : {}) });
     const started = now();
@@ -448,7 +462,12 @@ export const createActivities = (deps: ActivityDeps) => {
     /** Creates (authorizes, or authorizes and captures) a payment under the key derived from the charge's scope. */
     async createPayment(args: CreatePaymentArgs): Promise<CreatePaymentOutcome> {
       if (args.expectCapabilities) assertSameCapabilities(providerNamed(args.provider), args.expectCapabilities);
-      const scope = { merchantId: args.merchantId, operation: 'create' as const, key: args.key };
+      const scope = {
+        merchantId: args.merchantId,
+        operation: 'create' as const,
+        key: args.key,
+        ...(args.keyProvider === undefined ? {} : { keyProvider: args.keyProvider }),
+      };
       return execute<CreatePaymentOutcome>(
         'createPayment',
         'create',
@@ -548,7 +567,12 @@ export const createActivities = (deps: ActivityDeps) => {
      * ambiguity is never guessed: the write stays unknown and ends with an operator).
      */
     async lookupPayment(args: LookupPaymentArgs): Promise<ProviderPayment | null> {
-      const scope = { merchantId: args.merchantId, operation: args.operation, key: args.key };
+      const scope = {
+        merchantId: args.merchantId,
+        operation: args.operation,
+        key: args.key,
+        ...(args.keyProvider === undefined ? {} : { keyProvider: args.keyProvider }),
+      };
       const owner: PaymentOwner = { merchantId: args.merchantId, key: args.key };
       return execute('lookupPayment', 'lookup', args.provider, scope, async (step) => {
         let ambiguous = false;

@@ -230,7 +230,7 @@ export class PaymentsClient {
     }
   }
 
-  /** The charge request with the configured default provider, refused unless its provider is configured. */
+  /** The charge request with the configured default provider, refused unless its providers are all configured. */
   private parseCharge(body: unknown): ChargeRequest {
     const withProvider =
       typeof body === 'object' &&
@@ -240,12 +240,15 @@ export class PaymentsClient {
         ? { ...body, provider: this.defaultProvider }
         : body;
     const request = parseOrThrow(ChargeRequest, withProvider);
+    const oneOf = `must be one of: ${[...this.providers].join(', ')}`;
     if (!this.providers.has(request.provider)) {
       // Nothing would ever serve its task queue: the payment would stay pending and burn the key.
-      throw new ValidationError([
-        { path: 'provider', message: `provider must be one of: ${[...this.providers].join(', ')}` },
-      ]);
+      throw new ValidationError([{ path: 'provider', message: `provider ${oneOf}` }]);
     }
+    const unknown = (request.fallbackProviders ?? []).flatMap((name, i) =>
+      this.providers.has(name) ? [] : [{ path: `fallbackProviders.${i}`, message: `fallbackProviders ${oneOf}` }],
+    );
+    if (unknown.length > 0) throw new ValidationError(unknown);
     return request;
   }
 

@@ -9,9 +9,13 @@ import type { WriteOperation } from './operations';
 /** The operations an idempotency key is scoped to: the provider writes (`create` is the charge). */
 export type ScopeOperation = WriteOperation;
 
-/** The scope of one intent: `<merchantId>:<operation>:<key>`; the provider idempotency key is derived from it. */
-export const scopeOf = (merchantId: string, operation: ScopeOperation, key: string): string =>
-  `${merchantId}:${operation}:${key}`;
+/**
+ * The scope of one intent: `<merchantId>:<operation>:<key>`; the provider idempotency key is derived from it. A charge
+ * that failed over sends its create to the next provider under `<merchantId>:<operation>@<provider>:<key>`: a key of
+ * its own there, never one equal to another payment's (merchant ids and operations hold neither `:` nor `@`).
+ */
+export const scopeOf = (merchantId: string, operation: ScopeOperation, key: string, keyProvider?: string): string =>
+  keyProvider === undefined ? `${merchantId}:${operation}:${key}` : `${merchantId}:${operation}@${keyProvider}:${key}`;
 
 /** The charge workflow (the payment's single serialized state): `charge:<merchantId>:<key>`. */
 export const chargeWorkflowId = (merchantId: string, key: string): string => `charge:${merchantId}:${key}`;

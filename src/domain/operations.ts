@@ -22,6 +22,8 @@ export interface ReconcileInput {
   readonly key: string;
   readonly operation: WriteOperation;
   readonly provider: string;
+  /** Set when a charge failed over to `provider`: its create key is scoped to it (see `scopeOf`). */
+  readonly keyProvider?: string;
   /** Our order id, sent to the provider as `reference`. */
   readonly reference: string;
   /** Provider payment id, known for capture/refund/void. */

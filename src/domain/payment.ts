@@ -87,19 +87,47 @@ export const PaymentMethodToken = z
 export const CaptureMode = z.enum(['automatic', 'manual']);
 export type CaptureMode = z.infer<typeof CaptureMode>;
 
+/** How many providers a charge may fail over to. */
+export const MAX_FALLBACK_PROVIDERS = 3;
+
 /** `POST /v1/payments` body. Unknown fields are rejected; defaults: provider `simulator`, capture `automatic`. */
-export const ChargeRequest = z.strictObject({
-  orderId: OrderId,
-  amount: Money,
-  paymentMethod: PaymentMethodToken,
-  provider: ProviderName.default('simulator'),
-  capture: CaptureMode.default('automatic'),
-  description: z
-    .string()
-    .max(500, { message: 'description must be at most 500 characters' })
-    .refine((v) => !groupedPan.test(v), { message: 'description looks like it contains a card number (PAN)' })
-    .optional(),
-});
+export const ChargeRequest = z
+  .strictObject({
+    orderId: OrderId,
+    amount: Money,
+    paymentMethod: PaymentMethodToken,
+    provider: ProviderName.default('simulator'),
+    /**
+     * Providers to fail over to, in order, when every attempt at the current one provably never left (breaker open,
+     * cool-down, connection refused); never after an unknown outcome, an answer or a decline.
+     */
+    fallbackProviders: z
+      .array(ProviderName)
+      .min(1, { message: 'fallbackProviders must name at least one provider (or be left out)' })
+      .max(MAX_FALLBACK_PROVIDERS, {
+        message: `fallbackProviders may name at most ${MAX_FALLBACK_PROVIDERS} providers`,
+      })
+      .optional(),
+    capture: CaptureMode.default('automatic'),
+    description: z
+      .string()
+      .max(500, { message: 'description must be at most 500 characters' })
+      .refine((v) => !groupedPan.test(v), { message: 'description looks like it contains a card number (PAN)' })
+      .optional(),
+  })
+  .superRefine((req, ctx) => {
+    const seen = new Set([req.provider]);
+    req.fallbackProviders?.forEach((name, i) => {
+      if (seen.has(name)) {
+        ctx.addIssue({
+          code: 'custom',
+          path: ['fallbackProviders', i],
+          message: `fallbackProviders must not repeat a provider (${name} is already ${name === req.provider ? 'the provider' : 'listed'})`,
+        });
+      }
+      seen.add(name);
+    });
+  });
 /** A parsed charge request, defaults applied. */
 export type ChargeRequest = z.output<typeof ChargeRequest>;
 /** What a caller may send (provider and capture optional). */
@@ -148,6 +176,18 @@ export const OperationView = z.object({
 });
 export type OperationView = z.infer<typeof OperationView>;
 
+/**
+ * One move of the charge to the next provider of its list: every attempt at `from` provably never left (`reason`, e.g.
+ * `circuit_open`, `connection_refused`), so the charge was sent to `to` under a key of its own.
+ */
+export const FailoverView = z.object({
+  from: z.string(),
+  to: z.string(),
+  reason: z.string(),
+  at: Iso,
+});
+export type FailoverView = z.infer<typeof FailoverView>;
+
 export const PaymentView = z.object({
   key: z.string(),
   merchantId: z.string(),
@@ -167,6 +207,8 @@ export const PaymentView = z.object({
   review: z.object({ reason: z.string() }).optional(),
   /** Captures, refunds and voids of this payment, oldest first (absent until the first one). */
   operations: z.array(OperationView).optional(),
+  /** The charge's moves to a fallback provider, oldest first (absent when it never moved); `provider` holds it now. */
+  failovers: z.array(FailoverView).optional(),
   createdAt: Iso,
   updatedAt: Iso,
 });
@@ -179,6 +221,7 @@ export interface ChargeSignificantFields {
   readonly amount: { readonly value: number; readonly currency: string };
   readonly paymentMethod: string;
   readonly provider: string;
+  readonly fallbackProviders?: readonly string[];
   readonly capture: CaptureMode;
   readonly description?: string;
 }
@@ -193,6 +236,8 @@ export const significantFields = (req: ChargeRequest): ChargeSignificantFields =
   amount: { value: req.amount.value, currency: req.amount.currency },
   paymentMethod: req.paymentMethod,
   provider: req.provider,
+  // Only when named: the fingerprints of requests without fallbacks stay what they were.
+  ...(req.fallbackProviders === undefined ? {} : { fallbackProviders: req.fallbackProviders }),
   capture: req.capture,
   ...(req.description === undefined ? {} : { description: req.description }),
 });

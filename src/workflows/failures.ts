@@ -3,6 +3,7 @@
  * own code, whether the write provably never left the machine, and a message an operator can read.
  */
 import { ActivityFailure, ApplicationFailure } from '@temporalio/workflow';
+import { ErrorType } from '../domain/errors';
 
 /** The ApplicationFailure type under an activity failure, if any. */
 export function failureType(err: unknown): string | undefined {
@@ -28,6 +29,23 @@ export function neverSent(err: unknown): boolean {
   if (!(err instanceof ActivityFailure) || !(err.cause instanceof ApplicationFailure)) return false;
   const info = err.cause.details?.[0] as { everSent?: unknown } | undefined;
   return info?.everSent === false;
+}
+
+/**
+ * Why a write that never left did not: the last attempt's reason (`breaker_open`, `connection_refused`, ...), else its
+ * failure type. Read through a `BudgetExhausted` to the failure it wraps.
+ */
+export function notSentReason(err: unknown): string {
+  let failure = err instanceof ActivityFailure ? err.cause : err;
+  if (
+    failure instanceof ApplicationFailure &&
+    failure.type === ErrorType.BudgetExhausted &&
+    failure.cause instanceof ApplicationFailure
+  )
+    failure = failure.cause;
+  if (!(failure instanceof ApplicationFailure)) return 'not_sent';
+  const info = failure.details?.[0] as { reason?: unknown } | undefined;
+  return typeof info?.reason === 'string' ? info.reason : (failure.type ?? 'not_sent');
 }
 
 /** The innermost message, for a review reason an operator can read. */

@@ -3,22 +3,44 @@ import { ErrorType } from '../domain/errors';
 import { reconcileWorkflowId } from '../domain/ids';
 import type { ReconcileInput, ReconcileResult } from '../domain/operations';
 import { paymentMetadata } from './activity-options';
-import { failureType, messageOf, neverSent } from './failures';
+import { failureType, messageOf, neverSent, notSentReason } from './failures';
 import type { PaymentEntity } from './payment-entity';
 import { reconcileWorkflow } from './reconcile';
 
 /**
  * The charge's first provider call: a value (authorized, succeeded, declined), a refusal (failed), a write that
- * provably never left (failed, `provider_unavailable`), or an unknown outcome that the main loop reconciles.
+ * provably never left (failed, `provider_unavailable`), or an unknown outcome that the main loop reconciles. A write
+ * that provably never left moves to the request's next provider, if it names one, under a key scoped to it; nothing
+ * else does (an unknown outcome, an answer, a decline may have moved money at the provider that holds the payment).
  */
 export async function createAtProvider(payment: PaymentEntity): Promise<void> {
+  for (;;) {
+    const notSent = await createOnce(payment);
+    if (notSent === undefined) break;
+    const next = payment.nextProvider();
+    if (next === undefined) {
+      // Every attempt met an open breaker, a cool-down or a refused connection: the provider never saw it.
+      payment.state.view.failureReason = 'provider_unavailable';
+      payment.transition('failed');
+      log.warn('charge never reached the provider', { reason: notSent });
+      break;
+    }
+    await payment.failOver(next, notSent);
+  }
+  payment.state.firstCallSettled = true;
+}
+
+/** One create at the provider holding the payment; answers why, when every attempt provably never left. */
+async function createOnce(payment: PaymentEntity): Promise<string | undefined> {
   const { state, input, request } = payment;
   state.firstSentAtMs = Date.now();
+  const firstProvider = payment.keyProvider === undefined;
   try {
     const result = await payment.requireActs().write.createPayment({
-      provider: request.provider,
+      provider: payment.provider,
       merchantId: input.merchantId,
       key: input.key,
+      ...(firstProvider ? {} : { keyProvider: payment.provider }),
       input: {
         amount: request.amount.value,
         currency: request.amount.currency,
@@ -28,8 +50,9 @@ export async function createAtProvider(payment: PaymentEntity): Promise<void> {
         metadata: paymentMetadata(input.merchantId, input.key),
       },
       notBeforeMs: state.firstSentAtMs,
-      // The worker checks the starter's view of the provider against its own before it sends anything.
-      ...(payment.lean && input.capabilities ? { expectCapabilities: input.capabilities } : {}),
+      // The worker checks the starter's view of the provider against its own before it sends anything (the starter's
+      // capabilities are the first provider's).
+      ...(payment.lean && input.capabilities && firstProvider ? { expectCapabilities: input.capabilities } : {}),
     });
     state.view.attempts += 1;
     if (result.outcome === 'declined') {
@@ -49,17 +72,14 @@ export async function createAtProvider(payment: PaymentEntity): Promise<void> {
       payment.transition('failed');
       log.warn('charge rejected', { reason: messageOf(err), type });
     } else if (neverSent(err) && state.view.status === 'pending') {
-      // Every attempt met an open breaker, a cool-down or a refused connection: the provider never saw it.
-      state.view.failureReason = 'provider_unavailable';
-      payment.transition('failed');
-      log.warn('charge never reached the provider', { reason: messageOf(err) });
+      return notSentReason(err);
     } else if (state.view.status === 'pending') {
       // Unless a webhook already told us what happened, the outcome is unknown: reconcile, never resend blindly.
       payment.transition('unknown');
       payment.reconcileWanted = true;
     }
   }
-  state.firstCallSettled = true;
+  return undefined;
 }
 
 /**
@@ -74,7 +94,8 @@ export async function reconcileCreate(payment: PaymentEntity): Promise<void> {
     merchantId: input.merchantId,
     key: input.key,
     operation: 'create',
-    provider: request.provider,
+    provider: payment.provider,
+    ...(payment.keyProvider === undefined ? {} : { keyProvider: payment.keyProvider }),
     reference: request.orderId,
     expect: { kind: 'created', amount: request.amount.value, currency: request.amount.currency },
     capabilities: payment.requireCapabilities(),

@@ -105,6 +105,44 @@ export class PaymentEntity {
     return this.state.view;
   }
 
+  /** The provider that holds the payment now: the request's, or the fallback the charge failed over to. */
+  get provider(): string {
+    return this.state.view.provider;
+  }
+
+  /**
+   * The provider the charge's key is scoped to: absent at the request's own provider (the plain key every payment had
+   * before failover existed), the holder after a failover, so the new provider gets a key of its own.
+   */
+  get keyProvider(): string | undefined {
+    return this.provider === this.request.provider ? undefined : this.provider;
+  }
+
+  /** The next provider of the request's list after the one holding the payment, if any. */
+  nextProvider(): string | undefined {
+    const list = [this.request.provider, ...(this.request.fallbackProviders ?? [])];
+    return list[list.indexOf(this.provider) + 1];
+  }
+
+  /**
+   * Moves the charge to `to` (every attempt at the holder provably never left): recorded in the view, the Provider
+   * search attribute follows, and the activities (own task queue, own breaker) are bound to the new provider.
+   */
+  async failOver(to: string, reason: string): Promise<void> {
+    const view = this.state.view;
+    const from = view.provider;
+    const at = nowIso();
+    view.failovers = [...(view.failovers ?? []), { from, to, reason, at }];
+    view.provider = to;
+    view.updatedAt = at;
+    upsertSearchAttributes([{ key: ProviderAttr, value: to }]);
+    setCurrentDetails(paymentCurrentDetails(view));
+    log.warn('charge failed over to the next provider', { from, to, reason });
+    // The starter's capabilities describe the first provider only: the worker describes the new one.
+    this.capabilities = await describeProvider(to);
+    this.acts = providerActivities(workflowInfo().taskQueue, to, this.capabilities, this.input.retry);
+  }
+
   /** The provider activities, once the provider's capabilities are known. */
   requireActs(): ProviderActivities {
     if (!this.acts) throw ApplicationFailure.create({ type: 'NotReady', message: 'Provider activities not ready yet' });
@@ -136,19 +174,14 @@ export class PaymentEntity {
       { key: PaymentStatusAttr, value: this.state.view.status },
       { key: MerchantIdAttr, value: this.input.merchantId },
       { key: OrderIdAttr, value: this.request.orderId },
-      { key: ProviderAttr, value: this.request.provider },
+      { key: ProviderAttr, value: this.provider },
     ]);
   }
 
   /** Learns the provider's capabilities (from the input, the continuation or a local activity) and binds its activities. */
   async connectProvider(): Promise<void> {
-    this.capabilities ??= await describeProvider(this.request.provider);
-    this.acts = providerActivities(
-      workflowInfo().taskQueue,
-      this.request.provider,
-      this.capabilities,
-      this.input.retry,
-    );
+    this.capabilities ??= await describeProvider(this.provider);
+    this.acts = providerActivities(workflowInfo().taskQueue, this.provider, this.capabilities, this.input.retry);
   }
 
   // ---- publishing what changed ----
@@ -212,7 +245,7 @@ export class PaymentEntity {
     return {
       merchantId: this.input.merchantId,
       key,
-      provider: this.request.provider,
+      provider: this.provider,
       reference: this.request.orderId,
       paymentId: this.state.view.providerPaymentId as string,
       amount,
@@ -341,9 +374,10 @@ export class PaymentEntity {
     )
       throw reject('is not the provider payment of this payment');
     const found = await this.requireActs().lookup.lookupPayment({
-      provider: request.provider,
+      provider: this.provider,
       merchantId: input.merchantId,
       key: input.key,
+      ...(this.keyProvider === undefined ? {} : { keyProvider: this.keyProvider }),
       operation: 'create',
       reference: request.orderId,
       paymentId: providerPaymentId,

@@ -181,7 +181,7 @@ export class MoneyMovements {
     payment.syncOperations();
     try {
       const voided = await payment.requireActs().write.voidPayment({
-        provider: payment.request.provider,
+        provider: payment.provider,
         merchantId: input.merchantId,
         key,
         paymentId,

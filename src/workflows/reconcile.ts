@@ -59,6 +59,7 @@ async function waitAndCheck(input: ReconcileInput): Promise<ReconcileResult> {
       provider: input.provider,
       merchantId: input.merchantId,
       key: input.key,
+      ...(input.keyProvider === undefined ? {} : { keyProvider: input.keyProvider }),
       operation: input.operation,
       reference: input.reference,
       paymentId: input.paymentId,
@@ -87,6 +88,7 @@ async function waitAndCheck(input: ReconcileInput): Promise<ReconcileResult> {
           provider: input.provider,
           merchantId: input.merchantId,
           key: input.key,
+          ...(input.keyProvider === undefined ? {} : { keyProvider: input.keyProvider }),
           input: {
             amount: r.amount,
             currency: r.currency,

@@ -11,7 +11,7 @@ import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import type { Worker } from '@temporalio/worker';
 import type { FastifyInstance } from 'fastify';
 import pino from 'pino';
-import { InMemoryCircuitBreaker } from '../../src/activities';
+import { type CircuitBreaker, InMemoryCircuitBreaker } from '../../src/activities';
 import { buildApi } from '../../src/api/app';
 import { PaymentsClient } from '../../src/client';
 import type { RetryOverrides } from '../../src/domain/retry';
@@ -126,6 +126,8 @@ export interface HarnessOptions {
   /** Per-provider activity limits and the default activity slots of each provider worker (as `createWorkers` takes). */
   readonly providerLimits?: WorkerSetup['providerLimits'];
   readonly maxConcurrentActivityTaskExecutions?: number;
+  /** The workers' breaker (default: one that never opens, see below). */
+  readonly breaker?: CircuitBreaker;
 }
 
 /** Starts simulator, workers and API; every test file gets its own. */
@@ -211,7 +213,7 @@ export async function startApiHarness(env: TestWorkflowEnvironment, opts: Harnes
         : { maxConcurrentActivityTaskExecutions: opts.maxConcurrentActivityTaskExecutions }),
       // The tests of one file share these workers and inject provider faults one after another; a breaker tripped by
       // one test would fail the next test's payments fast. The breaker has its own tests (test/activities).
-      breaker: new InMemoryCircuitBreaker({ failureThreshold: Number.MAX_SAFE_INTEGER }),
+      breaker: opts.breaker ?? new InMemoryCircuitBreaker({ failureThreshold: Number.MAX_SAFE_INTEGER }),
     });
     running = workers.map((w) => w.run());
   };
