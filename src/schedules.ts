@@ -10,6 +10,7 @@ import {
   ScheduleOverlapPolicy,
 } from '@temporalio/client';
 import { canonicalJson } from './domain/payment';
+import type { RetryOverrides } from './domain/retry-policy';
 import { SweepInput, sweepScheduleId } from './domain/sweep';
 import type { reconcileSweepWorkflow } from './workflows/sweep';
 
@@ -25,6 +26,8 @@ export interface SweepScheduleOptions {
   readonly unknownThresholdMs: number;
   /** The providers configured on the worker. */
   readonly providers: readonly string[];
+  /** The worker's retry overrides (`config.retry`): the sweep's provider calls use the charges' presets. */
+  readonly retry?: RetryOverrides;
   /** Default `reconcile-sweep:<taskQueue>`. */
   readonly scheduleId?: string;
 }
@@ -50,6 +53,7 @@ export async function ensureSweepSchedule(client: Client, opts: SweepScheduleOpt
     intervalMs,
     lookbackMs: opts.lookbackMs,
     unknownThresholdMs: opts.unknownThresholdMs,
+    ...(opts.retry === undefined || Object.keys(opts.retry).length === 0 ? {} : { retry: opts.retry }),
   });
   const scheduleId = opts.scheduleId ?? sweepScheduleId(opts.taskQueue);
   const spec = { intervals: [{ every: intervalMs }] };

@@ -182,6 +182,7 @@ async function main() {
     lookbackMs: config.SWEEP_LOOKBACK_MS,
     unknownThresholdMs: config.timings.unknownSweepThresholdMs,
     providers: Object.keys(providers),
+    retry: config.retry,
   });
   logger.info(sweep, 'reconcile sweep schedule');
   // Served once the workers exist: `npm start` takes the endpoint's first answer as "worker ready".

@@ -6,6 +6,7 @@ import { z } from 'zod';
 import type { ProviderPayment } from './definitions';
 import { type PaymentView, ProviderName } from './payment';
 import type { SweepWindow } from './sweep-window';
+import { RetryOverridesSchema } from './workflow-inputs';
 
 export * from './sweep-window';
 
@@ -27,6 +28,11 @@ export const SweepInput = z.strictObject({
   windowMs: Ms.optional(),
   /** A payment `unknown` for longer than this gets a live reconcile (`timings.unknownSweepThresholdMs`). */
   unknownThresholdMs: Ms,
+  /**
+   * The worker's retry overrides (`RETRY_*`), the same presets its charges get: the sweep's look-ups and lists retry
+   * as a payment's reconcile does. Absent (schedules written before it): the built-in presets.
+   */
+  retry: RetryOverridesSchema.optional(),
   /** Page size of visibility and provider lists (the provider API allows at most 100). */
   pageSize: z.number().int().min(1).max(100).optional(),
   /** Provider pages per provider and run; a run that hits it says `truncated`. */

@@ -66,7 +66,7 @@ export async function reconcileSweepWorkflow(input: SweepInput): Promise<SweepRe
   const { createdGte, createdLt } = providerSeconds(window);
   for (const provider of input.providers) {
     const capabilities = await describeProvider(provider);
-    const { lookup } = providerActivities(info.taskQueue, provider, capabilities);
+    const { lookup } = providerActivities(info.taskQueue, provider, capabilities, input.retry);
     let startingAfter: string | undefined;
     let listDone = false;
     for (let page = 0; page < (input.maxProviderPages ?? sweepDefaults.maxProviderPages) && !listDone; page += 1) {

@@ -384,6 +384,59 @@ describe('reconcile sweep: provider payments against ours', () => {
   });
 });
 
+describe("reconcile sweep: the worker's retry presets", () => {
+  it('lists the provider with the retry overrides the worker gives its charges (RETRY_LIST_*), not the built-in preset', async () => {
+    const b = await newBench();
+    const fromMs = Date.now();
+    const retry = { list: { maximumAttempts: 7, attemptTimeoutMs: 12_345, initialIntervalMs: 1_500 } };
+    await withWorkers(b, async () => {
+      const workflowId = `sweep-test:${randomUUID()}`;
+      b.track(workflowId);
+      await env.client.workflow.execute<typeof reconcileSweepWorkflow>('reconcileSweepWorkflow', {
+        workflowId,
+        taskQueue: b.taskQueue,
+        args: [sweepInput(fromMs, { retry })],
+      });
+      const history = await env.client.workflow.getHandle(workflowId).fetchHistory();
+      const lists = (history.events ?? []).flatMap((e) => {
+        const a = e.activityTaskScheduledEventAttributes;
+        return a?.activityType?.name === 'listProviderPayments' ? [a] : [];
+      });
+      expect(lists.length).toBeGreaterThan(0);
+      for (const a of lists) {
+        expect(a.retryPolicy?.maximumAttempts).toBe(7);
+        expect(Number(a.startToCloseTimeout?.seconds)).toBe(12); // 12.345 s
+        expect(Number(a.retryPolicy?.initialInterval?.seconds)).toBe(1); // 1.5 s
+      }
+    });
+  });
+
+  it("the schedule carries the worker's retry overrides to every run", async () => {
+    const b = await newBench();
+    const retry = { lookup: { maximumAttempts: 4 } };
+    const opts = {
+      taskQueue: b.taskQueue,
+      intervalMs: 3_600_000,
+      lookbackMs: 0,
+      unknownThresholdMs: 3_600_000,
+      providers: ['simulator'],
+      retry,
+      scheduleId: `sweep-retry-test:${randomUUID()}`,
+    };
+    const handle = env.client.schedule.getHandle(opts.scheduleId);
+    try {
+      expect(await ensureSweepSchedule(env.client, opts)).toMatchObject({ outcome: 'created' });
+      expect((await handle.describe()).action.args).toEqual([expect.objectContaining({ retry })]);
+      // A deploy that changes the presets updates the schedule.
+      const changed = { lookup: { maximumAttempts: 5 } };
+      expect(await ensureSweepSchedule(env.client, { ...opts, retry: changed })).toMatchObject({ outcome: 'updated' });
+      expect((await handle.describe()).action.args).toEqual([expect.objectContaining({ retry: changed })]);
+    } finally {
+      await handle.delete();
+    }
+  });
+});
+
 describe('ensureSweepSchedule', () => {
   it('creates one schedule, leaves it on a repeat, updates it (keeping it paused) on a new interval; a trigger runs the sweep', async () => {
     const b = await newBench();
