@@ -256,7 +256,10 @@ export const createSweepActivities = (deps: SweepActivityDeps) => {
       for (const p of args.payments) {
         ctx.heartbeat();
         const owner = await ownerOf(args.provider, args.taskQueue, p);
-        const finding = owner.kind === 'payment' ? compareWithOurs(owner.view, p, args.unknownCutoffMs) : owner.finding;
+        const finding =
+          owner.kind === 'payment'
+            ? compareWithOurs(owner.view, p, args.unknownCutoffMs, args.provider)
+            : owner.finding;
         if (finding.kind !== 'orphan' && finding.kind !== 'disagreement') continue;
         if (finding.kind === 'orphan') orphans += 1;
         else disagreements += 1;

@@ -42,7 +42,7 @@ export async function deliverProviderEvent(
 ): Promise<ProviderEventDelivery> {
   if (owner) {
     const workflowId = chargeWorkflowId(owner.merchantId, owner.key);
-    const outcome = await signalPayment(ctx, workflowId, event);
+    const outcome = await signalPayment(ctx, workflowId, provider, event);
     if (outcome === 'signalled') return 'payment';
     if (outcome === 'known') return 'duplicate';
     if (outcome === 'closed') return closedPayment(ctx, workflowId, provider, event);
@@ -52,7 +52,7 @@ export async function deliverProviderEvent(
   const attribution = await choose(ctx, candidates, event.payment);
   if (attribution.kind !== 'owner') return park(ctx, provider, event, attribution.kind);
   const chosen = attribution.candidate.id;
-  const outcome = await signalPayment(ctx, chosen, event);
+  const outcome = await signalPayment(ctx, chosen, provider, event);
   if (outcome === 'signalled') return 'payment';
   if (outcome === 'known') return 'duplicate';
   if (outcome === 'closed') return closedPayment(ctx, chosen, provider, event);
@@ -62,6 +62,7 @@ export async function deliverProviderEvent(
 async function signalPayment(
   ctx: EventRoutingContext,
   workflowId: string,
+  provider: string,
   event: ProviderEvent,
 ): Promise<'signalled' | 'known' | 'closed' | 'missing'> {
   const handle = ctx.client.workflow.getHandle(workflowId);
@@ -70,7 +71,7 @@ async function signalPayment(
   const known = await handle.query(paymentQuery).catch(() => undefined);
   if (known && settledView(known) && reflects(known, event.payment)) return 'known';
   try {
-    await handle.signal(webhookSignal, event);
+    await handle.signal(webhookSignal, event, provider);
     return 'signalled';
   } catch (err) {
     if (!(err instanceof WorkflowNotFoundError)) throw err;

@@ -159,7 +159,8 @@ export const ReviewItemView = z.object({
     .optional()
     .describe(
       'Orphans only. `unmatched`: no payment of ours has its metadata or reference; `second_charge`: our payment ' +
-        'records another provider payment; `ambiguous`: several payments of ours could own it.',
+        'records another provider payment or is held at another provider; `ambiguous`: several payments of ours ' +
+        'could own it.',
     ),
   detail: z.string().describe('One line on what was found.'),
   reference: z.string().describe('The provider payment’s reference: our order id when the payment is ours.'),

@@ -43,8 +43,12 @@ export const refundUpdate = defineUpdate<PaymentView, [RefundArgs]>('refund');
 /** An operator resolves a payment in `needs_review`; rejected in any other status. */
 export const resolveUpdate = defineUpdate<PaymentView, [ResolveArgs]>('resolve');
 
-/** A provider webhook, deduplicated by `eventId` and applied monotonically by the charge workflow. */
-export const webhookSignal = defineSignal<[ProviderEvent]>('providerEvent');
+/**
+ * A provider webhook, deduplicated by `eventId` and applied monotonically by the charge workflow; `provider` is the
+ * provider whose signature it carried (`POST /webhooks/:provider`), so a payment applies only its holder's events
+ * (absent in signals sent before it existed).
+ */
+export const webhookSignal = defineSignal<[event: ProviderEvent, provider?: string]>('providerEvent');
 
 /** The payment's current view. */
 export const paymentQuery = defineQuery<PaymentView>('payment');

@@ -178,7 +178,7 @@ export type OperationView = z.infer<typeof OperationView>;
 
 /**
  * One move of the charge to the next provider of its list: every attempt at `from` provably never left (`reason`, e.g.
- * `circuit_open`, `connection_refused`), so the charge was sent to `to` under a key of its own.
+ * `breaker_open`, `cool_down`, `connect_refused`), so the charge was sent to `to` under a key of its own.
  */
 export const FailoverView = z.object({
   from: z.string(),

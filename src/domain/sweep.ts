@@ -71,7 +71,10 @@ export interface SweepResult {
 export type OrphanReason =
   /** No payment of ours is named by its metadata, records it, or (without metadata) matches it in every field. */
   | 'unmatched'
-  /** Our payment it belongs to records another provider payment: this one is a second charge. */
+  /**
+   * Our payment it belongs to records another provider payment, or is held at another provider (a failover moves a
+   * payment only when the provider it left never saw it): this one is a second charge.
+   */
   | 'second_charge'
   /** Several payments of ours could own it and none records it. */
   | 'ambiguous';
@@ -90,15 +93,23 @@ export type SweepFinding =
 export type ComparedProviderPayment = Pick<ProviderPayment, 'id' | 'status' | 'amount' | 'currency'>;
 
 /**
- * Compares a provider payment with the payment of ours it was matched to. Only the creation is compared: captures,
- * refunds and voids happen later than the window and each has its own workflow and reconcile. A voided provider
- * payment moved no money, so it disagrees with nothing.
+ * Compares a provider payment listed at `listedAt` with the payment of ours it was matched to. Only the creation is
+ * compared: captures, refunds and voids happen later than the window and each has its own workflow and reconcile. A
+ * voided provider payment moved no money, so it disagrees with nothing.
  */
 export function compareWithOurs(
   ours: PaymentView,
   theirs: ComparedProviderPayment,
   unknownCutoffMs: number,
+  listedAt?: string,
 ): SweepFinding {
+  if (listedAt !== undefined && listedAt !== ours.provider) {
+    return {
+      kind: 'orphan',
+      reason: 'second_charge',
+      detail: `our payment is held at ${ours.provider}, not at ${listedAt}`,
+    };
+  }
   if (ours.providerPaymentId !== undefined && ours.providerPaymentId !== theirs.id) {
     return {
       kind: 'orphan',

@@ -57,6 +57,8 @@ import {
 const PUBLISH_ON_CHANGE = 'publish-status-on-change';
 /** Patch: an operator's `providerPaymentId` is looked up at the provider before it is accepted. */
 const VERIFY_OPERATOR_PAYMENT = 'verify-operator-payment-id';
+/** Patch: a provider event is applied only from the provider holding the payment (failover moves it). */
+const EVENTS_FROM_HOLDER = 'provider-events-from-holder';
 
 /** Carried across continue-as-new: the payment's whole state plus what the first run learnt. */
 export interface ChargeContinuation {
@@ -158,7 +160,7 @@ export class PaymentEntity {
     setHandler(paymentQuery, () => this.state.view);
     setCurrentDetails(paymentCurrentDetails(this.state.view));
     setHandler(submitUpdate, () => this.submit(), { validator: (args) => this.validateSubmit(args) });
-    setHandler(webhookSignal, (event) => this.onProviderEvent(event));
+    setHandler(webhookSignal, (event, from) => this.onProviderEvent(event, from));
     setHandler(ensureReconcileSignal, () => this.ensureReconcile());
     setHandler(captureUpdate, (args) => this.capture(args), { validator: (args) => this.validateCapture(args) });
     setHandler(refundUpdate, (args) => this.refund(args), { validator: (args) => this.validateRefund(args) });
@@ -279,8 +281,20 @@ export class PaymentEntity {
     }
   }
 
-  /** A provider webhook: applied once and forward only; it ends the wait of every reconcile it may answer. */
-  private async onProviderEvent(event: ProviderEvent): Promise<void> {
+  /**
+   * A provider webhook: applied once and forward only; it ends the wait of every reconcile it may answer. An event from
+   * a provider that does not hold the payment (the one it failed over from never saw it) moves none of its money: the
+   * sweep flags what that provider lists for this payment.
+   */
+  private async onProviderEvent(event: ProviderEvent, from?: string): Promise<void> {
+    if (from !== undefined && from !== this.provider && patched(EVENTS_FROM_HOLDER)) {
+      log.warn('provider event from a provider that does not hold the payment ignored', {
+        from,
+        holder: this.provider,
+        eventId: event.eventId,
+      });
+      return;
+    }
     const changed = applyProviderEvent(this.state, event, nowIso());
     if (!changed) return;
     this.afterProviderNews();
