@@ -17,6 +17,7 @@ import { ProviderAttr } from '../../src/domain/search-attributes';
 import { type RestProvider, createProvider, simulatorCapabilities } from '../../src/providers';
 import { type Ledger, type RunningSimulator, startSimulator } from '../../src/simulator/server';
 import { connectDevServer } from '../helpers/servers';
+import { recordHistories } from '../helpers/workflows';
 import { type ApiHarness, chargeBody, eventually, newKey, startApiHarness } from './harness';
 
 let env: TestWorkflowEnvironment;
@@ -198,6 +199,8 @@ describe('failover when the primary provably never saw the charge', () => {
       .ledger(backupApiKey)
       .effects.filter((e) => e.operation === 'capture' && e.payment_id === view.providerPaymentId);
     expect(captures).toHaveLength(1);
+    // Replayed by test/workflows/replay.test.ts: a failover, then a capture at the fallback.
+    await recordHistories({ env }, 'charge-failover-capture', [chargeWorkflowId(h.a.id, key)]);
   });
 
   it('after a failover, a lost response at the fallback is reconciled at the fallback, by the key scoped to it', async () => {
