@@ -270,7 +270,11 @@ export async function startStack(options: StackOptions): Promise<Stack> {
     const listen = api.listen ?? { port: 0, host: '127.0.0.1' };
     await app.listen(listen);
     // A wildcard address is reached on the loopback interface.
-    const host = ['0.0.0.0', '::', ''].includes(listen.host) ? '127.0.0.1' : listen.host;
+    const host = ['0.0.0.0', '::', ''].includes(listen.host)
+      ? '127.0.0.1'
+      : listen.host.includes(':')
+        ? `[${listen.host}]`
+        : listen.host;
     return { app, payments, url: `http://${host}:${(app.server.address() as AddressInfo).port}` };
   };
 
