@@ -24,6 +24,131 @@ const sandboxPatterns = [
   },
 ];
 
+/**
+ * The layer table of docs/architecture.md#layers, enforced: what each part of src/ may import from the rest of src/.
+ * `types`: type-only imports (`import type`), nothing at run time. Anything else in src/ is refused, as is anything
+ * outside src/. The third-party rules of the workflow sandbox come on top (below).
+ */
+export const layers = {
+  domain: { imports: [] },
+  codec: { imports: [] },
+  'temporal-connection': { file: true, imports: [] },
+  simulator: { imports: ['domain'] },
+  providers: { imports: ['domain'] },
+  visibility: { file: true, imports: ['domain'] },
+  config: { file: true, imports: ['domain', 'codec'] },
+  workflows: { imports: ['domain'], types: ['activities'] },
+  activities: { imports: ['domain', 'providers', 'visibility'] },
+  metrics: { imports: ['domain'], types: ['activities', 'config'] },
+  client: { imports: ['domain', 'visibility'], types: ['workflows'] },
+  schedules: { file: true, imports: ['domain'], types: ['workflows'] },
+  api: { imports: ['domain', 'client', 'codec', 'metrics'] },
+  // The composition root wires every layer; only the process entries are above it.
+  stack: {
+    file: true,
+    imports: [
+      ...['domain', 'codec', 'temporal-connection', 'providers', 'visibility', 'config', 'workflows'],
+      ...['activities', 'metrics', 'client', 'schedules', 'api/app'],
+    ],
+  },
+  // Process entries: they load the config and start the stack.
+  worker: { file: true, imports: ['config', 'metrics', 'schedules', 'stack'] },
+  'api/main': { file: true, imports: ['config', 'stack'] },
+};
+const targets = [...Object.keys(layers).filter((name) => name !== 'api/main')];
+const escape = (text) => text.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&');
+
+/** The `no-restricted-imports` patterns of a file of `layer` that sits `depth` folders below src/. */
+function layerPatterns(name, depth) {
+  const layer = layers[name];
+  const allowed = [...layer.imports, ...(layer.types ?? [])];
+  // A folder may import itself (and, from below, its own entry's siblings); api/main is in the api folder.
+  const own = name === 'api/main' ? 'api' : name;
+  const toSrc = depth === 0 ? './' : '../'.repeat(depth);
+  const forbidden = targets.filter((t) => t !== own && !allowed.includes(t));
+  const spec = (names) => `^${escape(toSrc)}(${names.map(escape).join('|')})(\\.[jt]s)?(/.*)?$`;
+  // `api/app` may be allowed while `api` is not: match the allowed sub-path first by excluding it.
+  const except = allowed.filter((a) => a.includes('/'));
+  const patterns = [
+    {
+      regex: except.length
+        ? `^(?!${escape(toSrc)}(${except.map(escape).join('|')})(\\.[jt]s)?$)${spec(forbidden).slice(1)}`
+        : spec(forbidden),
+      message: `src/${name} ${
+        layer.imports.length ? `may import only ${layer.imports.join(', ')}` : 'imports nothing'
+      } from the rest of src/${layer.types ? ` (and types of ${layer.types.join(', ')})` : ''}: docs/architecture.md#layers.`,
+    },
+    {
+      regex: `^${escape('../'.repeat(depth + 1))}`,
+      message: 'src/ imports nothing from outside src/.',
+    },
+  ];
+  if (layer.types) {
+    patterns.push({
+      regex: spec(layer.types),
+      allowTypeImports: true,
+      message: `src/${name} may import only the types of ${layer.types.join(', ')}: docs/architecture.md#layers.`,
+    });
+  }
+  return patterns;
+}
+
+/** The files of `layer` that sit `depth` folders below src/. */
+function layerFiles(name, depth) {
+  if (layers[name].file) return depth === name.split('/').length - 1 ? [`src/${name}.ts`] : [];
+  return depth === 0 ? [] : [`src/${name}/${'*/'.repeat(depth - 1)}*.ts`];
+}
+
+/** Restrictions of the workflow sandbox, by kind of file. */
+const sandboxRestrictions = {
+  // Workflow code runs in Temporal's deterministic sandbox: no I/O, no Node built-ins.
+  domain: { paths: builtinPaths, patterns: sandboxPatterns },
+  // ...and no zod: every module of the bundle is evaluated again for each workflow (bench/README.md). The modules
+  // below hold zod schemas; their zod-free halves are retry-policy, review-item-definitions, sweep-window and
+  // definitions. Types may still come from anywhere.
+  workflows: {
+    paths: [
+      ...builtinPaths,
+      { name: 'zod', message: 'No zod in workflow code: every workflow would evaluate it again.' },
+    ],
+    patterns: [
+      ...sandboxPatterns,
+      {
+        // `../domain` (the barrel) and the modules with zod schemas; their zod-free halves stay allowed.
+        regex:
+          '(^|/)domain(/index)?$|/domain/(retry|review-items|sweep|provider-payment|payment|money|workflow-inputs|api-schemas)$',
+        allowTypeImports: true,
+        message:
+          'This module builds zod schemas: import its types only, and values from its zod-free half ' +
+          '(retry-policy, review-item-definitions, sweep-window, definitions).',
+      },
+    ],
+  },
+};
+
+/** One config block per layer and depth: the layer's arrows plus, for workflow code, the sandbox's restrictions. */
+const layerConfigs = Object.keys(layers).flatMap((name) =>
+  [0, 1, 2, 3, 4].flatMap((depth) => {
+    const files = layerFiles(name, depth);
+    if (files.length === 0) return [];
+    const sandbox = sandboxRestrictions[name];
+    return [
+      {
+        files,
+        rules: {
+          'no-restricted-imports': [
+            'error',
+            {
+              ...(sandbox ? { paths: sandbox.paths } : {}),
+              patterns: [...(sandbox?.patterns ?? []), ...layerPatterns(name, depth)],
+            },
+          ],
+        },
+      },
+    ];
+  }),
+);
+
 export default tseslint.config(
   { ignores: ['node_modules/', 'dist/', '.temporal/', 'coverage/', 'eslint.config.mjs', 'jest.config.js'] },
   eslint.configs.recommended,
@@ -42,37 +167,9 @@ export default tseslint.config(
     },
   },
   {
-    // Workflow code runs in Temporal's deterministic sandbox: no I/O, no Node built-ins.
-    files: ['src/workflows/**/*.ts', 'src/domain/**/*.ts', 'bench/peers/bare-workflow.ts'],
-    rules: { 'no-restricted-imports': ['error', { paths: builtinPaths, patterns: sandboxPatterns }] },
+    // The bench's bare-workflow peer runs in the sandbox too.
+    files: ['bench/peers/bare-workflow.ts'],
+    rules: { 'no-restricted-imports': ['error', sandboxRestrictions.domain] },
   },
-  {
-    // ...and no zod: every module of the bundle is evaluated again for each workflow (bench/README.md). The modules
-    // below hold zod schemas; their zod-free halves are retry-policy, review-item-definitions, sweep-window and
-    // definitions. Types may still come from anywhere.
-    files: ['src/workflows/**/*.ts'],
-    rules: {
-      'no-restricted-imports': [
-        'error',
-        {
-          paths: [
-            ...builtinPaths,
-            { name: 'zod', message: 'No zod in workflow code: every workflow would evaluate it again.' },
-          ],
-          patterns: [
-            ...sandboxPatterns,
-            {
-              // `../domain` (the barrel) and the modules with zod schemas; their zod-free halves stay allowed.
-              regex:
-                '(^|/)domain(/index)?$|/domain/(retry|review-items|sweep|provider-payment|payment|money|workflow-inputs|api-schemas)$',
-              allowTypeImports: true,
-              message:
-                'This module builds zod schemas: import its types only, and values from its zod-free half ' +
-                '(retry-policy, review-item-definitions, sweep-window, definitions).',
-            },
-          ],
-        },
-      ],
-    },
-  },
+  ...layerConfigs,
 );

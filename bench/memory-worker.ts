@@ -1,5 +1,5 @@
 /**
- * The worker process of `npm run bench -- --memory`: the production worker (`createWorkers`: workflow worker and the
+ * The worker process of `npm run bench -- --memory`: the production worker (src/stack.ts: workflow worker and the
  * provider's activity worker) and nothing else, started by bench/memory.ts with `--expose-gc`. It answers the parent's
  * `measure` message with its memory after a full GC, so the parent can tell what each open payment costs it.
  *
@@ -10,7 +10,7 @@ import { readFileSync } from 'node:fs';
 import { DefaultLogger, NativeConnection, Runtime } from '@temporalio/worker';
 import pino from 'pino';
 import { createProvider, simulatorCapabilities } from '../src/providers';
-import { createWorkers } from '../src/worker';
+import { startStack } from '../src/stack';
 
 /** What the parent asks and what this process answers over IPC. */
 export type MemoryRequest = { readonly type: 'measure' } | { readonly type: 'stop' };
@@ -61,7 +61,6 @@ async function measure(): Promise<MemoryReport> {
 async function main(): Promise<void> {
   Runtime.install({ logger: new DefaultLogger('ERROR') });
   const logger = pino({ level: 'silent' });
-  const connection = await NativeConnection.connect({ address: need('MEMORY_TEMPORAL_ADDRESS') });
   const provider = createProvider(
     {
       name: 'simulator',
@@ -73,21 +72,26 @@ async function main(): Promise<void> {
     },
     logger,
   );
+  const connection = await NativeConnection.connect({ address: need('MEMORY_TEMPORAL_ADDRESS') });
   const maxCached = process.env.MEMORY_MAX_CACHED;
   const reuse = process.env.MEMORY_REUSE_V8_CONTEXT;
-  const workers = await createWorkers({
-    connection,
+  const stack = await startStack({
+    logger,
     namespace: need('MEMORY_NAMESPACE'),
     taskQueue: need('MEMORY_TASK_QUEUE'),
-    providers: { simulator: provider },
-    logger,
-    workflows: { workflowBundle: { codePath: need('MEMORY_BUNDLE_PATH') } },
-    workflowCache: {
-      ...(maxCached ? { maxCachedWorkflows: Number(maxCached) } : {}),
-      ...(reuse ? { reuseV8Context: reuse === '1' } : {}),
+    nativeConnection: connection,
+    workers: {
+      providers: { simulator: provider },
+      workflows: { workflowBundle: { codePath: need('MEMORY_BUNDLE_PATH') } },
+      workflowCache: {
+        ...(maxCached ? { maxCachedWorkflows: Number(maxCached) } : {}),
+        ...(reuse ? { reuseV8Context: reuse === '1' } : {}),
+      },
     },
+    closers: [() => provider.close(), () => connection.close()],
   });
-  const running = Promise.all(workers.map((w) => w.run()));
+  const workers = await stack.createWorkers();
+  const running = stack.run();
   process.on('message', (msg: MemoryRequest) => {
     if (msg.type === 'measure') {
       measure().then(
@@ -100,8 +104,7 @@ async function main(): Promise<void> {
   });
   process.send?.({ type: 'ready' });
   await running;
-  await provider.close();
-  await connection.close();
+  await stack.close();
 }
 
 main().then(

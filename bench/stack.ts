@@ -1,19 +1,13 @@
 /**
  * The real stack of the benchmark, in this process: a fresh in-memory Temporal dev server (a child process), the
- * provider simulator, and per scenario a fresh task queue with its workers (`createWorkers`), a REST provider and the
- * HTTP API (`buildApi`) on 127.0.0.1:0. The same wiring as test/api/harness.ts, with production timings and retries.
+ * provider simulator, and per scenario a fresh task queue with its workers, a REST provider and the HTTP API on
+ * 127.0.0.1:0, wired by src/stack.ts as the worker and API processes and test/api/harness.ts are, with production
+ * timings and retries.
  */
 import { randomUUID } from 'node:crypto';
-import type { AddressInfo } from 'node:net';
 import { Client } from '@temporalio/client';
 import { type TestWorkflowEnvironment } from '@temporalio/testing';
-import {
-  DefaultLogger,
-  Runtime,
-  type Worker,
-  type WorkflowBundleWithSourceMap,
-  bundleWorkflowCode,
-} from '@temporalio/worker';
+import { DefaultLogger, Runtime, type WorkflowBundleWithSourceMap, bundleWorkflowCode } from '@temporalio/worker';
 import type { FastifyInstance } from 'fastify';
 import pino, { type Logger } from 'pino';
 import {
@@ -22,13 +16,11 @@ import {
   singleBoxDynamicConfig,
   startDevServer,
 } from '../scripts/lib/dev-server';
-import { buildApi } from '../src/api/app';
-import { PaymentsClient } from '../src/client';
 import { type PaymentTimings, defaultPaymentTimings } from '../src/domain/workflow-inputs';
-import { createProvider, simulatorCapabilities } from '../src/providers';
+import { createProvider, simulatorCapabilities, webhookVerifiers } from '../src/providers';
 import type { RestProvider } from '../src/providers/simulator/adapter';
 import { type RunningSimulator, startSimulator } from '../src/simulator/server';
-import { createWorkers } from '../src/worker';
+import { type RunningApi, runClosers, startStack } from '../src/stack';
 
 /** Production timings (a settled payment stays open for its refund window: no timer fires during the bench). */
 export const benchTimings: PaymentTimings = defaultPaymentTimings;
@@ -180,25 +172,30 @@ export async function startScenarioStack(
     },
     logger,
   );
-  const closers: (() => Promise<void>)[] = [() => provider.close()];
   try {
-    // The API uses the environment's own (gRPC) connection, as a separate API process would have its own.
-    const payments = new PaymentsClient(env.client, {
-      taskQueue,
-      timings,
-      capabilities: { simulator: provider.capabilities },
-      // BENCH_ORDER_SINGLE_FLIGHT=0: without the one-open-payment-per-order check (two visibility queries a charge),
-      // to measure what it costs; the bench's path keeps it, as production does.
-      ...(process.env.BENCH_ORDER_SINGLE_FLIGHT === '0' ? { orderSingleFlight: false } : {}),
-    });
-    const app = await buildApi({
-      client: payments,
-      config: { API_TOKENS: [{ merchantId, token }], WEBHOOK_SECRET, WEBHOOK_TOLERANCE_S: 300 },
+    const stack = await startStack({
       logger,
+      namespace: infra.namespace,
+      taskQueue,
+      // The API uses the environment's own (gRPC) connection, as a separate API process would have its own.
+      client: env.client,
+      nativeConnection: env.nativeConnection,
+      api: {
+        payments: {
+          timings,
+          capabilities: { simulator: provider.capabilities },
+          // BENCH_ORDER_SINGLE_FLIGHT=0: without the one-open-payment-per-order check (two visibility queries a charge),
+          // to measure what it costs; the bench's path keeps it, as production does.
+          ...(process.env.BENCH_ORDER_SINGLE_FLIGHT === '0' ? { orderSingleFlight: false } : {}),
+        },
+        config: { API_TOKENS: [{ merchantId, token }] },
+        webhooks: webhookVerifiers({ WEBHOOK_SECRET, WEBHOOK_TOLERANCE_S: 300 }),
+      },
+      workers: { providers: { simulator: provider }, workflows: { workflowBundle: infra.bundle } },
+      // After the API (stop taking requests and webhooks) and the workers (activities in flight use it).
+      closers: [() => provider.close()],
     });
-    closers.unshift(() => app.close());
-    await app.listen({ port: 0, host: '127.0.0.1' });
-    const url = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`;
+    const { app, url } = stack.api as RunningApi;
     await sim.setMerchant(apiKey, {
       // BENCH_UNSAFE_PROVIDER=1 is a self-test of the money check: the simulator forgets idempotency keys while the
       // workers believe it honours them, so a resend after commit_then_drop charges twice and the bench must fail.
@@ -208,42 +205,11 @@ export async function startScenarioStack(
         ? {}
         : { webhook_url: `${url}/webhooks/simulator`, webhook_secret: WEBHOOK_SECRET }),
     });
-
-    const workers: Worker[] = await createWorkers({
-      connection: env.nativeConnection,
-      namespace: infra.namespace,
-      taskQueue,
-      providers: { simulator: provider },
-      logger,
-      workflows: { workflowBundle: infra.bundle },
-    });
-    const running = workers.map((w) => w.run());
-    // After the API (stop taking requests and webhooks), before the provider (activities in flight use it).
-    closers.splice(1, 0, async () => {
-      for (const w of workers) if (w.getState() === 'RUNNING') w.shutdown();
-      await Promise.all(running);
-    });
-    return { taskQueue, url, apiKey, merchantId, token, app, provider, close: once(() => runClosers(closers)) };
+    return { taskQueue, url, apiKey, merchantId, token, app, provider, close: () => stack.close() };
   } catch (err) {
-    await runClosers(closers);
+    await provider.close();
     throw err;
   }
 }
 
-/** Runs every closer in order even when one fails; rethrows the first failure. */
-export async function runClosers(closers: readonly (() => Promise<void>)[]): Promise<void> {
-  let first: unknown;
-  for (const close of closers) {
-    try {
-      await close();
-    } catch (err) {
-      first ??= err;
-    }
-  }
-  if (first !== undefined) throw first;
-}
-
-function once(fn: () => Promise<void>): () => Promise<void> {
-  let done: Promise<void> | undefined;
-  return () => (done ??= fn());
-}
+export { runClosers };

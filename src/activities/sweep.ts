@@ -8,7 +8,6 @@ import { type Client, WorkflowExecutionAlreadyStartedError, WorkflowNotFoundErro
 import type { SearchAttributePair } from '@temporalio/common';
 import type { Logger } from 'pino';
 import { attributeProviderPayment, metadataVerdict } from '../domain/adoption';
-import { chargeWorkflowType, decodePageToken, encodePageToken, quoteLiteral } from '../client/visibility';
 import { ensureReconcileSignal, paymentQuery } from '../domain/definitions';
 import { chargeWorkflowId } from '../domain/ids';
 import { IdempotencyKey, MerchantId, type PaymentView } from '../domain/payment';
@@ -16,7 +15,19 @@ import { type ReviewItemInput, reviewItemWorkflowId } from '../domain/review-ite
 import { MerchantIdAttr, OrderIdAttr, PaymentStatusAttr, ProviderAttr } from '../domain/search-attributes';
 import { type SweepFinding, compareWithOurs, maxListedReviewItems } from '../domain/sweep';
 import type { ProviderPayment } from '../domain/provider-payment';
-import type { reviewItemWorkflow } from '../workflows/review-item';
+import {
+  decodePageToken,
+  encodePageToken,
+  paymentsByReferenceQuery,
+  reviewItemWorkflowType,
+  stuckUnknownQuery,
+} from '../visibility';
+
+/**
+ * `reviewItemWorkflow`'s signature, as the sweep starts it by name: activities sit below the workflows and never
+ * import them (not even as types).
+ */
+type ReviewItemWorkflow = (input: ReviewItemInput) => Promise<unknown>;
 
 /** What the sweep activities need: a Temporal client (its namespace is the one swept) and a logger. */
 export interface SweepActivityDeps {
@@ -59,31 +70,6 @@ export interface CheckProviderPaymentsResult {
   readonly reviewItemsStarted: number;
   readonly reviewItems: string[];
 }
-
-/**
- * Charge workflows of one task queue running in `unknown` and started before the cutoff. We have no datetime search
- * attribute of our own, and `unknownSince` lives in the payment's state, not in visibility; `StartTime` is indexed and
- * never later than `unknownSince` (a charge becomes unknown after its first provider call and never continues as new
- * while unknown), so `StartTime < cutoff` selects a superset that the activity narrows with the payment's query.
- */
-export const stuckUnknownQuery = (taskQueue: string, unknownCutoffMs: number): string =>
-  [
-    `WorkflowType = ${quoteLiteral(chargeWorkflowType)}`,
-    `TaskQueue = ${quoteLiteral(taskQueue)}`,
-    `ExecutionStatus = 'Running'`,
-    `PaymentStatus = 'unknown'`,
-    `StartTime < ${quoteLiteral(new Date(unknownCutoffMs).toISOString())}`,
-  ].join(' AND ');
-
-/** Charge workflows of one order at one provider on one task queue. */
-const byReferenceQuery = (taskQueue: string, provider: string, reference: string): string =>
-  [
-    `WorkflowType = ${quoteLiteral(chargeWorkflowType)}`,
-    `TaskQueue = ${quoteLiteral(taskQueue)}`,
-    `OrderId = ${quoteLiteral(reference)}`,
-    `Provider = ${quoteLiteral(provider)}`,
-    `ExecutionStatus != 'ContinuedAsNew'`,
-  ].join(' AND ');
 
 /** Candidates per reference we look at; more payments than this for one order is itself worth a review. */
 const maxCandidatesPerReference = 20;
@@ -143,7 +129,7 @@ export const createSweepActivities = (deps: SweepActivityDeps) => {
     }
     let query: string;
     try {
-      query = byReferenceQuery(taskQueue, provider, p.reference);
+      query = paymentsByReferenceQuery(provider, p.reference, taskQueue);
     } catch {
       // a reference visibility cannot express is not one of our order ids
       return unmatched('no payment of ours has its metadata or reference');
@@ -187,7 +173,7 @@ export const createSweepActivities = (deps: SweepActivityDeps) => {
       ...(item.merchantId === undefined ? [] : [{ key: MerchantIdAttr, value: item.merchantId }]),
     ];
     try {
-      await client.workflow.start<typeof reviewItemWorkflow>('reviewItemWorkflow', {
+      await client.workflow.start<ReviewItemWorkflow>(reviewItemWorkflowType, {
         workflowId,
         taskQueue,
         args: [item],

@@ -26,8 +26,7 @@ import { codecRoutes } from './routes/codec';
 import { paymentRoutes } from './routes/payments';
 import { reviewItemRoutes } from './routes/review-items';
 import { webhookRoutes } from './routes/webhooks';
-import { webhookVerifiers } from '../providers/registry';
-import type { WebhookVerifier } from '../providers/types';
+import type { WebhookVerifier } from '../domain/webhooks';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -53,10 +52,6 @@ export interface ApiConfig {
   readonly API_TOKENS: readonly TokenEntry[];
   /** Operator tokens (config `OPERATOR_TOKENS`); none: no one can call the operator actions. */
   readonly OPERATOR_TOKENS?: readonly OperatorTokenEntry[];
-  readonly WEBHOOK_SECRET: string;
-  readonly WEBHOOK_TOLERANCE_S: number;
-  /** Stripe's endpoint secret (`whsec_...`); absent: `POST /webhooks/stripe` is 404. */
-  readonly STRIPE_WEBHOOK_SECRET?: string;
 }
 
 /** Dependencies of {@link buildApi}. */
@@ -68,8 +63,11 @@ export interface ApiDeps {
   readonly metrics?: ApiMetrics;
   /** The payload codec served at `/codec/encode|decode` for operators (web UI, CLI); none: no codec routes. */
   readonly codec?: { readonly codec: PayloadCodec; readonly corsOrigins: readonly string[] };
-  /** The webhook verifier of each provider; default the configured ones ({@link webhookVerifiers}). */
-  readonly webhooks?: Readonly<Record<string, WebhookVerifier>>;
+  /**
+   * The webhook verifier of each provider whose webhooks this API accepts (`POST /webhooks/:provider`; any other
+   * provider is 404). Built from the configuration by src/stack.ts: the API never imports a provider.
+   */
+  readonly webhooks: Readonly<Record<string, WebhookVerifier>>;
 }
 
 /** Bodies above this are refused with 413 before they are read further. */
@@ -205,6 +203,6 @@ export async function buildApi({ client, config, logger, ...deps }: ApiDeps): Pr
   }
   await app.register(paymentRoutes, { client });
   await app.register(reviewItemRoutes, { client });
-  await app.register(webhookRoutes, { client, verifiers: deps.webhooks ?? webhookVerifiers(config), metrics });
+  await app.register(webhookRoutes, { client, verifiers: deps.webhooks, metrics });
   return app;
 }

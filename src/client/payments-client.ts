@@ -28,6 +28,7 @@ import {
   ChargeRequest,
   IdempotencyKey,
   MerchantId,
+  type PaymentStatus,
   type PaymentView,
   RefundRequest,
   ResolveRequest,
@@ -62,10 +63,11 @@ import {
   decodePageToken,
   encodePageToken,
   isVisibilityLiteral,
+  openPaymentsOfOrderQuery,
   paymentListQuery,
   reviewItemListQuery,
   reviewItemWorkflowType,
-} from './visibility';
+} from '../visibility';
 
 /** How a {@link PaymentsClient} starts and waits for payments. */
 export interface PaymentsClientOptions {
@@ -297,19 +299,15 @@ export class PaymentsClient {
     orderId: string,
     ownWorkflowId: string,
   ): Promise<string | undefined> {
-    const list = (statuses: string) =>
+    const list = (statuses: readonly PaymentStatus[]) =>
       this.bounded(() =>
         this.client.workflowService.listWorkflowExecutions({
           namespace: this.namespace,
-          query: [
-            paymentListQuery(merchant, { orderId }),
-            `ExecutionStatus = 'Running'`,
-            `PaymentStatus IN (${statuses})`,
-          ].join(' AND '),
+          query: openPaymentsOfOrderQuery(merchant, orderId, statuses),
           pageSize: 20,
         }),
       );
-    const [open, inReview] = await Promise.all([list(`'pending', 'unknown'`), list(`'needs_review'`)]);
+    const [open, inReview] = await Promise.all([list(['pending', 'unknown']), list(['needs_review'])]);
     const others = (executions: typeof open.executions) =>
       executions
         .map((e) => e.execution?.workflowId)

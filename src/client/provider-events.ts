@@ -9,7 +9,7 @@ import { type ProviderEvent, type ProviderPayment, paymentQuery, webhookSignal }
 import { chargeWorkflowId, parseChargeWorkflowId } from '../domain/ids';
 import { type ParkReason, type ParkedEventInput, parkedEventWorkflowId } from '../domain/parked-events';
 import type { PaymentView } from '../domain/payment';
-import { isVisibilityLiteral, paymentsByReferenceQuery } from './visibility';
+import { isVisibilityLiteral, paymentsByReferenceQuery } from '../visibility';
 
 /** Our payment named by the event's metadata. */
 export interface EventOwner {

@@ -7,6 +7,8 @@ import type { ProviderFailureType } from '../domain/errors';
 import type { ProviderCapabilities, ProviderEvent, ProviderPayment, ProviderRefund } from '../domain/provider-payment';
 
 export type { ProviderCapabilities, ProviderEvent, ProviderPayment, ProviderRefund };
+// The webhook half of the plug-in interface lives in the domain: the API dispatches to it without importing providers.
+export type { WebhookHeaders, WebhookVerdict, WebhookVerifier } from '../domain/webhooks';
 
 /** Correlation and cancellation for any call, reads included. */
 export interface LookupContext {
@@ -79,36 +81,6 @@ export interface PaymentProvider {
   listPayments(query: ListPaymentsQuery, ctx?: LookupContext): Promise<{ data: ProviderPayment[]; hasMore: boolean }>;
   /** Releases connections; in-flight calls fail. */
   close?(): Promise<void>;
-}
-
-/** The request headers a webhook arrived with (lower-case names, as Node gives them). */
-export type WebhookHeaders = Readonly<Record<string, string | string[] | undefined>>;
-
-/** What a provider's webhook verifier made of one delivery. */
-export type WebhookVerdict =
-  /** Signed by the provider and parsed: signal it. */
-  | { readonly kind: 'event'; readonly event: ProviderEvent; readonly eventType: string }
-  /** Signed, but of a type the payments do not act on (answered 2xx so the provider stops resending it). */
-  | { readonly kind: 'ignored'; readonly eventType: string }
-  /** Not verifiably from the provider (missing, malformed, stale or wrong signature): never applied. */
-  | { readonly kind: 'refused'; readonly reason: string }
-  /** Signed, but not an event we can read. */
-  | {
-      readonly kind: 'invalid';
-      readonly message: string;
-      readonly issues: readonly { readonly path: string; readonly message: string }[];
-    };
-
-/**
- * The webhook half of a provider plug-in: verifies a delivery on its raw body (before any parsing) with the provider's
- * own scheme and secret, and parses it into the domain's {@link ProviderEvent}. Pure apart from the clock: the API
- * holds one per provider and dispatches `POST /webhooks/:provider` to it.
- */
-export interface WebhookVerifier {
-  readonly provider: string;
-  /** The header that carries the signature (for the API's documentation and logs). */
-  readonly signatureHeader: string;
-  verify(rawBody: string, headers: WebhookHeaders, nowS?: number): WebhookVerdict;
 }
 
 /** Details every provider failure carries, so activities can turn it into an ApplicationFailure without losing it. */

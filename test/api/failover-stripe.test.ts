@@ -22,7 +22,6 @@ import Stripe from 'stripe';
 import { type RunningStripeMock, resolveStripeMock, startStripeMock } from '../../scripts/lib/stripe-mock';
 import { type CircuitBreaker, InMemoryCircuitBreaker } from '../../src/activities';
 import { providerIdempotencyKey } from '../../src/activities/keys';
-import { createSweepActivities } from '../../src/activities/sweep';
 import { loadConfig } from '../../src/config';
 import { chargeWorkflowId } from '../../src/domain/ids';
 import type { PaymentView } from '../../src/domain/payment';
@@ -187,7 +186,7 @@ beforeAll(async () => {
     extraProviders: { stripe, down },
     stripeWebhookSecret: STRIPE_WEBHOOK_SECRET,
     breaker,
-    activities: createSweepActivities({ client: env.client, logger }),
+    sweep: true,
     // The first reconcile check is a minute away: an unknown payment here is settled by a webhook, or stays unknown.
     timings: { reconcileScheduleMs: [60_000, 120_000] },
   });

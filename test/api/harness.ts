@@ -4,23 +4,19 @@
  * the run's shared dev server.
  */
 import { randomUUID } from 'node:crypto';
-import type { AddressInfo } from 'node:net';
-import { Client } from '@temporalio/client';
 import type { PayloadCodec } from '@temporalio/common';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
-import type { Worker } from '@temporalio/worker';
 import type { FastifyInstance } from 'fastify';
 import pino from 'pino';
 import { type CircuitBreaker, InMemoryCircuitBreaker } from '../../src/activities';
-import { buildApi } from '../../src/api/app';
-import { PaymentsClient } from '../../src/client';
+import type { PaymentsClient } from '../../src/client';
 import type { RetryOverrides } from '../../src/domain/retry';
 import type { PaymentTimings } from '../../src/domain/workflow-inputs';
-import { type PaymentProvider, createProvider, simulatorCapabilities } from '../../src/providers';
+import { type PaymentProvider, createProvider, simulatorCapabilities, webhookVerifiers } from '../../src/providers';
 import { type RunningSimulator, startSimulator } from '../../src/simulator/server';
 import type { ApiMetrics } from '../../src/metrics/api-metrics';
 import type { WorkerMetrics } from '../../src/metrics/worker-metrics';
-import { type WorkerSetup, createWorkers } from '../../src/worker';
+import { type RunningApi, type WorkerSetup, startStack } from '../../src/stack';
 import { workflowBundle } from '../helpers/payments';
 
 /** Real-time timings: a reconcile waits a minute first, so an unknown payment stays unknown during a test. */
@@ -106,8 +102,8 @@ export interface HarnessOptions {
   readonly retry?: RetryOverrides;
   /** Point the simulator's webhooks at the API (default true). */
   readonly webhooks?: boolean;
-  /** Extra activities for the workers (e.g. the sweep's, as the worker's `main()` registers them). */
-  readonly activities?: WorkerSetup['activities'];
+  /** Register the sweep's activities with the workers, as the worker process does. */
+  readonly sweep?: boolean;
   /** One open payment per order (default true, as in production). */
   readonly orderSingleFlight?: boolean;
   /** Start the workers with the bench (default true); `false`: none poll the task queue until `startWorkers()`. */
@@ -150,62 +146,41 @@ export async function startApiHarness(env: TestWorkflowEnvironment, opts: Harnes
   const a = { id: `ma_${randomUUID().slice(0, 8)}`, token: `tok_a_${randomUUID()}` };
   const b = { id: `mb_${randomUUID().slice(0, 8)}`, token: `tok_b_${randomUUID()}` };
   const operator = { id: `ops_${randomUUID().slice(0, 8)}`, token: `tok_ops_${randomUUID()}` };
-  const apps: FastifyInstance[] = [];
-  /** One API process: its own PaymentsClient and Fastify app, listening on a free port. */
-  const dataConverter = opts.codec ? { payloadCodecs: [opts.codec.codec] } : undefined;
-  // With a codec the API's client must encrypt too (the workers' results are ciphertext).
-  const client = dataConverter
-    ? new Client({ connection: env.connection, namespace: env.namespace ?? 'default', dataConverter })
-    : env.client;
-  const startApi = async () => {
-    const payments = new PaymentsClient(client, {
-      taskQueue,
-      timings: { ...testTimings, ...opts.timings },
-      retry: opts.retry ?? testRetry,
-      providers: ['simulator', ...Object.keys(opts.extraProviders ?? {})],
-      capabilities: {
-        simulator: provider.capabilities,
-        ...Object.fromEntries(Object.entries(opts.extraProviders ?? {}).map(([n, p]) => [n, p.capabilities])),
+  const stack = await startStack({
+    logger,
+    namespace: env.namespace ?? 'default',
+    taskQueue,
+    // With a codec the API's client must encrypt too (the workers' results are ciphertext).
+    ...(opts.codec ? { codec: opts.codec.codec, connection: env.connection } : { client: env.client }),
+    nativeConnection: env.nativeConnection,
+    api: {
+      payments: {
+        timings: { ...testTimings, ...opts.timings },
+        retry: opts.retry ?? testRetry,
+        providers: ['simulator', ...Object.keys(opts.extraProviders ?? {})],
+        capabilities: {
+          simulator: provider.capabilities,
+          ...Object.fromEntries(Object.entries(opts.extraProviders ?? {}).map(([n, p]) => [n, p.capabilities])),
+        },
+        ...(opts.orderSingleFlight === undefined ? {} : { orderSingleFlight: opts.orderSingleFlight }),
+        splitPaymentMerchants: (opts.splitPaymentMerchants ?? []).map((m) => (m === 'a' ? a.id : b.id)),
       },
-      ...(opts.orderSingleFlight === undefined ? {} : { orderSingleFlight: opts.orderSingleFlight }),
-      splitPaymentMerchants: (opts.splitPaymentMerchants ?? []).map((m) => (m === 'a' ? a.id : b.id)),
-    });
-    const app = await buildApi({
-      client: payments,
       config: {
         API_TOKENS: [a, b].map((m) => ({ merchantId: m.id, token: m.token })),
         OPERATOR_TOKENS: [{ operatorId: operator.id, token: operator.token }],
+      },
+      webhooks: webhookVerifiers({
         WEBHOOK_SECRET,
         WEBHOOK_TOLERANCE_S: 300,
         ...(opts.stripeWebhookSecret === undefined ? {} : { STRIPE_WEBHOOK_SECRET: opts.stripeWebhookSecret }),
-      },
-      logger,
-      ...(opts.codec ? { codec: opts.codec } : {}),
+      }),
       ...(opts.apiMetrics ? { metrics: opts.apiMetrics } : {}),
-    });
-    apps.push(app);
-    await app.listen({ port: 0, host: '127.0.0.1' });
-    return { app, payments, url: `http://127.0.0.1:${(app.server.address() as AddressInfo).port}` };
-  };
-  const { app, payments, url } = await startApi();
-  await sim.setMerchant(apiKey, {
-    idempotency: true,
-    ...(opts.webhooks === false ? {} : { webhook_url: `${url}/webhooks/simulator`, webhook_secret: WEBHOOK_SECRET }),
-  });
-
-  let workers: Worker[] = [];
-  let running: Promise<void>[] = [];
-  const startWorkers = async () => {
-    if (workers.length > 0) return;
-    workers = await createWorkers({
-      connection: env.nativeConnection,
-      namespace: env.namespace ?? 'default',
-      taskQueue,
+      ...(opts.codec ? { codecCorsOrigins: opts.codec.corsOrigins } : {}),
+    },
+    workers: {
       providers: { simulator: provider, ...opts.extraProviders },
-      logger,
       workflows: { workflowBundle: await workflowBundle() },
-      ...(opts.activities === undefined ? {} : { activities: opts.activities }),
-      ...(dataConverter ? { dataConverter } : {}),
+      ...(opts.sweep ? { sweep: true } : {}),
       ...(opts.workerMetrics ? { metrics: opts.workerMetrics } : {}),
       ...(opts.providerLimits === undefined ? {} : { providerLimits: opts.providerLimits }),
       ...(opts.maxConcurrentActivityTaskExecutions === undefined
@@ -214,10 +189,14 @@ export async function startApiHarness(env: TestWorkflowEnvironment, opts: Harnes
       // The tests of one file share these workers and inject provider faults one after another; a breaker tripped by
       // one test would fail the next test's payments fast. The breaker has its own tests (test/activities).
       breaker: opts.breaker ?? new InMemoryCircuitBreaker({ failureThreshold: Number.MAX_SAFE_INTEGER }),
-    });
-    running = workers.map((w) => w.run());
-  };
-  if (opts.workers !== false) await startWorkers();
+      start: opts.workers !== false,
+    },
+  });
+  const { app, payments, url } = stack.api as RunningApi;
+  await sim.setMerchant(apiKey, {
+    idempotency: true,
+    ...(opts.webhooks === false ? {} : { webhook_url: `${url}/webhooks/simulator`, webhook_secret: WEBHOOK_SECRET }),
+  });
 
   return {
     env,
@@ -231,7 +210,7 @@ export async function startApiHarness(env: TestWorkflowEnvironment, opts: Harnes
     b,
     operator,
     async anotherApi() {
-      return (await startApi()).url;
+      return (await stack.startApi()).url;
     },
     async request(method, path, o = {}) {
       const headers: Record<string, string> = { ...o.headers };
@@ -244,13 +223,11 @@ export async function startApiHarness(env: TestWorkflowEnvironment, opts: Harnes
       const text = await res.text();
       return { status: res.status, headers: res.headers, body: text ? (JSON.parse(text) as ApiResponse['body']) : {} };
     },
-    startWorkers,
+    startWorkers: () => stack.startWorkers(),
     ledger: () => sim.ledger(apiKey),
     async close() {
       await sim.flushWebhooks().catch(() => undefined);
-      await Promise.all(apps.map((x) => x.close()));
-      for (const w of workers) w.shutdown();
-      await Promise.all(running);
+      await stack.close();
       await provider.close();
       await sim.close();
     },

@@ -9,8 +9,8 @@ import type { AddressInfo } from 'node:net';
 import { Client, Connection } from '@temporalio/client';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import pino from 'pino';
-import { buildApi } from '../../src/api/app';
-import { PaymentsClient } from '../../src/client';
+import { webhookVerifiers } from '../../src/providers';
+import { type RunningApi, startStack } from '../../src/stack';
 import { chargeWorkflowId } from '../../src/domain/ids';
 import { connectDevServer } from '../helpers/servers';
 import {
@@ -95,26 +95,21 @@ describe('POST /v1/payments without a worker', () => {
     const silent = temporal.on('connection', (socket: net.Socket) => void sockets.add(socket));
     await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
     const connection = Connection.lazy({ address: `127.0.0.1:${(silent.address() as AddressInfo).port}` });
-    const payments = new PaymentsClient(new Client({ connection }), {
-      taskQueue: h.taskQueue,
-      timings: { ...testTimings, submitWaitMs: SUBMIT_WAIT_MS },
-      ...options,
-    });
-    const app = await buildApi({
-      client: payments,
-      config: {
-        API_TOKENS: [{ merchantId: h.a.id, token: h.a.token }],
-        OPERATOR_TOKENS: [],
-        WEBHOOK_SECRET,
-        WEBHOOK_TOLERANCE_S: 300,
-      },
+    const stack = await startStack({
       logger: pino({ level: 'silent' }),
+      namespace: 'default',
+      taskQueue: h.taskQueue,
+      client: new Client({ connection }),
+      api: {
+        payments: { timings: { ...testTimings, submitWaitMs: SUBMIT_WAIT_MS }, ...options },
+        config: { API_TOKENS: [{ merchantId: h.a.id, token: h.a.token }], OPERATOR_TOKENS: [] },
+        webhooks: webhookVerifiers({ WEBHOOK_SECRET, WEBHOOK_TOLERANCE_S: 300 }),
+      },
     });
-    await app.listen({ port: 0, host: '127.0.0.1' });
     try {
-      await fn(`http://127.0.0.1:${(app.server.address() as AddressInfo).port}`);
+      await fn((stack.api as RunningApi).url);
     } finally {
-      await app.close();
+      await stack.close();
       await connection.close().catch(() => undefined);
       for (const socket of sockets) socket.destroy();
       silent.close();

@@ -6,8 +6,6 @@
 import { randomUUID } from 'node:crypto';
 import { WorkflowNotFoundError } from '@temporalio/client';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
-import pino from 'pino';
-import { createSweepActivities } from '../../src/activities/sweep';
 import { ReviewItemList, ReviewItemView } from '../../src/domain/api-schemas';
 import { reviewItemWorkflowId } from '../../src/domain/review-items';
 import { SweepInput, type SweepResult } from '../../src/domain/sweep';
@@ -23,12 +21,8 @@ const raised = new Set<string>();
 
 beforeAll(async () => {
   env = await connectDevServer();
-  const logger = pino({ level: process.env.TEST_LOG_LEVEL ?? 'silent' });
   // No webhooks: the orphans' events would only park; review items come from the sweep.
-  h = await startApiHarness(env, {
-    webhooks: false,
-    activities: createSweepActivities({ client: env.client, logger }),
-  });
+  h = await startApiHarness(env, { webhooks: false, sweep: true });
 }, 60_000);
 
 afterAll(async () => {

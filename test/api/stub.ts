@@ -5,6 +5,7 @@ import pino from 'pino';
 import { buildApi } from '../../src/api/app';
 import { AesGcmPayloadCodec, newPayloadKey, parsePayloadKeys } from '../../src/codec';
 import type { PaymentsClient } from '../../src/client';
+import { webhookVerifiers } from '../../src/providers';
 
 export const STUB_TOKEN = 'tok_stub_merchant_0123456789';
 export const STUB_SECRET = 'whsec_stub_secret';
@@ -31,10 +32,12 @@ export async function startStubApi(client: PaymentsClient): Promise<{ app: Fasti
     config: {
       API_TOKENS: [{ merchantId: 'm_stub', token: STUB_TOKEN }],
       OPERATOR_TOKENS: [STUB_OPERATOR],
+    },
+    webhooks: webhookVerifiers({
       WEBHOOK_SECRET: STUB_SECRET,
       WEBHOOK_TOLERANCE_S: 300,
       STRIPE_WEBHOOK_SECRET: STUB_STRIPE_SECRET,
-    },
+    }),
     logger: pino({ level: 'silent' }),
     codec: { codec: new AesGcmPayloadCodec(parsePayloadKeys(newPayloadKey('stub'))), corsOrigins: [] },
   });

@@ -1,4 +1,12 @@
-import { decodePageToken, encodePageToken, paymentListQuery, quoteLiteral } from '../../src/client/visibility';
+import {
+  decodePageToken,
+  encodePageToken,
+  openPaymentsOfOrderQuery,
+  paymentListQuery,
+  paymentsByReferenceQuery,
+  quoteLiteral,
+  stuckUnknownQuery,
+} from '../../src/visibility';
 
 describe('visibility queries', () => {
   it('scope every list to the merchant and to payments only', () => {
@@ -28,5 +36,24 @@ describe('visibility queries', () => {
     expect(decodePageToken(token)).toEqual(bytes);
     expect(encodePageToken(new Uint8Array())).toBeUndefined();
     expect(encodePageToken(null)).toBeUndefined();
+  });
+
+  it('build the order check, the webhook match and the sweep lookups from the same clauses', () => {
+    expect(openPaymentsOfOrderQuery('m_1', 'o_1', ['pending', 'unknown'])).toBe(
+      "WorkflowType = 'chargeWorkflow' AND MerchantId = 'm_1' AND ExecutionStatus != 'ContinuedAsNew' AND " +
+        "OrderId = 'o_1' AND ExecutionStatus = 'Running' AND PaymentStatus IN ('pending', 'unknown')",
+    );
+    expect(paymentsByReferenceQuery('simulator', 'o_1')).toBe(
+      "WorkflowType = 'chargeWorkflow' AND OrderId = 'o_1' AND Provider = 'simulator' AND " +
+        "ExecutionStatus != 'ContinuedAsNew'",
+    );
+    expect(paymentsByReferenceQuery('simulator', 'o_1', 'payments')).toBe(
+      "WorkflowType = 'chargeWorkflow' AND TaskQueue = 'payments' AND OrderId = 'o_1' AND Provider = 'simulator' AND " +
+        "ExecutionStatus != 'ContinuedAsNew'",
+    );
+    expect(stuckUnknownQuery('payments', Date.UTC(2030, 0, 2, 3, 4, 5))).toBe(
+      "WorkflowType = 'chargeWorkflow' AND TaskQueue = 'payments' AND ExecutionStatus = 'Running' AND " +
+        "PaymentStatus = 'unknown' AND StartTime < '2030-01-02T03:04:05.000Z'",
+    );
   });
 });

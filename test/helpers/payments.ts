@@ -1,10 +1,10 @@
 /**
  * A payments test bench: the real simulator over HTTP, the real REST provider, and the real worker set-up
- * (`createWorkers`) on a fresh task queue, against whichever Temporal environment the test file chose.
+ * (src/stack.ts) on a fresh task queue, against whichever Temporal environment the test file chose.
  */
 import { createHash, randomUUID } from 'node:crypto';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
-import { type Worker, bundleWorkflowCode, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
+import { bundleWorkflowCode, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import pino from 'pino';
 import { chargeWorkflowId } from '../../src/domain/ids';
 import { canonicalJson, significantFields, ChargeRequest, type ChargeRequestInput } from '../../src/domain/payment';
@@ -14,7 +14,7 @@ import { createProvider, simulatorCapabilities, simulatorCapabilitiesWithoutKeys
 import type { RestProvider } from '../../src/providers/simulator/adapter';
 import { type RunningSimulator, startSimulator } from '../../src/simulator/server';
 import type { CircuitBreaker } from '../../src/activities';
-import { createWorkers } from '../../src/worker';
+import { startStack } from '../../src/stack';
 
 let bundle: Promise<WorkflowBundleWithSourceMap> | undefined;
 
@@ -44,6 +44,8 @@ export interface BenchOptions {
   readonly totalTimeoutMs?: number;
   /** The workers' circuit breaker (default: a fresh in-memory one). */
   readonly breaker?: CircuitBreaker;
+  /** Register the reconcile sweep's activities with the workers, as the worker process does. */
+  readonly sweep?: boolean;
 }
 
 export interface Bench {
@@ -107,21 +109,22 @@ export async function startBench(env: TestWorkflowEnvironment, opts: BenchOption
     taskQueue,
     merchantId,
     async run(fn) {
-      const workers: Worker[] = await createWorkers({
-        connection: env.nativeConnection,
+      const stack = await startStack({
+        logger,
         namespace: env.namespace ?? 'default',
         taskQueue,
-        providers: { simulator: provider },
-        logger,
-        workflows: { workflowBundle: workflowBundleReady },
-        ...(opts.breaker === undefined ? {} : { breaker: opts.breaker }),
+        nativeConnection: env.nativeConnection,
+        workers: {
+          providers: { simulator: provider },
+          workflows: { workflowBundle: workflowBundleReady },
+          ...(opts.breaker === undefined ? {} : { breaker: opts.breaker }),
+          ...(opts.sweep ? { sweep: true } : {}),
+        },
       });
-      const running = workers.map((w) => w.run());
       try {
         return await fn();
       } finally {
-        for (const w of workers) w.shutdown();
-        await Promise.all(running);
+        await stack.close();
       }
     },
     input(requestInput, o = {}) {

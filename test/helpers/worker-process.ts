@@ -1,15 +1,16 @@
 /**
  * A second worker process for multi-process tests (the SDK allows one worker per task queue per process): the real
- * `createBreaker` + `createWorkers` of src/worker.ts, configured by the JSON in PW_WORKER_SPEC. Prints `ready` once
+ * `createBreaker` and the worker stack of src/stack.ts, configured by the JSON in PW_WORKER_SPEC. Prints `ready` once
  * polling, drains on SIGTERM, then prints `{"creates":N}`: how many creates this process sent to the provider. Its
  * pino log (level `logLevel`, default silent) goes to stderr, which `spawnWorkerProcess` collects.
  */
 import { spawn } from 'node:child_process';
 import { DefaultLogger, NativeConnection, Runtime } from '@temporalio/worker';
-import pino from 'pino';
+import pino, { type Logger } from 'pino';
 import { createProvider, simulatorCapabilities } from '../../src/providers';
+import type { RestProvider } from '../../src/providers/simulator/adapter';
 import type { PaymentProvider } from '../../src/providers/types';
-import { createBreaker, createWorkers, runWorkers } from '../../src/worker';
+import { createBreaker, startStack } from '../../src/stack';
 import type { BreakerOptions } from '../../src/activities';
 
 export interface WorkerProcessSpec {
@@ -79,6 +80,18 @@ export async function spawnWorkerProcess(spec: WorkerProcessSpec): Promise<Worke
   };
 }
 
+/** The simulator's adapter as the multi-process tests configure it, in this process and in the child. */
+export const simulatorProvider = (baseUrl: string, apiKey: string, logger: Logger): RestProvider =>
+  createProvider({
+    name: 'simulator',
+    baseUrl,
+    apiKey,
+    capabilities: simulatorCapabilities(86_400),
+    connectTimeoutMs: 1_000,
+    totalTimeoutMs: 2_000,
+    logger,
+  });
+
 /** A provider that counts the creates it sent. */
 export const counted = (provider: PaymentProvider, calls: { creates: number }): PaymentProvider =>
   new Proxy(provider, {
@@ -99,38 +112,33 @@ async function main() {
     { level: spec.logLevel ?? process.env.TEST_LOG_LEVEL ?? 'silent' },
     pino.destination({ dest: 2, sync: true }),
   );
-  const connection = await NativeConnection.connect({ address: spec.temporalAddress });
   const breaker = await createBreaker(
     { REDIS_URL: spec.redisUrl, REDIS_KEY_PREFIX: spec.keyPrefix, breaker: spec.breaker },
     logger,
   );
-  const provider = createProvider({
-    name: 'simulator',
-    baseUrl: spec.simulatorUrl,
-    apiKey: spec.apiKey,
-    capabilities: simulatorCapabilities(86_400),
-    connectTimeoutMs: 1_000,
-    totalTimeoutMs: 2_000,
-    logger,
-  });
+  const provider = simulatorProvider(spec.simulatorUrl, spec.apiKey, logger);
   const calls = { creates: 0 };
-  const workers = await createWorkers({
-    connection,
+  const connection = await NativeConnection.connect({ address: spec.temporalAddress });
+  const stack = await startStack({
+    logger,
     namespace: 'default',
     taskQueue: spec.taskQueue,
-    providers: { simulator: counted(provider, calls) },
-    logger,
-    workflows: { workflowBundle: { codePath: spec.workflowBundlePath } },
-    breaker: breaker.breaker,
+    nativeConnection: connection,
+    workers: {
+      providers: { simulator: counted(provider, calls) },
+      workflows: { workflowBundle: { codePath: spec.workflowBundlePath } },
+      breaker: breaker.breaker,
+      start: false,
+    },
+    closers: [() => breaker.close(), () => provider.close(), () => connection.close()],
   });
+  const workers = await stack.createWorkers();
   process.once('SIGTERM', () => workers.forEach((w) => w.shutdown()));
-  const running = runWorkers(workers);
+  const running = stack.run();
   process.stdout.write('ready\n');
   await running;
   process.stdout.write(`${JSON.stringify(calls)}\n`);
-  await breaker.close();
-  await provider.close();
-  await connection.close();
+  await stack.close();
 }
 
 if (require.main === module) {

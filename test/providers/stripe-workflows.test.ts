@@ -32,7 +32,6 @@ import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import pino from 'pino';
 import Stripe from 'stripe';
 import { type RunningStripeMock, resolveStripeMock, startStripeMock } from '../../scripts/lib/stripe-mock';
-import { createSweepActivities } from '../../src/activities/sweep';
 import { providerIdempotencyKey } from '../../src/activities/keys';
 import { loadConfig } from '../../src/config';
 import { chargeWorkflowId, providerTaskQueue } from '../../src/domain/ids';
@@ -171,7 +170,7 @@ beforeAll(async () => {
   h = await startApiHarness(env, {
     extraProviders: { stripe },
     stripeWebhookSecret: STRIPE_WEBHOOK_SECRET,
-    activities: createSweepActivities({ client: env.client, logger }),
+    sweep: true,
   });
 }, 120_000);
 

@@ -3,26 +3,15 @@
  * create is lost; B's succeeds. A's reconcile (time-skipping server, real simulator over HTTP) must not adopt B's
  * payment, and B's event must not be applied to A's workflow: A ends in needs_review after its schedule.
  */
-import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { paymentQuery, webhookSignal } from '../../src/domain/definitions';
 import { reconcileWorkflowId } from '../../src/domain/ids';
 import type { ChargeWorkflowInput } from '../../src/domain/workflow-inputs';
 import { providerIdempotencyKey } from '../../src/activities/keys';
-import { createTimeSkippingEnv } from '../helpers/servers';
-import { type Bench, chargeRequest, startBench } from '../helpers/payments';
+import { timeSkippingServerPerTest } from '../helpers/benches';
+import { type Bench, chargeRequest } from '../helpers/payments';
 import { effectsOf, requestsOf, startCharge, waitForStatus } from '../helpers/workflows';
 
-let env: TestWorkflowEnvironment;
-let bench: Bench | undefined;
-
-beforeEach(async () => {
-  env = await createTimeSkippingEnv();
-});
-afterEach(async () => {
-  await bench?.close();
-  bench = undefined;
-  await env?.teardown();
-});
+const t = timeSkippingServerPerTest();
 
 const schedule = { reconcileScheduleMs: [3_600_000, 6 * 3_600_000] };
 
@@ -43,7 +32,7 @@ function loseCreateOf(b: Bench, input: ChargeWorkflowInput, fault: 'reset_before
 async function handledSignal(workflowId: string, signalName: string): Promise<void> {
   const deadline = Date.now() + 15_000;
   while (Date.now() < deadline) {
-    const events = (await env.client.workflow.getHandle(workflowId).fetchHistory()).events ?? [];
+    const events = (await t.env.client.workflow.getHandle(workflowId).fetchHistory()).events ?? [];
     const signalled = events.findIndex((e) => e.workflowExecutionSignaledEventAttributes?.signalName === signalName);
     if (signalled >= 0 && events.slice(signalled).some((e) => e.workflowTaskCompletedEventAttributes)) return;
     await new Promise((r) => setTimeout(r, 100));
@@ -53,7 +42,7 @@ async function handledSignal(workflowId: string, signalName: string): Promise<vo
 
 describe('reconcile by reference, two merchants on one provider account', () => {
   it('A’s create never committed, B’s of the same order and amount succeeded: A’s reconcile does not adopt it; A ends in needs_review', async () => {
-    const b = (bench = await startBench(env, { noKeys: true }));
+    const b = await t.bench({ noKeys: true });
     await b.run(async () => {
       const { a: inputA, b: inputB } = twoMerchants(b);
       loseCreateOf(b, inputA, 'reset_before_commit');
@@ -62,18 +51,18 @@ describe('reconcile by reference, two merchants on one provider account', () => 
       const { view: viewB } = await startCharge(b, inputB);
       expect(viewB.status).toBe('succeeded');
 
-      await env.sleep('61 minutes');
+      await t.env.sleep('61 minutes');
       // The first check ran (a lookup by reference that sees B's payment) and A is still unknown.
       const afterCheck = await handleA.query(paymentQuery);
       expect(requestsOf(b, 'lookup').length).toBeGreaterThanOrEqual(1);
       expect(afterCheck.providerPaymentId).toBeUndefined();
       expect(afterCheck.status).toBe('unknown');
 
-      await env.sleep('6 hours');
+      await t.env.sleep('6 hours');
       const review = await waitForStatus(handleA, 'needs_review');
       expect(review.providerPaymentId).toBeUndefined();
       expect(review).toMatchObject({ amountAuthorized: 0, amountCaptured: 0 });
-      const reconcile = env.client.workflow.getHandle(reconcileWorkflowId(inputA.merchantId, 'create', inputA.key));
+      const reconcile = t.env.client.workflow.getHandle(reconcileWorkflowId(inputA.merchantId, 'create', inputA.key));
       expect(await reconcile.result()).toMatchObject({ outcome: 'needs_review', checks: 2 });
       // The only effect at the provider is B's, and B's payment is B's alone.
       expect(effectsOf(b, 'create').map((e) => e.payment_id)).toEqual([viewB.providerPaymentId]);
@@ -81,7 +70,7 @@ describe('reconcile by reference, two merchants on one provider account', () => 
   });
 
   it('A’s create committed and its answer was lost, B’s came later: A’s reconcile adopts A’s own payment, not the newest', async () => {
-    const b = (bench = await startBench(env, { noKeys: true }));
+    const b = await t.bench({ noKeys: true });
     await b.run(async () => {
       const { a: inputA, b: inputB } = twoMerchants(b);
       loseCreateOf(b, inputA, 'commit_then_drop');
@@ -92,7 +81,7 @@ describe('reconcile by reference, two merchants on one provider account', () => 
       const { view: viewB } = await startCharge(b, inputB);
       expect(viewB.status).toBe('succeeded');
 
-      await env.sleep('61 minutes');
+      await t.env.sleep('61 minutes');
       const found = await waitForStatus(handleA, 'succeeded');
       expect(found.providerPaymentId).toBe(mine);
       expect(found.providerPaymentId).not.toBe(viewB.providerPaymentId);
@@ -100,7 +89,7 @@ describe('reconcile by reference, two merchants on one provider account', () => 
   });
 
   it('B’s event, signalled to A’s workflow while A knows no provider payment, is not applied', async () => {
-    const b = (bench = await startBench(env, { noKeys: true }));
+    const b = await t.bench({ noKeys: true });
     await b.run(async () => {
       const { a: inputA, b: inputB } = twoMerchants(b);
       loseCreateOf(b, inputA, 'reset_before_commit');
@@ -120,7 +109,7 @@ describe('reconcile by reference, two merchants on one provider account', () => 
       const after = await handleA.query(paymentQuery);
       expect(after.status).toBe('unknown');
       expect(after.providerPaymentId).toBeUndefined();
-      const reconcile = env.client.workflow.getHandle(reconcileWorkflowId(inputA.merchantId, 'create', inputA.key));
+      const reconcile = t.env.client.workflow.getHandle(reconcileWorkflowId(inputA.merchantId, 'create', inputA.key));
       const history = await reconcile.fetchHistory();
       expect(
         history.events?.filter((e) => e.workflowExecutionSignaledEventAttributes?.signalName === 'reconcileResolved'),

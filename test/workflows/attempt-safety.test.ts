@@ -3,28 +3,15 @@
  * outlives its timeout with a request still to send (defect 7), and a definite 4xx after an attempt whose outcome was
  * unknown does not mark the payment failed (defect 9).
  */
-import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { temporal } from '@temporalio/proto';
 import { ErrorType } from '../../src/domain/errors';
-import { connectDevServer } from '../helpers/servers';
-import { type Bench, chargeRequest, startBench } from '../helpers/payments';
+import { serverPerFile } from '../helpers/benches';
+import { type Bench, chargeRequest } from '../helpers/payments';
 import { effectsOf, requestsOf, startCharge, waitForStatus } from '../helpers/workflows';
 import type { PaymentView } from '../../src/domain/payment';
 import { paymentQuery } from '../../src/domain/definitions';
 
-let env: TestWorkflowEnvironment;
-let bench: Bench | undefined;
-
-beforeAll(async () => {
-  env = await connectDevServer();
-});
-afterAll(async () => {
-  await env?.teardown();
-});
-afterEach(async () => {
-  await bench?.close();
-  bench = undefined;
-});
+const t = serverPerFile();
 
 /** Polls until `done` holds (real time, bounded). */
 async function until<T>(what: string, probe: () => Promise<T> | T, done: (v: T) => boolean, timeoutMs: number) {
@@ -42,7 +29,7 @@ it('no keys, a 503 then 9 s latency on lookups and creates, short attempt timeou
   // An HTTP deadline (12 s) that lets a 9 s call answer, and an attempt timeout (5 s) shorter than one call: before
   // the fix the attempt was cut off mid-lookup while its create still went out, and the next attempt's lookup (also
   // 9 s) missed it and charged again.
-  const b = (bench = await startBench(env, { noKeys: true, totalTimeoutMs: 12_000 }));
+  const b = await t.bench({ noKeys: true, totalTimeoutMs: 12_000 });
   await b.run(async () => {
     const input = b.input(chargeRequest(), {
       retry: {
@@ -99,7 +86,7 @@ async function createFailures(b: Bench, workflowId: string) {
 }
 
 it('keys honoured: a 500 (unknown) then a 401 on the retry: the payment is unknown and reconciles, never failed', async () => {
-  const b = (bench = await startBench(env, { totalTimeoutMs: 2_000 }));
+  const b = await t.bench({ totalTimeoutMs: 2_000 });
   await b.run(async () => {
     const input = b.input(chargeRequest(), {
       retry: { create: { initialIntervalMs: 100, maximumIntervalMs: 200 } },

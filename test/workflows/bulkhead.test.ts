@@ -17,7 +17,7 @@ import { createProvider, simulatorCapabilities } from '../../src/providers';
 import type { RestProvider } from '../../src/providers/simulator/adapter';
 import type { PaymentProvider } from '../../src/providers/types';
 import { type RunningSimulator, startSimulator } from '../../src/simulator/server';
-import { createWorkers } from '../../src/worker';
+import { type Stack, startStack } from '../../src/stack';
 import { chargeRequest, fastTimings, workflowBundle } from '../helpers/payments';
 import { connectDevServer } from '../helpers/servers';
 
@@ -79,8 +79,7 @@ it('a slow provider whose slots are all taken does not delay payments on a secon
   const providers: RestProvider[] = [];
   let slowAnswers: Promise<unknown>[] = [];
   const workflowIds: string[] = [];
-  let workers: Worker[] = [];
-  let running: Promise<void>[] = [];
+  let stack: Stack | undefined;
   try {
     const apiKey = `sk_test_${randomUUID()}`;
     const [slowSim, fastSim] = await Promise.all([startSimulator({ port: 0 }), startSimulator({ port: 0 })]);
@@ -102,23 +101,27 @@ it('a slow provider whose slots are all taken does not delay payments on a secon
     };
     const slow = inFlight(adapter('simulator', slowSim));
     const taskQueue = `bulkhead-${randomUUID()}`;
-    workers = await createWorkers({
-      connection: env.nativeConnection,
+    stack = await startStack({
+      logger,
       namespace: env.namespace ?? 'default',
       taskQueue,
-      providers: { simulator: slow.provider, backup: adapter('backup', fastSim) },
-      logger,
-      workflows: { workflowBundle: await workflowBundle() },
-      // A slow provider that never trips the breaker (its timeouts are not counted) keeps every slot it is given:
-      // the case a bulkhead is for.
-      breaker: new InMemoryCircuitBreaker({ failureThreshold: 1_000_000 }),
-      maxConcurrentActivityTaskExecutions: DEFAULT_SLOTS,
-      providerLimits: { simulator: { maxConcurrency: SLOW_SLOTS } },
+      nativeConnection: env.nativeConnection,
+      workers: {
+        providers: { simulator: slow.provider, backup: adapter('backup', fastSim) },
+        workflows: { workflowBundle: await workflowBundle() },
+        // A slow provider that never trips the breaker (its timeouts are not counted) keeps every slot it is given:
+        // the case a bulkhead is for.
+        breaker: new InMemoryCircuitBreaker({ failureThreshold: 1_000_000 }),
+        maxConcurrentActivityTaskExecutions: DEFAULT_SLOTS,
+        providerLimits: { simulator: { maxConcurrency: SLOW_SLOTS } },
+        start: false,
+      },
     });
+    const workers = await stack.createWorkers();
     const slots = (w: Worker) =>
       (w.options.tuner.activityTaskSlotSupplier as { type: string; numSlots?: number }).numSlots;
     const activityWorkers = workers.slice(1).map((w) => [w.options.taskQueue, slots(w)]);
-    running = workers.map((w) => w.run());
+    await stack.startWorkers();
 
     const payments = new PaymentsClient(env.client, {
       taskQueue,
@@ -180,9 +183,10 @@ it('a slow provider whose slots are all taken does not delay payments on a secon
       ),
     );
     await Promise.allSettled(slowAnswers); // their updates end with their workflows
-    for (const w of workers) w.shutdown();
+    // Drained while the simulators close: the slow provider's creates in flight end at once.
+    const draining = stack?.close();
     await Promise.all(sims.map((s) => s.close()));
-    await Promise.all(running);
+    await draining;
     await Promise.all(providers.map((p) => p.close()));
   }
 });

@@ -2,31 +2,20 @@
  * Manual capture, refunds and authorization expiry on the time-skipping server, against the real simulator. Capture
  * and refund are updates validated against the payment's single serialized state before any side effect.
  */
-import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { captureUpdate, paymentQuery, refundUpdate } from '../../src/domain/definitions';
 import { ErrorType } from '../../src/domain/errors';
 import { captureWorkflowId, refundWorkflowId } from '../../src/domain/ids';
-import { createTimeSkippingEnv } from '../helpers/servers';
-import { type Bench, chargeRequest, idOf, startBench } from '../helpers/payments';
+import { timeSkippingServerPerTest } from '../helpers/benches';
+import { chargeRequest, idOf } from '../helpers/payments';
 import { effectsOf, recordHistories, requestsOf, startCharge, updateFailureType } from '../helpers/workflows';
 
-let env: TestWorkflowEnvironment;
-let bench: Bench | undefined;
-
-beforeEach(async () => {
-  env = await createTimeSkippingEnv();
-});
-afterEach(async () => {
-  await bench?.close();
-  bench = undefined;
-  await env?.teardown();
-});
+const t = timeSkippingServerPerTest();
 
 const DAY = 24 * 3_600_000;
 
 describe('manual capture', () => {
   it('captures part of the authorization once per capture key, then refunds within what was captured', async () => {
-    const b = (bench = await startBench(env));
+    const b = await t.bench();
     await b.run(async () => {
       const input = b.input(chargeRequest({ capture: 'manual' }));
       const { handle, view } = await startCharge(b, input);
@@ -85,7 +74,7 @@ describe('manual capture', () => {
   });
 
   it('concurrent refunds are serialized: each starts from the total the previous one left, together never over', async () => {
-    const b = (bench = await startBench(env));
+    const b = await t.bench();
     await b.run(async () => {
       const input = b.input(chargeRequest());
       const { handle } = await startCharge(b, input);
@@ -103,7 +92,7 @@ describe('manual capture', () => {
       // What the lock protects: each refund child was started with the total the one before it left behind.
       const befores: number[] = [];
       for (let i = 0; i < 3; i++) {
-        const history = await env.client.workflow
+        const history = await t.env.client.workflow
           .getHandle(refundWorkflowId(input.merchantId, `r-${i}`))
           .fetchHistory()
           .catch(() => undefined);
@@ -111,7 +100,7 @@ describe('manual capture', () => {
         if (!started) continue;
         const payload = started.input?.payloads?.[0];
         if (!payload) continue;
-        const arg = env.client.options.loadedDataConverter.payloadConverter.fromPayload(payload);
+        const arg = t.env.client.options.loadedDataConverter.payloadConverter.fromPayload(payload);
         befores.push((arg as { amountRefundedBefore: number }).amountRefundedBefore);
       }
       expect(befores.sort((x, y) => x - y)).toEqual([0, 400]);
@@ -123,14 +112,14 @@ describe('manual capture', () => {
   });
 
   it('an authorization nobody captures is voided when it expires, after skipped days', async () => {
-    const b = (bench = await startBench(env));
+    const b = await t.bench();
     await b.run(async () => {
       const input = b.input(chargeRequest({ capture: 'manual' }), { timings: { authorizationExpiryMs: 7 * DAY } });
       const { handle, view } = await startCharge(b, input);
       expect(view.status).toBe('authorized');
-      const before = await env.currentTimeMs();
+      const before = await t.env.currentTimeMs();
       const final = await handle.result(); // skips the 7 days
-      expect((await env.currentTimeMs()) - before).toBeGreaterThanOrEqual(7 * DAY);
+      expect((await t.env.currentTimeMs()) - before).toBeGreaterThanOrEqual(7 * DAY);
       expect(final).toMatchObject({ status: 'voided', amountCaptured: 0 });
       expect(effectsOf(b, 'void')).toHaveLength(1);
       const history = await handle.fetchHistory();
@@ -141,7 +130,7 @@ describe('manual capture', () => {
   });
 
   it('capture is refused on an automatic (already captured) payment, refund on a declined one', async () => {
-    const b = (bench = await startBench(env));
+    const b = await t.bench();
     await b.run(async () => {
       const { handle } = await startCharge(b, b.input(chargeRequest()));
       expect(
@@ -159,7 +148,7 @@ describe('manual capture', () => {
   });
 
   it('refund is refused on an open authorized payment that nothing captured yet: no refund request reaches the provider', async () => {
-    const b = (bench = await startBench(env));
+    const b = await t.bench();
     await b.run(async () => {
       const { handle, view } = await startCharge(b, b.input(chargeRequest({ capture: 'manual' })));
       expect(view).toMatchObject({ status: 'authorized', amountAuthorized: 1_000, amountCaptured: 0 });

@@ -4,13 +4,12 @@
  * (RECORD_HISTORIES=1) for the replay test.
  */
 import { WorkflowUpdateStage } from '@temporalio/client';
-import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { paymentQuery, resolveUpdate, submitUpdate, webhookSignal } from '../../src/domain/definitions';
 import { ErrorType } from '../../src/domain/errors';
 import { reconcileWorkflowId } from '../../src/domain/ids';
 import type { chargeWorkflow } from '../../src/workflows';
-import { createTimeSkippingEnv } from '../helpers/servers';
-import { type Bench, chargeRequest, idOf, startBench } from '../helpers/payments';
+import { timeSkippingServerPerTest } from '../helpers/benches';
+import { chargeRequest, idOf } from '../helpers/payments';
 import {
   effectsOf,
   recordHistories,
@@ -20,28 +19,11 @@ import {
   waitForStatus,
 } from '../helpers/workflows';
 
-let env: TestWorkflowEnvironment;
-let bench: Bench | undefined;
-
-// A test server per test (about 0.3 s): awaiting a result lets the server skip to the next timer of *any* workflow,
-// so one test's long timers would move the next test's clock by years.
-beforeEach(async () => {
-  env = await createTimeSkippingEnv();
-});
-afterEach(async () => {
-  await bench?.close();
-  bench = undefined;
-  await env?.teardown();
-});
-
-async function newBench(opts?: Parameters<typeof startBench>[1]) {
-  bench = await startBench(env, opts);
-  return bench;
-}
+const t = timeSkippingServerPerTest();
 
 describe('chargeWorkflow: the retry contract', () => {
   it('first call succeeds: one effect, the early answer is the settled payment, the payment closes after the refund window', async () => {
-    const b = await newBench();
+    const b = await t.bench();
     await b.run(async () => {
       const input = b.input(chargeRequest());
       const { handle, view } = await startCharge(b, input);
@@ -71,7 +53,7 @@ describe('chargeWorkflow: the retry contract', () => {
   });
 
   it('committed but the response was lost: the retry with the same key gets the stored answer; exactly one effect', async () => {
-    const b = await newBench();
+    const b = await t.bench();
     await b.run(async () => {
       const input = b.input(chargeRequest());
       b.sim.addFaults({
@@ -94,7 +76,7 @@ describe('chargeWorkflow: the retry contract', () => {
   });
 
   it('parallel repeats with one key: one workflow, one provider call, the same answer for all', async () => {
-    const b = await newBench();
+    const b = await t.bench();
     await b.run(async () => {
       const input = b.input(chargeRequest());
       // The create is slow at the provider, so every repeat arrives while the first call is still in flight.
@@ -103,7 +85,7 @@ describe('chargeWorkflow: the retry contract', () => {
           { match: { operation: 'create', reference: input.request.orderId }, fault: 'latency', latency_ms: 1_500 },
         ],
       });
-      const handle = await env.client.workflow.start<typeof chargeWorkflow>('chargeWorkflow', {
+      const handle = await t.env.client.workflow.start<typeof chargeWorkflow>('chargeWorkflow', {
         workflowId: idOf(input),
         taskQueue: b.taskQueue,
         args: [input],
@@ -129,7 +111,7 @@ describe('chargeWorkflow: the retry contract', () => {
   });
 
   it('the same key with a changed amount is rejected by the validator before any side effect', async () => {
-    const b = await newBench();
+    const b = await t.bench();
     await b.run(async () => {
       const input = b.input(chargeRequest());
       const { handle } = await startCharge(b, input);
@@ -148,7 +130,7 @@ describe('chargeWorkflow: the retry contract', () => {
   });
 
   it('a 4xx is not retried: one request, status failed', async () => {
-    const b = await newBench();
+    const b = await t.bench();
     await b.run(async () => {
       const input = b.input(chargeRequest());
       b.sim.addFaults({
@@ -163,7 +145,7 @@ describe('chargeWorkflow: the retry contract', () => {
   });
 
   it('a decline is an answer: status declined with its code, no retry', async () => {
-    const b = await newBench();
+    const b = await t.bench();
     await b.run(async () => {
       const input = b.input(chargeRequest({ paymentMethod: 'pm_decline_insufficient_funds' }));
       const { handle, view } = await startCharge(b, input);
@@ -176,31 +158,31 @@ describe('chargeWorkflow: the retry contract', () => {
 
 describe('chargeWorkflow: unknown outcomes', () => {
   it('provider without keys + lost response: no resend; the reconcile finds the payment by reference after skipped time', async () => {
-    const b = await newBench({ noKeys: true });
+    const b = await t.bench({ noKeys: true });
     await b.run(async () => {
       const input = b.input(chargeRequest(), { timings: { reconcileScheduleMs: [3_600_000, 6 * 3_600_000] } });
       b.sim.addFaults({ rules: [{ match: { operation: 'create' }, fault: 'commit_then_drop', times: 1 }] });
       const { handle, view } = await startCharge(b, input);
       expect(view.status).toBe('unknown');
       expect(view.unknownSince).toBeDefined();
-      const before = await env.currentTimeMs();
-      await env.sleep('61 minutes');
+      const before = await t.env.currentTimeMs();
+      await t.env.sleep('61 minutes');
       const found = await waitForStatus(handle, 'succeeded');
-      expect((await env.currentTimeMs()) - before).toBeGreaterThanOrEqual(3_600_000);
+      expect((await t.env.currentTimeMs()) - before).toBeGreaterThanOrEqual(3_600_000);
       expect(found.providerPaymentId).toBe(effectsOf(b, 'create')[0]?.payment_id);
       expect(found.unknownSince).toBeUndefined();
       expect(requestsOf(b, 'create')).toHaveLength(1); // never sent twice
       expect(effectsOf(b, 'create')).toHaveLength(1);
       expect(requestsOf(b, 'lookup').length).toBeGreaterThanOrEqual(1);
       const reconcileId = reconcileWorkflowId(input.merchantId, 'create', input.key);
-      const reconcileHistory = await env.client.workflow.getHandle(reconcileId).fetchHistory();
+      const reconcileHistory = await t.env.client.workflow.getHandle(reconcileId).fetchHistory();
       expect(reconcileHistory.events?.filter((e) => e.timerStartedEventAttributes)).toHaveLength(1);
       await recordHistories(b, 'charge-unknown-found', [idOf(input), reconcileId]);
     });
   });
 
   it('a webhook ends the wait early: no lookups afterwards', async () => {
-    const b = await newBench({ noKeys: true });
+    const b = await t.bench({ noKeys: true });
     await b.run(async () => {
       const input = b.input(chargeRequest(), { timings: { reconcileScheduleMs: [3_600_000, 6 * 3_600_000] } });
       b.sim.addFaults({ rules: [{ match: { operation: 'create' }, fault: 'commit_then_drop', times: 1 }] });
@@ -214,9 +196,9 @@ describe('chargeWorkflow: unknown outcomes', () => {
       await handle.signal(webhookSignal, event);
       await handle.signal(webhookSignal, event); // delivered twice: applied once
       await waitForStatus(handle, 'succeeded');
-      const reconcile = env.client.workflow.getHandle(reconcileWorkflowId(input.merchantId, 'create', input.key));
+      const reconcile = t.env.client.workflow.getHandle(reconcileWorkflowId(input.merchantId, 'create', input.key));
       expect(await reconcile.result()).toMatchObject({ outcome: 'found', via: 'webhook', checks: 0 });
-      await env.sleep('10 hours');
+      await t.env.sleep('10 hours');
       expect(requestsOf(b, 'lookup')).toHaveLength(lookupsBefore);
       expect((await handle.query(paymentQuery)).status).toBe('succeeded');
       await recordHistories(b, 'charge-unknown-webhook', [idOf(input), reconcile.workflowId]);
@@ -224,7 +206,7 @@ describe('chargeWorkflow: unknown outcomes', () => {
   });
 
   it('never found: needs_review after the schedule (with one same-key resubmission), then an operator resolves it', async () => {
-    const b = await newBench();
+    const b = await t.bench();
     await b.run(async () => {
       const input = b.input(chargeRequest(), {
         timings: { reconcileScheduleMs: [60_000, 3_600_000], settleWindowMs: 30_000 },
@@ -235,14 +217,14 @@ describe('chargeWorkflow: unknown outcomes', () => {
       const { handle, view } = await startCharge(b, input);
       expect(['pending', 'unknown']).toContain(view.status);
       await waitForStatus(handle, 'unknown');
-      await env.sleep('2 hours');
+      await t.env.sleep('2 hours');
       const review = await waitForStatus(handle, 'needs_review');
       expect(review.review?.reason).toBe(
         'create not found at simulator after 2 checks over 1.02 h and one resubmission with the same key',
       );
       expect(effectsOf(b, 'create')).toHaveLength(0);
       // Resubmitted exactly once by the reconcile, after the settle window, with the payment's own key.
-      const reconcileHistory = await env.client.workflow
+      const reconcileHistory = await t.env.client.workflow
         .getHandle(reconcileWorkflowId(input.merchantId, 'create', input.key))
         .fetchHistory();
       const resubmissions = (reconcileHistory.events ?? []).filter(
@@ -260,7 +242,7 @@ describe('chargeWorkflow: unknown outcomes', () => {
   });
 
   it('resolve is refused unless the payment is in needs_review', async () => {
-    const b = await newBench();
+    const b = await t.bench();
     await b.run(async () => {
       const input = b.input(chargeRequest());
       const { handle } = await startCharge(b, input);

@@ -5,25 +5,18 @@
  * continues as new only once the reconcile ended. Runs on a dev server of its own whose suggestion threshold is tiny.
  */
 import type { WorkflowHandle } from '@temporalio/client';
-import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { ensureReconcileSignal, paymentQuery, refundUpdate, webhookSignal } from '../../src/domain/definitions';
 import { reconcileWorkflowId } from '../../src/domain/ids';
 import { startDevServer } from '../../scripts/lib/dev-server';
-import { type Bench, chargeRequest, startBench } from '../helpers/payments';
+import { serverPerFile } from '../helpers/benches';
+import { chargeRequest } from '../helpers/payments';
 import { effectsOf, startCharge } from '../helpers/workflows';
 
-let env: TestWorkflowEnvironment;
-let bench: Bench | undefined;
-
-beforeAll(async () => {
-  env = await startDevServer({
+const t = serverPerFile(() =>
+  startDevServer({
     extraArgs: ['--dynamic-config-value', 'limit.historyCount.suggestContinueAsNew=40'],
-  });
-});
-afterAll(async () => {
-  await bench?.close();
-  await env?.teardown();
-});
+  }),
+);
 
 const HOUR = 3_600_000;
 
@@ -52,7 +45,7 @@ async function suggestedTasksCompleted(handle: WorkflowHandle): Promise<number> 
 }
 
 it('does not continue as new while a refund’s reconcile runs; continues as new once it ended, the refund found', async () => {
-  const b = (bench = await startBench(env));
+  const b = await t.bench();
   await b.run(async () => {
     const input = b.input(chargeRequest(), {
       // The reconcile's own checks are an hour away: the webhook below is what ends it.
@@ -75,13 +68,13 @@ it('does not continue as new while a refund’s reconcile runs; continues as new
       args: [{ refundKey: 'r-inflight', fingerprint: 'f', amount: 400 }],
     });
     expect(answered.operations).toEqual([expect.objectContaining({ kind: 'refund', state: 'running' })]);
-    const reconcile = env.client.workflow.getHandle(reconcileWorkflowId(input.merchantId, 'refund', 'r-inflight'));
+    const reconcile = t.env.client.workflow.getHandle(reconcileWorkflowId(input.merchantId, 'refund', 'r-inflight'));
     await until('the refund reconcile running', async () => (await reconcile.describe()).status.name === 'RUNNING');
     const runBefore = (await handle.describe()).runId;
 
     // Signals that change nothing grow the history past the threshold: the server now suggests continue-as-new.
     for (let i = 0; i < 15; i++) await handle.signal(ensureReconcileSignal);
-    const firstRun = env.client.workflow.getHandle(handle.workflowId, runBefore);
+    const firstRun = t.env.client.workflow.getHandle(handle.workflowId, runBefore);
     await until(
       'a workflow task that saw the suggestion completed',
       async () => (await suggestedTasksCompleted(firstRun)) > 0,
@@ -109,10 +102,10 @@ it('does not continue as new while a refund’s reconcile runs; continues as new
     expect(await reconcile.result()).toMatchObject({ outcome: 'found', via: 'webhook' });
     expect((await reconcile.describe()).status.name).toBe('COMPLETED');
     const runAfter = await until('a new run', async () => {
-      const d = await env.client.workflow.getHandle(handle.workflowId).describe();
+      const d = await t.env.client.workflow.getHandle(handle.workflowId).describe();
       return d.runId !== runBefore && d.runId;
     });
-    const latest = env.client.workflow.getHandle(handle.workflowId, runAfter);
+    const latest = t.env.client.workflow.getHandle(handle.workflowId, runAfter);
     const after = await latest.query(paymentQuery);
     expect(after).toMatchObject({ status: 'succeeded', amountCaptured: 1_000, amountRefunded: 400 });
     expect(after.operations).toEqual([

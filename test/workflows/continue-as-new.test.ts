@@ -6,30 +6,23 @@
  * A redelivered event is invisible in the view (application is forward-only), so the dedup set is read where the
  * workflow hands it over: the input of each continued-as-new run.
  */
-import { type TestWorkflowEnvironment } from '@temporalio/testing';
 import { paymentQuery, refundUpdate, webhookSignal } from '../../src/domain/definitions';
 import { ErrorType } from '../../src/domain/errors';
 import { reconcileWorkflowId } from '../../src/domain/ids';
 import { startDevServer } from '../../scripts/lib/dev-server';
+import { serverPerFile } from '../helpers/benches';
 import { carriedChargeState, runChain } from '../helpers/history';
-import { type Bench, chargeRequest, startBench } from '../helpers/payments';
+import { chargeRequest } from '../helpers/payments';
 import { effectsOf, startCharge } from '../helpers/workflows';
 
-let env: TestWorkflowEnvironment;
-let bench: Bench | undefined;
-
-beforeAll(async () => {
-  env = await startDevServer({
+const t = serverPerFile(() =>
+  startDevServer({
     extraArgs: ['--dynamic-config-value', 'limit.historyCount.suggestContinueAsNew=40'],
-  });
-});
-afterAll(async () => {
-  await bench?.close();
-  await env?.teardown();
-});
+  }),
+);
 
 it('continues as new past the suggested history size and keeps its state, dedup set and memo', async () => {
-  const b = (bench = await startBench(env));
+  const b = await t.bench();
   await b.run(async () => {
     const input = b.input(chargeRequest({ amount: { value: 10_000, currency: 'EUR' } }));
     const { handle, view } = await startCharge(b, input);
@@ -99,7 +92,7 @@ it('continues as new past the suggested history size and keeps its state, dedup 
 });
 
 it('continues as new while unknown (its reconcile gone, waiting for the sweep), and stays unknown in the new run', async () => {
-  const b = (bench = await startBench(env));
+  const b = await t.bench();
   await b.run(async () => {
     // Another payment, made first: its events are foreign to the one under test.
     const other = await startCharge(b, b.input(chargeRequest()));

@@ -7,39 +7,13 @@
  * own task queue, so which process runs which payment is fixed: the 429 is seen by the child, and most of the other
  * payments run here, where only the shared store can tell them to wait.
  */
-import { randomUUID } from 'node:crypto';
-import { rmSync, writeFileSync } from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
 import type { WorkflowHandle } from '@temporalio/client';
-import type { TestWorkflowEnvironment } from '@temporalio/testing';
-import pino from 'pino';
-import { RedisCircuitBreaker, closeBreakerRedis, connectBreakerRedis } from '../../src/activities/breaker-redis';
 import type { ChargeWorkflowInput } from '../../src/domain/workflow-inputs';
-import { createProvider, simulatorCapabilities } from '../../src/providers';
-import { createBreaker, createWorkers } from '../../src/worker';
-import { type RunningRedis, startRedisServer } from '../../scripts/lib/redis-server';
-import { type Bench, chargeRequest, startBench, workflowBundle } from '../helpers/payments';
-import { DEV_SERVER_ADDRESS_ENV, connectDevServer } from '../helpers/servers';
-import { type WorkerProcess, counted, spawnWorkerProcess } from '../helpers/worker-process';
+import { chargeRequest } from '../helpers/payments';
+import { observeBreaker, redisFixture, startWorkerPair, until } from '../helpers/shared-breaker';
 import { requestsOf, startChargeOn, waitForStatus } from '../helpers/workflows';
 
-let env: TestWorkflowEnvironment;
-let redis: RunningRedis;
-let bench: Bench | undefined;
-const cleanups: (() => Promise<void>)[] = [];
-
-beforeAll(async () => {
-  [env, redis] = await Promise.all([connectDevServer(), startRedisServer()]);
-});
-afterAll(async () => {
-  for (const c of cleanups.splice(0).reverse()) await c();
-  await bench?.close();
-  await env?.teardown();
-  await redis?.stop();
-});
-
-const logger = pino({ level: process.env.TEST_LOG_LEVEL ?? 'silent' });
+const fx = redisFixture();
 const RETRY_AFTER_S = 3;
 const JITTER_MS = 200;
 const policy = {
@@ -52,16 +26,6 @@ const policy = {
 /** Short create retries: a refused attempt comes back after the cool-down (its nextRetryDelay), nothing else waits. */
 const retry = {
   create: { budgetMs: 30_000, attemptTimeoutMs: 5_000, initialIntervalMs: 100, maximumIntervalMs: 200 },
-};
-
-const until = async <T>(what: string, check: () => Promise<T | undefined>, timeoutMs = 10_000): Promise<T> => {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await check();
-    if (v !== undefined) return v;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 10));
-  }
 };
 
 /** The attempt on which the workflow's createPayment activity completed (history), and when it was scheduled. */
@@ -79,117 +43,72 @@ async function createActivity(handle: WorkflowHandle): Promise<{ attempt: number
 }
 
 it('one 429 with Retry-After: 3 seen by one workflow delays the next creates of every other workflow, in both processes, by about 3 s', async () => {
-  const b = (bench = await startBench(env, { totalTimeoutMs: 2_000 }));
-  const keyPrefix = `e2e:${randomUUID()}:`;
+  const b = await fx.bench({ totalTimeoutMs: 2_000 });
   const here = b.taskQueue; // this process's workers
   const there = `${b.taskQueue}-child`; // the child's workers
-  const made = await createBreaker({ REDIS_URL: redis.url, REDIS_KEY_PREFIX: keyPrefix, breaker: policy }, logger);
-  const observerClient = connectBreakerRedis(redis.url);
-  cleanups.push(made.close, () => closeBreakerRedis(observerClient));
-  const observer = new RedisCircuitBreaker(observerClient, { ...policy, keyPrefix });
-  const bundlePath = path.join(os.tmpdir(), `pw-bundle-${randomUUID()}.js`);
-  writeFileSync(bundlePath, (await workflowBundle()).code);
-  cleanups.push(async () => rmSync(bundlePath, { force: true }));
-
   const calls = { creates: 0 };
-  const provider = createProvider({
-    name: 'simulator',
-    baseUrl: b.sim.url,
-    apiKey: b.apiKey,
-    capabilities: simulatorCapabilities(86_400),
-    connectTimeoutMs: 1_000,
-    totalTimeoutMs: 2_000,
-    logger,
+  const pair = await startWorkerPair(fx, b, { policy, here, there, calls });
+  const observer = observeBreaker(fx, policy, pair.keyPrefix);
+  // Started without waiting for their first answer: that wait would eat the window.
+  const start = (taskQueue: string, input: ChargeWorkflowInput) => startChargeOn(b, input, taskQueue);
+  const first = b.input(chargeRequest(), { retry });
+  b.sim.addFaults({
+    rules: [
+      {
+        match: { operation: 'create', reference: first.request.orderId },
+        fault: 'status',
+        status: 429,
+        retry_after_s: RETRY_AFTER_S,
+        times: 1,
+      },
+    ],
   });
-  cleanups.push(() => provider.close());
-  const [other, workers] = await Promise.all([
-    spawnWorkerProcess({
-      temporalAddress: process.env[DEV_SERVER_ADDRESS_ENV] ?? '',
-      taskQueue: there,
-      workflowBundlePath: bundlePath,
-      simulatorUrl: b.sim.url,
-      apiKey: b.apiKey,
-      redisUrl: redis.url,
-      keyPrefix,
-      breaker: policy,
-    }),
-    createWorkers({
-      connection: env.nativeConnection,
-      namespace: env.namespace ?? 'default',
-      taskQueue: here,
-      providers: { simulator: counted(provider, calls) },
-      logger,
-      workflows: { workflowBundle: await workflowBundle() },
-      breaker: made.breaker,
-    }),
-  ]);
-  let child: WorkerProcess | undefined = other;
-  const running = workers.map((w) => w.run());
-  try {
-    // Started without waiting for their first answer: that wait would eat the window.
-    const start = (taskQueue: string, input: ChargeWorkflowInput) => startChargeOn(b, input, taskQueue);
-    const first = b.input(chargeRequest(), { retry });
-    b.sim.addFaults({
-      rules: [
-        {
-          match: { operation: 'create', reference: first.request.orderId },
-          fault: 'status',
-          status: 429,
-          retry_after_s: RETRY_AFTER_S,
-          times: 1,
-        },
-      ],
-    });
-    const seer = await start(there, first);
-    // Its first attempt has failed, so its outcome (and the cool-down) was recorded: the activity waits for attempt 2.
-    await until('the 429 to fail the first attempt', async () => {
+  const seer = await start(there, first);
+  // Its first attempt has failed, so its outcome (and the cool-down) was recorded: the activity waits for attempt 2.
+  await until(
+    'the 429 to fail the first attempt',
+    async () => {
       const { raw } = await seer.describe();
       const create = raw.pendingActivities?.find((a) => a.activityType?.name === 'createPayment');
       return (create?.attempt ?? 0) >= 2 ? true : undefined;
-    });
-    const [the429] = requestsOf(b, 'create');
-    expect(the429?.status).toBe(429);
-    const t429 = the429?.at_ms ?? 0;
-    const windowEnd = t429 + RETRY_AFTER_S * 1_000;
+    },
+    { everyMs: 10 }, // the window is 3 s: every 10 ms of waiting here is 10 ms less of it for the others
+  );
+  const [the429] = requestsOf(b, 'create');
+  expect(the429?.status).toBe(429);
+  const t429 = the429?.at_ms ?? 0;
+  const windowEnd = t429 + RETRY_AFTER_S * 1_000;
 
-    // Every other workflow on this provider starts inside the window: four here, two beside the one that saw the 429.
-    const inputs = Array.from({ length: 6 }, () => b.input(chargeRequest(), { retry }));
-    const others = await Promise.all(inputs.map((input, i) => start(i < 4 ? here : there, input)));
-    const startedAllBy = Date.now();
-    expect(startedAllBy).toBeLessThan(windowEnd - 1_000); // the test means something only if they started inside it
+  // Every other workflow on this provider starts inside the window: four here, two beside the one that saw the 429.
+  const inputs = Array.from({ length: 6 }, () => b.input(chargeRequest(), { retry }));
+  const others = await Promise.all(inputs.map((input, i) => start(i < 4 ? here : there, input)));
+  const startedAllBy = Date.now();
+  expect(startedAllBy).toBeLessThan(windowEnd - 1_000); // the test means something only if they started inside it
 
-    for (const h of [seer, ...others]) await waitForStatus(h, 'succeeded', 20_000);
-    const creates = requestsOf(b, 'create');
-    expect(creates[0]).toEqual(the429); // the ledger is in arrival order: nothing came before the 429
-    const after429 = creates.slice(1).map((r) => r.at_ms ?? 0);
-    // No create request inside the window, from either process, for any workflow (the 429's own retry included).
-    expect(after429.filter((at) => at < windowEnd)).toEqual([]);
-    // About 3 s: the first writes after it come at its end (plus the refusal's jitter and a retry's dispatch).
-    expect(Math.min(...after429) - windowEnd).toBeLessThan(JITTER_MS + 1_500);
-    // The shared "not before" is the Retry-After counted from when the child read the answer.
-    const notBefore = await observer.coolDownUntil('simulator');
-    expect(notBefore - t429).toBeGreaterThanOrEqual(RETRY_AFTER_S * 1_000);
-    expect(notBefore - t429).toBeLessThan(RETRY_AFTER_S * 1_000 + 1_000);
-    // Each other workflow was refused at least once (its create completed on attempt 2 or later) and sent once.
-    for (const h of others) expect((await createActivity(h)).attempt).toBeGreaterThanOrEqual(2);
-    expect(creates.map((r) => r.status)).toEqual([429, 200, 200, 200, 200, 200, 200, 200]);
-    const keys = new Set(creates.map((r) => r.idempotency_key));
-    expect(keys.size).toBe(7);
-    expect(b.ledger().effects.filter((e) => e.operation === 'create')).toHaveLength(7);
+  for (const h of [seer, ...others]) await waitForStatus(h, 'succeeded', 20_000);
+  const creates = requestsOf(b, 'create');
+  expect(creates[0]).toEqual(the429); // the ledger is in arrival order: nothing came before the 429
+  const after429 = creates.slice(1).map((r) => r.at_ms ?? 0);
+  // No create request inside the window, from either process, for any workflow (the 429's own retry included).
+  expect(after429.filter((at) => at < windowEnd)).toEqual([]);
+  // About 3 s: the first writes after it come at its end (plus the refusal's jitter and a retry's dispatch).
+  expect(Math.min(...after429) - windowEnd).toBeLessThan(JITTER_MS + 1_500);
+  // The shared "not before" is the Retry-After counted from when the child read the answer.
+  const notBefore = await observer.coolDownUntil('simulator');
+  expect(notBefore - t429).toBeGreaterThanOrEqual(RETRY_AFTER_S * 1_000);
+  expect(notBefore - t429).toBeLessThan(RETRY_AFTER_S * 1_000 + 1_000);
+  // Each other workflow was refused at least once (its create completed on attempt 2 or later) and sent once.
+  for (const h of others) expect((await createActivity(h)).attempt).toBeGreaterThanOrEqual(2);
+  expect(creates.map((r) => r.status)).toEqual([429, 200, 200, 200, 200, 200, 200, 200]);
+  const keys = new Set(creates.map((r) => r.idempotency_key));
+  expect(keys.size).toBe(7);
+  expect(b.ledger().effects.filter((e) => e.operation === 'create')).toHaveLength(7);
 
-    for (const w of workers) w.shutdown();
-    await Promise.all(running);
-    const childCreates = await other.stop();
-    child = undefined;
-    // The four here ran in this process, the 429's workflow (twice) and two others in the child.
-    expect(calls.creates).toBe(4);
-    expect(childCreates).toBe(4);
-    console.info(
-      `cool-down: 429 at ${t429}, not before ${notBefore} (+${notBefore - t429} ms); first other create at +${Math.min(...after429) - t429} ms, last at +${Math.max(...after429) - t429} ms; 0 creates inside the window; others started by +${startedAllBy - t429} ms`,
-    );
-  } finally {
-    for (const w of workers) if (w.getState() === 'RUNNING') w.shutdown();
-    await Promise.all(running);
-    await child?.stop().catch(() => undefined);
-  }
+  const childCreates = await pair.stop();
+  // The four here ran in this process, the 429's workflow (twice) and two others in the child.
+  expect(calls.creates).toBe(4);
+  expect(childCreates).toBe(4);
+  console.info(
+    `cool-down: 429 at ${t429}, not before ${notBefore} (+${notBefore - t429} ms); first other create at +${Math.min(...after429) - t429} ms, last at +${Math.max(...after429) - t429} ms; 0 creates inside the window; others started by +${startedAllBy - t429} ms`,
+  );
 });

@@ -2,34 +2,21 @@
  * Money-path regressions that need the dev server: the time-skipping test server does not tell a parent that its
  * child was terminated, and that is the path under test here.
  */
-import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { refundUpdate, resolveUpdate } from '../../src/domain/definitions';
 import { ErrorType } from '../../src/domain/errors';
 import { reconcileWorkflowId } from '../../src/domain/ids';
+import { serverPerFile } from '../helpers/benches';
 import { opOf, unknownRefundRetry, within } from '../helpers/operations';
-import { connectDevServer } from '../helpers/servers';
-import { type Bench, chargeRequest, idOf, startBench } from '../helpers/payments';
+import { chargeRequest, idOf } from '../helpers/payments';
 import { effectsOf, recordHistories, startCharge, updateFailureType, waitForStatus } from '../helpers/workflows';
 
-let env: TestWorkflowEnvironment;
-let bench: Bench | undefined;
-
-beforeAll(async () => {
-  env = await connectDevServer();
-});
-afterEach(async () => {
-  await bench?.close();
-  bench = undefined;
-});
-afterAll(async () => {
-  await env?.teardown();
-});
+const t = serverPerFile();
 
 const HOUR = 3_600_000;
 
 describe('an unknown refund outcome', () => {
   it('answers the update at once, reconciles beside it, and goes to review when its reconcile is terminated', async () => {
-    const b = (bench = await startBench(env));
+    const b = await t.bench();
     await b.run(async () => {
       const input = b.input(chargeRequest(), {
         retry: unknownRefundRetry,
@@ -43,7 +30,7 @@ describe('an unknown refund outcome', () => {
         'the refund update',
       );
       expect(opOf(view, 'refund', 'r-unknown')?.state).toBe('running');
-      const reconcile = env.client.workflow.getHandle(reconcileWorkflowId(input.merchantId, 'refund', 'r-unknown'));
+      const reconcile = t.env.client.workflow.getHandle(reconcileWorkflowId(input.merchantId, 'refund', 'r-unknown'));
       // The reconcile child starts beside the answered update: wait (bounded) until the server shows it.
       const deadline = Date.now() + 10_000;
       let status = '';

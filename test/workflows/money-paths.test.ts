@@ -2,13 +2,12 @@
  * Regression tests of the money-path defects (issue: money paths that never lie), on the time-skipping server against
  * the real simulator over HTTP. Each one failed on the code before its fix; the simulator's ledger is the witness.
  */
-import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { captureUpdate, paymentQuery, refundUpdate, resolveUpdate } from '../../src/domain/definitions';
 import { ErrorType } from '../../src/domain/errors';
 import { InMemoryCircuitBreaker } from '../../src/activities';
+import { timeSkippingServerPerTest } from '../helpers/benches';
 import { opOf, unknownRefundRetry, waitForOperation } from '../helpers/operations';
-import { createTimeSkippingEnv } from '../helpers/servers';
-import { type Bench, chargeRequest, idOf, startBench } from '../helpers/payments';
+import { chargeRequest, idOf } from '../helpers/payments';
 import {
   effectsOf,
   recordHistories,
@@ -18,24 +17,14 @@ import {
   waitForStatus,
 } from '../helpers/workflows';
 
-let env: TestWorkflowEnvironment;
-let bench: Bench | undefined;
-
-beforeEach(async () => {
-  env = await createTimeSkippingEnv();
-});
-afterEach(async () => {
-  await bench?.close();
-  bench = undefined;
-  await env?.teardown();
-});
+const t = timeSkippingServerPerTest();
 
 const HOUR = 3_600_000;
 const DAY = 24 * HOUR;
 
 describe('capture and refund answers follow what the provider did', () => {
   it('a refund the provider refuses is recorded as rejected with its code; a repeat answers the same, no second request', async () => {
-    const b = (bench = await startBench(env));
+    const b = await t.bench();
     await b.run(async () => {
       const input = b.input(chargeRequest());
       const { handle } = await startCharge(b, input);
@@ -59,7 +48,7 @@ describe('capture and refund answers follow what the provider did', () => {
   });
 
   it('a refund key used on another payment of the merchant is refused before any effect', async () => {
-    const b = (bench = await startBench(env));
+    const b = await t.bench();
     await b.run(async () => {
       const first = await startCharge(b, b.input(chargeRequest()));
       const second = await startCharge(b, b.input(chargeRequest()));
@@ -75,7 +64,7 @@ describe('capture and refund answers follow what the provider did', () => {
   });
 
   it('two overlapping captures with one key and different amounts: one wins, the other is refused as a reused key', async () => {
-    const b = (bench = await startBench(env));
+    const b = await t.bench();
     await b.run(async () => {
       const { handle } = await startCharge(b, b.input(chargeRequest({ capture: 'manual' })));
       // The first capture is slow at the provider, so the second arrives while it is in flight.
@@ -98,7 +87,7 @@ describe('capture and refund answers follow what the provider did', () => {
 
 describe('an unknown capture or refund outcome', () => {
   it('past the refund window with a refund still reconciling: no spinning timers, new refunds refused, closes after', async () => {
-    const b = (bench = await startBench(env));
+    const b = await t.bench();
     await b.run(async () => {
       const input = b.input(chargeRequest(), {
         retry: unknownRefundRetry,
@@ -107,7 +96,7 @@ describe('an unknown capture or refund outcome', () => {
       const { handle } = await startCharge(b, input);
       b.sim.addFaults({ rules: [{ match: { operation: 'refund' }, fault: 'status', status: 500 }] });
       await handle.executeUpdate(refundUpdate, { args: [{ refundKey: 'r-slow', fingerprint: 'f', amount: 400 }] });
-      await env.sleep(DAY + HOUR); // the window closes while the reconcile waits for its first check
+      await t.env.sleep(DAY + HOUR); // the window closes while the reconcile waits for its first check
 
       expect(
         await updateFailureType(
@@ -126,7 +115,7 @@ describe('an unknown capture or refund outcome', () => {
 
 describe('capture and refund outcomes that are unknown', () => {
   it('a refund whose every answer is lost is found by its reconcile: succeeded, exactly one effect', async () => {
-    const b = (bench = await startBench(env));
+    const b = await t.bench();
     await b.run(async () => {
       const input = b.input(chargeRequest(), {
         retry: unknownRefundRetry,
@@ -139,7 +128,7 @@ describe('capture and refund outcomes that are unknown', () => {
       });
       expect(opOf(view, 'refund', 'r-lost')?.state).toBe('running');
       expect(view.amountRefunded).toBe(0);
-      await env.sleep(HOUR + 60_000);
+      await t.env.sleep(HOUR + 60_000);
       const found = await waitForOperation(handle, 'refund', 'r-lost', 'succeeded');
       expect(found.amountRefunded).toBe(400);
       expect(found.status).toBe('succeeded');
@@ -149,7 +138,7 @@ describe('capture and refund outcomes that are unknown', () => {
   });
 
   it('a capture never found goes to review; the operator says it failed: authorized again, a new capture works', async () => {
-    const b = (bench = await startBench(env));
+    const b = await t.bench();
     await b.run(async () => {
       const input = b.input(chargeRequest({ capture: 'manual' }), {
         retry: {
@@ -167,7 +156,7 @@ describe('capture and refund outcomes that are unknown', () => {
       b.sim.addFaults({ rules: [{ match: { operation: 'capture' }, fault: 'reset_before_commit', times: 2 }] });
       const view = await handle.executeUpdate(captureUpdate, { args: [{ captureKey: 'c-lost', fingerprint: 'f' }] });
       expect(opOf(view, 'capture', 'c-lost')?.state).toBe('running');
-      await env.sleep(2 * HOUR + 60_000);
+      await t.env.sleep(2 * HOUR + 60_000);
       const review = await waitForStatus(handle, 'needs_review');
       expect(review.review?.reason).toMatch(/^capture not found at simulator after 2 checks/);
       expect(opOf(review, 'capture', 'c-lost')?.state).toBe('needs_review');
@@ -189,7 +178,7 @@ describe('a charge that never reaches the provider', () => {
     const breaker = new InMemoryCircuitBreaker({ failureThreshold: 1, cooldownMs: HOUR });
     await breaker.record('simulator', 'ProviderUnavailable');
     expect(breaker.state('simulator').kind).toBe('open');
-    const b = (bench = await startBench(env, { breaker }));
+    const b = await t.bench({ breaker });
     await b.run(async () => {
       const input = b.input(chargeRequest(), {
         retry: {
@@ -211,13 +200,13 @@ describe('a charge that never reaches the provider', () => {
 
 describe('a void after authorization expiry', () => {
   it('a void the provider refuses is reviewed as a void; resolving it never invents a captured amount', async () => {
-    const b = (bench = await startBench(env));
+    const b = await t.bench();
     await b.run(async () => {
       const input = b.input(chargeRequest({ capture: 'manual' }), { timings: { authorizationExpiryMs: DAY } });
       const { handle, view } = await startCharge(b, input);
       expect(view.status).toBe('authorized');
       b.sim.addFaults({ rules: [{ match: { operation: 'void' }, fault: 'status', status: 400 }] });
-      await env.sleep(DAY + HOUR);
+      await t.env.sleep(DAY + HOUR);
       const review = await waitForStatus(handle, 'needs_review');
       expect(review.review?.reason).toMatch(/void after authorization expiry failed/);
       expect(review.operations).toEqual([expect.objectContaining({ kind: 'void', state: 'needs_review' })]);
@@ -235,7 +224,7 @@ describe('a void after authorization expiry', () => {
 
 describe('an operator resolving a charge under review', () => {
   it('a providerPaymentId is checked at the provider: a foreign or missing one is refused, the real one is adopted', async () => {
-    const b = (bench = await startBench(env));
+    const b = await t.bench();
     await b.run(async () => {
       // Another payment of the same merchant exists at the provider.
       const other = await startCharge(b, b.input(chargeRequest()));
@@ -257,7 +246,7 @@ describe('an operator resolving a charge under review', () => {
         rules: [{ match: { operation: 'create', reference: input.request.orderId }, fault: 'reset_before_commit' }],
       });
       const { handle } = await startCharge(b, input);
-      await env.sleep(3 * 60_000);
+      await t.env.sleep(3 * 60_000);
       const review = await waitForStatus(handle, 'needs_review');
       expect(review.providerPaymentId).toBeUndefined();
       b.sim.clearFaults();

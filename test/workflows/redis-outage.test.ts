@@ -5,39 +5,14 @@
  * logs the switch. It comes back, empty, on the same port: both return to it (and log it), and the shared state is
  * used again: a trip recorded by the child's payment holds back a payment of this process, with no request sent.
  */
-import { randomUUID } from 'node:crypto';
-import { rmSync, writeFileSync } from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
-import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import pino from 'pino';
 import type { BreakerStoreEvent } from '../../src/activities';
-import { RedisCircuitBreaker, closeBreakerRedis, connectBreakerRedis } from '../../src/activities/breaker-redis';
 import { ErrorType } from '../../src/domain/errors';
-import { createProvider, simulatorCapabilities } from '../../src/providers';
-import { createBreaker, createWorkers } from '../../src/worker';
-import { type RunningRedis, startRedisServer } from '../../scripts/lib/redis-server';
-import { type Bench, chargeRequest, startBench, workflowBundle } from '../helpers/payments';
-import { DEV_SERVER_ADDRESS_ENV, connectDevServer } from '../helpers/servers';
-import { type WorkerProcess, spawnWorkerProcess } from '../helpers/worker-process';
+import { chargeRequest } from '../helpers/payments';
+import { observeBreaker, redisFixture, startWorkerPair, until } from '../helpers/shared-breaker';
 import { requestsOf, startChargeOn, waitForStatus } from '../helpers/workflows';
 
-let env: TestWorkflowEnvironment;
-let redis: RunningRedis | undefined;
-let bench: Bench | undefined;
-const cleanups: (() => Promise<void>)[] = [];
-
-beforeAll(async () => {
-  [env, redis] = await Promise.all([connectDevServer(), startRedisServer()]);
-});
-afterAll(async () => {
-  for (const c of cleanups.splice(0).reverse()) await c();
-  await bench?.close();
-  await env?.teardown();
-  await redis?.stop();
-});
-
-const quiet = pino({ level: process.env.TEST_LOG_LEVEL ?? 'silent' });
+const fx = redisFixture();
 const OPEN_MS = 4_000;
 const policy = {
   failureThreshold: 3,
@@ -50,71 +25,24 @@ const retry = {
   create: { budgetMs: 30_000, attemptTimeoutMs: 5_000, initialIntervalMs: 100, maximumIntervalMs: 200 },
 };
 
-const until = async <T>(what: string, check: () => Promise<T | undefined>, timeoutMs = 10_000): Promise<T> => {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await check();
-    if (v !== undefined) return v;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 25));
-  }
-};
-
 it('Redis killed mid-run: payments keep succeeding on both processes, each logs it; back on the same port, the shared state is used again', async () => {
-  const b = (bench = await startBench(env, { totalTimeoutMs: 2_000 }));
-  const server = redis as RunningRedis;
-  const keyPrefix = `e2e:${randomUUID()}:`;
+  const b = await fx.bench({ totalTimeoutMs: 2_000 });
+  const server = fx.redis;
   const here = b.taskQueue;
   const there = `${b.taskQueue}-child`;
   // This process's breaker log and store switches (the worker's own logger and the metrics hook).
   const logged: { level: number; msg: string }[] = [];
   const breakerLog = pino({ level: 'info' }, { write: (line: string) => void logged.push(JSON.parse(line)) });
   const switches: BreakerStoreEvent['store'][] = [];
-  const made = await createBreaker(
-    { REDIS_URL: server.url, REDIS_KEY_PREFIX: keyPrefix, breaker: policy },
-    breakerLog,
-    {
-      onStoreChange: (e) => switches.push(e.store),
-    },
-  );
-  cleanups.push(made.close);
-  const bundlePath = path.join(os.tmpdir(), `pw-bundle-${randomUUID()}.js`);
-  writeFileSync(bundlePath, (await workflowBundle()).code);
-  cleanups.push(async () => rmSync(bundlePath, { force: true }));
-  const provider = createProvider({
-    name: 'simulator',
-    baseUrl: b.sim.url,
-    apiKey: b.apiKey,
-    capabilities: simulatorCapabilities(86_400),
-    connectTimeoutMs: 1_000,
-    totalTimeoutMs: 2_000,
-    logger: quiet,
+  const pair = await startWorkerPair(fx, b, {
+    policy,
+    here,
+    there,
+    breakerLogger: breakerLog,
+    observer: { onStoreChange: (e) => switches.push(e.store) },
+    childLogLevel: 'info',
   });
-  cleanups.push(() => provider.close());
-  const [other, workers] = await Promise.all([
-    spawnWorkerProcess({
-      temporalAddress: process.env[DEV_SERVER_ADDRESS_ENV] ?? '',
-      taskQueue: there,
-      workflowBundlePath: bundlePath,
-      simulatorUrl: b.sim.url,
-      apiKey: b.apiKey,
-      redisUrl: server.url,
-      keyPrefix,
-      breaker: policy,
-      logLevel: 'info',
-    }),
-    createWorkers({
-      connection: env.nativeConnection,
-      namespace: env.namespace ?? 'default',
-      taskQueue: here,
-      providers: { simulator: provider },
-      logger: quiet,
-      workflows: { workflowBundle: await workflowBundle() },
-      breaker: made.breaker,
-    }),
-  ]);
-  let child: WorkerProcess | undefined = other;
-  const running = workers.map((w) => w.run());
+  const other = pair.child;
   const childSays = (text: string) => other.logs().filter((l) => l.msg.includes(text)).length;
   const hereSays = (text: string) => logged.filter((l) => l.msg.includes(text)).length;
   /** Charges once on each process's queue and waits until both succeeded. */
@@ -124,78 +52,68 @@ it('Redis killed mid-run: payments keep succeeding on both processes, each logs 
     );
     for (const h of handles) await waitForStatus(h, 'succeeded', 15_000);
   };
-  try {
-    await onePaymentEach();
-    expect(hereSays('circuit breaker: shared Redis store')).toBe(1);
+  await onePaymentEach();
+  expect(hereSays('circuit breaker: shared Redis store')).toBe(1);
 
-    await server.kill();
-    for (let i = 0; i < 2; i++) await onePaymentEach();
-    expect(hereSays('unreachable')).toBe(1); // once, not once per call
-    expect(childSays('unreachable')).toBe(1);
-    expect(switches).toEqual(['local']);
+  await server.kill();
+  for (let i = 0; i < 2; i++) await onePaymentEach();
+  expect(hereSays('unreachable')).toBe(1); // once, not once per call
+  expect(childSays('unreachable')).toBe(1);
+  expect(switches).toEqual(['local']);
 
-    // The same address, empty (no persistence): both reconnect on their own.
-    redis = await startRedisServer({ port: server.port });
-    const observerClient = connectBreakerRedis(redis.url);
-    cleanups.push(() => closeBreakerRedis(observerClient));
-    const observer = new RedisCircuitBreaker(observerClient, { ...policy, keyPrefix });
-    await until('both workers to reconnect', async () => {
-      if (observerClient.status !== 'ready') return undefined;
-      const clients = String(await observerClient.client('LIST'))
-        .trim()
-        .split('\n');
-      return clients.length >= 3 ? true : undefined; // the observer, this process, the child
-    });
-    await onePaymentEach();
-    expect(hereSays('is back; using it again')).toBe(1);
-    expect(childSays('is back; using it again')).toBe(1);
-    expect(switches).toEqual(['local', 'shared']);
+  // The same address, empty (no persistence): both reconnect on their own.
+  await fx.restartRedis();
+  const observer = observeBreaker(fx, policy, pair.keyPrefix);
+  const observerClient = observer.redis;
+  await until('both workers to reconnect', async () => {
+    if (observerClient.status !== 'ready') return undefined;
+    const clients = String(await observerClient.client('LIST'))
+      .trim()
+      .split('\n');
+    return clients.length >= 3 ? true : undefined; // the observer, this process, the child
+  });
+  await onePaymentEach();
+  expect(hereSays('is back; using it again')).toBe(1);
+  expect(childSays('is back; using it again')).toBe(1);
+  expect(switches).toEqual(['local', 'shared']);
 
-    // Shared again: the child's payment trips the breaker in Redis...
-    b.sim.addFaults({ rules: [{ match: { operation: 'create' }, fault: 'status', status: 503 }] });
-    const tripper = b.input(chargeRequest(), { retry });
-    const tripping = await startChargeOn(b, tripper, there);
-    const openUntil = await until('the child to trip the shared breaker', async () => {
-      const s = await observer.state('simulator');
-      return s.kind === 'open' ? s.until : undefined;
-    });
-    // ...and a payment of this process is refused before it is sent.
-    const held = b.input(chargeRequest(), { retry });
-    const holding = await startChargeOn(b, held, here);
-    const refusal = await until('this process to refuse its create', async () => {
-      const { raw } = await holding.describe();
-      const create = raw.pendingActivities?.find((a) => a.activityType?.name === 'createPayment');
-      return (create?.attempt ?? 0) >= 2 ? create : undefined;
-    });
-    expect(refusal.lastFailure?.applicationFailureInfo?.type).toBe(ErrorType.CircuitOpen);
-    expect(Date.now()).toBeLessThan(openUntil);
-    const heldCreates = () => requestsOf(b, 'create').filter((r) => r.reference === held.request.orderId);
-    expect(heldCreates()).toEqual([]);
+  // Shared again: the child's payment trips the breaker in Redis...
+  b.sim.addFaults({ rules: [{ match: { operation: 'create' }, fault: 'status', status: 503 }] });
+  const tripper = b.input(chargeRequest(), { retry });
+  const tripping = await startChargeOn(b, tripper, there);
+  const openUntil = await until('the child to trip the shared breaker', async () => {
+    const s = await observer.state('simulator');
+    return s.kind === 'open' ? s.until : undefined;
+  });
+  // ...and a payment of this process is refused before it is sent.
+  const held = b.input(chargeRequest(), { retry });
+  const holding = await startChargeOn(b, held, here);
+  const refusal = await until('this process to refuse its create', async () => {
+    const { raw } = await holding.describe();
+    const create = raw.pendingActivities?.find((a) => a.activityType?.name === 'createPayment');
+    return (create?.attempt ?? 0) >= 2 ? create : undefined;
+  });
+  expect(refusal.lastFailure?.applicationFailureInfo?.type).toBe(ErrorType.CircuitOpen);
+  expect(Date.now()).toBeLessThan(openUntil);
+  const heldCreates = () => requestsOf(b, 'create').filter((r) => r.reference === held.request.orderId);
+  expect(heldCreates()).toEqual([]);
 
-    b.sim.clearFaults(); // healthy: the next probe closes it
-    await waitForStatus(holding, 'succeeded', 20_000);
-    await waitForStatus(tripping, 'succeeded', 20_000);
-    expect(heldCreates().map((r) => r.status)).toEqual([200]);
-    expect(heldCreates()[0]?.at_ms ?? 0).toBeGreaterThanOrEqual(openUntil);
-    const tripperCreates = requestsOf(b, 'create').filter((r) => r.reference === tripper.request.orderId);
-    // Three 503s tripped it; nothing was sent while it was open.
-    expect(
-      requestsOf(b, 'create').filter(
-        (r) => (r.at_ms ?? 0) > (tripperCreates[2]?.at_ms ?? 0) && (r.at_ms ?? 0) < openUntil,
-      ),
-    ).toEqual([]);
-    expect(b.ledger().effects.filter((e) => e.operation === 'create')).toHaveLength(2 * 4 + 2);
+  b.sim.clearFaults(); // healthy: the next probe closes it
+  await waitForStatus(holding, 'succeeded', 20_000);
+  await waitForStatus(tripping, 'succeeded', 20_000);
+  expect(heldCreates().map((r) => r.status)).toEqual([200]);
+  expect(heldCreates()[0]?.at_ms ?? 0).toBeGreaterThanOrEqual(openUntil);
+  const tripperCreates = requestsOf(b, 'create').filter((r) => r.reference === tripper.request.orderId);
+  // Three 503s tripped it; nothing was sent while it was open.
+  expect(
+    requestsOf(b, 'create').filter(
+      (r) => (r.at_ms ?? 0) > (tripperCreates[2]?.at_ms ?? 0) && (r.at_ms ?? 0) < openUntil,
+    ),
+  ).toEqual([]);
+  expect(b.ledger().effects.filter((e) => e.operation === 'create')).toHaveLength(2 * 4 + 2);
 
-    for (const w of workers) w.shutdown();
-    await Promise.all(running);
-    await other.stop();
-    child = undefined;
-    console.info(
-      `redis outage: 4 payments succeeded while Redis was down; both processes logged the fallback and the return; after it, the child's trip (${tripperCreates.length} creates) held this process's create until +${(heldCreates()[0]?.at_ms ?? 0) - (openUntil - OPEN_MS)} ms after the trip (open ${OPEN_MS} ms)`,
-    );
-  } finally {
-    for (const w of workers) if (w.getState() === 'RUNNING') w.shutdown();
-    await Promise.all(running);
-    await child?.stop().catch(() => undefined);
-  }
+  await pair.stop();
+  console.info(
+    `redis outage: 4 payments succeeded while Redis was down; both processes logged the fallback and the return; after it, the child's trip (${tripperCreates.length} creates) held this process's create until +${(heldCreates()[0]?.at_ms ?? 0) - (openUntil - OPEN_MS)} ms after the trip (open ${OPEN_MS} ms)`,
+  );
 });

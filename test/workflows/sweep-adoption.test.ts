@@ -4,59 +4,23 @@
  * order is not ours just because one payment of ours has that order id.
  */
 import { randomUUID } from 'node:crypto';
-import type { TestWorkflowEnvironment } from '@temporalio/testing';
-import type { Worker } from '@temporalio/worker';
-import pino from 'pino';
-import { createSweepActivities } from '../../src/activities/sweep';
 import { type ReviewItemState, reviewItemQuery, reviewItemWorkflowId } from '../../src/domain/review-items';
 import { type SweepResult, SweepInput } from '../../src/domain/sweep';
 import type { ProviderPayment } from '../../src/providers/types';
-import { createWorkers } from '../../src/worker';
 import type { reconcileSweepWorkflow } from '../../src/workflows/sweep';
-import { type Bench, chargeRequest, startBench, workflowBundle } from '../helpers/payments';
+import { serverPerFile } from '../helpers/benches';
+import { type Bench, chargeRequest } from '../helpers/payments';
 import { connectDevServer } from '../helpers/servers';
 import { startCharge, waitForStatus } from '../helpers/workflows';
 
-let env: TestWorkflowEnvironment;
-let bench: Bench | undefined;
-const logger = pino({ level: process.env.TEST_LOG_LEVEL ?? 'silent' });
-
-beforeAll(async () => {
-  env = await connectDevServer();
-});
-afterAll(async () => {
-  await env?.teardown();
-});
-afterEach(async () => {
-  await bench?.close();
-  bench = undefined;
-});
-
-/** Runs `fn` while the bench's workers poll, with the sweep activities registered as the worker's `main()` does. */
-async function withWorkers<T>(b: Bench, fn: () => Promise<T>): Promise<T> {
-  const workers: Worker[] = await createWorkers({
-    connection: env.nativeConnection,
-    namespace: env.namespace ?? 'default',
-    taskQueue: b.taskQueue,
-    providers: { simulator: b.provider },
-    logger,
-    workflows: { workflowBundle: await workflowBundle() },
-    activities: createSweepActivities({ client: env.client, logger }),
-  });
-  const running = workers.map((w) => w.run());
-  try {
-    return await fn();
-  } finally {
-    for (const w of workers) w.shutdown();
-    await Promise.all(running);
-  }
-}
+// The workers register the sweep's activities, as the worker process does.
+const t = serverPerFile(connectDevServer, { sweep: true });
 
 /** One sweep run over the window since `fromMs`, a threshold long enough that nothing of ours counts as stuck. */
 async function runSweep(b: Bench, fromMs: number): Promise<SweepResult> {
   const workflowId = `sweep-test:${randomUUID()}`;
   b.track(workflowId);
-  const result = await env.client.workflow.execute<typeof reconcileSweepWorkflow>('reconcileSweepWorkflow', {
+  const result = await t.env.client.workflow.execute<typeof reconcileSweepWorkflow>('reconcileSweepWorkflow', {
     workflowId,
     taskQueue: b.taskQueue,
     args: [
@@ -77,8 +41,8 @@ async function runSweep(b: Bench, fromMs: number): Promise<SweepResult> {
 async function indexed(b: Bench, workflowId: string, status: string): Promise<void> {
   const deadline = Date.now() + 10_000;
   while (Date.now() < deadline) {
-    const { executions } = await env.client.workflowService.listWorkflowExecutions({
-      namespace: env.namespace ?? 'default',
+    const { executions } = await t.env.client.workflowService.listWorkflowExecutions({
+      namespace: t.env.namespace ?? 'default',
       query: `TaskQueue = '${b.taskQueue}' AND PaymentStatus = '${status}'`,
       pageSize: 10,
     });
@@ -112,9 +76,9 @@ async function createAtProvider(
 
 describe('reconcile sweep: attribution by reference, two merchants on one provider account', () => {
   it('a payment whose metadata names merchant B is an orphan, not attributed to A’s unknown payment of the same order and amount', async () => {
-    const b = (bench = await startBench(env, { noKeys: true }));
+    const b = await t.bench({ noKeys: true });
     const fromMs = Date.now();
-    await withWorkers(b, async () => {
+    await b.run(async () => {
       const inputA = b.input(chargeRequest(), { timings: { reconcileScheduleMs: [600_000] } });
       b.sim.addFaults({
         rules: [{ match: { operation: 'create', reference: inputA.request.orderId }, fault: 'reset_before_commit' }],
@@ -131,7 +95,7 @@ describe('reconcile sweep: attribution by reference, two merchants on one provid
       const result = await runSweep(b, fromMs);
 
       expect(result).toMatchObject({ providerPaymentsChecked: 1, orphans: 1, disagreements: 0, reviewItemsStarted: 1 });
-      const item: ReviewItemState = await env.client.workflow
+      const item: ReviewItemState = await t.env.client.workflow
         .getHandle(reviewItemWorkflowId('simulator', theirs.id))
         .query(reviewItemQuery);
       expect(item.input).toMatchObject({ kind: 'orphan', orphanReason: 'unmatched', merchantId: merchantB });
@@ -140,9 +104,9 @@ describe('reconcile sweep: attribution by reference, two merchants on one provid
   });
 
   it('a payment without metadata is not attributed to the only payment of its order when that one records another', async () => {
-    const b = (bench = await startBench(env));
+    const b = await t.bench();
     const fromMs = Date.now();
-    await withWorkers(b, async () => {
+    await b.run(async () => {
       const inputA = b.input(chargeRequest());
       const { handle, view } = await startCharge(b, inputA);
       expect(view.status).toBe('succeeded');
@@ -153,7 +117,7 @@ describe('reconcile sweep: attribution by reference, two merchants on one provid
       const result = await runSweep(b, fromMs);
 
       expect(result).toMatchObject({ providerPaymentsChecked: 2, orphans: 1, reviewItemsStarted: 1 });
-      const item: ReviewItemState = await env.client.workflow
+      const item: ReviewItemState = await t.env.client.workflow
         .getHandle(reviewItemWorkflowId('simulator', stranger.id))
         .query(reviewItemQuery);
       expect(item.input).toMatchObject({ kind: 'orphan', orphanReason: 'unmatched' });

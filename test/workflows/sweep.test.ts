@@ -1,15 +1,11 @@
 /**
  * The reconcile sweep on the run's shared dev server (visibility and schedules need it), against the real simulator
- * over HTTP and real workers built by `createWorkers` with the sweep's activities. Every test has its own simulator,
+ * over HTTP and real workers built by src/stack.ts with the sweep's activities. Every test has its own simulator,
  * merchant, task queue and ids; visibility is eventually consistent, so reads of it poll with a deadline.
  */
 import { randomUUID } from 'node:crypto';
 import { WorkflowNotFoundError } from '@temporalio/client';
 import { SearchAttributeType, defineSearchAttributeKey } from '@temporalio/common';
-import type { TestWorkflowEnvironment } from '@temporalio/testing';
-import type { Worker } from '@temporalio/worker';
-import pino from 'pino';
-import { createSweepActivities } from '../../src/activities/sweep';
 import { loadConfig } from '../../src/config';
 import { paymentQuery } from '../../src/domain/definitions';
 import { reconcileWorkflowId } from '../../src/domain/ids';
@@ -31,53 +27,16 @@ import {
 } from '../../src/domain/sweep';
 import type { ProviderPayment } from '../../src/providers/types';
 import { ensureSweepSchedule } from '../../src/schedules';
-import { createWorkers } from '../../src/worker';
 import { paymentMetadata } from '../../src/workflows/activity-options';
 import type { reconcileSweepWorkflow } from '../../src/workflows/sweep';
-import { type Bench, chargeRequest, startBench, workflowBundle } from '../helpers/payments';
+import { serverPerFile } from '../helpers/benches';
+import { type Bench, chargeRequest } from '../helpers/payments';
 import { connectDevServer } from '../helpers/servers';
 import { startCharge, waitForStatus } from '../helpers/workflows';
 
-let env: TestWorkflowEnvironment;
-let bench: Bench | undefined;
+// The workers register the sweep's activities, as the worker process does.
+const t = serverPerFile(connectDevServer, { sweep: true });
 const TemporalScheduledStartTime = defineSearchAttributeKey('TemporalScheduledStartTime', SearchAttributeType.DATETIME);
-const logger = pino({ level: process.env.TEST_LOG_LEVEL ?? 'silent' });
-
-beforeAll(async () => {
-  env = await connectDevServer();
-});
-afterAll(async () => {
-  await env?.teardown();
-});
-afterEach(async () => {
-  await bench?.close();
-  bench = undefined;
-});
-
-async function newBench(opts?: Parameters<typeof startBench>[1]): Promise<Bench> {
-  bench = await startBench(env, opts);
-  return bench;
-}
-
-/** Runs `fn` while the bench's workers poll, with the sweep activities registered as the worker's `main()` does. */
-async function withWorkers<T>(b: Bench, fn: () => Promise<T>): Promise<T> {
-  const workers: Worker[] = await createWorkers({
-    connection: env.nativeConnection,
-    namespace: env.namespace ?? 'default',
-    taskQueue: b.taskQueue,
-    providers: { simulator: b.provider },
-    logger,
-    workflows: { workflowBundle: await workflowBundle() },
-    activities: createSweepActivities({ client: env.client, logger }),
-  });
-  const running = workers.map((w) => w.run());
-  try {
-    return await fn();
-  } finally {
-    for (const w of workers) w.shutdown();
-    await Promise.all(running);
-  }
-}
 
 /** A sweep input over an explicit window around the test (provider clocks have one-second resolution). */
 function sweepInput(fromMs: number, over: Partial<SweepInput> = {}): SweepInput {
@@ -95,7 +54,7 @@ function sweepInput(fromMs: number, over: Partial<SweepInput> = {}): SweepInput 
 async function runSweep(b: Bench, input: SweepInput): Promise<SweepResult> {
   const workflowId = `sweep-test:${randomUUID()}`;
   b.track(workflowId);
-  const result = await env.client.workflow.execute<typeof reconcileSweepWorkflow>('reconcileSweepWorkflow', {
+  const result = await t.env.client.workflow.execute<typeof reconcileSweepWorkflow>('reconcileSweepWorkflow', {
     workflowId,
     taskQueue: b.taskQueue,
     args: [input],
@@ -121,8 +80,8 @@ async function eventually<T>(
 
 /** Workflow ids a visibility query matches (one page is plenty for one test's workflows). */
 async function visible(query: string): Promise<string[]> {
-  const response = await env.client.workflowService.listWorkflowExecutions({
-    namespace: env.namespace ?? 'default',
+  const response = await t.env.client.workflowService.listWorkflowExecutions({
+    namespace: t.env.namespace ?? 'default',
     query,
     pageSize: 100,
   });
@@ -163,7 +122,7 @@ async function createAtProvider(
 /** Whether a workflow id exists at all. */
 async function exists(workflowId: string): Promise<boolean> {
   try {
-    await env.client.workflow.getHandle(workflowId).describe();
+    await t.env.client.workflow.getHandle(workflowId).describe();
     return true;
   } catch (err) {
     if (err instanceof WorkflowNotFoundError) return false;
@@ -181,7 +140,7 @@ async function unknownPayment(b: Bench) {
   await waitForStatus(handle, 'unknown');
   const reconcileId = reconcileWorkflowId(input.merchantId, 'create', input.key);
   b.track(reconcileId);
-  const reconcile = env.client.workflow.getHandle(reconcileId);
+  const reconcile = t.env.client.workflow.getHandle(reconcileId);
   await eventually('the reconcile child to run', async () => (await reconcile.describe()).status.name === 'RUNNING');
   // The sweep finds stuck payments through visibility: wait until it has indexed this one as unknown.
   await visibleExactly(`TaskQueue = '${b.taskQueue}' AND PaymentStatus = 'unknown'`, [handle.workflowId]);
@@ -192,7 +151,7 @@ async function unknownPayment(b: Bench) {
 
 /** The signal names a workflow received, in order. */
 async function signalsOf(workflowId: string): Promise<string[]> {
-  const history = await env.client.workflow.getHandle(workflowId).fetchHistory();
+  const history = await t.env.client.workflow.getHandle(workflowId).fetchHistory();
   return (history.events ?? []).flatMap((e) =>
     e.workflowExecutionSignaledEventAttributes?.signalName
       ? [e.workflowExecutionSignaledEventAttributes.signalName]
@@ -202,9 +161,9 @@ async function signalsOf(workflowId: string): Promise<string[]> {
 
 describe('reconcile sweep: payments stuck in unknown', () => {
   it('signals a payment unknown beyond the threshold; its reconcile is live; the provider effect it misses is a disagreement', async () => {
-    const b = await newBench({ noKeys: true });
+    const b = await t.bench({ noKeys: true });
     const fromMs = Date.now();
-    await withWorkers(b, async () => {
+    await b.run(async () => {
       const { handle, reconcile, providerPaymentId } = await unknownPayment(b);
 
       // A threshold of 1 ms: this payment has been unknown "too long" already.
@@ -229,9 +188,9 @@ describe('reconcile sweep: payments stuck in unknown', () => {
   });
 
   it('leaves a payment alone while it is unknown for less than the threshold', async () => {
-    const b = await newBench({ noKeys: true });
+    const b = await t.bench({ noKeys: true });
     const fromMs = Date.now();
-    await withWorkers(b, async () => {
+    await b.run(async () => {
       const { handle } = await unknownPayment(b);
       const result = await runSweep(b, sweepInput(fromMs, { unknownThresholdMs: 3_600_000 }));
       // Neither stuck nor a disagreement: its reconcile has the whole schedule to find the provider's payment.
@@ -249,9 +208,9 @@ describe('reconcile sweep: payments stuck in unknown', () => {
 
   // The charge workflow survives a lost reconcile child (it stays unknown, never failed), so the sweep can restart it.
   it('a lost reconcile (child terminated) is started again by the sweep', async () => {
-    const b = await newBench({ noKeys: true });
+    const b = await t.bench({ noKeys: true });
     const fromMs = Date.now();
-    await withWorkers(b, async () => {
+    await b.run(async () => {
       const { handle, reconcile } = await unknownPayment(b);
       const lostRunId = (await reconcile.describe()).runId;
       await reconcile.terminate('simulating a lost reconcile');
@@ -260,7 +219,7 @@ describe('reconcile sweep: payments stuck in unknown', () => {
 
       expect(result).toMatchObject({ stuckUnknown: 1, reconcilesEnsured: 1 });
       const again = await eventually('a new reconcile run', async () => {
-        const d = await env.client.workflow.getHandle(reconcile.workflowId).describe();
+        const d = await t.env.client.workflow.getHandle(reconcile.workflowId).describe();
         return d.runId !== lostRunId && d.status.name === 'RUNNING' && d;
       });
       expect(again.status.name).toBe('RUNNING');
@@ -271,9 +230,9 @@ describe('reconcile sweep: payments stuck in unknown', () => {
 
 describe('reconcile sweep: provider payments against ours', () => {
   it('flags an orphan charge exactly once, visible as needs_review; a later sweep raises no duplicate; resolved, it stays resolved', async () => {
-    const b = await newBench();
+    const b = await t.bench();
     const fromMs = Date.now();
-    await withWorkers(b, async () => {
+    await b.run(async () => {
       const reference = `order_${randomUUID()}`;
       const orphan = await createAtProvider(b, { reference, amount: 1_234 });
       const itemId = reviewItemWorkflowId('simulator', orphan.id);
@@ -288,7 +247,7 @@ describe('reconcile sweep: provider payments against ours', () => {
         reviewItems: [itemId],
       });
       await visibleExactly(openReviewItemsQuery(reference), [itemId]);
-      const item: ReviewItemState = await env.client.workflow.getHandle(itemId).query(reviewItemQuery);
+      const item: ReviewItemState = await t.env.client.workflow.getHandle(itemId).query(reviewItemQuery);
       expect(item.input).toMatchObject({
         kind: 'orphan',
         orphanReason: 'unmatched',
@@ -304,7 +263,7 @@ describe('reconcile sweep: provider payments against ours', () => {
       await visibleExactly(openReviewItemsQuery(reference), [itemId]);
 
       // An operator resolves it: the item completes and leaves the needs_review filter; no sweep raises it again.
-      const handle = env.client.workflow.getHandle(itemId);
+      const handle = t.env.client.workflow.getHandle(itemId);
       const resolved = await handle.executeUpdate(resolveReviewItemUpdate, {
         args: [{ action: 'refunded_at_provider', note: 'refunded in the provider dashboard', operator: 'ops-1' }],
       });
@@ -318,9 +277,9 @@ describe('reconcile sweep: provider payments against ours', () => {
   });
 
   it('flags a disagreement (ours failed, the provider shows it succeeded) and a second charge; a payment that agrees is not flagged', async () => {
-    const b = await newBench();
+    const b = await t.bench();
     const fromMs = Date.now();
-    await withWorkers(b, async () => {
+    await b.run(async () => {
       // Agrees: charged once, succeeded on both sides.
       const agreeing = b.input(chargeRequest());
       const { view: agreed } = await startCharge(b, agreeing);
@@ -359,7 +318,7 @@ describe('reconcile sweep: provider payments against ours', () => {
       );
       expect(await exists(reviewItemWorkflowId('simulator', agreed.providerPaymentId as string))).toBe(false);
 
-      const disagreement = await env.client.workflow
+      const disagreement = await t.env.client.workflow
         .getHandle(reviewItemWorkflowId('simulator', contradicting.id))
         .query(reviewItemQuery);
       expect(disagreement.input).toMatchObject({
@@ -367,7 +326,7 @@ describe('reconcile sweep: provider payments against ours', () => {
         merchantId: failing.merchantId,
         ours: { status: 'failed', amount: 2_500, currency: 'EUR' },
       });
-      const secondCharge = await env.client.workflow
+      const secondCharge = await t.env.client.workflow
         .getHandle(reviewItemWorkflowId('simulator', second.id))
         .query(reviewItemQuery);
       expect(secondCharge.input).toMatchObject({
@@ -386,18 +345,18 @@ describe('reconcile sweep: provider payments against ours', () => {
 
 describe("reconcile sweep: the worker's retry presets", () => {
   it('lists the provider with the retry overrides the worker gives its charges (RETRY_LIST_*), not the built-in preset', async () => {
-    const b = await newBench();
+    const b = await t.bench();
     const fromMs = Date.now();
     const retry = { list: { maximumAttempts: 7, attemptTimeoutMs: 12_345, initialIntervalMs: 1_500 } };
-    await withWorkers(b, async () => {
+    await b.run(async () => {
       const workflowId = `sweep-test:${randomUUID()}`;
       b.track(workflowId);
-      await env.client.workflow.execute<typeof reconcileSweepWorkflow>('reconcileSweepWorkflow', {
+      await t.env.client.workflow.execute<typeof reconcileSweepWorkflow>('reconcileSweepWorkflow', {
         workflowId,
         taskQueue: b.taskQueue,
         args: [sweepInput(fromMs, { retry })],
       });
-      const history = await env.client.workflow.getHandle(workflowId).fetchHistory();
+      const history = await t.env.client.workflow.getHandle(workflowId).fetchHistory();
       const lists = (history.events ?? []).flatMap((e) => {
         const a = e.activityTaskScheduledEventAttributes;
         return a?.activityType?.name === 'listProviderPayments' ? [a] : [];
@@ -412,7 +371,7 @@ describe("reconcile sweep: the worker's retry presets", () => {
   });
 
   it("the schedule carries the worker's retry overrides to every run", async () => {
-    const b = await newBench();
+    const b = await t.bench();
     const retry = { lookup: { maximumAttempts: 4 } };
     const opts = {
       taskQueue: b.taskQueue,
@@ -423,13 +382,15 @@ describe("reconcile sweep: the worker's retry presets", () => {
       retry,
       scheduleId: `sweep-retry-test:${randomUUID()}`,
     };
-    const handle = env.client.schedule.getHandle(opts.scheduleId);
+    const handle = t.env.client.schedule.getHandle(opts.scheduleId);
     try {
-      expect(await ensureSweepSchedule(env.client, opts)).toMatchObject({ outcome: 'created' });
+      expect(await ensureSweepSchedule(t.env.client, opts)).toMatchObject({ outcome: 'created' });
       expect((await handle.describe()).action.args).toEqual([expect.objectContaining({ retry })]);
       // A deploy that changes the presets updates the schedule.
       const changed = { lookup: { maximumAttempts: 5 } };
-      expect(await ensureSweepSchedule(env.client, { ...opts, retry: changed })).toMatchObject({ outcome: 'updated' });
+      expect(await ensureSweepSchedule(t.env.client, { ...opts, retry: changed })).toMatchObject({
+        outcome: 'updated',
+      });
       expect((await handle.describe()).action.args).toEqual([expect.objectContaining({ retry: changed })]);
     } finally {
       await handle.delete();
@@ -439,7 +400,7 @@ describe("reconcile sweep: the worker's retry presets", () => {
 
 describe('ensureSweepSchedule', () => {
   it('creates one schedule, leaves it on a repeat, updates it (keeping it paused) on a new interval; a trigger runs the sweep', async () => {
-    const b = await newBench();
+    const b = await t.bench();
     const opts = {
       taskQueue: b.taskQueue,
       intervalMs: 3_600_000,
@@ -448,10 +409,10 @@ describe('ensureSweepSchedule', () => {
       providers: ['simulator'],
     };
     const scheduleId = sweepScheduleId(b.taskQueue);
-    const handle = env.client.schedule.getHandle(scheduleId);
+    const handle = t.env.client.schedule.getHandle(scheduleId);
     try {
-      expect(await ensureSweepSchedule(env.client, opts)).toEqual({ scheduleId, outcome: 'created' });
-      expect(await ensureSweepSchedule(env.client, opts)).toEqual({ scheduleId, outcome: 'unchanged' });
+      expect(await ensureSweepSchedule(t.env.client, opts)).toEqual({ scheduleId, outcome: 'created' });
+      expect(await ensureSweepSchedule(t.env.client, opts)).toEqual({ scheduleId, outcome: 'unchanged' });
       const described = await handle.describe();
       expect(described.spec.intervals?.map((i) => i.every)).toEqual([3_600_000]);
       expect(described.policies.overlap).toBe('SKIP');
@@ -464,7 +425,7 @@ describe('ensureSweepSchedule', () => {
       expect(described.info.numActionsTaken).toBe(0);
 
       await handle.pause('paused by an operator');
-      expect(await ensureSweepSchedule(env.client, { ...opts, intervalMs: 1_800_000 })).toEqual({
+      expect(await ensureSweepSchedule(t.env.client, { ...opts, intervalMs: 1_800_000 })).toEqual({
         scheduleId,
         outcome: 'updated',
       });
@@ -477,7 +438,7 @@ describe('ensureSweepSchedule', () => {
       // The triggered run derives its window from its own time: the orphan created a second before is in it.
       const orphan = await createAtProvider(b);
       await new Promise((r) => setTimeout(r, 1_100)); // provider times are whole seconds; the window's end is exclusive
-      await withWorkers(b, async () => {
+      await b.run(async () => {
         const triggeredAt = Date.now();
         await handle.trigger();
         const workflowId = await eventually(
@@ -486,7 +447,7 @@ describe('ensureSweepSchedule', () => {
         );
         b.track(workflowId);
         expect(workflowId.startsWith(`${scheduleId}-`)).toBe(true);
-        const result: SweepResult = await env.client.workflow.getHandle(workflowId).result();
+        const result: SweepResult = await t.env.client.workflow.getHandle(workflowId).result();
         for (const id of result.reviewItems) b.track(id);
         expect(result).toMatchObject({
           providerPaymentsChecked: 1,
@@ -494,7 +455,7 @@ describe('ensureSweepSchedule', () => {
           reviewItems: [reviewItemWorkflowId('simulator', orphan.id)],
         });
         // Anchored on the time the schedule set for the run (whole seconds), not on when the run happened to start.
-        const scheduledAt = (await env.client.workflow.getHandle(workflowId).describe()).typedSearchAttributes.get(
+        const scheduledAt = (await t.env.client.workflow.getHandle(workflowId).describe()).typedSearchAttributes.get(
           TemporalScheduledStartTime,
         );
         expect(result.window.toMs).toBe(scheduledAt?.getTime());

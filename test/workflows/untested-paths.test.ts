@@ -4,27 +4,15 @@
  * capture racing the authorization-expiry void, and a resubmission answered with a decline or a 4xx. The simulator's
  * ledger is the witness; the histories show the racers overlapped.
  */
-import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { captureUpdate, paymentQuery } from '../../src/domain/definitions';
 import { reconcileWorkflowId } from '../../src/domain/ids';
 import type { RetryOverrides } from '../../src/domain/retry';
 import type { ChargeWorkflowInput } from '../../src/domain/workflow-inputs';
-import { createTimeSkippingEnv } from '../helpers/servers';
-import { type Bench, chargeRequest, startBench } from '../helpers/payments';
+import { timeSkippingServerPerTest } from '../helpers/benches';
+import { type Bench, chargeRequest } from '../helpers/payments';
 import { effectsOf, requestsOf, startCharge, waitForStatus } from '../helpers/workflows';
 
-let env: TestWorkflowEnvironment;
-let bench: Bench | undefined;
-
-// A test server per test: skipped time is global to a server.
-beforeEach(async () => {
-  env = await createTimeSkippingEnv();
-});
-afterEach(async () => {
-  await bench?.close();
-  bench = undefined;
-  await env?.teardown();
-});
+const t = timeSkippingServerPerTest();
 
 const HOUR = 3_600_000;
 const DAY = 24 * HOUR;
@@ -40,7 +28,7 @@ const shortCreate: RetryOverrides['create'] = {
 
 /** The createPayment activities a reconcile scheduled: its resubmissions. */
 async function resubmissionsOf(input: ChargeWorkflowInput): Promise<number> {
-  const history = await env.client.workflow
+  const history = await t.env.client.workflow
     .getHandle(reconcileWorkflowId(input.merchantId, 'create', input.key))
     .fetchHistory();
   return (history.events ?? []).filter(
@@ -63,13 +51,13 @@ describe('the key-lifetime guard of a reconcile resubmission', () => {
     const { handle } = await startCharge(b, input);
     await waitForStatus(handle, 'unknown');
     const createsBeforeReconcile = requestsOf(b, 'create').length;
-    await env.sleep(3 * HOUR + 60_000);
+    await t.env.sleep(3 * HOUR + 60_000);
     const review = await waitForStatus(handle, 'needs_review');
     return { input, review, createsBeforeReconcile };
   }
 
   it('never resubmits once the provider may have forgotten the key: no create request after the first attempts', async () => {
-    const b = (bench = await startBench(env, { keyTtlS: 2 * 3_600 }));
+    const b = await t.bench({ keyTtlS: 2 * 3_600 });
     await b.run(async () => {
       const { input, review, createsBeforeReconcile } = await neverCommittedCharge(b);
       expect(createsBeforeReconcile).toBeGreaterThanOrEqual(1);
@@ -82,7 +70,7 @@ describe('the key-lifetime guard of a reconcile resubmission', () => {
   });
 
   it('control: the same unknown charge with a key that outlives the schedule is resubmitted exactly once', async () => {
-    const b = (bench = await startBench(env, { keyTtlS: 86_400 }));
+    const b = await t.bench({ keyTtlS: 86_400 });
     await b.run(async () => {
       const { input, review, createsBeforeReconcile } = await neverCommittedCharge(b);
       // One resubmission (its own attempts are reset too, so it may send more than one request, all under one key).
@@ -98,7 +86,7 @@ describe('the key-lifetime guard of a reconcile resubmission', () => {
 
 describe('a capture racing the authorization-expiry void', () => {
   it('the void waits for the unknown capture’s reconcile: the capture is found, no void request is ever sent', async () => {
-    const b = (bench = await startBench(env));
+    const b = await t.bench();
     await b.run(async () => {
       const input = b.input(chargeRequest({ capture: 'manual' }), {
         timings: { authorizationExpiryMs: DAY, reconcileScheduleMs: [2 * DAY, DAY] },
@@ -124,12 +112,12 @@ describe('a capture racing the authorization-expiry void', () => {
       expect(effectsOf(b, 'capture')).toHaveLength(1);
 
       // The expiry timer fires while the capture's reconcile still waits for its first check (at 2 days).
-      await env.sleep(DAY + HOUR);
+      await t.env.sleep(DAY + HOUR);
       const atExpiry = await handle.query(paymentQuery);
       expect(requestsOf(b, 'void')).toHaveLength(0);
       expect(atExpiry.status).toBe('authorized');
 
-      await env.sleep(DAY);
+      await t.env.sleep(DAY);
       const settled = await waitForStatus(handle, 'succeeded');
       expect(settled).toMatchObject({ amountCaptured: 1_000, amountAuthorized: 1_000 });
       expect(settled.operations).toEqual([expect.objectContaining({ kind: 'capture', state: 'succeeded' })]);
@@ -166,10 +154,10 @@ describe('a reconcile resubmission answered by the provider', () => {
   }
 
   it('with a decline: the payment ends declined with the decline code, after exactly one resubmission', async () => {
-    const b = (bench = await startBench(env));
+    const b = await t.bench();
     await b.run(async () => {
       const { input, handle, createsBefore } = await unknownCharge(b, 'pm_decline_insufficient_funds');
-      await env.sleep(HOUR + 60_000);
+      await t.env.sleep(HOUR + 60_000);
       const declined = await waitForStatus(handle, 'declined');
       expect(declined.declineCode).toBe('insufficient_funds');
       expect(declined.review).toBeUndefined();
@@ -185,7 +173,7 @@ describe('a reconcile resubmission answered by the provider', () => {
   // A 401 says nothing about what the first, unknown, request did (issue 8 defect 9): only an answer about the key's
   // effect decides, so the reconcile keeps checking and, finding nothing, asks an operator.
   it('with a 401: still unknown after the resubmission, and needs_review when the schedule runs out', async () => {
-    const b = (bench = await startBench(env));
+    const b = await t.bench();
     await b.run(async () => {
       const { input, handle, createsBefore } = await unknownCharge(b, 'pm_card_visa');
       b.sim.addFaults({
@@ -193,13 +181,13 @@ describe('a reconcile resubmission answered by the provider', () => {
           { match: { operation: 'create', reference: input.request.orderId }, fault: 'status', status: 401, times: 1 },
         ],
       });
-      await env.sleep(2 * HOUR + 60_000);
+      await t.env.sleep(2 * HOUR + 60_000);
       const review = await waitForStatus(handle, 'needs_review');
       expect(review.review?.reason).toMatch(/after 2 checks .* and one resubmission with the same key$/);
       expect(requestsOf(b, 'create')).toHaveLength(createsBefore + 1);
       expect(requestsOf(b, 'create').at(-1)).toMatchObject({ status: 401, fault: 'status' });
       expect(await resubmissionsOf(input)).toBe(1);
-      const reconcile = env.client.workflow.getHandle(reconcileWorkflowId(input.merchantId, 'create', input.key));
+      const reconcile = t.env.client.workflow.getHandle(reconcileWorkflowId(input.merchantId, 'create', input.key));
       expect(await reconcile.result()).toMatchObject({ outcome: 'needs_review', checks: 2 });
     });
   });

@@ -7,8 +7,8 @@ import { ownerMetadataKeys } from '../../domain/adoption';
 import { ApiError, ProviderParams, WebhookAck } from '../../domain/api-schemas';
 import { IdempotencyKey, MerchantId } from '../../domain/payment';
 import type { ProviderEvent } from '../../domain/provider-payment';
+import type { WebhookVerifier } from '../../domain/webhooks';
 import type { ApiMetrics } from '../../metrics/api-metrics';
-import type { WebhookVerifier } from '../../providers/types';
 import { errorBody } from '../errors';
 
 /** Options of {@link webhookRoutes}. */

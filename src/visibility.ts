@@ -1,8 +1,16 @@
-/** Visibility queries and page tokens for `PaymentsClient.list` and `.listReviewItems`, scoped to one merchant. */
-import type { PaymentStatus } from '../domain/payment';
+/**
+ * Every visibility query of the project, built here and nowhere else: the client's payment and review-item lists, its
+ * one-open-payment-per-order check and webhook matching by reference, and the reconcile sweep's stuck-payment and
+ * by-reference lookups. Values are quoted by {@link quoteLiteral}; page tokens are the API's opaque form of
+ * visibility's. Pure string work over the domain's search attributes: the client and the sweep's activities import it.
+ */
+import type { PaymentStatus } from './domain/payment';
 
 /** The workflow type of a payment; other workflows (captures, reconciles, parked events) never list as payments. */
 export const chargeWorkflowType = 'chargeWorkflow';
+
+/** The workflow type of a review item (`review:<provider>:<providerPaymentId>`), raised by the reconcile sweep. */
+export const reviewItemWorkflowType = 'reviewItemWorkflow';
 
 /**
  * Whether a value can be matched in a visibility query. Temporal's query parser takes `''` for a quote inside a
@@ -39,17 +47,48 @@ export function paymentListQuery(merchantId: string, filter: PaymentFilter = {})
   return clauses.join(' AND ');
 }
 
-/** The charge workflows of one order at one provider, across merchants (webhook matching without metadata). */
-export const paymentsByReferenceQuery = (provider: string, reference: string): string =>
+/**
+ * One merchant's running payments of one order in one of `statuses` (the one-open-payment-per-order check: `pending`
+ * and `unknown`, then `needs_review`).
+ */
+export const openPaymentsOfOrderQuery = (
+  merchantId: string,
+  orderId: string,
+  statuses: readonly PaymentStatus[],
+): string =>
+  [
+    paymentListQuery(merchantId, { orderId }),
+    `ExecutionStatus = 'Running'`,
+    `PaymentStatus IN (${statuses.map(quoteLiteral).join(', ')})`,
+  ].join(' AND ');
+
+/**
+ * The charge workflows of one order at one provider, across merchants: webhook matching without metadata (any task
+ * queue), or the sweep's attribution (its own task queue only).
+ */
+export const paymentsByReferenceQuery = (provider: string, reference: string, taskQueue?: string): string =>
   [
     `WorkflowType = ${quoteLiteral(chargeWorkflowType)}`,
+    ...(taskQueue === undefined ? [] : [`TaskQueue = ${quoteLiteral(taskQueue)}`]),
     `OrderId = ${quoteLiteral(reference)}`,
     `Provider = ${quoteLiteral(provider)}`,
     `ExecutionStatus != 'ContinuedAsNew'`,
   ].join(' AND ');
 
-/** The workflow type of a review item (`review:<provider>:<providerPaymentId>`), raised by the reconcile sweep. */
-export const reviewItemWorkflowType = 'reviewItemWorkflow';
+/**
+ * Charge workflows of one task queue running in `unknown` and started before the cutoff. We have no datetime search
+ * attribute of our own, and `unknownSince` lives in the payment's state, not in visibility; `StartTime` is indexed and
+ * never later than `unknownSince` (a charge becomes unknown after its first provider call and never continues as new
+ * while unknown), so `StartTime < cutoff` selects a superset that the sweep narrows with the payment's query.
+ */
+export const stuckUnknownQuery = (taskQueue: string, unknownCutoffMs: number): string =>
+  [
+    `WorkflowType = ${quoteLiteral(chargeWorkflowType)}`,
+    `TaskQueue = ${quoteLiteral(taskQueue)}`,
+    `ExecutionStatus = 'Running'`,
+    `PaymentStatus = 'unknown'`,
+    `StartTime < ${quoteLiteral(new Date(unknownCutoffMs).toISOString())}`,
+  ].join(' AND ');
 
 /**
  * The visibility query of one merchant's review items. Items without a merchant (no metadata, no matching payment of

@@ -1,0 +1,460 @@
+/**
+ * The whole stack, wired in one place (STYLE.md #14): the Temporal connections, the payload codec, the providers and
+ * their activities, the workers (one workflow worker, one activity worker per provider task queue: bulkheads), the
+ * client and the HTTP API. The worker and API processes build theirs from the configuration
+ * ({@link startConfiguredStack}); the tests' helpers and the bench call {@link startStack} with parts of their own (a
+ * test server's connections, providers pointed at a test simulator, test timings), so all of them run this wiring.
+ *
+ * The composition root: the one module that may import every layer (docs/architecture.md#layers).
+ */
+import type { AddressInfo } from 'node:net';
+import { Client, Connection } from '@temporalio/client';
+import type { DataConverter, PayloadCodec } from '@temporalio/common';
+import { NativeConnection, Worker, type WorkerOptions } from '@temporalio/worker';
+import type { FastifyInstance } from 'fastify';
+import { Registry, collectDefaultMetrics } from 'prom-client';
+import type { Logger as PinoLogger } from 'pino';
+import {
+  type Activities,
+  type BreakerObserver,
+  type CircuitBreaker,
+  type InspectableBreaker,
+  InMemoryCircuitBreaker,
+  createActivities,
+} from './activities';
+import { FallbackCircuitBreaker } from './activities/breaker-fallback';
+import { RedisCircuitBreaker, closeBreakerRedis, connectBreakerRedis, redisReady } from './activities/breaker-redis';
+import { type SweepActivities, createSweepActivities } from './activities/sweep';
+import { type ApiConfig, type ApiDeps, buildApi } from './api/app';
+import { PaymentsClient, type PaymentsClientOptions } from './client';
+import { AesGcmPayloadCodec } from './codec';
+import type { Config, ProviderLimits } from './config';
+import { providerTaskQueue } from './domain/ids';
+import type { ApiMetrics } from './metrics/api-metrics';
+import {
+  type WorkerMetrics,
+  breakerMetricsObserver,
+  createWorkerMetrics,
+  paymentSinks,
+  providerCallInterceptor,
+} from './metrics/worker-metrics';
+import { configuredCapabilities, createConfiguredProviders, webhookVerifiers } from './providers/registry';
+import type { PaymentProvider } from './providers/types';
+import { type TemporalTarget, connectionOptions } from './temporal-connection';
+
+export interface WorkerSetup {
+  readonly connection: NativeConnection;
+  readonly namespace: string;
+  readonly taskQueue: string;
+  readonly providers: Readonly<Record<string, PaymentProvider>>;
+  readonly logger: PinoLogger;
+  /** A prebuilt bundle (production) or the path to bundle at start-up (development, tests). */
+  readonly workflows: Pick<WorkerOptions, 'workflowBundle'> | Pick<WorkerOptions, 'workflowsPath'>;
+  /** Extra activities (e.g. the sweep's visibility queries) registered beside the provider activities. */
+  readonly activities?: Partial<Activities> & Partial<SweepActivities>;
+  /** Per-provider circuit breaker; default one in-memory breaker for this process. */
+  readonly breaker?: CircuitBreaker;
+  /** Default per-worker concurrency of each provider's activity worker (a provider's own limit wins). */
+  readonly maxConcurrentActivityTaskExecutions?: number;
+  /**
+   * The workflow worker's cache of open workflows (SDK default: sized from the heap limit, ~2300 with a 4 GiB heap) and
+   * whether they share one V8 context (SDK default true). Each cached payment holds its workflow state in memory;
+   * `npm run bench -- --memory` measures what one costs.
+   */
+  readonly workflowCache?: Pick<WorkerOptions, 'maxCachedWorkflows' | 'reuseV8Context'>;
+  /** Per provider: fleet-wide activities per second (server-enforced) and this worker's concurrency. */
+  readonly providerLimits?: Readonly<Record<string, ProviderLimits>>;
+  /** Payload encryption (src/codec); default none. Clients of the same workflows must use the same one. */
+  readonly dataConverter?: DataConverter;
+  /** Where provider calls and reconciles are counted; default a registry of their own. */
+  readonly metrics?: WorkerMetrics;
+}
+
+/** Builds the workflow worker and one activity worker per provider. */
+export async function createWorkers(setup: WorkerSetup): Promise<Worker[]> {
+  const breaker = setup.breaker ?? new InMemoryCircuitBreaker();
+  const activities = {
+    ...createActivities({ providers: setup.providers, logger: setup.logger, breaker }),
+    ...setup.activities,
+  };
+  const metrics = setup.metrics ?? createWorkerMetrics(new Registry());
+  // Metrics and encryption: the same on every worker of the process.
+  const common = {
+    ...(setup.dataConverter === undefined ? {} : { dataConverter: setup.dataConverter }),
+    interceptors: { activity: [providerCallInterceptor(metrics)] },
+  };
+  const workflowWorker = await Worker.create({
+    connection: setup.connection,
+    namespace: setup.namespace,
+    taskQueue: setup.taskQueue,
+    ...setup.workflows,
+    ...setup.workflowCache,
+    // Local activities (describeProvider) run here, beside the workflows.
+    activities,
+    ...common,
+    sinks: paymentSinks(metrics),
+  });
+  const providerWorkers = await Promise.all(
+    Object.keys(setup.providers).map((name) => {
+      const limits = setup.providerLimits?.[name];
+      return Worker.create({
+        connection: setup.connection,
+        namespace: setup.namespace,
+        taskQueue: providerTaskQueue(setup.taskQueue, name),
+        activities,
+        ...common,
+        maxConcurrentActivityTaskExecutions: limits?.maxConcurrency ?? setup.maxConcurrentActivityTaskExecutions ?? 50,
+        // The Temporal server hands out at most this many of the queue's activities per second, to all workers.
+        ...(limits?.maxRps === undefined ? {} : { maxTaskQueueActivitiesPerSecond: limits.maxRps }),
+      });
+    }),
+  );
+  return [workflowWorker, ...providerWorkers];
+}
+
+/**
+ * The breaker of this worker process: with REDIS_URL, the Redis store shared by every worker, falling back to an
+ * in-process one while Redis is unreachable; without it, the in-process store alone (fine for one worker).
+ */
+export async function createBreaker(
+  config: Pick<Config, 'REDIS_URL' | 'REDIS_KEY_PREFIX' | 'breaker'>,
+  logger: PinoLogger,
+  /** Hears transitions, probes, cool-downs, refusals and store switches of whichever store answers (metrics). */
+  observer?: BreakerObserver,
+): Promise<{ readonly breaker: CircuitBreaker; close(): Promise<void> }> {
+  const policy = { ...config.breaker, ...(observer === undefined ? {} : { observer }) };
+  const local = new InMemoryCircuitBreaker(policy);
+  if (config.REDIS_URL === undefined) {
+    logger.info({ breakerStore: 'in-process' }, 'circuit breaker: in-process store (REDIS_URL not set)');
+    return { breaker: local, close: async () => undefined };
+  }
+  const redis = connectBreakerRedis(config.REDIS_URL, (err) => logger.debug({ err }, 'breaker Redis connection'));
+  const shared = new RedisCircuitBreaker(redis, { ...policy, keyPrefix: config.REDIS_KEY_PREFIX });
+  const breaker = new FallbackCircuitBreaker(shared, local, logger, observer);
+  // Never block start-up on Redis: payments go on with the in-process store until it answers.
+  const ready = await redisReady(redis, 2_000);
+  const where = new URL(config.REDIS_URL).host; // never the password
+  if (ready) logger.info({ breakerStore: 'redis', redis: where }, 'circuit breaker: shared Redis store');
+  else logger.warn({ breakerStore: 'in-process', redis: where }, 'circuit breaker: Redis not reachable yet');
+  return { breaker, close: () => closeBreakerRedis(redis) };
+}
+
+/** The workers of a stack: everything of {@link WorkerSetup} the stack does not supply itself. */
+export type StackWorkers = Omit<WorkerSetup, 'connection' | 'namespace' | 'taskQueue' | 'logger' | 'dataConverter'> & {
+  /** Register the reconcile sweep's activities (over {@link Stack.workerClient}), as the worker process does. */
+  readonly sweep?: boolean;
+  /** Poll as soon as the stack is up (default); false: from {@link Stack.startWorkers} or {@link Stack.run} on. */
+  readonly start?: boolean;
+};
+
+/** The HTTP API of a stack: its own {@link PaymentsClient} on the stack's task queue, and the Fastify app. */
+export interface StackApi {
+  /** How its PaymentsClient starts and waits for payments (the task queue is the stack's). */
+  readonly payments: Omit<PaymentsClientOptions, 'taskQueue'>;
+  /** Tokens of merchants and operators. */
+  readonly config: ApiConfig;
+  /** The webhook verifier of each provider whose webhooks it accepts. */
+  readonly webhooks: ApiDeps['webhooks'];
+  /** Request and webhook metrics; default a registry of their own. */
+  readonly metrics?: ApiMetrics;
+  /** Serve the stack's codec to operators at `/codec/*`, with these CORS origins; absent: no codec routes. */
+  readonly codecCorsOrigins?: readonly string[];
+  /** Where it listens; default 127.0.0.1 on a free port. */
+  readonly listen?: { readonly host: string; readonly port: number };
+}
+
+/** What {@link startStack} builds and from which parts. */
+export interface StackOptions {
+  readonly logger: PinoLogger;
+  readonly namespace: string;
+  /** The workflow task queue; each provider's activities have their own queue beside it. */
+  readonly taskQueue: string;
+  /** Encrypts every payload the workers and the client write (src/codec); default none. */
+  readonly codec?: PayloadCodec;
+  /** Connected to for each side whose connection is not given (and closed with the stack). */
+  readonly temporal?: TemporalTarget;
+  /** The workers' connection, e.g. a test environment's `nativeConnection` (left open by `close()`). */
+  readonly nativeConnection?: NativeConnection;
+  /** The API client's connection, e.g. a test environment's `connection` (left open by `close()`). */
+  readonly connection?: Connection;
+  /** The API's Temporal client as it is (e.g. a test environment's `client`); only without a codec. */
+  readonly client?: Client;
+  /** Workers in this process; absent: none. */
+  readonly workers?: StackWorkers;
+  /** An HTTP API in this process; absent: none. */
+  readonly api?: StackApi;
+  /** Closed by `close()` after the workers drained, in order (e.g. the breaker's Redis, the providers). */
+  readonly closers?: readonly (() => Promise<void>)[];
+}
+
+/** One API instance: its PaymentsClient, its app and where it listens. */
+export interface RunningApi {
+  readonly app: FastifyInstance;
+  readonly payments: PaymentsClient;
+  readonly url: string;
+}
+
+/** A running stack. */
+export interface Stack {
+  /** The first API (when the stack has one). */
+  readonly api: RunningApi | undefined;
+  /** The workers' Temporal client (their connection and codec): the sweep's activities and the sweep schedule use it. */
+  readonly workerClient: Client | undefined;
+  /** Creates the workers (once) without polling yet. */
+  createWorkers(): Promise<readonly Worker[]>;
+  /** Creates the workers (once) and lets them poll in the background. */
+  startWorkers(): Promise<void>;
+  /** Polls until every worker shut down (SIGINT/SIGTERM make them drain) or one fails. */
+  run(): Promise<void>;
+  /** Another API instance over the same Temporal client, as a second API process would be. */
+  startApi(): Promise<RunningApi>;
+  /** Stops the APIs, drains the workers, runs the closers, closes the connections it opened. Idempotent. */
+  close(): Promise<void>;
+}
+
+/** Builds the stack of `options` (and starts what it says); `close()` undoes it, also after a failed start. */
+export async function startStack(options: StackOptions): Promise<Stack> {
+  const { logger, namespace, taskQueue, codec } = options;
+  const dataConverter: DataConverter | undefined = codec === undefined ? undefined : { payloadCodecs: [codec] };
+  const owned: (() => Promise<void>)[] = [];
+  const apps: FastifyInstance[] = [];
+  let workers: Promise<Worker[]> | undefined;
+  let running: Promise<void> | undefined;
+  let nativeConnection = options.nativeConnection;
+  let workerClient: Client | undefined;
+  let apiClient: Client | undefined;
+
+  const target = (): TemporalTarget => {
+    if (options.temporal === undefined) throw new TypeError('startStack: give a connection or `temporal`');
+    return options.temporal;
+  };
+
+  const createWorkersOnce = (): Promise<Worker[]> => {
+    const setup = options.workers;
+    if (setup === undefined || nativeConnection === undefined) {
+      return Promise.reject(new TypeError('startStack: this stack has no workers'));
+    }
+    const connection = nativeConnection;
+    const { sweep, start: _start, ...rest } = setup;
+    return (workers ??= createWorkers({
+      ...rest,
+      connection,
+      namespace,
+      taskQueue,
+      logger,
+      ...(sweep && workerClient
+        ? { activities: { ...createSweepActivities({ client: workerClient, logger }), ...rest.activities } }
+        : {}),
+      ...(dataConverter === undefined ? {} : { dataConverter }),
+    }));
+  };
+
+  const startWorkers = async (): Promise<void> => {
+    const list = await createWorkersOnce();
+    running ??= Promise.all(list.map((w) => w.run())).then(() => undefined);
+  };
+
+  const startApi = async (): Promise<RunningApi> => {
+    const api = options.api;
+    if (api === undefined || apiClient === undefined) throw new TypeError('startStack: this stack has no API');
+    const payments = new PaymentsClient(apiClient, { taskQueue, ...api.payments });
+    const app = await buildApi({
+      client: payments,
+      config: api.config,
+      logger,
+      webhooks: api.webhooks,
+      ...(api.metrics ? { metrics: api.metrics } : {}),
+      ...(codec && api.codecCorsOrigins ? { codec: { codec, corsOrigins: api.codecCorsOrigins } } : {}),
+    });
+    apps.push(app);
+    const listen = api.listen ?? { port: 0, host: '127.0.0.1' };
+    await app.listen(listen);
+    // A wildcard address is reached on the loopback interface.
+    const host = ['0.0.0.0', '::', ''].includes(listen.host)
+      ? '127.0.0.1'
+      : listen.host.includes(':')
+        ? `[${listen.host}]`
+        : listen.host;
+    return { app, payments, url: `http://${host}:${(app.server.address() as AddressInfo).port}` };
+  };
+
+  let closing: Promise<void> | undefined;
+  const close = (): Promise<void> =>
+    (closing ??= runClosers([
+      // The APIs first (no new requests or webhooks), then the workers (activities in flight still have their
+      // providers), then what the caller handed over, then the connections opened here.
+      async () => void (await Promise.all(apps.map((app) => app.close()))),
+      async () => {
+        if (running === undefined) return;
+        for (const w of (await workers) ?? []) if (w.getState() === 'RUNNING') w.shutdown();
+        await running;
+      },
+      ...(options.closers ?? []),
+      ...owned.reverse(),
+    ]));
+
+  try {
+    if (options.workers !== undefined) {
+      if (nativeConnection === undefined) {
+        const connection = await NativeConnection.connect(connectionOptions(target()));
+        owned.push(() => connection.close());
+        nativeConnection = connection;
+      }
+      workerClient = new Client({
+        connection: nativeConnection,
+        namespace,
+        ...(dataConverter === undefined ? {} : { dataConverter }),
+      });
+    }
+    let api: RunningApi | undefined;
+    if (options.api !== undefined) {
+      if (options.client !== undefined && codec === undefined) {
+        apiClient = options.client;
+      } else {
+        let connection = options.connection;
+        if (connection === undefined) {
+          const opened = await Connection.connect(connectionOptions(target()));
+          owned.push(() => opened.close());
+          connection = opened;
+        }
+        apiClient = new Client({ connection, namespace, ...(dataConverter === undefined ? {} : { dataConverter }) });
+      }
+      api = await startApi();
+    }
+    if (options.workers !== undefined && options.workers.start !== false) await startWorkers();
+    return {
+      api,
+      workerClient,
+      createWorkers: createWorkersOnce,
+      startWorkers,
+      run: async () => {
+        await startWorkers();
+        await running;
+      },
+      startApi,
+      close,
+    };
+  } catch (err) {
+    await close().catch(() => undefined);
+    throw err;
+  }
+}
+
+/** The production stack's parts of a process: workers (the worker process) or the API (the API process). */
+export interface ConfiguredParts {
+  readonly workers?: boolean;
+  readonly api?: boolean;
+}
+
+/** A stack built from the configuration, with the worker metrics it counts into (when it has workers). */
+export interface ConfiguredStack extends Stack {
+  readonly workerMetrics: WorkerMetrics | undefined;
+  /** The providers the workers call, by name. */
+  readonly providers: Readonly<Record<string, PaymentProvider>>;
+}
+
+/**
+ * The production wiring from the validated configuration: the providers of the configuration, the shared breaker, the
+ * worker metrics and the sweep's activities for the workers; tokens, webhook verifiers and the codec routes for the API,
+ * listening on HOST:PORT. The workers are created, not yet polling: `run()` starts them.
+ */
+export async function startConfiguredStack(
+  config: Config,
+  logger: PinoLogger,
+  parts: ConfiguredParts,
+): Promise<ConfiguredStack> {
+  const closers: (() => Promise<void>)[] = [];
+  let providers: Record<string, PaymentProvider> = {};
+  let metrics: WorkerMetrics | undefined;
+  let workers: StackWorkers | undefined;
+  let handedOver = false;
+  try {
+    if (parts.workers) {
+      // Our registry first: the breaker's observer counts into it from the first call on.
+      const registry = new Registry();
+      const breaker = await createBreaker(config, logger, breakerMetricsObserver(registry));
+      closers.push(() => breaker.close());
+      metrics = workerMetrics(registry, breaker.breaker, config.providers);
+      providers = createConfiguredProviders(config, logger);
+      const adapters = Object.values(providers);
+      closers.push(async () => void (await Promise.all(adapters.map((p) => p.close?.()))));
+      workers = {
+        providers,
+        workflows: process.env.WORKFLOW_BUNDLE_PATH
+          ? { workflowBundle: { codePath: process.env.WORKFLOW_BUNDLE_PATH } }
+          : { workflowsPath: require.resolve('./workflows') },
+        // The sweep's activities query visibility and signal payments: a client over the worker's own connection.
+        sweep: true,
+        breaker: breaker.breaker,
+        providerLimits: config.providerLimits,
+        metrics,
+        start: false,
+      };
+    }
+    const options: StackOptions = {
+      logger,
+      namespace: config.TEMPORAL_NAMESPACE,
+      taskQueue: config.TASK_QUEUE,
+      temporal: config,
+      codec: new AesGcmPayloadCodec(config.payloadKeys),
+      ...(workers ? { workers } : {}),
+      ...(parts.api
+        ? {
+            api: {
+              payments: {
+                timings: config.timings,
+                retry: config.retry,
+                // The same settings the worker builds its adapter from: payments take the lean history shape.
+                capabilities: configuredCapabilities(config),
+                providers: config.providers,
+                defaultProvider: config.defaultProvider,
+                orderSingleFlight: config.ORDER_SINGLE_FLIGHT,
+                splitPaymentMerchants: config.SPLIT_PAYMENT_MERCHANTS,
+              },
+              config,
+              webhooks: webhookVerifiers(config),
+              codecCorsOrigins: config.CODEC_CORS_ORIGINS,
+              listen: { port: config.PORT, host: config.HOST },
+            },
+          }
+        : {}),
+      closers,
+    };
+    handedOver = true; // startStack closes them itself when it fails
+    const stack = await startStack(options);
+    try {
+      if (workers) await stack.createWorkers();
+    } catch (err) {
+      await stack.close().catch(() => undefined);
+      throw err;
+    }
+    return { ...stack, workerMetrics: metrics, providers };
+  } catch (err) {
+    // Before the stack took them over; after, its own close() ran them.
+    if (!handedOver) await runClosers(closers).catch(() => undefined);
+    throw err;
+  }
+}
+
+/** Our registry (WORKER_METRICS_ADDRESS); the breaker gauge reads the process's breaker on each scrape. */
+function workerMetrics(registry: Registry, breaker: CircuitBreaker, providers: readonly string[]): WorkerMetrics {
+  collectDefaultMetrics({ register: registry });
+  const inspectable = 'state' in breaker ? (breaker as InspectableBreaker) : undefined;
+  return createWorkerMetrics(
+    registry,
+    inspectable ? { providers, state: async (p) => (await inspectable.state(p)).kind } : undefined,
+  );
+}
+
+/** Runs every closer in order even when one fails; rethrows the first failure. */
+export async function runClosers(closers: readonly (() => Promise<void>)[]): Promise<void> {
+  let first: unknown;
+  for (const close of closers) {
+    try {
+      await close();
+    } catch (err) {
+      first ??= err;
+    }
+  }
+  if (first !== undefined) throw first;
+}
