@@ -63,6 +63,7 @@ import {
   encodePageToken,
   isVisibilityLiteral,
   paymentListQuery,
+  paymentStatusOf,
   reviewItemListQuery,
   reviewItemWorkflowType,
 } from './visibility';
@@ -294,26 +295,35 @@ export class PaymentsClient {
     orderId: string,
     ownWorkflowId: string,
   ): Promise<string | undefined> {
-    const list = (statuses: string) =>
-      this.bounded(() =>
+    // One list for both kinds (each list is a visibility read on the server and a round trip here): a pending or
+    // unknown one holds the order outright, one in review only while its charge is undecided.
+    const others: { readonly workflowId: string; readonly inReview: boolean }[] = [];
+    let nextPageToken: Uint8Array | undefined;
+    do {
+      const page = await this.bounded(() =>
         this.client.workflowService.listWorkflowExecutions({
           namespace: this.namespace,
           query: [
             paymentListQuery(merchant, { orderId }),
             `ExecutionStatus = 'Running'`,
-            `PaymentStatus IN (${statuses})`,
+            `PaymentStatus IN ('pending', 'unknown', 'needs_review')`,
           ].join(' AND '),
           pageSize: 20,
+          ...(nextPageToken === undefined ? {} : { nextPageToken }),
         }),
       );
-    const [open, inReview] = await Promise.all([list(`'pending', 'unknown'`), list(`'needs_review'`)]);
-    const others = (executions: typeof open.executions) =>
-      executions
-        .map((e) => e.execution?.workflowId)
-        .filter((id): id is string => typeof id === 'string' && id !== ownWorkflowId);
-    const [pending] = others(open.executions);
-    if (pending !== undefined) return parseChargeWorkflowId(pending)?.key ?? pending;
-    for (const workflowId of others(inReview.executions)) {
+      for (const e of page.executions) {
+        const workflowId = e.execution?.workflowId;
+        if (typeof workflowId !== 'string' || workflowId === ownWorkflowId) continue;
+        others.push({ workflowId, inReview: paymentStatusOf(e) === 'needs_review' });
+      }
+      // An open one decides at once; only payments in review (rare: bounded by the order's payments) read on.
+      if (others.some((o) => !o.inReview)) break;
+      nextPageToken = page.nextPageToken && page.nextPageToken.length > 0 ? page.nextPageToken : undefined;
+    } while (nextPageToken !== undefined);
+    const pending = others.find((o) => !o.inReview);
+    if (pending !== undefined) return parseChargeWorkflowId(pending.workflowId)?.key ?? pending.workflowId;
+    for (const { workflowId } of others) {
       let undecided = true; // a payment we cannot read is taken as open: refusing is the side that never charges twice
       try {
         const view = await this.bounded(() => this.handle(workflowId).query(paymentQuery));

@@ -1,5 +1,8 @@
 /** Visibility queries and page tokens for `PaymentsClient.list` and `.listReviewItems`, scoped to one merchant. */
+import type { RawWorkflowExecutionInfo } from '@temporalio/client';
+import { defaultPayloadConverter } from '@temporalio/common';
 import type { PaymentStatus } from '../domain/payment';
+import { PaymentStatusAttr } from '../domain/search-attributes';
 
 /** The workflow type of a payment; other workflows (captures, reconciles, parked events) never list as payments. */
 export const chargeWorkflowType = 'chargeWorkflow';
@@ -47,6 +50,21 @@ export const paymentsByReferenceQuery = (provider: string, reference: string): s
     `Provider = ${quoteLiteral(provider)}`,
     `ExecutionStatus != 'ContinuedAsNew'`,
   ].join(' AND ');
+
+/**
+ * The `PaymentStatus` search attribute of a listed execution (a keyword: JSON in its payload); undefined when it has
+ * none or it does not decode.
+ */
+export function paymentStatusOf(execution: RawWorkflowExecutionInfo): string | undefined {
+  const payload = execution.searchAttributes?.indexedFields?.[PaymentStatusAttr.name];
+  if (!payload) return undefined;
+  try {
+    const value: unknown = defaultPayloadConverter.fromPayload(payload);
+    return typeof value === 'string' ? value : undefined;
+  } catch {
+    return undefined;
+  }
+}
 
 /** The workflow type of a review item (`review:<provider>:<providerPaymentId>`), raised by the reconcile sweep. */
 export const reviewItemWorkflowType = 'reviewItemWorkflow';

@@ -1,4 +1,12 @@
-import { decodePageToken, encodePageToken, paymentListQuery, quoteLiteral } from '../../src/client/visibility';
+import { encodeUnifiedSearchAttributes } from '@temporalio/common/lib/converter/payload-search-attributes';
+import {
+  decodePageToken,
+  encodePageToken,
+  paymentListQuery,
+  paymentStatusOf,
+  quoteLiteral,
+} from '../../src/client/visibility';
+import { OrderIdAttr, PaymentStatusAttr } from '../../src/domain/search-attributes';
 
 describe('visibility queries', () => {
   it('scope every list to the merchant and to payments only', () => {
@@ -28,5 +36,23 @@ describe('visibility queries', () => {
     expect(decodePageToken(token)).toEqual(bytes);
     expect(encodePageToken(new Uint8Array())).toBeUndefined();
     expect(encodePageToken(null)).toBeUndefined();
+  });
+
+  it('read a listed payment’s status from the search attributes as the SDK encodes them', () => {
+    const listed = (status?: string) => ({
+      searchAttributes: {
+        indexedFields: encodeUnifiedSearchAttributes(undefined, [
+          { key: OrderIdAttr, value: 'o_1' },
+          ...(status === undefined ? [] : [{ key: PaymentStatusAttr, value: status }]),
+        ]),
+      },
+    });
+    expect(paymentStatusOf(listed('needs_review'))).toBe('needs_review');
+    expect(paymentStatusOf(listed('pending'))).toBe('pending');
+    expect(paymentStatusOf(listed())).toBeUndefined();
+    expect(paymentStatusOf({})).toBeUndefined();
+    expect(
+      paymentStatusOf({ searchAttributes: { indexedFields: { PaymentStatus: { data: new Uint8Array([1]) } } } }),
+    ).toBeUndefined();
   });
 });
