@@ -50,6 +50,7 @@ import { paymentStaticDetails, paymentSummary } from '../domain/summaries';
 import { captureFingerprint, chargeFingerprint, refundFingerprint } from './fingerprint';
 import { parseOrThrow, translateUpdateFailure, updateFailureOf } from './failures';
 import { type EventOwner, type ProviderEventDelivery, deliverProviderEvent } from './provider-events';
+import { type StartReporting, startReporting } from './start-report';
 import {
   type OperatorReviewItemView,
   type ReviewItemListOptions,
@@ -175,6 +176,8 @@ export class PaymentsClient {
   private readonly inflight = new Map<string, Promise<ChargeResult>>();
   /** Orders with a charge being started in this process: the key that holds each, and how many requests for it. */
   private readonly startingOrders = new Map<string, { readonly key: string; requests: number }>();
+  /** Update-with-Start that says whether it created the run (see start-report.ts). */
+  private readonly starts: StartReporting;
 
   constructor(
     private readonly client: Client,
@@ -204,6 +207,7 @@ export class PaymentsClient {
       }
     }
     this.splitPaymentMerchants = new Set(options.splitPaymentMerchants ?? []);
+    this.starts = startReporting(client);
   }
 
   /**
@@ -382,16 +386,20 @@ export class PaymentsClient {
     const answerBy = Date.now() + this.options.timings.submitWaitMs + this.submitMarginMs;
     const deadline = answerBy - describeBudgetMs(this.submitMarginMs);
     try {
-      const view =
+      const { result: view, report } = await this.starts.run(() =>
         input.shape === 2
-          ? await this.submitLean(workflowId, fingerprint, startWorkflowOperation, deadline)
-          : await this.client.connection.withDeadline(deadline, () =>
-              this.client.workflow.executeUpdateWithStart(submitUpdate, {
+          ? this.submitLean(workflowId, fingerprint, startWorkflowOperation, deadline)
+          : this.client.connection.withDeadline(deadline, () =>
+              this.starts.workflow.executeUpdateWithStart(submitUpdate, {
                 args: [{ fingerprint }],
                 startWorkflowOperation,
               }),
-            );
-      return { view, replayed: !(await this.wasStartedBy(workflowId, startedBy)) };
+            ),
+      );
+      // The start response's `started` names the request that created the run; a `false` is read again from the memo
+      // (a server that does not send the flag answers false), so only a repeat costs the describe.
+      const startedHere = report.started === true || (await this.wasStartedBy(workflowId, startedBy));
+      return { view, replayed: !startedHere };
     } catch (err) {
       if (closedBeforeUpdate(err)) return this.replayClosed(workflowId, fingerprint, err);
       const typed = translateUpdateFailure(err);
@@ -413,7 +421,7 @@ export class PaymentsClient {
     deadline: number,
   ): Promise<PaymentView> {
     const update = await this.client.connection.withDeadline(deadline, () =>
-      this.client.workflow.startUpdateWithStart(submitUpdate, {
+      this.starts.workflow.startUpdateWithStart(submitUpdate, {
         args: [{ fingerprint }],
         startWorkflowOperation,
         waitForStage: WorkflowUpdateStage.ACCEPTED,
