@@ -8,7 +8,7 @@ import type { AddressInfo } from 'node:net';
 import { Client } from '@temporalio/client';
 import type { PayloadCodec } from '@temporalio/common';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
-import type { Worker } from '@temporalio/worker';
+import { NativeConnection, type Worker } from '@temporalio/worker';
 import type { FastifyInstance } from 'fastify';
 import pino from 'pino';
 import { InMemoryCircuitBreaker } from '../../src/activities';
@@ -146,10 +146,14 @@ export async function startApiHarness(env: TestWorkflowEnvironment, opts: Harnes
   const apps: FastifyInstance[] = [];
   /** One API process: its own PaymentsClient and Fastify app, listening on a free port. */
   const dataConverter = opts.codec ? { payloadCodecs: [opts.codec.codec] } : undefined;
-  // With a codec the API's client must encrypt too (the workers' results are ciphertext).
-  const client = dataConverter
-    ? new Client({ connection: env.connection, namespace: env.namespace ?? 'default', dataConverter })
-    : env.client;
+  // The API's client over a NativeConnection of its own, as src/api/main.ts connects. With a codec it must encrypt
+  // too (the workers' results are ciphertext).
+  const apiConnection = await NativeConnection.connect({ address: env.address });
+  const client = new Client({
+    connection: apiConnection,
+    namespace: env.namespace ?? 'default',
+    ...(dataConverter ? { dataConverter } : {}),
+  });
   const startApi = async () => {
     const payments = new PaymentsClient(client, {
       taskQueue,
@@ -241,6 +245,7 @@ export async function startApiHarness(env: TestWorkflowEnvironment, opts: Harnes
       await Promise.all(running);
       await provider.close();
       await sim.close();
+      await apiConnection.close();
     },
   };
 }
