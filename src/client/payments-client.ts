@@ -176,8 +176,8 @@ export class PaymentsClient {
   private readonly inflight = new Map<string, Promise<ChargeResult>>();
   /** Orders with a charge being started in this process: the key that holds each, and how many requests for it. */
   private readonly startingOrders = new Map<string, { readonly key: string; requests: number }>();
-  /** Update-with-Start that says whether it created the run (see start-report.ts). */
-  private readonly starts: StartReporting;
+  /** Update-with-Start that says whether it created the run (see start-report.ts); built on the first charge. */
+  private startReporting?: StartReporting;
 
   constructor(
     private readonly client: Client,
@@ -207,7 +207,6 @@ export class PaymentsClient {
       }
     }
     this.splitPaymentMerchants = new Set(options.splitPaymentMerchants ?? []);
-    this.starts = startReporting(client);
   }
 
   /**
@@ -731,6 +730,10 @@ export class PaymentsClient {
       event,
       owner,
     );
+  }
+
+  private get starts(): StartReporting {
+    return (this.startReporting ??= startReporting(this.client));
   }
 
   private scope(merchantId: string, key: string) {
