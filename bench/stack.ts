@@ -7,7 +7,13 @@
 import { randomUUID } from 'node:crypto';
 import { Client } from '@temporalio/client';
 import { type TestWorkflowEnvironment } from '@temporalio/testing';
-import { DefaultLogger, Runtime, type WorkflowBundleWithSourceMap, bundleWorkflowCode } from '@temporalio/worker';
+import {
+  DefaultLogger,
+  NativeConnection,
+  Runtime,
+  type WorkflowBundleWithSourceMap,
+  bundleWorkflowCode,
+} from '@temporalio/worker';
 import type { FastifyInstance } from 'fastify';
 import pino, { type Logger } from 'pino';
 import {
@@ -35,6 +41,8 @@ export interface BenchInfra {
   readonly env: TestWorkflowEnvironment;
   /** Over the NativeConnection the workers use: the only kind of client that can request eager workflow start. */
   readonly nativeClient: Client;
+  /** The APIs' client, over a NativeConnection of its own (as `npm start`'s API process has). */
+  readonly apiClient: Client;
   readonly sim: RunningSimulator;
   readonly bundle: WorkflowBundleWithSourceMap;
   readonly logger: Logger;
@@ -80,9 +88,13 @@ export async function startInfra(log: (line: string) => void): Promise<BenchInfr
     const bundle = await bundlePromise;
     const namespace = env.namespace ?? 'default';
     const nativeClient = new Client({ connection: env.nativeConnection, namespace });
+    const apiConnection = await NativeConnection.connect({ address: env.address });
+    closers.unshift(() => apiConnection.close());
+    const apiClient = new Client({ connection: apiConnection, namespace });
     return {
       env,
       nativeClient,
+      apiClient,
       sim,
       bundle,
       logger,
@@ -177,8 +189,8 @@ export async function startScenarioStack(
       logger,
       namespace: infra.namespace,
       taskQueue,
-      // The API uses the environment's own (gRPC) connection, as a separate API process would have its own.
-      client: env.client,
+      // The API has a connection of its own (not the workers'), as a separate API process has.
+      client: infra.apiClient,
       nativeConnection: env.nativeConnection,
       api: {
         payments: {

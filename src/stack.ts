@@ -8,7 +8,7 @@
  * The composition root: the one module that may import every layer (docs/architecture.md#layers).
  */
 import type { AddressInfo } from 'node:net';
-import { Client, Connection } from '@temporalio/client';
+import { Client, type Connection } from '@temporalio/client';
 import type { DataConverter, PayloadCodec } from '@temporalio/common';
 import { NativeConnection, Worker, type WorkerOptions } from '@temporalio/worker';
 import type { FastifyInstance } from 'fastify';
@@ -175,8 +175,8 @@ export interface StackOptions {
   readonly temporal?: TemporalTarget;
   /** The workers' connection, e.g. a test environment's `nativeConnection` (left open by `close()`). */
   readonly nativeConnection?: NativeConnection;
-  /** The API client's connection, e.g. a test environment's `connection` (left open by `close()`). */
-  readonly connection?: Connection;
+  /** The API client's connection (left open by `close()`); absent: a NativeConnection of the stack's own. */
+  readonly connection?: Connection | NativeConnection;
   /** The API's Temporal client as it is (e.g. a test environment's `client`); only without a codec. */
   readonly client?: Client;
   /** Workers in this process; absent: none. */
@@ -313,7 +313,8 @@ export async function startStack(options: StackOptions): Promise<Stack> {
       } else {
         let connection = options.connection;
         if (connection === undefined) {
-          const opened = await Connection.connect(connectionOptions(target()));
+          // Rust core's client: less of the API process's CPU per call than grpc-js (bench/rpc-cost.ts).
+          const opened = await NativeConnection.connect(connectionOptions(target()));
           owned.push(() => opened.close());
           connection = opened;
         }

@@ -28,7 +28,6 @@ import {
   ChargeRequest,
   IdempotencyKey,
   MerchantId,
-  type PaymentStatus,
   type PaymentView,
   RefundRequest,
   ResolveRequest,
@@ -51,6 +50,7 @@ import { paymentStaticDetails, paymentSummary } from '../domain/summaries';
 import { captureFingerprint, chargeFingerprint, refundFingerprint } from './fingerprint';
 import { parseOrThrow, translateUpdateFailure, updateFailureOf } from './failures';
 import { type EventOwner, type ProviderEventDelivery, deliverProviderEvent } from './provider-events';
+import { type StartReporting, startReporting } from './start-report';
 import {
   type OperatorReviewItemView,
   type ReviewItemListOptions,
@@ -68,6 +68,7 @@ import {
   reviewItemListQuery,
   reviewItemWorkflowType,
 } from '../visibility';
+import { paymentStatusOf } from './listed-status';
 
 /** How a {@link PaymentsClient} starts and waits for payments. */
 export interface PaymentsClientOptions {
@@ -176,6 +177,8 @@ export class PaymentsClient {
   private readonly inflight = new Map<string, Promise<ChargeResult>>();
   /** Orders with a charge being started in this process: the key that holds each, and how many requests for it. */
   private readonly startingOrders = new Map<string, { readonly key: string; requests: number }>();
+  /** Update-with-Start that says whether it created the run (see start-report.ts); built on the first charge. */
+  private startReporting?: StartReporting;
 
   constructor(
     private readonly client: Client,
@@ -299,22 +302,31 @@ export class PaymentsClient {
     orderId: string,
     ownWorkflowId: string,
   ): Promise<string | undefined> {
-    const list = (statuses: readonly PaymentStatus[]) =>
-      this.bounded(() =>
+    // One list for both kinds (each list is a visibility read on the server and a round trip here): a pending or
+    // unknown one holds the order outright, one in review only while its charge is undecided.
+    const others: { readonly workflowId: string; readonly inReview: boolean }[] = [];
+    let nextPageToken: Uint8Array | undefined;
+    do {
+      const page = await this.bounded(() =>
         this.client.workflowService.listWorkflowExecutions({
           namespace: this.namespace,
-          query: openPaymentsOfOrderQuery(merchant, orderId, statuses),
+          query: openPaymentsOfOrderQuery(merchant, orderId, ['pending', 'unknown', 'needs_review']),
           pageSize: 20,
+          ...(nextPageToken === undefined ? {} : { nextPageToken }),
         }),
       );
-    const [open, inReview] = await Promise.all([list(['pending', 'unknown']), list(['needs_review'])]);
-    const others = (executions: typeof open.executions) =>
-      executions
-        .map((e) => e.execution?.workflowId)
-        .filter((id): id is string => typeof id === 'string' && id !== ownWorkflowId);
-    const [pending] = others(open.executions);
-    if (pending !== undefined) return parseChargeWorkflowId(pending)?.key ?? pending;
-    for (const workflowId of others(inReview.executions)) {
+      for (const e of page.executions) {
+        const workflowId = e.execution?.workflowId;
+        if (typeof workflowId !== 'string' || workflowId === ownWorkflowId) continue;
+        others.push({ workflowId, inReview: paymentStatusOf(e) === 'needs_review' });
+      }
+      // An open one decides at once; only payments in review (rare: bounded by the order's payments) read on.
+      if (others.some((o) => !o.inReview)) break;
+      nextPageToken = page.nextPageToken && page.nextPageToken.length > 0 ? page.nextPageToken : undefined;
+    } while (nextPageToken !== undefined);
+    const pending = others.find((o) => !o.inReview);
+    if (pending !== undefined) return parseChargeWorkflowId(pending.workflowId)?.key ?? pending.workflowId;
+    for (const { workflowId } of others) {
       let undecided = true; // a payment we cannot read is taken as open: refusing is the side that never charges twice
       try {
         const view = await this.bounded(() => this.handle(workflowId).query(paymentQuery));
@@ -373,16 +385,20 @@ export class PaymentsClient {
     const answerBy = Date.now() + this.options.timings.submitWaitMs + this.submitMarginMs;
     const deadline = answerBy - describeBudgetMs(this.submitMarginMs);
     try {
-      const view =
+      const { result: view, report } = await this.starts.run(() =>
         input.shape === 2
-          ? await this.submitLean(workflowId, fingerprint, startWorkflowOperation, deadline)
-          : await this.client.connection.withDeadline(deadline, () =>
-              this.client.workflow.executeUpdateWithStart(submitUpdate, {
+          ? this.submitLean(workflowId, fingerprint, startWorkflowOperation, deadline)
+          : this.client.connection.withDeadline(deadline, () =>
+              this.starts.workflow.executeUpdateWithStart(submitUpdate, {
                 args: [{ fingerprint }],
                 startWorkflowOperation,
               }),
-            );
-      return { view, replayed: !(await this.wasStartedBy(workflowId, startedBy)) };
+            ),
+      );
+      // The start response's `started` names the request that created the run; a `false` is read again from the memo
+      // (a server that does not send the flag answers false), so only a repeat costs the describe.
+      const startedHere = report.started === true || (await this.wasStartedBy(workflowId, startedBy));
+      return { view, replayed: !startedHere };
     } catch (err) {
       if (closedBeforeUpdate(err)) return this.replayClosed(workflowId, fingerprint, err);
       const typed = translateUpdateFailure(err);
@@ -404,7 +420,7 @@ export class PaymentsClient {
     deadline: number,
   ): Promise<PaymentView> {
     const update = await this.client.connection.withDeadline(deadline, () =>
-      this.client.workflow.startUpdateWithStart(submitUpdate, {
+      this.starts.workflow.startUpdateWithStart(submitUpdate, {
         args: [{ fingerprint }],
         startWorkflowOperation,
         waitForStage: WorkflowUpdateStage.ACCEPTED,
@@ -714,6 +730,10 @@ export class PaymentsClient {
       event,
       owner,
     );
+  }
+
+  private get starts(): StartReporting {
+    return (this.startReporting ??= startReporting(this.client));
   }
 
   private scope(merchantId: string, key: string) {

@@ -6,6 +6,7 @@
 import { randomUUID } from 'node:crypto';
 import type { PayloadCodec } from '@temporalio/common';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
+import { NativeConnection } from '@temporalio/worker';
 import type { FastifyInstance } from 'fastify';
 import pino from 'pino';
 import { type CircuitBreaker, InMemoryCircuitBreaker } from '../../src/activities';
@@ -146,12 +147,15 @@ export async function startApiHarness(env: TestWorkflowEnvironment, opts: Harnes
   const a = { id: `ma_${randomUUID().slice(0, 8)}`, token: `tok_a_${randomUUID()}` };
   const b = { id: `mb_${randomUUID().slice(0, 8)}`, token: `tok_b_${randomUUID()}` };
   const operator = { id: `ops_${randomUUID().slice(0, 8)}`, token: `tok_ops_${randomUUID()}` };
+  const apiConnection = await NativeConnection.connect({ address: env.address });
   const stack = await startStack({
     logger,
     namespace: env.namespace ?? 'default',
     taskQueue,
-    // With a codec the API's client must encrypt too (the workers' results are ciphertext).
-    ...(opts.codec ? { codec: opts.codec.codec, connection: env.connection } : { client: env.client }),
+    // The API's client over a NativeConnection of its own, as src/api/main.ts connects. With a codec it must encrypt
+    // too (the workers' results are ciphertext).
+    ...(opts.codec ? { codec: opts.codec.codec } : {}),
+    connection: apiConnection,
     nativeConnection: env.nativeConnection,
     api: {
       payments: {
@@ -230,6 +234,7 @@ export async function startApiHarness(env: TestWorkflowEnvironment, opts: Harnes
       await stack.close();
       await provider.close();
       await sim.close();
+      await apiConnection.close();
     },
   };
 }

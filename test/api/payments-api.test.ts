@@ -1,9 +1,10 @@
-import { WorkflowNotFoundError } from '@temporalio/client';
+import { Client, type ConnectionLike, WorkflowNotFoundError } from '@temporalio/client';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
-import { ValidationError } from '../../src/client';
+import { PaymentsClient, ValidationError } from '../../src/client';
 import { chargeWorkflowId } from '../../src/domain/ids';
+import { simulatorCapabilities } from '../../src/providers';
 import { connectDevServer } from '../helpers/servers';
-import { type ApiHarness, chargeBody, eventually, newKey, startApiHarness } from './harness';
+import { type ApiHarness, chargeBody, eventually, newKey, startApiHarness, testRetry, testTimings } from './harness';
 
 let env: TestWorkflowEnvironment;
 let h: ApiHarness;
@@ -43,6 +44,37 @@ describe('POST /v1/payments', () => {
     expect(second.body).toEqual(first.body);
     expect(createEffects(body.orderId as string)).toHaveLength(1);
     await eventually('one run in visibility', async () => (await runsOf(chargeWorkflowId(h.a.id, key))) === 1);
+  });
+
+  it('tells the request that started the payment from a repeat by the start response, describing it only for the repeat', async () => {
+    // The client's Temporal calls, counted: the describe that used to follow every charge was a read per payment.
+    const described: string[] = [];
+    const base = env.connection.workflowService;
+    const workflowService: ConnectionLike['workflowService'] = Object.create(base);
+    Object.assign(workflowService, {
+      describeWorkflowExecution: (request: Parameters<typeof base.describeWorkflowExecution>[0]) => {
+        described.push(request.execution?.workflowId ?? '');
+        return base.describeWorkflowExecution(request);
+      },
+    });
+    const connection: ConnectionLike = Object.assign(Object.create(env.connection) as ConnectionLike, {
+      workflowService,
+    });
+    const payments = new PaymentsClient(new Client({ connection, namespace: env.namespace ?? 'default' }), {
+      taskQueue: h.taskQueue,
+      timings: testTimings,
+      retry: testRetry,
+      capabilities: { simulator: simulatorCapabilities() },
+    });
+    const key = newKey();
+    const body = chargeBody();
+
+    const first = await payments.charge(h.a.id, key, body);
+    expect(first).toMatchObject({ replayed: false, view: { status: 'succeeded' } });
+    expect(described).toEqual([]);
+    const repeat = await payments.charge(h.a.id, key, body);
+    expect(repeat).toMatchObject({ replayed: true, view: { status: 'succeeded' } });
+    expect(createEffects(body.orderId as string)).toHaveLength(1);
   });
 
   it('turns 100 concurrent identical requests to 4 API instances into one workflow and one provider effect', async () => {

@@ -1,3 +1,6 @@
+import { encodeUnifiedSearchAttributes } from '@temporalio/common/lib/converter/payload-search-attributes';
+import { paymentStatusOf } from '../../src/client/listed-status';
+import { OrderIdAttr, PaymentStatusAttr } from '../../src/domain/search-attributes';
 import {
   decodePageToken,
   encodePageToken,
@@ -55,5 +58,23 @@ describe('visibility queries', () => {
       "WorkflowType = 'chargeWorkflow' AND TaskQueue = 'payments' AND ExecutionStatus = 'Running' AND " +
         "PaymentStatus = 'unknown' AND StartTime < '2030-01-02T03:04:05.000Z'",
     );
+  });
+
+  it('read a listed payment’s status from the search attributes as the SDK encodes them', () => {
+    const listed = (status?: string) => ({
+      searchAttributes: {
+        indexedFields: encodeUnifiedSearchAttributes(undefined, [
+          { key: OrderIdAttr, value: 'o_1' },
+          ...(status === undefined ? [] : [{ key: PaymentStatusAttr, value: status }]),
+        ]),
+      },
+    });
+    expect(paymentStatusOf(listed('needs_review'))).toBe('needs_review');
+    expect(paymentStatusOf(listed('pending'))).toBe('pending');
+    expect(paymentStatusOf(listed())).toBeUndefined();
+    expect(paymentStatusOf({})).toBeUndefined();
+    expect(
+      paymentStatusOf({ searchAttributes: { indexedFields: { PaymentStatus: { data: new Uint8Array([1]) } } } }),
+    ).toBeUndefined();
   });
 });
