@@ -5,15 +5,9 @@
  * timings and retries.
  */
 import { randomUUID } from 'node:crypto';
-import { Client } from '@temporalio/client';
+import { Client, Connection } from '@temporalio/client';
 import { type TestWorkflowEnvironment } from '@temporalio/testing';
-import {
-  DefaultLogger,
-  NativeConnection,
-  Runtime,
-  type WorkflowBundleWithSourceMap,
-  bundleWorkflowCode,
-} from '@temporalio/worker';
+import { DefaultLogger, Runtime, type WorkflowBundleWithSourceMap, bundleWorkflowCode } from '@temporalio/worker';
 import type { FastifyInstance } from 'fastify';
 import pino, { type Logger } from 'pino';
 import {
@@ -88,7 +82,8 @@ export async function startInfra(log: (line: string) => void): Promise<BenchInfr
     const bundle = await bundlePromise;
     const namespace = env.namespace ?? 'default';
     const nativeClient = new Client({ connection: env.nativeConnection, namespace });
-    const apiConnection = await NativeConnection.connect({ address: env.address });
+    // grpc-js, as the API process connects (src/stack.ts says why not a NativeConnection).
+    const apiConnection = await Connection.connect({ address: env.address });
     closers.unshift(() => apiConnection.close());
     const apiClient = new Client({ connection: apiConnection, namespace });
     return {

@@ -8,7 +8,7 @@
  * The composition root: the one module that may import every layer (docs/architecture.md#layers).
  */
 import type { AddressInfo } from 'node:net';
-import { Client, type Connection } from '@temporalio/client';
+import { Client, Connection } from '@temporalio/client';
 import type { DataConverter, PayloadCodec } from '@temporalio/common';
 import { NativeConnection, Worker, type WorkerOptions } from '@temporalio/worker';
 import type { FastifyInstance } from 'fastify';
@@ -175,8 +175,8 @@ export interface StackOptions {
   readonly temporal?: TemporalTarget;
   /** The workers' connection, e.g. a test environment's `nativeConnection` (left open by `close()`). */
   readonly nativeConnection?: NativeConnection;
-  /** The API client's connection (left open by `close()`); absent: a NativeConnection of the stack's own. */
-  readonly connection?: Connection | NativeConnection;
+  /** The API client's connection, e.g. a test environment's `connection` (left open by `close()`). */
+  readonly connection?: Connection;
   /** The API's Temporal client as it is (e.g. a test environment's `client`); only without a codec. */
   readonly client?: Client;
   /** Workers in this process; absent: none. */
@@ -313,8 +313,10 @@ export async function startStack(options: StackOptions): Promise<Stack> {
       } else {
         let connection = options.connection;
         if (connection === undefined) {
-          // Rust core's client: less of the API process's CPU per call than grpc-js (bench/rpc-cost.ts).
-          const opened = await NativeConnection.connect(connectionOptions(target()));
+          // grpc-js, not a NativeConnection: with the Rust core's client the API's own deadline did not bound the
+          // submit's wait for a worker (8.6 s instead of SUBMIT_WAIT_MS + margin, test/api/no-worker.test.ts), though
+          // it costs ~0.5-1 ms less CPU per charge (bench/rpc-cost.ts).
+          const opened = await Connection.connect(connectionOptions(target()));
           owned.push(() => opened.close());
           connection = opened;
         }

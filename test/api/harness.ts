@@ -6,7 +6,7 @@
 import { randomUUID } from 'node:crypto';
 import type { PayloadCodec } from '@temporalio/common';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
-import { NativeConnection } from '@temporalio/worker';
+import { Connection } from '@temporalio/client';
 import type { FastifyInstance } from 'fastify';
 import pino from 'pino';
 import { type CircuitBreaker, InMemoryCircuitBreaker } from '../../src/activities';
@@ -147,13 +147,13 @@ export async function startApiHarness(env: TestWorkflowEnvironment, opts: Harnes
   const a = { id: `ma_${randomUUID().slice(0, 8)}`, token: `tok_a_${randomUUID()}` };
   const b = { id: `mb_${randomUUID().slice(0, 8)}`, token: `tok_b_${randomUUID()}` };
   const operator = { id: `ops_${randomUUID().slice(0, 8)}`, token: `tok_ops_${randomUUID()}` };
-  const apiConnection = await NativeConnection.connect({ address: env.address });
+  const apiConnection = await Connection.connect({ address: env.address });
   const stack = await startStack({
     logger,
     namespace: env.namespace ?? 'default',
     taskQueue,
-    // The API's client over a NativeConnection of its own, as src/api/main.ts connects. With a codec it must encrypt
-    // too (the workers' results are ciphertext).
+    // The API's client over a grpc-js connection of its own, as src/api/main.ts connects (src/stack.ts says why not
+    // a NativeConnection). With a codec it must encrypt too (the workers' results are ciphertext).
     ...(opts.codec ? { codec: opts.codec.codec } : {}),
     connection: apiConnection,
     nativeConnection: env.nativeConnection,
