@@ -2,7 +2,7 @@
  * Failover with Stripe as the fallback (issue 12 item 4), over the whole stack: the real API, PaymentsClient, workflows
  * and sweep on the run's dev server; `simulator` (the harness's real simulator), `down` (a provider whose port refuses
  * connections) and `stripe` (the Stripe adapter built from the configuration, as the worker's main builds it), each on
- * its own activity task queue. Stripe is stripe-mock behind a recording front (test/helpers/stripe-front.ts; see
+ * its own activity task queue. Stripe is stripe-mock behind a recording front (test/helpers/stripe-states.ts; see
  * test/providers/stripe-workflows.test.ts for what is real, canned and recorded): the front records every request the
  * adapter sent, so "one create in total, under the key scoped to Stripe" is checked on the wire.
  *
@@ -12,61 +12,43 @@
  * first provider naming it is flagged, never taken for it).
  */
 import { randomUUID } from 'node:crypto';
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import pino from 'pino';
-import Stripe from 'stripe';
-import { type RunningStripeMock, resolveStripeMock, startStripeMock } from '../../scripts/lib/stripe-mock';
 import { type CircuitBreaker, InMemoryCircuitBreaker } from '../../src/activities';
 import { providerIdempotencyKey } from '../../src/activities/keys';
-import { loadConfig } from '../../src/config';
 import { chargeWorkflowId } from '../../src/domain/ids';
 import type { PaymentView } from '../../src/domain/payment';
 import { reviewItemWorkflowId } from '../../src/domain/review-items';
 import { ProviderAttr } from '../../src/domain/search-attributes';
-import { SweepInput, type SweepResult } from '../../src/domain/sweep';
-import { type RestProvider, createProvider, simulatorCapabilities } from '../../src/providers';
-import { createConfiguredProviders } from '../../src/providers/registry';
-import type { PaymentProvider } from '../../src/providers/types';
+import type { SweepResult } from '../../src/domain/sweep';
+import type { RestProvider } from '../../src/providers';
 import { signWebhook } from '../../src/simulator/signature';
-import type { reconcileSweepWorkflow } from '../../src/workflows/sweep';
+import { refusingProvider } from '../helpers/refusing-provider';
 import { connectDevServer } from '../helpers/servers';
-import { recordHistories } from '../helpers/workflows';
 import {
-  type FrontAnswer,
-  type FrontRequest,
-  type StripeFront,
-  recorded,
-  startStripeFront,
-} from '../helpers/stripe-front';
+  type ConfiguredStripe,
+  type StripeStates,
+  configuredStripe,
+  metadataSent,
+  newStripeWebhookSecret,
+  startStripeStates,
+  stripeSignature,
+} from '../helpers/stripe-states';
+import { runSweepAt } from '../helpers/sweeps';
+import { terminateAll } from '../helpers/terminate';
+import { recordHistories } from '../helpers/workflows';
 import { type ApiHarness, WEBHOOK_SECRET, chargeBody, eventually, newKey, startApiHarness } from './harness';
 
-const STRIPE_WEBHOOK_SECRET = `whsec_${randomUUID().replace(/-/g, '')}`;
+const STRIPE_WEBHOOK_SECRET = newStripeWebhookSecret();
 // The amounts the stripe-mock fixtures are written for (stripe-mock reflects the amount we send, not what was captured).
 const AUTHORIZED = 2_000;
 const CAPTURED = 1_500;
 
 let env: TestWorkflowEnvironment;
 let h: ApiHarness;
-let front: StripeFront;
-let stripe: PaymentProvider;
+let states: StripeStates;
+let configured: ConfiguredStripe;
 let down: RestProvider;
-let closeOthers: () => Promise<void> = async () => undefined;
-let fixturesFile: string;
-const mocks: Record<'authorizing' | 'captured', RunningStripeMock | undefined> = {
-  authorizing: undefined,
-  captured: undefined,
-};
-const listingMocks: RunningStripeMock[] = [];
-/** Which stripe-mock answers the list of the next sweep. */
-let listing: RunningStripeMock | undefined;
-/** Payment keys whose creates the front answers with Stripe's recorded 500 (an unknown outcome). */
-const failingCreates = new Set<string>();
-const intentStep = new Map<string, 'authorizing' | 'captured'>();
-const tmp = mkdtempSync(path.join(tmpdir(), 'failover-stripe-'));
 
 /**
  * A real breaker per test: each test starts with every provider's breaker closed, and the one that opens the
@@ -85,105 +67,14 @@ const openSimulatorBreaker = () => {
   expect(currentBreaker.state('simulator').kind).toBe('open');
 };
 
-type Resources = Record<string, Record<string, unknown>>;
-
-function fixtures(name: string, change: (r: Resources) => void): string {
-  const all = JSON.parse(readFileSync(fixturesFile, 'utf8')) as { resources: Resources };
-  change(all.resources);
-  const file = path.join(tmp, `${name}.json`);
-  writeFileSync(file, JSON.stringify(all));
-  return file;
-}
-
-const url = (m: RunningStripeMock | undefined): string => {
-  if (m === undefined) throw new Error('stripe-mock not started');
-  return m.url;
-};
-
-/** Each request to the stripe-mock showing the state Stripe would be in (see stripe-workflows.test.ts). */
-async function route(req: FrontRequest, forward: (base: string) => Promise<FrontAnswer>): Promise<FrontAnswer> {
-  const intentPath = /^\/v1\/payment_intents\/([^/]+)(\/capture)?$/.exec(req.path);
-  if (req.method === 'POST' && req.path === '/v1/payment_intents') {
-    if (failingCreates.has(req.form.get('metadata[payment_key]') ?? '')) return recorded('api-error-500');
-    const step = req.form.get('capture_method') === 'manual' ? 'authorizing' : 'captured';
-    const answer = await forward(url(mocks[step]));
-    if (answer.status === 200) intentStep.set((JSON.parse(answer.body) as { id: string }).id, step);
-    return answer;
-  }
-  if (req.method === 'POST' && intentPath?.[2] === '/capture') {
-    intentStep.set(intentPath[1] ?? '', 'captured');
-    return forward(url(mocks.captured));
-  }
-  if (req.method === 'GET' && intentPath && intentPath[1] !== 'search') {
-    return forward(url(mocks[intentStep.get(intentPath[1] ?? '') ?? 'captured']));
-  }
-  if (req.method === 'GET' && req.path === '/v1/payment_intents') return forward(url(listing ?? mocks.authorizing));
-  return forward(url(mocks.authorizing));
-}
-
-/** A port nothing listens on: connecting to it is refused before anything is sent. */
-const closedPort = async (): Promise<number> => {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as { port: number };
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
-};
-
 beforeAll(async () => {
-  const binary = await resolveStripeMock();
-  fixturesFile = binary.fixtures;
-  const files = {
-    authorizing: fixtures('authorizing', (r) => {
-      r.payment_intent = { ...r.payment_intent, status: 'requires_capture', amount_received: 0 };
-    }),
-    captured: fixtures('captured', (r) => {
-      r.payment_intent = {
-        ...r.payment_intent,
-        status: 'succeeded',
-        amount: AUTHORIZED,
-        amount_received: CAPTURED,
-        currency: 'eur',
-      };
-      r.charge = { ...r.charge, amount: AUTHORIZED, amount_captured: CAPTURED, amount_refunded: 0, currency: 'eur' };
-    }),
-  };
-  await Promise.all(
-    (Object.keys(files) as (keyof typeof files)[]).map(async (k) => {
-      mocks[k] = await startStripeMock(binary.path, { fixtures: files[k] });
-    }),
-  );
-  front = await startStripeFront(route);
-
+  states = await startStripeStates({ name: 'failover-stripe', authorized: AUTHORIZED, captured: CAPTURED });
   const logger = pino({ level: process.env.TEST_LOG_LEVEL ?? 'silent' });
-  const config = loadConfig({
-    STRIPE_SECRET_KEY: `sk_test_${randomUUID().replace(/-/g, '')}`,
-    STRIPE_API_BASE: front.url,
-    STRIPE_WEBHOOK_SECRET,
-    PROVIDER_CONNECT_TIMEOUT_MS: '1000',
-    PROVIDER_TOTAL_TIMEOUT_MS: '5000',
-    LOG_LEVEL: 'silent',
-  });
-  const configured = createConfiguredProviders(config, logger);
-  if (configured.stripe === undefined) throw new Error('STRIPE_SECRET_KEY set, but no stripe provider');
-  stripe = configured.stripe;
-  closeOthers = async () => {
-    await configured.simulator?.close?.();
-  };
-  down = createProvider(
-    {
-      name: 'down',
-      baseUrl: `http://127.0.0.1:${await closedPort()}`,
-      apiKey: 'sk_test_down',
-      capabilities: simulatorCapabilities(),
-      connectTimeoutMs: 500,
-      totalTimeoutMs: 1_500,
-    },
-    logger,
-  );
+  configured = configuredStripe(states.front.url, STRIPE_WEBHOOK_SECRET, logger);
+  down = await refusingProvider('down', logger);
   env = await connectDevServer();
   h = await startApiHarness(env, {
-    extraProviders: { stripe, down },
+    extraProviders: { stripe: configured.stripe, down },
     stripeWebhookSecret: STRIPE_WEBHOOK_SECRET,
     breaker,
     sweep: true,
@@ -194,28 +85,16 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await h?.close();
-  await stripe?.close?.();
+  await configured?.close();
   await down?.close();
-  await closeOthers();
-  await front?.close();
-  await Promise.all([...Object.values(mocks), ...listingMocks].map((m) => m?.close()));
+  await states?.close();
   await env?.teardown();
 });
 
 /** The creates the adapter sent to Stripe for one payment (found by the metadata it carries). */
-const stripeCreatesOf = (key: string) =>
-  front.seen.filter(
-    (r) => r.method === 'POST' && r.path === '/v1/payment_intents' && r.form.get('metadata[payment_key]') === key,
-  );
+const stripeCreatesOf = (key: string) => states.createsOf(key);
 const simulatorRequestsOf = (orderId: string) => h.ledger().requests.filter((r) => r.reference === orderId);
 const stripeKey = (key: string) => providerIdempotencyKey(h.a.id, 'create', key, 'stripe');
-const metadataSent = (create: FrontRequest | undefined): Record<string, string> =>
-  Object.fromEntries(
-    [...(create?.form ?? [])].flatMap(([k, v]) => {
-      const m = /^metadata\[(.+)\]$/.exec(k);
-      return m?.[1] ? [[m[1], v]] : [];
-    }),
-  );
 
 const providerAttribute = async (key: string) =>
   (await env.client.workflow.getHandle(chargeWorkflowId(h.a.id, key)).describe()).typedSearchAttributes.get(
@@ -226,7 +105,7 @@ const nowS = () => Math.floor(Date.now() / 1000);
 
 /** A charge that fails over to Stripe, whose creates there all get Stripe's recorded 500: 202 unknown at Stripe. */
 async function unknownAtStripe(key: string, over: Record<string, unknown>): Promise<PaymentView> {
-  failingCreates.add(key);
+  states.failingCreates.add(key);
   const answer = await h.request('POST', '/v1/payments', {
     key,
     body: chargeBody({ amount: { value: CAPTURED, currency: 'EUR' }, fallbackProviders: ['stripe'], ...over }),
@@ -251,39 +130,14 @@ async function unknownAtStripe(key: string, over: Record<string, unknown>): Prom
 }
 
 /** A Stripe `payment_intent.succeeded` for the PaymentIntent `piId` carrying what the adapter sent on create. */
-async function stripeSucceededEvent(piId: string, metadata: Record<string, string>): Promise<string> {
-  const served = await fetch(`${url(mocks.captured)}/v1/payment_intents/${piId}`, {
-    headers: { authorization: 'Bearer sk_test_webhook' },
-  });
-  expect(served.status).toBe(200);
-  const intent = {
-    ...((await served.json()) as Record<string, unknown>),
-    amount: CAPTURED,
-    amount_received: CAPTURED,
-    metadata,
-  };
-  return JSON.stringify({
-    id: `evt_${randomUUID().replace(/-/g, '')}`,
-    object: 'event',
-    type: 'payment_intent.succeeded',
-    api_version: '2026-08-26.dahlia',
-    created: nowS(),
-    livemode: false,
-    pending_webhooks: 1,
-    data: { object: intent },
-  });
-}
+const stripeSucceededEvent = (piId: string, metadata: Record<string, string>): Promise<string> =>
+  states.succeededEvent(piId, metadata, CAPTURED);
 
 const postStripeWebhook = (body: string) =>
   h.request('POST', '/webhooks/stripe', {
     token: null,
     rawBody: body,
-    headers: {
-      'stripe-signature': new Stripe('sk_test_signing_only').webhooks.generateTestHeaderString({
-        payload: body,
-        secret: STRIPE_WEBHOOK_SECRET,
-      }),
-    },
+    headers: { 'stripe-signature': stripeSignature(body, STRIPE_WEBHOOK_SECRET) },
   });
 
 const postSimulatorWebhook = (event: unknown) => {
@@ -338,7 +192,9 @@ describe('Stripe as the fallback', () => {
 
     expect(capture.status).toBe(200);
     expect(capture.body).toMatchObject({ status: 'succeeded', provider: 'stripe', amountCaptured: CAPTURED });
-    const captures = front.seen.filter((r) => r.path === `/v1/payment_intents/${view.providerPaymentId}/capture`);
+    const captures = states.front.seen.filter(
+      (r) => r.path === `/v1/payment_intents/${view.providerPaymentId}/capture`,
+    );
     expect(
       captures.map((r) => [r.headers['idempotency-key'], r.form.get('amount_to_capture'), r.answeredStatus]),
     ).toEqual([[providerIdempotencyKey(h.a.id, 'capture', captureKey), String(CAPTURED), 200]]);
@@ -437,35 +293,9 @@ describe('webhooks after a failover', () => {
 describe('the sweep after a failover', () => {
   /** One sweep run over `providers` for the last minute; Stripe's list (if swept) is a stripe-mock listing `intent`. */
   async function sweep(providers: string[], intent?: Record<string, unknown>): Promise<SweepResult> {
-    if (intent !== undefined) {
-      const binary = await resolveStripeMock();
-      const mock = await startStripeMock(binary.path, {
-        fixtures: fixtures(`listing-${randomUUID()}`, (r) => {
-          r.payment_intent = { ...r.payment_intent, ...intent };
-          r.charge = { ...r.charge, amount_refunded: 0 };
-        }),
-      });
-      listingMocks.push(mock);
-      listing = mock;
-    }
-    const now = Date.now();
-    try {
-      return await env.client.workflow.execute<typeof reconcileSweepWorkflow>('reconcileSweepWorkflow', {
-        workflowId: `sweep-failover-test:${randomUUID()}`,
-        taskQueue: h.taskQueue,
-        args: [
-          SweepInput.parse({
-            providers,
-            intervalMs: 3_600_000,
-            lookbackMs: 0,
-            unknownThresholdMs: 3_600_000,
-            window: { fromMs: now - 60_000, toMs: now + 2_000 },
-          }),
-        ],
-      });
-    } finally {
-      listing = undefined;
-    }
+    const run = () =>
+      runSweepAt(env.client, { taskQueue: h.taskQueue, providers, now: Date.now(), idPrefix: 'sweep-failover-test' });
+    return intent === undefined ? run() : states.listing(intent, run);
   }
 
   it("the fallback's payment is recognised as this payment (checked, agrees); nothing is expected at the first provider", async () => {
@@ -533,9 +363,6 @@ describe('the sweep after a failover', () => {
     const after = await viewOf(key);
     expect(after).toMatchObject({ status: 'unknown', provider: 'stripe', amountCaptured: 0 });
     expect(after.providerPaymentId).toBeUndefined();
-    await env.client.workflow
-      .getHandle(itemId)
-      .terminate('test finished')
-      .catch(() => undefined);
+    await terminateAll(env.client, [itemId]);
   });
 });

@@ -6,7 +6,6 @@
  * in the simulators' ledgers.
  */
 import { randomUUID } from 'node:crypto';
-import { createServer } from 'node:net';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import pino from 'pino';
 import { InMemoryCircuitBreaker } from '../../src/activities';
@@ -16,6 +15,7 @@ import type { PaymentView } from '../../src/domain/payment';
 import { ProviderAttr } from '../../src/domain/search-attributes';
 import { type RestProvider, createProvider, simulatorCapabilities } from '../../src/providers';
 import { type Ledger, type RunningSimulator, startSimulator } from '../../src/simulator/server';
+import { refusingProvider } from '../helpers/refusing-provider';
 import { connectDevServer } from '../helpers/servers';
 import { recordHistories } from '../helpers/workflows';
 import { type ApiHarness, chargeBody, eventually, newKey, startApiHarness } from './harness';
@@ -30,15 +30,6 @@ const COOLDOWN_MS = 120_000;
 // A real breaker: `simulator`'s is tripped by the last test only (a 2-minute open state outlives the file).
 const breaker = new InMemoryCircuitBreaker({ failureThreshold: 3, cooldownMs: COOLDOWN_MS });
 
-/** A port nothing listens on: connecting to it is refused before anything is sent. */
-const closedPort = async (): Promise<number> => {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as { port: number };
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
-};
-
 beforeAll(async () => {
   const logger = pino({ level: process.env.TEST_LOG_LEVEL ?? 'silent' });
   backupSim = await startSimulator({ port: 0 });
@@ -49,7 +40,7 @@ beforeAll(async () => {
       logger,
     );
   backup = adapter('backup', backupSim.url, backupApiKey);
-  down = adapter('down', `http://127.0.0.1:${await closedPort()}`, 'sk_test_down');
+  down = await refusingProvider('down', logger);
   env = await connectDevServer();
   h = await startApiHarness(env, {
     extraProviders: { backup, down },

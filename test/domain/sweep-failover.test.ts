@@ -5,26 +5,17 @@
  */
 import type { PaymentView } from '../../src/domain/payment';
 import { compareWithOurs } from '../../src/domain/sweep';
+import { ourPayment, sweepCutoff } from '../helpers/sweeps';
 
-const ours = (over: Partial<PaymentView> = {}): PaymentView => ({
-  key: 'k',
-  merchantId: 'm',
-  orderId: 'o',
-  status: 'succeeded',
-  amount: { value: 1_000, currency: 'EUR' },
-  amountAuthorized: 1_000,
-  amountCaptured: 1_000,
-  amountRefunded: 0,
-  provider: 'stripe',
-  providerPaymentId: 'pi_1',
-  failovers: [{ from: 'simulator', to: 'stripe', reason: 'breaker_open', at: '2030-01-01T00:00:00.000Z' }],
-  attempts: 1,
-  createdAt: '2030-01-01T00:00:00.000Z',
-  updatedAt: '2030-01-01T00:00:00.000Z',
-  ...over,
-});
+const ours = (over: Partial<PaymentView> = {}): PaymentView =>
+  ourPayment({
+    provider: 'stripe',
+    providerPaymentId: 'pi_1',
+    failovers: [{ from: 'simulator', to: 'stripe', reason: 'breaker_open', at: '2030-01-01T00:00:00.000Z' }],
+    ...over,
+  });
 const listed = { id: 'pi_1', status: 'succeeded', amount: 1_000, currency: 'EUR' } as const;
-const cutoff = Date.parse('2030-01-01T01:00:00.000Z');
+const cutoff = sweepCutoff;
 
 describe('compareWithOurs after a failover', () => {
   it('agrees with the payment listed at the provider holding ours', () => {

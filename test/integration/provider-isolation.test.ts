@@ -24,6 +24,7 @@ import type { PaymentProvider } from '../../src/providers/types';
 import { type RunningSimulator, startSimulator } from '../../src/simulator/server';
 import { type ApiHarness, type ApiResponse, chargeBody, newKey, startApiHarness } from '../api/harness';
 import { connectDevServer } from '../helpers/servers';
+import { terminateAll } from '../helpers/terminate';
 
 const LATENCY_MS = 30_000;
 const SLOW_SLOTS = 2; // `slow`'s own activity slots (PROVIDER_SLOW_MAX_CONCURRENCY)
@@ -171,14 +172,7 @@ it('a 30 s latency on every call to one provider does not delay payments on the 
   } finally {
     // Tear down without waiting out the latency: end the payments, stop the slow simulator (it cancels its latency
     // and closes the connections, so the calls in flight fail at once), then the workers and the API.
-    await Promise.all(
-      workflowIds.map((id) =>
-        env.client.workflow
-          .getHandle(id)
-          .terminate('test finished')
-          .catch(() => undefined),
-      ),
-    );
+    await terminateAll(env.client, workflowIds);
     await Promise.allSettled(slowAnswers);
     await slowSim.close();
     await h?.close();

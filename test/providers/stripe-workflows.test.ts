@@ -12,7 +12,7 @@
  *   body, metadata), which the tests assert.
  * - Canned: stripe-mock is stateless and answers from fixtures, reflecting only request fields of the same name
  *   (amount, currency, capture_method, the id in the path, a refund's payment_intent; never metadata). So the front
- *   routes each request to one of several stripe-mocks whose PaymentIntent fixture has the status Stripe would show at
+ *   (test/helpers/stripe-states.ts) routes each request to one of several stripe-mocks whose PaymentIntent fixture has the status Stripe would show at
  *   that step (`requires_capture` after a manual create, `succeeded` after a capture, a charge with `amount_refunded`
  *   after a refund), and the money facts the mock does not reflect come from those fixtures: amount_received 1500 (the
  *   captured amount), amount_refunded 500, a captured PaymentIntent's amount 2000. The sweep's list answer is a fixture
@@ -25,32 +25,27 @@
  *   with Stripe's own `webhooks.generateTestHeaderString`; the API verifies it with `constructEvent`.
  */
 import { randomUUID } from 'node:crypto';
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import pino from 'pino';
-import Stripe from 'stripe';
-import { type RunningStripeMock, resolveStripeMock, startStripeMock } from '../../scripts/lib/stripe-mock';
 import { providerIdempotencyKey } from '../../src/activities/keys';
-import { loadConfig } from '../../src/config';
 import { chargeWorkflowId, providerTaskQueue } from '../../src/domain/ids';
 import { reviewItemWorkflowId } from '../../src/domain/review-items';
-import { SweepInput, type SweepResult } from '../../src/domain/sweep';
-import { createConfiguredProviders } from '../../src/providers/registry';
-import type { PaymentProvider } from '../../src/providers/types';
-import type { reconcileSweepWorkflow } from '../../src/workflows/sweep';
+import type { SweepResult } from '../../src/domain/sweep';
 import { type ApiHarness, type ApiResponse, chargeBody, eventually, newKey, startApiHarness } from '../api/harness';
 import { connectDevServer } from '../helpers/servers';
 import {
-  type FrontAnswer,
-  type FrontRequest,
-  type StripeFront,
-  recorded,
-  startStripeFront,
-} from '../helpers/stripe-front';
+  type ConfiguredStripe,
+  type StripeStates,
+  configuredStripe,
+  metadataSent,
+  newStripeWebhookSecret,
+  startStripeStates,
+  stripeSignature,
+} from '../helpers/stripe-states';
+import { runSweepAt } from '../helpers/sweeps';
+import { terminateAll } from '../helpers/terminate';
 
-const STRIPE_WEBHOOK_SECRET = `whsec_${randomUUID().replace(/-/g, '')}`;
+const STRIPE_WEBHOOK_SECRET = newStripeWebhookSecret();
 const DECLINING_TEST_CARD = 'pm_card_chargeDeclinedInsufficientFunds';
 // The amounts the fixtures are written for (stripe-mock reflects the amount we send, not what was captured/refunded).
 const AUTHORIZED = 2_000;
@@ -59,116 +54,26 @@ const REFUNDED = 500;
 
 let env: TestWorkflowEnvironment;
 let h: ApiHarness;
-let front: StripeFront;
-let stripe: PaymentProvider;
-let closeOthers: () => Promise<void> = async () => undefined;
-let fixturesFile: string;
-const mocks: Record<'authorizing' | 'captured' | 'refunded', RunningStripeMock | undefined> = {
-  authorizing: undefined,
-  captured: undefined,
-  refunded: undefined,
-};
-const sweepMocks: RunningStripeMock[] = [];
-/** Which stripe-mock the list of the next sweep is answered by. */
-let listing: RunningStripeMock | undefined;
-/** Payment keys whose creates the front answers with Stripe's recorded 500. */
-const failingCreates = new Set<string>();
-/** What Stripe would hold for each PaymentIntent, as far as the writes forwarded so far tell. */
-const intentStep = new Map<string, 'authorizing' | 'captured' | 'refunded'>();
-const tmp = mkdtempSync(path.join(tmpdir(), 'stripe-workflows-'));
-
-type Resources = Record<string, Record<string, unknown>>;
-
-/** The bundled fixtures with some resources changed; answers the file stripe-mock is started with. */
-function fixtures(name: string, change: (r: Resources) => void): string {
-  const all = JSON.parse(readFileSync(fixturesFile, 'utf8')) as { resources: Resources };
-  change(all.resources);
-  const file = path.join(tmp, `${name}.json`);
-  writeFileSync(file, JSON.stringify(all));
-  return file;
-}
-
-const url = (m: RunningStripeMock | undefined): string => {
-  if (m === undefined) throw new Error('stripe-mock not started');
-  return m.url;
-};
-
-/** The front's routing: each request to the stripe-mock showing the state Stripe would be in. */
-async function route(req: FrontRequest, forward: (base: string) => Promise<FrontAnswer>): Promise<FrontAnswer> {
-  const intentPath = /^\/v1\/payment_intents\/([^/]+)(\/capture)?$/.exec(req.path);
-  if (req.method === 'POST' && req.path === '/v1/payment_intents') {
-    if (req.form.get('payment_method') === DECLINING_TEST_CARD) return recorded('card-declined');
-    if (failingCreates.has(req.form.get('metadata[payment_key]') ?? '')) return recorded('api-error-500');
-    const step = req.form.get('capture_method') === 'manual' ? 'authorizing' : 'captured';
-    const answer = await forward(url(mocks[step]));
-    if (answer.status === 200) intentStep.set((JSON.parse(answer.body) as { id: string }).id, step);
-    return answer;
-  }
-  if (req.method === 'POST' && intentPath?.[2] === '/capture') {
-    intentStep.set(intentPath[1] ?? '', 'captured');
-    return forward(url(mocks.captured));
-  }
-  if (req.method === 'POST' && req.path === '/v1/refunds') {
-    const answer = await forward(url(mocks.captured));
-    if (answer.status === 200) intentStep.set(req.form.get('payment_intent') ?? '', 'refunded');
-    return answer;
-  }
-  if (req.method === 'GET' && intentPath && intentPath[1] !== 'search') {
-    return forward(url(mocks[intentStep.get(intentPath[1] ?? '') ?? 'captured']));
-  }
-  if (req.method === 'GET' && req.path === '/v1/payment_intents') return forward(url(listing ?? mocks.authorizing));
-  // Anything else (a search): the bundled answer of a mock, validated all the same.
-  return forward(url(mocks.authorizing));
-}
+/** The stripe-mocks, one per state, and the front routing each request to the one showing the state Stripe would be in. */
+let states: StripeStates;
+let configured: ConfiguredStripe;
 
 beforeAll(async () => {
-  const binary = await resolveStripeMock();
-  fixturesFile = binary.fixtures;
-  const charge = (r: Resources, over: Record<string, unknown>) => {
-    r.charge = { ...r.charge, amount: AUTHORIZED, amount_captured: CAPTURED, currency: 'eur', ...over };
-  };
-  const captured = { status: 'succeeded', amount: AUTHORIZED, amount_received: CAPTURED, currency: 'eur' };
-  const files = {
-    authorizing: fixtures('authorizing', (r) => {
-      r.payment_intent = { ...r.payment_intent, status: 'requires_capture', amount_received: 0 };
-    }),
-    captured: fixtures('captured', (r) => {
-      r.payment_intent = { ...r.payment_intent, ...captured };
-      charge(r, { amount_refunded: 0 });
-    }),
-    refunded: fixtures('refunded', (r) => {
-      r.payment_intent = { ...r.payment_intent, ...captured };
-      charge(r, { amount_refunded: REFUNDED, refunded: false });
-    }),
-  };
-  await Promise.all(
-    (Object.keys(files) as (keyof typeof files)[]).map(async (k) => {
-      mocks[k] = await startStripeMock(binary.path, { fixtures: files[k] });
-    }),
-  );
-  front = await startStripeFront(route);
+  states = await startStripeStates({
+    name: 'stripe-workflows',
+    authorized: AUTHORIZED,
+    captured: CAPTURED,
+    refunded: REFUNDED,
+    decliningCard: DECLINING_TEST_CARD,
+  });
 
   // The worker's configuration path: the adapter is what `createConfiguredProviders` builds from these variables.
-  const config = loadConfig({
-    STRIPE_SECRET_KEY: `sk_test_${randomUUID().replace(/-/g, '')}`,
-    STRIPE_API_BASE: front.url,
-    STRIPE_WEBHOOK_SECRET,
-    PROVIDER_CONNECT_TIMEOUT_MS: '1000',
-    PROVIDER_TOTAL_TIMEOUT_MS: '5000',
-    LOG_LEVEL: 'silent',
-  });
-  expect(config.providers).toEqual(['simulator', 'stripe']);
   const logger = pino({ level: process.env.TEST_LOG_LEVEL ?? 'silent' });
-  const configured = createConfiguredProviders(config, logger);
-  if (configured.stripe === undefined) throw new Error('STRIPE_SECRET_KEY set, but no stripe provider');
-  stripe = configured.stripe;
-  // The harness brings its own simulator adapter; the configured one (default URL) is not used.
-  closeOthers = async () => {
-    await configured.simulator?.close?.();
-  };
+  configured = configuredStripe(states.front.url, STRIPE_WEBHOOK_SECRET, logger);
+  expect(configured.config.providers).toEqual(['simulator', 'stripe']);
   env = await connectDevServer();
   h = await startApiHarness(env, {
-    extraProviders: { stripe },
+    extraProviders: { stripe: configured.stripe },
     stripeWebhookSecret: STRIPE_WEBHOOK_SECRET,
     sweep: true,
   });
@@ -176,18 +81,13 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await h?.close();
-  await stripe?.close?.();
-  await closeOthers();
-  await front?.close();
-  await Promise.all([...Object.values(mocks), ...sweepMocks].map((m) => m?.close()));
+  await configured?.close();
+  await states?.close();
   await env?.teardown();
 });
 
 /** The requests the adapter sent for one payment's create (by the metadata it carries). */
-const createsOf = (key: string) =>
-  front.seen.filter(
-    (r) => r.method === 'POST' && r.path === '/v1/payment_intents' && r.form.get('metadata[payment_key]') === key,
-  );
+const createsOf = (key: string) => states.createsOf(key);
 
 const charge = (key: string, over: Record<string, unknown>) =>
   h.request('POST', '/v1/payments', {
@@ -270,11 +170,13 @@ describe.each(['simulator', 'stripe'] as const)('the API and the workflows, unch
       'metadata[payment_key]': key,
       'metadata[reference]': String((created.body as { orderId: string }).orderId),
     });
-    const captures = front.seen.filter((r) => r.path === `/v1/payment_intents/${paymentId}/capture`);
+    const captures = states.front.seen.filter((r) => r.path === `/v1/payment_intents/${paymentId}/capture`);
     expect(
       captures.map((r) => [r.headers['idempotency-key'], r.form.get('amount_to_capture'), r.answeredStatus]),
     ).toEqual([[providerIdempotencyKey(h.a.id, 'capture', captureKey), String(CAPTURED), 200]]);
-    const refunds = front.seen.filter((r) => r.path === '/v1/refunds' && r.form.get('payment_intent') === paymentId);
+    const refunds = states.front.seen.filter(
+      (r) => r.path === '/v1/refunds' && r.form.get('payment_intent') === paymentId,
+    );
     expect(refunds.map((r) => [r.headers['idempotency-key'], r.form.get('amount'), r.answeredStatus])).toEqual([
       [providerIdempotencyKey(h.a.id, 'refund', refundKey), String(REFUNDED), 200],
     ]);
@@ -310,15 +212,15 @@ describe('Stripe through the whole stack', () => {
       [providerIdempotencyKey(h.a.id, 'create', key), 402],
     ]);
     // A declined payment moves no money: a capture of it is refused before anything is sent to Stripe.
-    const sentBefore = front.seen.length;
+    const sentBefore = states.front.seen.length;
     const capture = await h.request('POST', `/v1/payments/${key}/capture`, { key: newKey(), body: {} });
     expect(capture.status).toBe(409);
-    expect(front.seen.slice(sentBefore)).toEqual([]);
+    expect(states.front.seen.slice(sentBefore)).toEqual([]);
   });
 
   it('a webhook signed with Stripe’s test helper reaches the payment (unknown -> succeeded); a bad signature is 400 and changes nothing', async () => {
     const key = newKey();
-    failingCreates.add(key);
+    states.failingCreates.add(key);
     const started = await charge(key, { provider: 'stripe', amount: { value: CAPTURED, currency: 'EUR' } });
     expect(started.status).toBe(202);
     // Every create the adapter sent got Stripe's recorded 500 (api_error): an unknown outcome, never a failure; any
@@ -342,45 +244,20 @@ describe('Stripe through the whole stack', () => {
     // The PaymentIntent as stripe-mock serves it (succeeded fixture), with what Stripe would hold from our create:
     // the amount and the metadata the adapter sent (stripe-mock keeps neither).
     const piId = `pi_${randomUUID().replace(/-/g, '').slice(0, 24)}`;
-    const served = await fetch(`${url(mocks.captured)}/v1/payment_intents/${piId}`, {
-      headers: { authorization: 'Bearer sk_test_webhook' },
-    });
-    expect(served.status).toBe(200);
-    const sentMetadata = Object.fromEntries(
-      [...(creates[0]?.form ?? [])].flatMap(([k, v]) => {
-        const m = /^metadata\[(.+)\]$/.exec(k);
-        return m?.[1] ? [[m[1], v]] : [];
-      }),
-    );
+    const sentMetadata = metadataSent(creates[0]);
     expect(sentMetadata).toMatchObject({ merchant_id: h.a.id, payment_key: key });
-    const intent = {
-      ...((await served.json()) as Record<string, unknown>),
-      amount: CAPTURED,
-      amount_received: CAPTURED,
-      metadata: sentMetadata,
-    };
-    const body = JSON.stringify({
-      id: `evt_${randomUUID().replace(/-/g, '')}`,
-      object: 'event',
-      type: 'payment_intent.succeeded',
-      api_version: '2026-08-26.dahlia',
-      created: Math.floor(Date.now() / 1000),
-      livemode: false,
-      pending_webhooks: 1,
-      data: { object: intent },
-    });
-    const sign = new Stripe('sk_test_signing_only');
+    const body = await states.succeededEvent(piId, sentMetadata, CAPTURED);
     const post = (signature: string) =>
       h.request('POST', '/webhooks/stripe', { token: null, rawBody: body, headers: { 'stripe-signature': signature } });
 
-    const forged = await post(sign.webhooks.generateTestHeaderString({ payload: body, secret: 'whsec_not_ours' }));
+    const forged = await post(stripeSignature(body, 'whsec_not_ours'));
     expect(forged.status).toBe(400);
     expect(forged.body.error?.type).toBe('invalid_signature');
     const still: ApiResponse = await h.request('GET', `/v1/payments/${key}`);
     expect(still.body).toMatchObject({ status: 'unknown' });
     expect(still.body.providerPaymentId).toBeUndefined();
 
-    const signed = await post(sign.webhooks.generateTestHeaderString({ payload: body, secret: STRIPE_WEBHOOK_SECRET }));
+    const signed = await post(stripeSignature(body, STRIPE_WEBHOOK_SECRET));
     expect(signed.status).toBe(200);
     expect(signed.body).toEqual({ received: true, delivery: 'payment' });
     const settled = await eventually('the webhook to settle the payment', async () => {
@@ -394,42 +271,24 @@ describe('Stripe through the whole stack', () => {
 
   /** One sweep run over Stripe, its list answered by a stripe-mock whose PaymentIntent fixture is `intent`. */
   async function sweepStripeListing(intent: Record<string, unknown>): Promise<SweepResult> {
-    const binary = await resolveStripeMock();
-    const name = `listing-${randomUUID()}`;
-    const mock = await startStripeMock(binary.path, {
-      fixtures: fixtures(name, (r) => {
-        r.payment_intent = { ...r.payment_intent, ...intent };
-        r.charge = { ...r.charge, amount_refunded: 0 };
-      }),
-    });
-    sweepMocks.push(mock);
-    listing = mock;
-    const now = Date.now();
-    const listsBefore = front.seen.filter((r) => r.method === 'GET' && r.path === '/v1/payment_intents').length;
-    try {
-      const result = await env.client.workflow.execute<typeof reconcileSweepWorkflow>('reconcileSweepWorkflow', {
-        workflowId: `sweep-stripe-test:${randomUUID()}`,
+    return states.listing(intent, async () => {
+      const now = Date.now();
+      const isList = (r: { method: string; path: string }) => r.method === 'GET' && r.path === '/v1/payment_intents';
+      const listsBefore = states.front.seen.filter(isList).length;
+      const result = await runSweepAt(env.client, {
         taskQueue: h.taskQueue,
-        args: [
-          SweepInput.parse({
-            providers: ['stripe'],
-            intervalMs: 3_600_000,
-            lookbackMs: 0,
-            unknownThresholdMs: 3_600_000,
-            window: { fromMs: now - 60_000, toMs: now + 2_000 },
-          }),
-        ],
+        providers: ['stripe'],
+        now,
+        idPrefix: 'sweep-stripe-test',
       });
-      const lists = front.seen.filter((r) => r.method === 'GET' && r.path === '/v1/payment_intents').slice(listsBefore);
+      const lists = states.front.seen.filter(isList).slice(listsBefore);
       // The adapter's list request, as stripe-mock validated it: the window in Stripe's created filter.
       expect(lists).toHaveLength(1);
       expect(lists[0]?.answeredStatus).toBe(200);
       expect(lists[0]?.query.get('created[gte]')).toBe(String(Math.floor((now - 60_000) / 1000)));
       expect(lists[0]?.query.get('created[lt]')).toBe(String(Math.floor((now + 2_000) / 1000)));
       return result;
-    } finally {
-      listing = undefined;
-    }
+    });
   }
 
   it('the sweep runs over Stripe: a PaymentIntent that is our payment agrees; a second one naming it is an orphan for review', async () => {
@@ -437,12 +296,7 @@ describe('Stripe through the whole stack', () => {
     const res = await charge(key, { provider: 'stripe', amount: { value: CAPTURED, currency: 'EUR' } });
     expect(res.status).toBe(200);
     const paymentId = String(res.body.providerPaymentId);
-    const metadata = Object.fromEntries(
-      [...(createsOf(key)[0]?.form ?? [])].flatMap(([k, v]) => {
-        const m = /^metadata\[(.+)\]$/.exec(k);
-        return m?.[1] ? [[m[1], v]] : [];
-      }),
-    );
+    const metadata = metadataSent(createsOf(key)[0]);
     const ours = {
       status: 'succeeded',
       amount: CAPTURED,
@@ -474,9 +328,6 @@ describe('Stripe through the whole stack', () => {
       },
       20_000,
     );
-    await env.client.workflow
-      .getHandle(itemId)
-      .terminate('test finished')
-      .catch(() => undefined);
+    await terminateAll(env.client, [itemId]);
   });
 });

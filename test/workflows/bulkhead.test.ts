@@ -20,6 +20,7 @@ import { type RunningSimulator, startSimulator } from '../../src/simulator/serve
 import { type Stack, startStack } from '../../src/stack';
 import { chargeRequest, fastTimings, workflowBundle } from '../helpers/payments';
 import { connectDevServer } from '../helpers/servers';
+import { terminateAll } from '../helpers/terminate';
 
 let env: TestWorkflowEnvironment;
 beforeAll(async () => {
@@ -174,14 +175,7 @@ it('a slow provider whose slots are all taken does not delay payments on a secon
       `bulkhead: backup answers ${fast.map((f) => f.ms).join(', ')} ms (submit wait ${SUBMIT_WAIT_MS}); schedule-to-start ${waits.map((w) => w.ms).join(', ')} ms; simulator ${slow.counts.now}/${SLOW_SLOTS} slots busy (most ever ${slow.counts.max}) with ${SLOW_PAYMENTS} payments on it`,
     );
   } finally {
-    await Promise.all(
-      workflowIds.map((id) =>
-        env.client.workflow
-          .getHandle(id)
-          .terminate('test finished')
-          .catch(() => undefined),
-      ),
-    );
+    await terminateAll(env.client, workflowIds);
     await Promise.allSettled(slowAnswers); // their updates end with their workflows
     // Drained while the simulators close: the slow provider's creates in flight end at once.
     const draining = stack?.close();

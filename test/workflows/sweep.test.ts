@@ -9,7 +9,6 @@ import { SearchAttributeType, defineSearchAttributeKey } from '@temporalio/commo
 import { loadConfig } from '../../src/config';
 import { paymentQuery } from '../../src/domain/definitions';
 import { reconcileWorkflowId } from '../../src/domain/ids';
-import type { PaymentView } from '../../src/domain/payment';
 import {
   type ReviewItemState,
   resolveReviewItemUpdate,
@@ -32,6 +31,7 @@ import type { reconcileSweepWorkflow } from '../../src/workflows/sweep';
 import { serverPerFile } from '../helpers/benches';
 import { type Bench, chargeRequest } from '../helpers/payments';
 import { connectDevServer } from '../helpers/servers';
+import { hourlySchedule, ourPayment, sweepCutoff, sweepInputOver } from '../helpers/sweeps';
 import { startCharge, waitForStatus } from '../helpers/workflows';
 
 // The workers register the sweep's activities, as the worker process does.
@@ -40,14 +40,7 @@ const TemporalScheduledStartTime = defineSearchAttributeKey('TemporalScheduledSt
 
 /** A sweep input over an explicit window around the test (provider clocks have one-second resolution). */
 function sweepInput(fromMs: number, over: Partial<SweepInput> = {}): SweepInput {
-  return SweepInputSchema.parse({
-    providers: ['simulator'],
-    intervalMs: 3_600_000,
-    lookbackMs: 0,
-    unknownThresholdMs: 3_600_000,
-    window: { fromMs: fromMs - 2_000, toMs: Date.now() + 2_000 },
-    ...over,
-  });
+  return sweepInputOver({ fromMs: fromMs - 2_000, toMs: Date.now() + 2_000 }, over);
 }
 
 /** Executes one sweep run directly (no schedule) on the bench's task queue; tracks the review items it raised. */
@@ -373,15 +366,7 @@ describe("reconcile sweep: the worker's retry presets", () => {
   it("the schedule carries the worker's retry overrides to every run", async () => {
     const b = await t.bench();
     const retry = { lookup: { maximumAttempts: 4 } };
-    const opts = {
-      taskQueue: b.taskQueue,
-      intervalMs: 3_600_000,
-      lookbackMs: 0,
-      unknownThresholdMs: 3_600_000,
-      providers: ['simulator'],
-      retry,
-      scheduleId: `sweep-retry-test:${randomUUID()}`,
-    };
+    const opts = { ...hourlySchedule(b.taskQueue), retry, scheduleId: `sweep-retry-test:${randomUUID()}` };
     const handle = t.env.client.schedule.getHandle(opts.scheduleId);
     try {
       expect(await ensureSweepSchedule(t.env.client, opts)).toMatchObject({ outcome: 'created' });
@@ -401,13 +386,7 @@ describe("reconcile sweep: the worker's retry presets", () => {
 describe('ensureSweepSchedule', () => {
   it('creates one schedule, leaves it on a repeat, updates it (keeping it paused) on a new interval; a trigger runs the sweep', async () => {
     const b = await t.bench();
-    const opts = {
-      taskQueue: b.taskQueue,
-      intervalMs: 3_600_000,
-      lookbackMs: 0,
-      unknownThresholdMs: 3_600_000,
-      providers: ['simulator'],
-    };
+    const opts = hourlySchedule(b.taskQueue);
     const scheduleId = sweepScheduleId(b.taskQueue);
     const handle = t.env.client.schedule.getHandle(scheduleId);
     try {
@@ -469,24 +448,9 @@ describe('ensureSweepSchedule', () => {
 });
 
 describe('sweep rules (pure)', () => {
-  const ours = (over: Partial<PaymentView> = {}): PaymentView => ({
-    key: 'k',
-    merchantId: 'm',
-    orderId: 'o',
-    status: 'succeeded',
-    amount: { value: 1_000, currency: 'EUR' },
-    amountAuthorized: 1_000,
-    amountCaptured: 1_000,
-    amountRefunded: 0,
-    provider: 'simulator',
-    providerPaymentId: 'pay_1',
-    attempts: 1,
-    createdAt: '2030-01-01T00:00:00.000Z',
-    updatedAt: '2030-01-01T00:00:00.000Z',
-    ...over,
-  });
+  const ours = ourPayment;
   const theirs = { id: 'pay_1', status: 'succeeded', amount: 1_000, currency: 'EUR' } as const;
-  const cutoff = Date.parse('2030-01-01T01:00:00.000Z');
+  const cutoff = sweepCutoff;
 
   it('compares the creation only', () => {
     expect(compareWithOurs(ours(), theirs, cutoff).kind).toBe('agrees');
