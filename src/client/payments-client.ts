@@ -23,6 +23,7 @@ import {
   submitUpdate,
 } from '../domain/definitions';
 import { captureWorkflowId, chargeWorkflowId, parseChargeWorkflowId, refundWorkflowId } from '../domain/ids';
+import { startingView } from '../domain/starting-view';
 import {
   CaptureRequest,
   ChargeRequest,
@@ -467,21 +468,8 @@ export class PaymentsClient {
     }
     const status = description.typedSearchAttributes.get(PaymentStatusAttr);
     const startedAt = description.startTime.toISOString();
-    const view: PaymentView = {
-      key: input.key,
-      merchantId: input.merchantId,
-      orderId: input.request.orderId,
-      // Only the not-yet-settled statuses: a settled one comes with amounts this description does not carry.
-      status: status === 'unknown' ? 'unknown' : 'pending',
-      amount: input.request.amount,
-      amountAuthorized: 0,
-      amountCaptured: 0,
-      amountRefunded: 0,
-      provider: input.request.provider,
-      attempts: 0,
-      createdAt: startedAt,
-      updatedAt: startedAt,
-    };
+    // Only the not-yet-settled statuses: a settled one comes with amounts this description does not carry.
+    const view = startingView(input, status === 'unknown' ? 'unknown' : 'pending', startedAt);
     return { view, replayed: (description.memo as ChargeMemo | undefined)?.startedBy !== startedBy, completed: false };
   }
 

@@ -5,6 +5,7 @@
 import type { OperationView, PaymentStatus, PaymentView } from '../domain/payment';
 import { metadataVerdict } from '../domain/adoption';
 import type { ProviderEvent, ProviderPayment } from '../domain/definitions';
+import { startingView } from '../domain/starting-view';
 
 /** A capture, refund or void, remembered by its own key so a repeat is answered instead of re-run. */
 export interface SubOperation {
@@ -193,20 +194,7 @@ export function initialState(
   nowIso: string,
 ): PaymentState {
   return {
-    view: {
-      key: input.key,
-      merchantId: input.merchantId,
-      orderId: input.request.orderId,
-      status: 'pending',
-      amount: input.request.amount,
-      amountAuthorized: 0,
-      amountCaptured: 0,
-      amountRefunded: 0,
-      provider: input.request.provider,
-      attempts: 0,
-      createdAt: nowIso,
-      updatedAt: nowIso,
-    },
+    view: startingView(input, 'pending', nowIso),
     fingerprint: input.fingerprint,
     seenEvents: [],
     subOperations: [],
