@@ -6,10 +6,11 @@
 import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import os from 'node:os';
-import { accessSync, chownSync, constants, existsSync, mkdirSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { chownSync, existsSync, mkdirSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import type { ServiceSpec } from './supervisor';
+import { isExecutable } from './temporal-binaries';
 
 const execFileAsync = promisify(execFile);
 
@@ -30,15 +31,6 @@ export interface Postgres {
   readonly user: string;
   readonly version: string;
 }
-
-const isExecutable = (file: string): boolean => {
-  try {
-    accessSync(file, constants.X_OK);
-    return true;
-  } catch {
-    return false;
-  }
-};
 
 /** The directory holding `initdb` and `postgres`: the PATH first, then Debian's versioned directories, newest first. */
 export function findPostgresBin(env: NodeJS.ProcessEnv = process.env): string | undefined {

