@@ -4,7 +4,7 @@
  * thing checking whether the refund happened, and the carried operation would stay `running` forever. So the payment
  * continues as new only once the reconcile ended. Runs on a dev server of its own whose suggestion threshold is tiny.
  */
-import type { WorkflowHandle } from '@temporalio/client';
+import { type WorkflowHandle, WorkflowNotFoundError } from '@temporalio/client';
 import { ensureReconcileSignal, paymentQuery, refundUpdate, webhookSignal } from '../../src/domain/definitions';
 import { reconcileWorkflowId } from '../../src/domain/ids';
 import { startDevServer } from '../../scripts/lib/dev-server';
@@ -69,7 +69,14 @@ it('does not continue as new while a refund’s reconcile runs; continues as new
     });
     expect(answered.operations).toEqual([expect.objectContaining({ kind: 'refund', state: 'running' })]);
     const reconcile = t.env.client.workflow.getHandle(reconcileWorkflowId(input.merchantId, 'refund', 'r-inflight'));
-    await until('the refund reconcile running', async () => (await reconcile.describe()).status.name === 'RUNNING');
+    // The reconcile child starts beside the update's answer, so right after the answer it may not exist yet.
+    await until('the refund reconcile running', async () => {
+      const described = await reconcile.describe().catch((err: unknown) => {
+        if (err instanceof WorkflowNotFoundError) return undefined;
+        throw err;
+      });
+      return described?.status.name === 'RUNNING';
+    });
     const runBefore = (await handle.describe()).runId;
 
     // Signals that change nothing grow the history past the threshold: the server now suggests continue-as-new.
