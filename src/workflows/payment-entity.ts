@@ -11,13 +11,22 @@ import {
 } from '@temporalio/workflow';
 import {
   type CaptureArgs,
+  type MovementAnswer,
+  type MovementCheck,
+  type MovementRefusal,
+  type MovementRequest,
   type RefundArgs,
   type ResolveArgs,
   type SubmitArgs,
+  captureSignal,
   captureUpdate,
   ensureReconcileSignal,
+  firstAnswerQuery,
+  movementAnswerQuery,
+  movementCheckQuery,
   paymentQuery,
   reconcileResolvedSignal,
+  refundSignal,
   refundUpdate,
   resolveUpdate,
   submitUpdate,
@@ -44,9 +53,11 @@ import {
 import {
   type PaymentState,
   type PendingReview,
+  REFUSALS_LIMIT,
   type SubOperation,
   applyProviderEvent,
   applyProviderPayment,
+  findSubOperation,
   initialState,
   operationViews,
   reviewSatisfied,
@@ -162,8 +173,16 @@ export class PaymentEntity {
     setHandler(submitUpdate, () => this.submit(), { validator: (args) => this.validateSubmit(args) });
     setHandler(webhookSignal, (event, from) => this.onProviderEvent(event, from));
     setHandler(ensureReconcileSignal, () => this.ensureReconcile());
+    // The updates stay for payments whose history has them; the client sends the signals (definitions.ts says why).
     setHandler(captureUpdate, (args) => this.capture(args), { validator: (args) => this.validateCapture(args) });
     setHandler(refundUpdate, (args) => this.refund(args), { validator: (args) => this.validateRefund(args) });
+    setHandler(captureSignal, (args) => this.requestMovement('capture', args.captureKey, args));
+    setHandler(refundSignal, (args) => this.requestMovement('refund', args.refundKey, args));
+    setHandler(movementCheckQuery, (kind, args) => this.checkMovement(kind, args));
+    setHandler(movementAnswerQuery, (kind, key, requestId, fingerprint) =>
+      this.movementAnswer(kind, key, requestId, fingerprint),
+    );
+    setHandler(firstAnswerQuery, () => ({ settled: this.state.firstCallSettled, view: this.state.view }));
     setHandler(resolveUpdate, (args) => this.resolve(args), {
       validator: (_args: ResolveArgs) => assertUnderReview(this.state),
     });
@@ -335,6 +354,60 @@ export class PaymentEntity {
     this.movements.validate('refund', args.refundKey, args, () => assertRefundable(this.state, args.amount));
   }
 
+  /**
+   * A capture or refund request (signal): the same rules as the update, and a refusal is recorded for its caller
+   * instead of thrown (a failure thrown from a signal handler would fail the whole payment). Signals are handled before
+   * the provider results of their workflow task, so a request made after the caller saw the first call's answer waits
+   * for that answer here.
+   */
+  private async requestMovement(
+    kind: 'capture' | 'refund',
+    key: string,
+    args: (CaptureArgs | RefundArgs) & MovementRequest,
+  ): Promise<void> {
+    await condition(() => this.state.firstCallSettled);
+    try {
+      if (kind === 'capture') await this.capture(args as CaptureArgs);
+      else await this.refund(args as RefundArgs);
+    } catch (err) {
+      if (!(err instanceof ApplicationFailure)) throw err;
+      const refusals = (this.state.refusals ??= []);
+      refusals.push({ kind, key, requestId: args.requestId, refusal: refusalOf(err) });
+      if (refusals.length > REFUSALS_LIMIT) refusals.splice(0, refusals.length - REFUSALS_LIMIT);
+    }
+  }
+
+  /** The update validators' verdict on a capture or refund, as a query: the caller asks before it sends anything. */
+  private checkMovement(kind: 'capture' | 'refund', args: CaptureArgs | RefundArgs): MovementCheck {
+    const key = kind === 'capture' ? (args as CaptureArgs).captureKey : (args as RefundArgs).refundKey;
+    try {
+      if (kind === 'capture') this.validateCapture(args as CaptureArgs);
+      else this.validateRefund(args as RefundArgs);
+    } catch (err) {
+      if (err instanceof ApplicationFailure) return { refusal: refusalOf(err) };
+      throw err;
+    }
+    return findSubOperation(this.state, kind, key) ? { known: true } : {};
+  }
+
+  /**
+   * One request's answer: its refusal, or the operation under its key (with this request's fingerprint) and whether
+   * its first provider call settled. Null while the request is not handled yet.
+   */
+  private movementAnswer(
+    kind: 'capture' | 'refund',
+    key: string,
+    requestId: string,
+    fingerprint: string,
+  ): MovementAnswer | null {
+    const { state } = this;
+    const refused = state.refusals?.find((r) => r.requestId === requestId && r.kind === kind && r.key === key);
+    if (refused) return { refusal: refused.refusal, settled: true, view: state.view };
+    const op = findSubOperation(state, kind, key);
+    if (!op || op.fingerprint !== fingerprint) return null;
+    return { settled: op.firstCallSettled === true || op.state !== 'running', view: state.view };
+  }
+
   /** `resolve`: an operator's verdict on the operation under review, checked at the provider where it names a payment. */
   private resolve(args: ResolveArgs): Promise<PaymentView> {
     return this.lock.run(async () => {
@@ -410,4 +483,13 @@ export class PaymentEntity {
   voidExpiredAuthorization(): Promise<void> {
     return this.lock.run(() => this.movements.voidExpired());
   }
+}
+
+/** A validator's failure as data a query can answer (type, message, details), the same the update would have thrown. */
+function refusalOf(err: ApplicationFailure): MovementRefusal {
+  return {
+    type: err.type ?? 'Error',
+    message: err.message,
+    ...(err.details && err.details.length > 0 ? { details: [...err.details] } : {}),
+  };
 }
