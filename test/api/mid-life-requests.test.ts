@@ -9,6 +9,7 @@ import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { temporal } from '@temporalio/proto';
 import { chargeWorkflowId } from '../../src/domain/ids';
 import { connectDevServer } from '../helpers/servers';
+import { recordHistories } from '../helpers/workflows';
 import { type ApiHarness, chargeBody, eventually, newKey, startApiHarness, testRetry, testTimings } from './harness';
 
 const EventType = temporal.api.enums.v1.EventType;
@@ -80,6 +81,7 @@ it('a repeat, captures, refunds and refusals after the first task add no update 
 
   const effects = (await h.ledger()).effects.filter((e) => e.reference === body.orderId);
   expect(effects.map((e) => e.operation).sort()).toEqual(['capture', 'create', 'refund']);
+  await recordHistories({ env }, 'capture-refund-signals-api', [chargeWorkflowId(h.a.id, key)]);
 });
 
 it('answers a repeat that arrives while the first provider call is in flight with that call’s answer', async () => {
@@ -127,4 +129,5 @@ it('an operator’s verdict goes in as a signal; a verdict on a payment not in r
     .filter((e) => e.eventType === EventType.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED)
     .map((e) => e.workflowExecutionSignaledEventAttributes?.signalName);
   expect(signals).toEqual(['resolveRequested']);
+  await recordHistories({ env }, 'resolve-signal-after-review', [chargeWorkflowId(h.a.id, key)]);
 }, 60_000);
