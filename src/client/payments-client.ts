@@ -3,6 +3,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import {
   type Client,
   QueryNotRegisteredError,
+  ServiceError,
   WithStartWorkflowOperation,
   WorkflowExecutionAlreadyStartedError,
   WorkflowNotFoundError,
@@ -25,7 +26,9 @@ import {
   movementCheckQuery,
   paymentQuery,
   refundSignal,
-  resolveUpdate,
+  resolveAnswerQuery,
+  resolveCheckQuery,
+  resolveSignal,
   submitUpdate,
 } from '../domain/definitions';
 import { captureWorkflowId, chargeWorkflowId, parseChargeWorkflowId, refundWorkflowId } from '../domain/ids';
@@ -596,14 +599,26 @@ export class PaymentsClient {
   async resolve(merchantId: string, key: string, body: unknown, operator?: string): Promise<PaymentView> {
     const { workflowId } = this.scope(merchantId, key);
     const request = parseOrThrow(ResolveRequest, body);
+    const handle = this.handle(workflowId);
+    const requestId = randomUUID();
+    // Asked first (nothing recorded for a refusal), then sent as a signal and answered by query, like capture/refund.
     try {
-      return await this.bounded(() =>
-        this.handle(workflowId).executeUpdate(resolveUpdate, {
-          args: [{ ...request, ...(operator === undefined ? {} : { operator }) }],
-        }),
+      const refusal = await this.bounded(() => handle.query(resolveCheckQuery));
+      if (refusal) throw translateRefusal(refusal) ?? new Error(refusal.message);
+      await this.bounded(() =>
+        handle.signal(resolveSignal, { ...request, ...(operator === undefined ? {} : { operator }), requestId }),
       );
     } catch (err) {
       throw await this.translateClosedOrMissing(err, workflowId);
+    }
+    const answerBy = Date.now() + this.rpcTimeoutMs;
+    for (let pauseMs = 10; ; pauseMs = Math.min(pauseMs * 2, 200)) {
+      const answer = await this.bounded(() => handle.query(resolveAnswerQuery, requestId));
+      if (answer?.refusal) throw translateRefusal(answer.refusal) ?? new Error(answer.refusal.message);
+      if (answer) return answer.view;
+      // Sent and durable, not yet handled (no worker, or its provider look-up is slow): the operator asks again.
+      if (Date.now() + pauseMs > answerBy) throw new ServiceError('The verdict was recorded but not applied in time');
+      await sleep(pauseMs);
     }
   }
 

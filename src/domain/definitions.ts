@@ -93,6 +93,18 @@ export const movementAnswerQuery = defineQuery<
 /** Whether the first provider call settled (the early answer of `submit`), with the view: how a repeat is answered. */
 export const firstAnswerQuery = defineQuery<{ settled: boolean; view: PaymentView }>('firstAnswer');
 
+/** An operator's verdict as a request in history (a signal, like capture and refund), answered by query. */
+export const resolveSignal = defineSignal<[ResolveArgs & MovementRequest]>('resolveRequested');
+
+/** Whether a payment takes an operator's verdict now (under review): the refusal, or null. Records nothing. */
+export const resolveCheckQuery = defineQuery<MovementRefusal | null>('resolveCheck');
+
+/** The answer to one operator request (`requestId`): its refusal, or the view after it; null before it was handled. */
+export const resolveAnswerQuery = defineQuery<
+  { readonly refusal?: MovementRefusal; readonly view: PaymentView } | null,
+  [requestId: string]
+>('resolveAnswer');
+
 /** An operator resolves a payment in `needs_review`; rejected in any other status. */
 export const resolveUpdate = defineUpdate<PaymentView, [ResolveArgs]>('resolve');
 

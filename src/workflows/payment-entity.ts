@@ -1,5 +1,6 @@
 import {
   ApplicationFailure,
+  TemporalFailure,
   condition,
   getExternalWorkflowHandle,
   log,
@@ -28,6 +29,9 @@ import {
   reconcileResolvedSignal,
   refundSignal,
   refundUpdate,
+  resolveAnswerQuery,
+  resolveCheckQuery,
+  resolveSignal,
   resolveUpdate,
   submitUpdate,
   webhookSignal,
@@ -183,6 +187,13 @@ export class PaymentEntity {
       this.movementAnswer(kind, key, requestId, fingerprint),
     );
     setHandler(firstAnswerQuery, () => ({ settled: this.state.firstCallSettled, view: this.state.view }));
+    setHandler(resolveSignal, (args) => this.requestResolve(args));
+    setHandler(resolveCheckQuery, () => refusalOrNull(() => assertUnderReview(this.state)));
+    setHandler(resolveAnswerQuery, (requestId) => {
+      const handled = this.state.resolutions?.find((r) => r.requestId === requestId);
+      if (!handled) return null;
+      return { ...(handled.refusal ? { refusal: handled.refusal } : {}), view: this.state.view };
+    });
     setHandler(resolveUpdate, (args) => this.resolve(args), {
       validator: (_args: ResolveArgs) => assertUnderReview(this.state),
     });
@@ -370,7 +381,7 @@ export class PaymentEntity {
       if (kind === 'capture') await this.capture(args as CaptureArgs);
       else await this.refund(args as RefundArgs);
     } catch (err) {
-      if (!(err instanceof ApplicationFailure)) throw err;
+      if (!(err instanceof TemporalFailure)) throw err;
       const refusals = (this.state.refusals ??= []);
       refusals.push({ kind, key, requestId: args.requestId, refusal: refusalOf(err) });
       if (refusals.length > REFUSALS_LIMIT) refusals.splice(0, refusals.length - REFUSALS_LIMIT);
@@ -380,13 +391,10 @@ export class PaymentEntity {
   /** The update validators' verdict on a capture or refund, as a query: the caller asks before it sends anything. */
   private checkMovement(kind: 'capture' | 'refund', args: CaptureArgs | RefundArgs): MovementCheck {
     const key = kind === 'capture' ? (args as CaptureArgs).captureKey : (args as RefundArgs).refundKey;
-    try {
-      if (kind === 'capture') this.validateCapture(args as CaptureArgs);
-      else this.validateRefund(args as RefundArgs);
-    } catch (err) {
-      if (err instanceof ApplicationFailure) return { refusal: refusalOf(err) };
-      throw err;
-    }
+    const refusal = refusalOrNull(() =>
+      kind === 'capture' ? this.validateCapture(args as CaptureArgs) : this.validateRefund(args as RefundArgs),
+    );
+    if (refusal) return { refusal };
     return findSubOperation(this.state, kind, key) ? { known: true } : {};
   }
 
@@ -406,6 +414,24 @@ export class PaymentEntity {
     const op = findSubOperation(state, kind, key);
     if (!op || op.fingerprint !== fingerprint) return null;
     return { settled: op.firstCallSettled === true || op.state !== 'running', view: state.view };
+  }
+
+  /**
+   * An operator's verdict as a request (signal): refused unless the payment is under review, and a refusal of the
+   * provider look-up is answered to the request instead of failing the payment.
+   */
+  private async requestResolve(args: ResolveArgs & MovementRequest): Promise<void> {
+    let refusal: MovementRefusal | undefined;
+    try {
+      assertUnderReview(this.state);
+      await this.resolve(args);
+    } catch (err) {
+      if (!(err instanceof TemporalFailure)) throw err;
+      refusal = refusalOf(err);
+    }
+    const resolutions = (this.state.resolutions ??= []);
+    resolutions.push({ requestId: args.requestId, ...(refusal ? { refusal } : {}) });
+    if (resolutions.length > REFUSALS_LIMIT) resolutions.splice(0, resolutions.length - REFUSALS_LIMIT);
   }
 
   /** `resolve`: an operator's verdict on the operation under review, checked at the provider where it names a payment. */
@@ -485,11 +511,26 @@ export class PaymentEntity {
   }
 }
 
-/** A validator's failure as data a query can answer (type, message, details), the same the update would have thrown. */
-function refusalOf(err: ApplicationFailure): MovementRefusal {
+/**
+ * A refusal as data a query can answer: an ApplicationFailure's type, message and details (what the update's validator
+ * would have thrown); another Temporal failure (e.g. a failed provider look-up) by its name.
+ */
+function refusalOf(err: TemporalFailure): MovementRefusal {
+  if (!(err instanceof ApplicationFailure)) return { type: err.name, message: err.message };
   return {
     type: err.type ?? 'Error',
     message: err.message,
     ...(err.details && err.details.length > 0 ? { details: [...err.details] } : {}),
   };
+}
+
+/** The refusal `check` throws, or null. */
+function refusalOrNull(check: () => void): MovementRefusal | null {
+  try {
+    check();
+    return null;
+  } catch (err) {
+    if (err instanceof TemporalFailure) return refusalOf(err);
+    throw err;
+  }
 }

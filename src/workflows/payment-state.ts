@@ -56,6 +56,8 @@ export interface PaymentState {
   providerStatus?: ProviderPayment['status'];
   /** Capture/refund requests (signals) refused before anything was sent, newest last, for their callers to read. */
   refusals?: RefusedRequest[];
+  /** Operators' requests (signals) handled, newest last: a refusal, or none for one applied. */
+  resolutions?: { readonly requestId: string; readonly refusal?: MovementRefusal }[];
 }
 
 /** A capture or refund request refused by the payment's rules; its caller reads it by `requestId`. */

@@ -9,7 +9,8 @@ import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { temporal } from '@temporalio/proto';
 import { chargeWorkflowId } from '../../src/domain/ids';
 import { connectDevServer } from '../helpers/servers';
-import { type ApiHarness, chargeBody, newKey, startApiHarness } from './harness';
+import { recordHistories } from '../helpers/workflows';
+import { type ApiHarness, chargeBody, eventually, newKey, startApiHarness, testRetry, testTimings } from './harness';
 
 const EventType = temporal.api.enums.v1.EventType;
 
@@ -18,7 +19,8 @@ let h: ApiHarness;
 
 beforeAll(async () => {
   env = await connectDevServer();
-  h = await startApiHarness(env);
+  // Short reconcile checks and create retries: a payment whose provider keeps failing is in review within seconds.
+  h = await startApiHarness(env, { timings: { ...testTimings, reconcileScheduleMs: [500, 500] }, retry: testRetry });
 });
 afterAll(async () => {
   await h?.close();
@@ -79,6 +81,7 @@ it('a repeat, captures, refunds and refusals after the first task add no update 
 
   const effects = (await h.ledger()).effects.filter((e) => e.reference === body.orderId);
   expect(effects.map((e) => e.operation).sort()).toEqual(['capture', 'create', 'refund']);
+  await recordHistories({ env }, 'capture-refund-signals-api', [chargeWorkflowId(h.a.id, key)]);
 });
 
 it('answers a repeat that arrives while the first provider call is in flight with that call’s answer', async () => {
@@ -98,3 +101,33 @@ it('answers a repeat that arrives while the first provider call is in flight wit
   expect(accepted).toHaveLength(1);
   expect((await h.ledger()).effects.filter((e) => e.reference === body.orderId)).toHaveLength(1);
 });
+
+it('an operator’s verdict goes in as a signal; a verdict on a payment not in review is refused with nothing recorded', async () => {
+  const orderId = `order_${newKey()}`;
+  await h.sim.addFaults({
+    rules: [{ match: { operation: 'create', reference: orderId }, fault: 'status', status: 500 }],
+  });
+  const key = newKey();
+  expect((await h.request('POST', '/v1/payments', { key, body: chargeBody({ orderId }) })).status).toBe(202);
+  await eventually(
+    'the payment in review',
+    async () => (await h.request('GET', `/v1/payments/${key}`)).body.status === 'needs_review',
+    30_000,
+  );
+  const path = `/v1/payments/${key}/resolve?merchantId=${h.a.id}`;
+  const verdict = { outcome: 'failed', note: 'nothing at the provider' };
+  const resolved = await h.request('POST', path, { token: h.operator.token, body: verdict });
+  expect(resolved.status).toBe(200);
+  expect(resolved.body.status).toBe('failed');
+  const again = await h.request('POST', path, { token: h.operator.token, body: verdict });
+  expect(again.status).toBe(409);
+
+  const events = await eventsOf(chargeWorkflowId(h.a.id, key));
+  const updates = events.filter((e) => e.eventType === EventType.EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_ACCEPTED);
+  expect(updates).toHaveLength(1); // submit, with the start
+  const signals = events
+    .filter((e) => e.eventType === EventType.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED)
+    .map((e) => e.workflowExecutionSignaledEventAttributes?.signalName);
+  expect(signals).toEqual(['resolveRequested']);
+  await recordHistories({ env }, 'resolve-signal-after-review', [chargeWorkflowId(h.a.id, key)]);
+}, 60_000);

@@ -14,8 +14,8 @@ import {
 import { ErrorType } from '../../src/domain/errors';
 import { serverPerFile } from '../helpers/benches';
 import { opOf, within } from '../helpers/operations';
-import { chargeRequest, workflowBundle } from '../helpers/payments';
-import { startChargeOn, waitForStatus } from '../helpers/workflows';
+import { chargeRequest, idOf, workflowBundle } from '../helpers/payments';
+import { recordHistories, startChargeOn, waitForStatus } from '../helpers/workflows';
 
 const t = serverPerFile();
 
@@ -51,6 +51,7 @@ it('a capture requested while the authorization is in flight waits for it, then 
 
     const history = await handle.fetchHistory();
     await Worker.runReplayHistory({ workflowBundle: await workflowBundle() }, history, handle.workflowId);
+    await recordHistories(b, 'capture-signal-before-authorization', [idOf(input)]);
   });
 });
 
@@ -90,5 +91,6 @@ it('refuses a refund over the captured amount for its own request, with the vali
     expect(effects).toEqual(['create', 'refund']);
     const history = await handle.fetchHistory();
     await Worker.runReplayHistory({ workflowBundle: await workflowBundle() }, history, handle.workflowId);
+    await recordHistories(b, 'refund-signal-refused-then-refunded', [idOf(input)]);
   });
 });
