@@ -275,7 +275,6 @@ it('a query that replays an uncached charge past its last workflow task makes th
   expect(outcome).toBe('accepted');
   const history = await handle.fetchHistory();
   const shape = shapeOf(history);
-  if (process.env.ND_DEBUG) console.log(shape.join(' '));
   const accepted = shape.findIndex((s) => s.startsWith('WORKFLOW_EXECUTION_UPDATE_ACCEPTED(refund'));
   const upsert = shape.findIndex(
     (s, i) => i > shape.indexOf('ACTIVITY_TASK_COMPLETED') && s === 'UPSERT_WORKFLOW_SEARCH_ATTRIBUTES',
