@@ -1,0 +1,292 @@
+/**
+ * The mechanism behind the 17 stuck charges of soak-update-order.test.ts, reproduced live on the dev server with the
+ * real chargeWorkflow (see docs/sdk-update-ordering.md):
+ *
+ * 1. the charge's first workflow task ran on worker A, which is then SIGKILLed while createPayment is in flight (the
+ *    server keeps the workflow sticky to A's queue: a killed worker never says it is gone);
+ * 2. a query (the lean submit's fallback `handle.query(paymentQuery)`, or GET /v1/payments/:id) arrives while no
+ *    workflow task is pending, so the server dispatches it directly: first to A's sticky queue, where it waits the
+ *    sticky schedule-to-start timeout (10 s), then, stickiness reset, to the normal queue;
+ * 3. meanwhile createPayment completes: the new workflow task goes to A's dead sticky queue too (still sticky then),
+ *    and the refund update is admitted to that task;
+ * 4. worker B takes the query first. Its history is fetched at poll time, so it already holds the activity's result,
+ *    and sdk-core, replaying the uncached run for the query, applies that result in an activation of its own: the
+ *    workflow emits the upsert, the timer and the submit's answer (the query answers `succeeded`, ahead of history);
+ * 5. the task then reaches B (after its own sticky timeout) with the refund's request message; the activity's events
+ *    are already processed, so the update is delivered in a later activation: the refund validator passes and the
+ *    workflow task completes [upsert, timer, submit completed, refund accepted, start child]. Replayed from history,
+ *    sdk-core hands the workflow the update together with the activity result (update first) -> TMPRL1100.
+ *
+ * Step 2's dead sticky queue is what makes the order deterministic here; in the soak both sat on the normal queue and
+ * the query won a race. This test asserts the SDK's wrong behaviour: when it fails because the replay succeeds, the
+ * SDK (or the workflow's shape) no longer has the bug; flip it then.
+ */
+import { randomUUID } from 'node:crypto';
+import { spawn } from 'node:child_process';
+import { rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { WithStartWorkflowOperation, WorkflowUpdateStage } from '@temporalio/client';
+import { temporal } from '@temporalio/proto';
+import type { TestWorkflowEnvironment } from '@temporalio/testing';
+import { Worker } from '@temporalio/worker';
+import pino from 'pino';
+import { paymentQuery, refundUpdate, submitUpdate } from '../../src/domain/definitions';
+import { chargeWorkflowId } from '../../src/domain/ids';
+import { ChargeRequest } from '../../src/domain/payment';
+import { MerchantIdAttr, OrderIdAttr, PaymentStatusAttr, ProviderAttr } from '../../src/domain/search-attributes';
+import type { ChargeWorkflowInput } from '../../src/domain/workflow-inputs';
+import { createProvider, simulatorCapabilities } from '../../src/providers';
+import type { PaymentProvider } from '../../src/providers/types';
+import { type RunningSimulator, startSimulator } from '../../src/simulator/server';
+import { createWorkers } from '../../src/stack';
+import type { chargeWorkflow } from '../../src/workflows';
+import { chargeRequest, fastTimings, fingerprintOf, workflowBundle } from '../helpers/payments';
+import { connectDevServer } from '../helpers/servers';
+import type { StickyWorkerSpec } from './sticky-worker';
+
+const { EventType } = temporal.api.enums.v1;
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+async function until<T>(what: string, probe: () => Promise<T | undefined>, ms = 30_000): Promise<T> {
+  const end = Date.now() + ms;
+  for (;;) {
+    const v = await probe();
+    if (v !== undefined) return v;
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await sleep(100);
+  }
+}
+
+/** Spawns sticky-worker.ts and resolves once it polls; kill() SIGKILLs it. */
+async function spawnStickyWorker(spec: StickyWorkerSpec) {
+  const child = spawn(process.execPath, ['--import', 'tsx', path.join(__dirname, 'sticky-worker.ts')], {
+    env: { ...process.env, ND_WORKER_SPEC: JSON.stringify(spec) },
+    stdio: ['ignore', 'pipe', 'pipe'],
+    detached: false,
+  });
+  const killOnExit = () => child.kill('SIGKILL');
+  process.once('exit', killOnExit);
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  let err = '';
+  child.stderr.on('data', (c: Buffer) => (err += c.toString()));
+  await new Promise<void>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error('sticky worker not ready within 90 s')), 90_000);
+    let out = '';
+    child.stdout.on('data', (c: Buffer) => {
+      out += c.toString();
+      if (out.includes('ready\n')) {
+        clearTimeout(timer);
+        resolve();
+      }
+    });
+    void exited.then(() => reject(new Error(`sticky worker exited before ready: ${err.slice(-2_000)}`)));
+  });
+  return {
+    async kill() {
+      child.kill('SIGKILL');
+      await exited;
+      process.off('exit', killOnExit);
+    },
+  };
+}
+
+/** The event types of a history, with each update's name and sequencing event. */
+function shapeOf(history: temporal.api.history.v1.IHistory): string[] {
+  return (history.events ?? []).map((e) => {
+    const name = (EventType[e.eventType ?? 0] ?? String(e.eventType)).replace('EVENT_TYPE_', '');
+    const acc = e.workflowExecutionUpdateAcceptedEventAttributes;
+    return acc
+      ? `${name}(${acc.acceptedRequest?.input?.name},seq=${String(acc.acceptedRequestSequencingEventId)})`
+      : name;
+  });
+}
+
+let env: TestWorkflowEnvironment;
+let sim: RunningSimulator;
+const cleanups: (() => Promise<unknown>)[] = [];
+
+beforeAll(async () => {
+  env = await connectDevServer();
+  sim = await startSimulator({ port: 0 });
+});
+
+afterAll(async () => {
+  for (const c of cleanups.reverse()) await c().catch(() => undefined);
+  await sim?.close();
+  await env?.teardown();
+});
+
+it('a query that replays an uncached charge past its last workflow task makes the refund accepted after the result: replay fails (TMPRL1100)', async () => {
+  const { client } = env;
+  const logger = pino({ level: 'silent' });
+  const apiKey = `sk_test_${randomUUID()}`;
+  await sim.setMerchant(apiKey, { idempotency: true, key_ttl_s: 86_400 });
+  const capabilities = simulatorCapabilities(86_400);
+  const real = createProvider({
+    name: 'simulator',
+    baseUrl: sim.url,
+    apiKey,
+    capabilities,
+    connectTimeoutMs: 1_000,
+    totalTimeoutMs: 3_000,
+    logger,
+  });
+  cleanups.push(() => real.close());
+  // createPayment waits for the test's go: the activity is in flight while worker A dies.
+  let go!: () => void;
+  const gate = new Promise<void>((resolve) => (go = resolve));
+  const gated = new Proxy(real, {
+    get(target, prop) {
+      const value: unknown = Reflect.get(target, prop, target);
+      if (prop !== 'createPayment' || typeof value !== 'function') return value;
+      return async (...args: unknown[]) => {
+        await gate;
+        return (value as (...a: unknown[]) => unknown).apply(target, args);
+      };
+    },
+  }) as PaymentProvider;
+
+  const taskQueue = `nd-${randomUUID()}`;
+  const bundle = await workflowBundle();
+  const bundlePath = path.join(os.tmpdir(), `nd-bundle-${randomUUID()}.js`);
+  writeFileSync(bundlePath, bundle.code);
+  cleanups.push(async () => rmSync(bundlePath, { force: true }));
+
+  // Here: the provider's activity worker (runs from the start) and worker B (polls only from step 4).
+  const [workerB, providerWorker] = (await createWorkers({
+    connection: env.nativeConnection,
+    namespace: 'default',
+    taskQueue,
+    providers: { simulator: gated },
+    logger,
+    workflows: { workflowBundle: bundle },
+  })) as [Worker, Worker];
+  const providerRun = providerWorker.run();
+  cleanups.push(async () => {
+    providerWorker.shutdown();
+    await providerRun;
+  });
+  const workerA = await spawnStickyWorker({
+    temporalAddress: env.address,
+    taskQueue,
+    workflowBundlePath: bundlePath,
+    simulatorUrl: sim.url,
+    apiKey,
+  });
+  cleanups.push(() => workerA.kill());
+
+  // The lean charge, started as the API client starts it (Update-with-Start of `submit`).
+  const request = ChargeRequest.parse(chargeRequest());
+  const merchantId = `m_${randomUUID().slice(0, 8)}`;
+  const key = `key_${randomUUID()}`;
+  const input: ChargeWorkflowInput = {
+    merchantId,
+    key,
+    fingerprint: fingerprintOf(request),
+    request,
+    timings: fastTimings,
+    capabilities,
+    shape: 2,
+  };
+  const workflowId = chargeWorkflowId(merchantId, key);
+  cleanups.push(() => client.workflow.getHandle(workflowId).terminate('test finished'));
+  await client.workflow.startUpdateWithStart(submitUpdate, {
+    args: [{ fingerprint: input.fingerprint }],
+    waitForStage: WorkflowUpdateStage.ACCEPTED,
+    startWorkflowOperation: new WithStartWorkflowOperation<typeof chargeWorkflow>('chargeWorkflow', {
+      workflowId,
+      taskQueue,
+      workflowIdConflictPolicy: 'FAIL',
+      args: [input],
+      typedSearchAttributes: [
+        { key: PaymentStatusAttr, value: 'pending' },
+        { key: MerchantIdAttr, value: merchantId },
+        { key: OrderIdAttr, value: request.orderId },
+        { key: ProviderAttr, value: request.provider },
+      ],
+    }),
+  });
+  const handle = client.workflow.getHandle(workflowId);
+  await until('createPayment in flight', async () => {
+    const d = await handle.describe();
+    const started = temporal.api.enums.v1.PendingActivityState.PENDING_ACTIVITY_STATE_STARTED;
+    return d.raw.pendingActivities?.some((a) => a.state === started) ? true : undefined;
+  });
+
+  // 1. Worker A dies with the workflow sticky to it.
+  await workerA.kill();
+  // 2. A query while no workflow task is pending: dispatched directly, it waits on A's sticky queue for 10 s.
+  const queried = handle.query(paymentQuery);
+  // The ordering margin (not a wait for a condition): the task of step 3 must reach A's dead sticky queue well after
+  // the query did, so the query's sticky timeout (and with it the move to the normal queue) comes first.
+  await sleep(3_000);
+  // 3. createPayment completes; its workflow task (scheduled on A's sticky queue) admits the refund.
+  go();
+  await until('the workflow task of the result', async () => {
+    const d = await handle.describe();
+    return (d.raw.pendingActivities?.length ?? 0) === 0 && d.raw.pendingWorkflowTask ? true : undefined;
+  });
+  const updateId = `refund-${randomUUID()}`;
+  // Started without waiting: the server holds the request until the task that admitted it is processed.
+  void handle
+    .startUpdate(refundUpdate, {
+      args: [{ refundKey: `ref_${randomUUID()}`, fingerprint: 'refund-fp', amount: 100 }],
+      updateId,
+      waitForStage: WorkflowUpdateStage.ACCEPTED,
+    })
+    .catch(() => undefined);
+  const pollUpdate = (stage: temporal.api.enums.v1.UpdateWorkflowExecutionLifecycleStage) =>
+    client.workflowService.pollWorkflowExecutionUpdate({
+      namespace: 'default',
+      updateRef: { workflowExecution: { workflowId }, updateId },
+      identity: 'query-before-task.test',
+      waitPolicy: { lifecycleStage: stage },
+    });
+  const {
+    UPDATE_WORKFLOW_EXECUTION_LIFECYCLE_STAGE_ADMITTED: ADMITTED,
+    UPDATE_WORKFLOW_EXECUTION_LIFECYCLE_STAGE_ACCEPTED: ACCEPTED,
+  } = temporal.api.enums.v1.UpdateWorkflowExecutionLifecycleStage;
+  await until('the refund admitted', () =>
+    pollUpdate(ADMITTED).then(
+      () => true,
+      () => undefined,
+    ),
+  );
+
+  // 4./5. Worker B, with no cache of the run, takes the query, then the task.
+  const { view, outcome } = await workerB.runUntil(async () => {
+    const v = await queried;
+    // Accepted, or completed by a rejection (the validator's failure).
+    const polled = await until('the refund accepted or refused', () =>
+      pollUpdate(ACCEPTED).then(
+        (r) => r,
+        () => undefined,
+      ),
+    );
+    const refused = polled.outcome?.failure?.message;
+    return { view: v, outcome: refused === undefined || refused === null ? 'accepted' : `refused: ${refused}` };
+  });
+
+  // The query answered from state ahead of history: no completed workflow task holds createPayment's result yet.
+  expect(view.status).toBe('succeeded');
+  // The first execution validated the refund against that state and accepted it (without the query, the validator
+  // sees the payment still pending and refuses it: `Only a captured payment can be refunded; this one is pending`).
+  expect(outcome).toBe('accepted');
+  const history = await handle.fetchHistory();
+  const shape = shapeOf(history);
+  const accepted = shape.findIndex((s) => s.startsWith('WORKFLOW_EXECUTION_UPDATE_ACCEPTED(refund'));
+  const upsert = shape.findIndex(
+    (s, i) => i > shape.indexOf('ACTIVITY_TASK_COMPLETED') && s === 'UPSERT_WORKFLOW_SEARCH_ATTRIBUTES',
+  );
+  const taskCompleted = shape.lastIndexOf('WORKFLOW_TASK_COMPLETED', upsert);
+  // One workflow task completed the result's commands and THEN accepted the refund (the soak's shape).
+  expect(upsert).toBeGreaterThan(0);
+  expect(accepted).toBeGreaterThan(upsert);
+  expect(shape.slice(taskCompleted + 1, accepted)).not.toContain('WORKFLOW_TASK_COMPLETED');
+
+  // Replayed from that history, sdk-core delivers the refund before the result: the soak's nondeterminism.
+  await expect(Worker.runReplayHistory({ workflowBundle: bundle }, history)).rejects.toThrow(
+    /Update machine does not handle this event: HistoryEvent\(id: \d+, UpsertWorkflowSearchAttributes\)/,
+  );
+}, 150_000);
