@@ -31,50 +31,58 @@ export async function chargeWorkflow(input: ChargeWorkflowInput, carried?: Charg
     }
     if (status === 'unknown') {
       // Waiting for the sweep's ensureReconcile (a reconcile ended without a result); history may still grow (webhooks).
-      await condition(
-        () => payment.reconcileWanted || state.view.status !== 'unknown' || workflowInfo().continueAsNewSuggested,
+      await payment.park(() =>
+        condition(
+          () => payment.reconcileWanted || state.view.status !== 'unknown' || workflowInfo().continueAsNewSuggested,
+        ),
       );
       if (payment.reconcileWanted || state.view.status !== 'unknown') continue;
     } else if (status === 'needs_review') {
-      await condition(() => state.view.status !== 'needs_review' || workflowInfo().continueAsNewSuggested);
+      await payment.park(() =>
+        condition(() => state.view.status !== 'needs_review' || workflowInfo().continueAsNewSuggested),
+      );
     } else if (status === 'authorized') {
       state.authorizationExpiresAtMs ??= Date.now() + timings.authorizationExpiryMs;
       const remaining = state.authorizationExpiresAtMs - Date.now();
       if (remaining <= 0) {
         // A capture still being reconciled may have happened: the void waits for its answer.
         if (hasRunningOperation(state)) {
-          await condition(() => !hasRunningOperation(state));
+          await payment.park(() => condition(() => !hasRunningOperation(state)));
           continue;
         }
         await payment.voidExpiredAuthorization();
         continue;
       }
-      await condition(() => state.view.status !== 'authorized' || workflowInfo().continueAsNewSuggested, remaining, {
-        summary: `wait for a capture, void when the authorization expires in ${formatWait(remaining)}`,
-      });
+      await payment.park(() =>
+        condition(() => state.view.status !== 'authorized' || workflowInfo().continueAsNewSuggested, remaining, {
+          summary: `wait for a capture, void when the authorization expires in ${formatWait(remaining)}`,
+        }),
+      );
     } else if (status === 'succeeded') {
       state.refundWindowEndsAtMs ??= Date.now() + timings.refundWindowMs;
       const remaining = state.refundWindowEndsAtMs - Date.now();
       if (remaining <= 0) {
         if (!hasRunningOperation(state)) break;
         // Past the window with a refund still open: only its end can change anything, so wait without a timer.
-        await condition(() => !hasRunningOperation(state) || workflowInfo().continueAsNewSuggested);
+        await payment.park(() => condition(() => !hasRunningOperation(state) || workflowInfo().continueAsNewSuggested));
       } else {
-        await condition(() => state.view.status !== 'succeeded' || workflowInfo().continueAsNewSuggested, remaining, {
-          summary: `accept refunds until the refund window closes in ${formatWait(remaining)}`,
-        });
+        await payment.park(() =>
+          condition(() => state.view.status !== 'succeeded' || workflowInfo().continueAsNewSuggested, remaining, {
+            summary: `accept refunds until the refund window closes in ${formatWait(remaining)}`,
+          }),
+        );
       }
     } else if (isClosedStatus(status) || status === 'pending') {
       break;
     }
     if (workflowInfo().continueAsNewSuggested) {
       // A reconcile child goes with its run (parent close policy): continue as new only between reconciles.
-      await condition(() => allHandlersFinished() && !hasRunningOperation(state));
+      await payment.park(() => condition(() => allHandlersFinished() && !hasRunningOperation(state)));
       // The memo carries the fingerprint the client compares on closed runs: keep it on the new run.
       const continuation: ChargeContinuation = { state, capabilities: payment.requireCapabilities() };
       await makeContinueAsNewFunc<typeof chargeWorkflow>({ memo: workflowInfo().memo })(input, continuation);
     }
   }
-  await condition(() => allHandlersFinished() && !hasRunningOperation(state));
+  await payment.park(() => condition(() => allHandlersFinished() && !hasRunningOperation(state)));
   return state.view;
 }

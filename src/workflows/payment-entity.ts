@@ -100,6 +100,8 @@ export class PaymentEntity {
   reconcileRunning = false;
   /** The main loop should start a reconcile of the create (an unknown first call, or the sweep asked). */
   reconcileWanted = false;
+  /** The main line is at one of its waits (for a capture, a timer, a reconcile's end): a request may act now. */
+  private parked = false;
   private acts: ProviderActivities | undefined;
   private publishedStatus: PaymentStatus;
   private readonly movements = new MoneyMovements(this);
@@ -365,18 +367,43 @@ export class PaymentEntity {
     this.movements.validate('refund', args.refundKey, args, () => assertRefundable(this.state, args.amount));
   }
 
+  /** Runs one of the main line's waits with {@link parked} set. */
+  async park<T>(wait: () => Promise<T>): Promise<T> {
+    this.parked = true;
+    try {
+      return await wait();
+    } finally {
+      this.parked = false;
+    }
+  }
+
+  /**
+   * Where a request (signal) starts to act: once the first provider call settled and the main line is parked at a
+   * wait, checked again one condition pass later, when everything the other jobs of its workflow task set off has run.
+   * A request's commands then follow theirs both when it ran and on replay. Without this, a request that a worker
+   * delivered after a result it had applied early (a query replays an uncached run past its last workflow task,
+   * docs/sdk-update-ordering.md) is replayed before that result, and its commands move ahead of the result's.
+   */
+  private async readyForRequest(): Promise<void> {
+    const ready = () => this.state.firstCallSettled && this.parked;
+    for (;;) {
+      await condition(ready);
+      await condition(() => true);
+      if (ready()) return;
+    }
+  }
+
   /**
    * A capture or refund request (signal): the same rules as the update, and a refusal is recorded for its caller
-   * instead of thrown (a failure thrown from a signal handler would fail the whole payment). Signals are handled before
-   * the provider results of their workflow task, so a request made after the caller saw the first call's answer waits
-   * for that answer here.
+   * instead of thrown (a failure thrown from a signal handler would fail the whole payment). It acts only when
+   * {@link readyForRequest}.
    */
   private async requestMovement(
     kind: 'capture' | 'refund',
     key: string,
     args: (CaptureArgs | RefundArgs) & MovementRequest,
   ): Promise<void> {
-    await condition(() => this.state.firstCallSettled);
+    await this.readyForRequest();
     try {
       if (kind === 'capture') await this.capture(args as CaptureArgs);
       else await this.refund(args as RefundArgs);
@@ -421,6 +448,7 @@ export class PaymentEntity {
    * provider look-up is answered to the request instead of failing the payment.
    */
   private async requestResolve(args: ResolveArgs & MovementRequest): Promise<void> {
+    await this.readyForRequest();
     let refusal: MovementRefusal | undefined;
     try {
       assertUnderReview(this.state);
