@@ -9,7 +9,8 @@
  */
 import type { AddressInfo } from 'node:net';
 import { Client, Connection } from '@temporalio/client';
-import type { DataConverter, PayloadCodec } from '@temporalio/common';
+import { ApplicationFailure, type DataConverter, type PayloadCodec } from '@temporalio/common';
+import { Context } from '@temporalio/activity';
 import { NativeConnection, Worker, type WorkerOptions } from '@temporalio/worker';
 import type { FastifyInstance } from 'fastify';
 import { Registry, collectDefaultMetrics } from 'prom-client';
@@ -29,6 +30,7 @@ import { type ApiConfig, type ApiDeps, buildApi } from './api/app';
 import { PaymentsClient, type PaymentsClientOptions } from './client';
 import { AesGcmPayloadCodec } from './codec';
 import type { Config, ProviderLimits } from './config';
+import { ErrorType } from './domain/errors';
 import { providerTaskQueue } from './domain/ids';
 import type { ApiMetrics } from './metrics/api-metrics';
 import {
@@ -89,8 +91,8 @@ export async function createWorkers(setup: WorkerSetup): Promise<Worker[]> {
     taskQueue: setup.taskQueue,
     ...setup.workflows,
     ...setup.workflowCache,
-    // Local activities (describeProvider) run here, beside the workflows.
-    activities,
+    // Local activities (describeProvider, a shape-3 charge's first create attempt) run here, beside the workflows.
+    activities: withLocalLimits(activities, setup.providerLimits),
     ...common,
     sinks: paymentSinks(metrics),
   });
@@ -110,6 +112,42 @@ export async function createWorkers(setup: WorkerSetup): Promise<Worker[]> {
     }),
   );
   return [workflowWorker, ...providerWorkers];
+}
+
+/**
+ * The workflow worker's activities. A charge's local first attempt (shape 3) bypasses its provider's queue, so a
+ * provider with its own limits (fleet-wide rate, slots) gets none: the attempt is refused before anything is sent (a
+ * NotSent that says nothing was sent), and the workflow hands the create to that queue, where the limits apply.
+ */
+function withLocalLimits(
+  activities: Activities & Partial<SweepActivities>,
+  limits: WorkerSetup['providerLimits'],
+): Activities & Partial<SweepActivities> {
+  const limited = new Set(Object.keys(limits ?? {}));
+  if (limited.size === 0) return activities;
+  return {
+    ...activities,
+    createPayment: (args) => {
+      const { info } = Context.current();
+      if (!info.isLocal || !limited.has(args.provider)) return activities.createPayment(args);
+      throw ApplicationFailure.create({
+        type: ErrorType.NotSent,
+        message: `${args.provider} create: no local attempt at a provider with its own limits`,
+        nonRetryable: true,
+        details: [
+          {
+            type: ErrorType.NotSent,
+            operation: 'create',
+            reason: 'provider_limits',
+            provider: args.provider,
+            attempt: info.attempt,
+            everSent: false,
+            everUnknown: false,
+          },
+        ],
+      });
+    },
+  };
 }
 
 /**

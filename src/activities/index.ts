@@ -102,6 +102,12 @@ export interface CreatePaymentArgs extends ScopedArgs {
    * about the key (its stored answer, a key mismatch) or a decline decides; any other refusal stays unknown.
    */
   readonly afterUnknown?: boolean;
+  /**
+   * What a local first attempt of this create did before this activity took over (shape 3), as its failure reported
+   * it: carried like an earlier attempt's heartbeat record, so this activity's failures and its refusals say what the
+   * provider may have seen across both.
+   */
+  readonly earlier?: { readonly everSent: boolean; readonly everUnknown: boolean };
 }
 
 export interface CapturePaymentArgs extends ScopedArgs {
@@ -300,6 +306,8 @@ export const createActivities = (deps: ActivityDeps) => {
     body: (step: Step) => Promise<Outcome<T>>,
     /** An earlier operation on this key had an unknown outcome (a reconcile's resubmission): start the record so. */
     afterUnknown = false,
+    /** What an attempt outside this activity did first (a local first attempt): carried like an earlier attempt's. */
+    before?: { readonly everSent: boolean; readonly everUnknown: boolean },
   ): Promise<T> => {
     const provider = providerNamed(providerName);
     const context = Context.current();
@@ -316,7 +324,15 @@ export const createActivities = (deps: ActivityDeps) => {
 
     // What earlier attempts did (their heartbeat details), and what this one adds as it goes.
     const earlier = AttemptRecord.safeParse(info.heartbeatDetails);
-    const fromAttempts = carriedAttemptRecord(info.heartbeatDetails);
+    const fromHeartbeat = carriedAttemptRecord(info.heartbeatDetails);
+    const fromAttempts =
+      before === undefined
+        ? fromHeartbeat
+        : {
+            everSent: fromHeartbeat.everSent || before.everSent,
+            everUnknown: fromHeartbeat.everUnknown || before.everUnknown,
+            inFlight: false,
+          };
     const carried = afterUnknown ? { ...fromAttempts, everSent: true, everUnknown: true } : fromAttempts;
     const attempts = { current: carried };
     const history = (): AttemptHistory | undefined =>
@@ -508,6 +524,7 @@ export const createActivities = (deps: ActivityDeps) => {
           return { value: { ...result, recovered: false }, outcome: 'succeeded' };
         },
         args.afterUnknown === true,
+        args.earlier,
       );
     },
 

@@ -356,7 +356,7 @@ export class PaymentsClient {
       timings: this.options.timings,
       ...(this.options.retry === undefined ? {} : { retry: this.options.retry }),
       // With the provider's capabilities known here, the payment takes the lean history shape (see HistoryShape).
-      ...(capabilities === undefined ? {} : { capabilities, shape: 2 as const }),
+      ...(capabilities === undefined ? {} : { capabilities, shape: 3 as const }),
     };
     const startedBy = randomUUID();
     const { orderId, amount, provider, capture } = request;
@@ -387,7 +387,7 @@ export class PaymentsClient {
     const deadline = answerBy - describeBudgetMs(this.submitMarginMs);
     try {
       const { result: view, report } = await this.starts.run(() =>
-        input.shape === 2
+        input.shape !== undefined
           ? this.submitLean(workflowId, fingerprint, startWorkflowOperation, deadline)
           : this.client.connection.withDeadline(deadline, () =>
               this.starts.workflow.executeUpdateWithStart(submitUpdate, {

@@ -24,6 +24,12 @@ export const PaymentTimings = z
     refundWindowMs: Ms,
     /** The sweep picks up payments in `unknown` for longer than this (longer than the whole reconcile schedule). */
     unknownSweepThresholdMs: Ms,
+    /**
+     * Shape 3: how long the charge's first create attempt may run as a local activity, in the workflow task that
+     * accepts `submit`, before the regular activity takes over with the same key. Default (and ceiling) the create
+     * attempt timeout, at most 3 s (`defaultLocalAttemptTimeoutMs`).
+     */
+    localAttemptTimeoutMs: Ms.optional(),
   })
   .refine((t) => t.unknownSweepThresholdMs > reconcileWindowMs(t), {
     message: 'unknownSweepThresholdMs must exceed the whole reconcile schedule, or the sweep races the reconcile',
@@ -63,9 +69,13 @@ export type ProviderCapabilitiesInput = ProviderCapabilities;
  * The history shape of a payment, chosen by its starter and fixed for its life (it travels in the input, so replay
  * needs no patch marker). Absent: the first shape (capabilities read by a local activity, a timer for the early
  * answer, search attributes upserted at the start). `2`: the lean shape: capabilities in the input, the client's own
- * deadline for the early answer, search attributes set in the start request, one upsert per status change.
+ * deadline for the early answer, search attributes set in the start request, one upsert per status change. `3`: the
+ * lean shape whose first create attempt, against a provider that honours idempotency keys, runs as a local activity
+ * (short, bounded, no local retry) in the workflow task that accepts `submit`, so a fast provider's answer comes in
+ * the first workflow task (a marker instead of three activity events and a workflow task); any failure of that attempt
+ * but a final answer hands the charge to the regular activity on the provider's queue, with the same key.
  */
-export const HistoryShape = z.literal(2);
+export const HistoryShape = z.union([z.literal(2), z.literal(3)]);
 
 /** Input of `chargeWorkflow`; built by the client after parsing the request and computing the fingerprint. */
 export const ChargeWorkflowInput = z.strictObject({

@@ -1,6 +1,12 @@
 import { proxyActivities, proxyLocalActivities } from '@temporalio/workflow';
 import type { Activities } from '../activities';
-import { type ProviderOperation, type RetryOverrides, retrySpecFor, toActivityOptions } from '../domain/retry-policy';
+import {
+  type ProviderOperation,
+  type RetryOverrides,
+  nonRetryableErrorTypesFor,
+  retrySpecFor,
+  toActivityOptions,
+} from '../domain/retry-policy';
 import { providerTaskQueue } from '../domain/ids';
 import { activitySummary } from '../domain/summaries';
 import type { ProviderCapabilities } from '../domain/provider-payment';
@@ -11,6 +17,9 @@ export const { describeProvider } = proxyLocalActivities<Activities>({
   scheduleToCloseTimeout: '1m',
   retry: { maximumInterval: '5s' },
 });
+
+/** Shape 3's default bound on the charge's local first attempt: short, so a slow provider holds a local slot briefly. */
+export const defaultLocalAttemptTimeoutMs = 3_000;
 
 /** Metadata sent with a charge so the provider's webhooks name the payment's workflow (never customer data). */
 export const paymentMetadata = (merchantId: string, key: string): Record<string, string> => ({
@@ -27,8 +36,11 @@ export function providerActivities(
   provider: string,
   capabilities: ProviderCapabilities,
   retry?: RetryOverrides,
+  /** Shape 3: the bound of the create's local first attempt (see `localAttemptTimeoutMs`); absent: no local attempt. */
+  localAttemptTimeoutMs?: number,
 ) {
   const taskQueue = providerTaskQueue(workflowTaskQueue, provider);
+  const createSpec = retrySpecFor('create', capabilities, retry?.create);
   const optionsFor = (operation: ProviderOperation) => {
     const spec = retrySpecFor(operation, capabilities, retry?.[operation]);
     // The summary names the step in the web UI's event history (user metadata: no effect on replay).
@@ -45,7 +57,25 @@ export function providerActivities(
       lookupPayment: proxyActivities<Activities>(optionsFor('lookup')).lookupPayment,
       listProviderPayments: proxyActivities<Activities>(optionsFor('list')).listProviderPayments,
     },
+    /**
+     * The create's first attempt as a local activity on the workflow's own worker, only against a provider that
+     * honours idempotency keys (so the regular activity may send the same key again after any outcome of it): bounded
+     * by the attempt timeout, and no local retry (every retry belongs to the regular activity, on the bulkhead queue).
+     */
+    localCreatePayment:
+      localAttemptTimeoutMs === undefined || !capabilities.idempotencyKeys
+        ? undefined
+        : localCreate(Math.min(localAttemptTimeoutMs, createSpec.attemptTimeoutMs), createSpec.safety, provider),
     /** The create budget: a resend with the same key must land before the provider forgets the key. */
-    createBudgetMs: retrySpecFor('create', capabilities, retry?.create).budgetMs,
+    createBudgetMs: createSpec.budgetMs,
   };
+}
+
+function localCreate(timeoutMs: number, safety: ReturnType<typeof retrySpecFor>['safety'], provider: string) {
+  return proxyLocalActivities<Activities>({
+    startToCloseTimeout: timeoutMs,
+    scheduleToCloseTimeout: timeoutMs,
+    retry: { maximumAttempts: 1, nonRetryableErrorTypes: nonRetryableErrorTypesFor(safety) },
+    summary: `${activitySummary('create', provider)} (local first attempt)`,
+  }).createPayment;
 }

@@ -1,10 +1,11 @@
-import { ParentClosePolicy, log, startChild } from '@temporalio/workflow';
+import { ActivityFailure, ApplicationFailure, ParentClosePolicy, log, startChild } from '@temporalio/workflow';
+import type { CreatePaymentArgs, CreatePaymentOutcome } from '../activities';
 import { ErrorType } from '../domain/errors';
 import { reconcileWorkflowId } from '../domain/ids';
 import type { ReconcileInput, ReconcileResult } from '../domain/operations';
 import { paymentMetadata } from './activity-options';
 import { failureType, messageOf, neverSent, notSentReason } from './failures';
-import type { PaymentEntity } from './payment-entity';
+import type { PaymentEntity, ProviderActivities } from './payment-entity';
 import { reconcileWorkflow } from './reconcile';
 
 /**
@@ -35,8 +36,10 @@ async function createOnce(payment: PaymentEntity): Promise<string | undefined> {
   const { state, input, request } = payment;
   state.firstSentAtMs = Date.now();
   const firstProvider = payment.keyProvider === undefined;
+  // Shape 3: the charge's very first attempt (never a failed-over one) may run locally.
+  const firstAttempt = firstProvider && (payment.state.view.failovers ?? []).length === 0;
   try {
-    const result = await payment.requireActs().write.createPayment({
+    const result = await sendCreate(payment.requireActs(), firstAttempt, {
       provider: payment.provider,
       merchantId: input.merchantId,
       key: input.key,
@@ -80,6 +83,45 @@ async function createOnce(payment: PaymentEntity): Promise<string | undefined> {
     }
   }
   return undefined;
+}
+
+/** What a local first attempt may have done, as its failure reports it; a timeout or anything unreadable: everything. */
+function attemptRecordOf(err: unknown): NonNullable<CreatePaymentArgs['earlier']> {
+  const failure = err instanceof ActivityFailure ? err.cause : err;
+  const info = failure instanceof ApplicationFailure ? (failure.details?.[0] as Record<string, unknown> | undefined) : undefined;
+  if (typeof info?.everSent === 'boolean' && typeof info.everUnknown === 'boolean') {
+    return { everSent: info.everSent, everUnknown: info.everUnknown };
+  }
+  return { everSent: true, everUnknown: true };
+}
+
+/**
+ * One create, as the workflow sees it: the activity on the provider's queue with its retry policy; in shape 3 its
+ * first attempt runs locally first. That attempt's value, decline or refusal is the charge's answer, exactly as an
+ * attempt 1 of the activity would be; any other failure (not sent, unavailable, unknown, timed out) is just "attempt 1":
+ * the activity takes over under the same key (derived from the scope), carrying what the local attempt may have sent,
+ * so a request that reached the provider is answered by its stored answer, and only the activity's final failure is
+ * classified (one code path: failover, never sent, unknown).
+ */
+async function sendCreate(
+  acts: ProviderActivities,
+  firstAttempt: boolean,
+  args: CreatePaymentArgs,
+): Promise<CreatePaymentOutcome> {
+  const local = firstAttempt ? acts.localCreatePayment : undefined;
+  if (local === undefined) return acts.write.createPayment(args);
+  try {
+    return await local(args);
+  } catch (err) {
+    const type = failureType(err);
+    if (type === ErrorType.ProviderRejected || type === ErrorType.ValidationError) throw err;
+    const earlier = attemptRecordOf(err);
+    log.info('local first create attempt did not settle; the activity takes over with the same key', {
+      reason: messageOf(err),
+      ...earlier,
+    });
+    return acts.write.createPayment({ ...args, earlier });
+  }
 }
 
 /**

@@ -30,7 +30,7 @@ import type { ProviderCapabilities, ProviderEvent, ProviderPayment } from '../do
 import { MerchantIdAttr, OrderIdAttr, PaymentStatusAttr, ProviderAttr } from '../domain/search-attributes';
 import { formatWait, paymentCurrentDetails } from '../domain/summaries';
 import type { ChargeWorkflowInput } from '../domain/workflow-inputs';
-import { describeProvider, providerActivities } from './activity-options';
+import { defaultLocalAttemptTimeoutMs, describeProvider, providerActivities } from './activity-options';
 import { Lock } from './lock';
 import { type MoneyMovementInput } from './money-movement';
 import { MoneyMovements } from './payment-movements';
@@ -94,7 +94,7 @@ export class PaymentEntity {
     carried?: ChargeContinuation,
   ) {
     this.state = carried?.state ?? initialState(input, nowIso());
-    this.lean = input.shape === 2;
+    this.lean = input.shape === 2 || input.shape === 3;
     this.capabilities = carried?.capabilities ?? (this.lean ? input.capabilities : undefined);
     this.publishedStatus = this.state.view.status;
   }
@@ -183,7 +183,10 @@ export class PaymentEntity {
   /** Learns the provider's capabilities (from the input, the continuation or a local activity) and binds its activities. */
   async connectProvider(): Promise<void> {
     this.capabilities ??= await describeProvider(this.provider);
-    this.acts = providerActivities(workflowInfo().taskQueue, this.provider, this.capabilities, this.input.retry);
+    // Shape 3: the first create attempt may run locally (only at the request's own provider, see createAtProvider).
+    const local =
+      this.input.shape === 3 ? (this.input.timings.localAttemptTimeoutMs ?? defaultLocalAttemptTimeoutMs) : undefined;
+    this.acts = providerActivities(workflowInfo().taskQueue, this.provider, this.capabilities, this.input.retry, local);
   }
 
   // ---- publishing what changed ----

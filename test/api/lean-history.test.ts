@@ -1,7 +1,9 @@
 /**
  * The lean history shape of a payment started through the API (capabilities in the input, the early answer under the
  * client's own deadline, search attributes in the start request, one upsert per status change, webhooks that tell
- * nothing new answered from a query): a clean automatic-capture charge costs five Temporal actions for its whole life.
+ * nothing new answered from a query), with its first create attempt as a local activity (shape 3): a clean
+ * automatic-capture charge costs five Temporal actions and 14 history events for its whole life, and the update is
+ * answered in the first workflow task.
  */
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { temporal } from '@temporalio/proto';
@@ -44,9 +46,10 @@ afterAll(async () => {
   await env?.teardown();
 });
 
-it('a clean charge: start, submit, one provider call, one upsert, the refund-window timer; the webhook costs nothing', async () => {
+it('a clean charge: start, submit, one local provider call, one upsert, the refund-window timer; 14 events; the webhook costs nothing', async () => {
   const key = newKey();
-  const answer = await h.request('POST', '/v1/payments', { key, body: chargeBody() });
+  const body = chargeBody();
+  const answer = await h.request('POST', '/v1/payments', { key, body });
   expect(answer.status).toBe(200);
   expect(answer.body).toMatchObject({ status: 'succeeded' });
   await h.sim.flushWebhooks(); // releases the held webhook
@@ -60,25 +63,47 @@ it('a clean charge: start, submit, one provider call, one upsert, the refund-win
   expect(final.status).toBe('succeeded');
   const events = (await handle.fetchHistory()).events ?? [];
   const count = (type: number) => events.filter((e) => e.eventType === type).length;
-  expect(count(EventType.EVENT_TYPE_MARKER_RECORDED)).toBe(0); // no local activity, no patch marker
   expect(count(EventType.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED)).toBe(0); // the webhook was answered from a query
   const actions = {
     start: 1,
     updates: count(EventType.EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_ACCEPTED),
+    localActivities: count(EventType.EVENT_TYPE_MARKER_RECORDED), // the local first attempt; no patch marker
     activities: count(EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED),
     timers: count(EventType.EVENT_TYPE_TIMER_STARTED),
     upserts: count(EventType.EVENT_TYPE_UPSERT_WORKFLOW_SEARCH_ATTRIBUTES),
     children: count(EventType.EVENT_TYPE_START_CHILD_WORKFLOW_EXECUTION_INITIATED),
   };
-  expect(actions).toEqual({ start: 1, updates: 1, activities: 1, timers: 1, upserts: 1, children: 0 });
-  // 19 for the whole life: started, 3 workflow tasks (9), update accepted/completed, activity scheduled/started/
-  // completed, one upsert, the refund-window timer started/fired, completed. 14 of them by the time it answered (the
-  // update completed is the 14th, after the upsert and the timer started in the same workflow task).
-  expect(events.length).toBeLessThanOrEqual(19);
+  expect(actions).toEqual({ start: 1, updates: 1, localActivities: 1, activities: 0, timers: 1, upserts: 1, children: 0 });
+  // 14 for the whole life: started; the first workflow task (3) accepts the update, records the local attempt's
+  // marker, completes the update, upserts the status and starts the refund-window timer; the timer fires; the last
+  // workflow task (3) completes. The update was answered in the first workflow task.
+  const E = EventType;
+  expect(events.map((e) => E[e.eventType ?? 0])).toEqual(
+    [
+      E.EVENT_TYPE_WORKFLOW_EXECUTION_STARTED,
+      E.EVENT_TYPE_WORKFLOW_TASK_SCHEDULED,
+      E.EVENT_TYPE_WORKFLOW_TASK_STARTED,
+      E.EVENT_TYPE_WORKFLOW_TASK_COMPLETED,
+      E.EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_ACCEPTED,
+      E.EVENT_TYPE_MARKER_RECORDED,
+      E.EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_COMPLETED,
+      E.EVENT_TYPE_UPSERT_WORKFLOW_SEARCH_ATTRIBUTES,
+      E.EVENT_TYPE_TIMER_STARTED,
+      E.EVENT_TYPE_TIMER_FIRED,
+      E.EVENT_TYPE_WORKFLOW_TASK_SCHEDULED,
+      E.EVENT_TYPE_WORKFLOW_TASK_STARTED,
+      E.EVENT_TYPE_WORKFLOW_TASK_COMPLETED,
+      E.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED,
+    ].map((t) => E[t]),
+  );
+  expect(events.length).toBeLessThanOrEqual(18);
+  // One create effect at the provider for this payment.
+  expect(h.ledger().effects.filter((e) => e.operation === 'create' && e.reference === body.orderId)).toHaveLength(1);
   // Visibility shows the settled status (set at start as pending, upserted once).
   const described = await handle.describe();
   expect(described.searchAttributes.PaymentStatus).toEqual(['succeeded']);
-  await recordHistories({ env }, 'lean-charge-succeeded', [workflowId]);
+  // Shape 2's recording (lean-charge-succeeded) stays as it was: it is what replay checks shape 2 against.
+  await recordHistories({ env }, 'local-first-charge-succeeded', [workflowId]);
 });
 
 it("a worker whose provider settings differ from the API's refuses before sending: failed, no request", async () => {
