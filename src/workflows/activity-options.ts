@@ -3,6 +3,7 @@ import type { Activities } from '../activities';
 import {
   type ProviderOperation,
   type RetryOverrides,
+  type RetrySpec,
   nonRetryableErrorTypesFor,
   retrySpecFor,
   toActivityOptions,
@@ -41,6 +42,10 @@ export function providerActivities(
 ) {
   const taskQueue = providerTaskQueue(workflowTaskQueue, provider);
   const createSpec = retrySpecFor('create', capabilities, retry?.create);
+  const localMs =
+    localAttemptTimeoutMs === undefined || !capabilities.idempotencyKeys
+      ? undefined
+      : Math.min(localAttemptTimeoutMs, createSpec.attemptTimeoutMs);
   const optionsFor = (operation: ProviderOperation) => {
     const spec = retrySpecFor(operation, capabilities, retry?.[operation]);
     // The summary names the step in the web UI's event history (user metadata: no effect on replay).
@@ -62,12 +67,30 @@ export function providerActivities(
      * honours idempotency keys (so the regular activity may send the same key again after any outcome of it): bounded
      * by the attempt timeout, and no local retry (every retry belongs to the regular activity, on the bulkhead queue).
      */
-    localCreatePayment:
-      localAttemptTimeoutMs === undefined || !capabilities.idempotencyKeys
+    localCreatePayment: localMs === undefined ? undefined : localCreate(localMs, createSpec.safety, provider),
+    /**
+     * The create after a local first attempt: the same activity on the same queue, that attempt counted (one attempt
+     * fewer, the budget less the local attempt's bound); absent when the local attempt was the only one allowed.
+     */
+    createAfterLocal:
+      localMs === undefined || createSpec.maximumAttempts === 1
         ? undefined
-        : localCreate(Math.min(localAttemptTimeoutMs, createSpec.attemptTimeoutMs), createSpec.safety, provider),
+        : proxyActivities<Activities>({
+            ...toActivityOptions(afterLocalSpec(createSpec, localMs), createSpec.safety),
+            taskQueue,
+            summary: activitySummary('create', provider),
+          }).createPayment,
     /** The create budget: a resend with the same key must land before the provider forgets the key. */
     createBudgetMs: createSpec.budgetMs,
+  };
+}
+
+/** The create's spec once a local attempt of at most `localMs` was made: one attempt and that time fewer. */
+function afterLocalSpec(spec: RetrySpec, localMs: number): RetrySpec {
+  return {
+    ...spec,
+    ...(spec.maximumAttempts === undefined ? {} : { maximumAttempts: spec.maximumAttempts - 1 }),
+    budgetMs: Math.max(spec.attemptTimeoutMs, spec.budgetMs - localMs),
   };
 }
 

@@ -1,4 +1,4 @@
-import { ActivityFailure, ApplicationFailure, ParentClosePolicy, log, startChild } from '@temporalio/workflow';
+import { ActivityFailure, ApplicationFailure, ParentClosePolicy, log, sleep, startChild } from '@temporalio/workflow';
 import type { CreatePaymentArgs, CreatePaymentOutcome } from '../activities';
 import { ErrorType } from '../domain/errors';
 import { reconcileWorkflowId } from '../domain/ids';
@@ -95,6 +95,20 @@ function attemptRecordOf(err: unknown): NonNullable<CreatePaymentArgs['earlier']
   return { everSent: true, everUnknown: true };
 }
 
+/** The wait a provider asked for (429/503 with Retry-After) in answer to the local attempt, read through its wrapper. */
+function retryAfterOf(err: unknown): number | undefined {
+  let failure = err instanceof ActivityFailure ? err.cause : err;
+  if (
+    failure instanceof ApplicationFailure &&
+    failure.type === ErrorType.BudgetExhausted &&
+    failure.cause instanceof ApplicationFailure
+  )
+    failure = failure.cause;
+  if (!(failure instanceof ApplicationFailure) || failure.type !== ErrorType.ProviderUnavailable) return undefined;
+  const info = failure.details?.[0] as { retryAfterMs?: unknown } | undefined;
+  return typeof info?.retryAfterMs === 'number' && info.retryAfterMs > 0 ? info.retryAfterMs : undefined;
+}
+
 /**
  * One create, as the workflow sees it: the activity on the provider's queue with its retry policy; in shape 3 its
  * first attempt runs locally first. That attempt's value, decline or refusal is the charge's answer, exactly as an
@@ -110,17 +124,24 @@ async function sendCreate(
 ): Promise<CreatePaymentOutcome> {
   const local = firstAttempt ? acts.localCreatePayment : undefined;
   if (local === undefined) return acts.write.createPayment(args);
+  const after = acts.createAfterLocal;
   try {
     return await local(args);
   } catch (err) {
     const type = failureType(err);
-    if (type === ErrorType.ProviderRejected || type === ErrorType.ValidationError) throw err;
+    // A final answer, or the only attempt the retry policy allows: the local attempt's failure is the create's.
+    if (type === ErrorType.ProviderRejected || type === ErrorType.ValidationError || after === undefined) throw err;
     const earlier = attemptRecordOf(err);
+    // The provider asked for time (Retry-After): the next attempt honours it, as the activity's own retry would; a wait
+    // longer than the create budget ends the create as the activity's would (its outcome then reconciled).
+    const wait = retryAfterOf(err);
+    if (wait !== undefined && wait > acts.createBudgetMs) throw err;
+    if (wait !== undefined) await sleep(wait);
     log.info('local first create attempt did not settle; the activity takes over with the same key', {
       reason: messageOf(err),
       ...earlier,
     });
-    return acts.write.createPayment({ ...args, earlier });
+    return after({ ...args, earlier });
   }
 }
 

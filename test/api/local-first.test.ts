@@ -141,3 +141,24 @@ it('a refused connection on the local attempt and on every retry: failed provide
   expect(count(events, EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED)).toBe(1);
   expect(count(events, EventType.EVENT_TYPE_START_CHILD_WORKFLOW_EXECUTION_INITIATED)).toBe(0); // no reconcile
 }, 30_000);
+
+it('a 429 with Retry-After on the local attempt: the activity sends again only after the wait the provider asked for', async () => {
+  const key = newKey();
+  const body = chargeBody();
+  const orderId = body.orderId as string;
+  h.sim.addFaults({
+    rules: [
+      { match: { operation: 'create', reference: orderId }, fault: 'status', status: 429, retry_after_s: 1, times: 1 },
+    ],
+  });
+
+  const answer = await h.request('POST', '/v1/payments', { key, body });
+
+  expect(answer.status).toBe(200);
+  expect(answer.body.status).toBe('succeeded');
+  const requests = createRequests(orderId);
+  expect(requests.map((r) => r.status)).toEqual([429, expect.any(Number)]);
+  const [first, second] = requests;
+  expect((second?.at_ms ?? 0) - (first?.at_ms ?? 0)).toBeGreaterThanOrEqual(1_000);
+  expect(creates(orderId)).toHaveLength(1);
+}, 30_000);

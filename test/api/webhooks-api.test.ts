@@ -134,10 +134,12 @@ describe('POST /webhooks/simulator', () => {
   it('handles the provider’s webhook that arrives before the API answered the charge', async () => {
     const body = chargeBody();
     // The provider commits and announces the payment, then drops the connection: the workflow retries with the same
-    // key (and gets the stored answer) only after the webhook has gone through the API.
+    // key (and gets the stored answer) only after the webhook has gone through the API. Twice: the local first attempt
+    // (shape 3) is handed at once to the activity, whose own first attempt is dropped too, so the resend that gets
+    // the stored answer comes after the activity's backoff, as it did when the activity made the first attempt.
     h.sim.addFaults({
       rules: [
-        { match: { operation: 'create', reference: body.orderId as string }, fault: 'commit_then_drop', times: 1 },
+        { match: { operation: 'create', reference: body.orderId as string }, fault: 'commit_then_drop', times: 2 },
       ],
     });
     const key = newKey();
