@@ -14,7 +14,7 @@ import type { PaymentView } from '../../src/domain/payment';
 import { type RestProvider, createProvider, simulatorCapabilities } from '../../src/providers';
 import { connectDevServer } from '../helpers/servers';
 import { recordHistories } from '../helpers/workflows';
-import { type ApiHarness, chargeBody, eventually, newKey, startApiHarness } from './harness';
+import { type ApiHarness, chargeBody, eventually, newKey, startApiHarness, testRetry } from './harness';
 
 const EventType = temporal.api.enums.v1.EventType;
 /** The local attempt's bound here: shorter than the latency below, which is shorter than the HTTP timeout (1.5 s). */
@@ -51,6 +51,9 @@ beforeAll(async () => {
     extraProviders: { down },
     webhooks: false,
     timings: { localAttemptTimeoutMs: LOCAL_ATTEMPT_MS },
+    // Three attempts in all (the local one counted): a resend that meets the timed-out request still in flight at the
+    // provider (409 concurrent use) gets one more try after the backoff instead of going to reconcile.
+    retry: { create: { ...testRetry.create, maximumAttempts: 3 } },
   });
 }, 120_000);
 afterAll(async () => {
