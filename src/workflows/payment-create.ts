@@ -88,7 +88,8 @@ async function createOnce(payment: PaymentEntity): Promise<string | undefined> {
 /** What a local first attempt may have done, as its failure reports it; a timeout or anything unreadable: everything. */
 function attemptRecordOf(err: unknown): NonNullable<CreatePaymentArgs['earlier']> {
   const failure = err instanceof ActivityFailure ? err.cause : err;
-  const info = failure instanceof ApplicationFailure ? (failure.details?.[0] as Record<string, unknown> | undefined) : undefined;
+  const info =
+    failure instanceof ApplicationFailure ? (failure.details?.[0] as Record<string, unknown> | undefined) : undefined;
   if (typeof info?.everSent === 'boolean' && typeof info.everUnknown === 'boolean') {
     return { everSent: info.everSent, everUnknown: info.everUnknown };
   }

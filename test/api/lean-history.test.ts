@@ -73,7 +73,15 @@ it('a clean charge: start, submit, one local provider call, one upsert, the refu
     upserts: count(EventType.EVENT_TYPE_UPSERT_WORKFLOW_SEARCH_ATTRIBUTES),
     children: count(EventType.EVENT_TYPE_START_CHILD_WORKFLOW_EXECUTION_INITIATED),
   };
-  expect(actions).toEqual({ start: 1, updates: 1, localActivities: 1, activities: 0, timers: 1, upserts: 1, children: 0 });
+  expect(actions).toEqual({
+    start: 1,
+    updates: 1,
+    localActivities: 1,
+    activities: 0,
+    timers: 1,
+    upserts: 1,
+    children: 0,
+  });
   // 14 for the whole life: started; the first workflow task (3) accepts the update, records the local attempt's
   // marker, completes the update, upserts the status and starts the refund-window timer; the timer fires; the last
   // workflow task (3) completes. The update was answered in the first workflow task.
