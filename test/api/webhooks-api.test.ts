@@ -5,14 +5,18 @@ import { parkedEventWorkflowId, parkedEventsQuery } from '../../src/domain/parke
 import type { PaymentView } from '../../src/domain/payment';
 import { signWebhook } from '../../src/simulator/signature';
 import { connectDevServer } from '../helpers/servers';
-import { type ApiHarness, WEBHOOK_SECRET, chargeBody, newKey, startApiHarness } from './harness';
+import { type ApiHarness, WEBHOOK_SECRET, chargeBody, newKey, startApiHarness, testRetry } from './harness';
 
 let env: TestWorkflowEnvironment;
 let h: ApiHarness;
 
 beforeAll(async () => {
   env = await connectDevServer();
-  h = await startApiHarness(env);
+  h = await startApiHarness(env, {
+    // Three create attempts in all: the local first one (shape 3) and two of the activity, so a payment whose first two
+    // sends are dropped still gets the stored answer (see the webhook that arrives before the answer).
+    retry: { create: { ...testRetry.create, maximumAttempts: 3 } },
+  });
 }, 60_000);
 
 afterAll(async () => {
