@@ -9,8 +9,7 @@
  */
 import type { AddressInfo } from 'node:net';
 import { Client, Connection } from '@temporalio/client';
-import { ApplicationFailure, type DataConverter, type PayloadCodec } from '@temporalio/common';
-import { Context } from '@temporalio/activity';
+import type { DataConverter, PayloadCodec } from '@temporalio/common';
 import { NativeConnection, Worker, type WorkerOptions } from '@temporalio/worker';
 import type { FastifyInstance } from 'fastify';
 import { Registry, collectDefaultMetrics } from 'prom-client';
@@ -30,8 +29,8 @@ import { type ApiConfig, type ApiDeps, buildApi } from './api/app';
 import { PaymentsClient, type PaymentsClientOptions } from './client';
 import { AesGcmPayloadCodec } from './codec';
 import type { Config, ProviderLimits } from './config';
-import { ErrorType } from './domain/errors';
 import { providerTaskQueue } from './domain/ids';
+import type { RetryOverrides } from './domain/retry';
 import type { ApiMetrics } from './metrics/api-metrics';
 import {
   type WorkerMetrics,
@@ -66,6 +65,11 @@ export interface WorkerSetup {
   readonly workflowCache?: Pick<WorkerOptions, 'maxCachedWorkflows' | 'reuseV8Context'>;
   /** Per provider: fleet-wide activities per second (server-enforced) and this worker's concurrency. */
   readonly providerLimits?: Readonly<Record<string, ProviderLimits>>;
+  /**
+   * The worker's retry presets (`RETRY_*`; default the production presets). A shape-3 charge records them in its first
+   * workflow task and runs every activity with them (older shapes carry the starter's in their input).
+   */
+  readonly retry?: RetryOverrides;
   /** Payload encryption (src/codec); default none. Clients of the same workflows must use the same one. */
   readonly dataConverter?: DataConverter;
   /** Where provider calls and reconciles are counted; default a registry of their own. */
@@ -76,7 +80,14 @@ export interface WorkerSetup {
 export async function createWorkers(setup: WorkerSetup): Promise<Worker[]> {
   const breaker = setup.breaker ?? new InMemoryCircuitBreaker();
   const activities = {
-    ...createActivities({ providers: setup.providers, logger: setup.logger, breaker }),
+    ...createActivities({
+      providers: setup.providers,
+      logger: setup.logger,
+      breaker,
+      ...(setup.retry === undefined ? {} : { retry: setup.retry }),
+      // Their creates run on their own queues only, where the limits apply (never as a local first attempt).
+      providersWithLimits: Object.keys(setup.providerLimits ?? {}),
+    }),
     ...setup.activities,
   };
   const metrics = setup.metrics ?? createWorkerMetrics(new Registry());
@@ -91,8 +102,9 @@ export async function createWorkers(setup: WorkerSetup): Promise<Worker[]> {
     taskQueue: setup.taskQueue,
     ...setup.workflows,
     ...setup.workflowCache,
-    // Local activities (describeProvider, a shape-3 charge's first create attempt) run here, beside the workflows.
-    activities: withLocalLimits(activities, setup.providerLimits),
+    // Local activities (describeProvider; a shape-3 charge's first step, firstCreateAttempt) run here, beside the
+    // workflows.
+    activities,
     ...common,
     sinks: paymentSinks(metrics),
   });
@@ -112,42 +124,6 @@ export async function createWorkers(setup: WorkerSetup): Promise<Worker[]> {
     }),
   );
   return [workflowWorker, ...providerWorkers];
-}
-
-/**
- * The workflow worker's activities. A charge's local first attempt (shape 3) bypasses its provider's queue, so a
- * provider with its own limits (fleet-wide rate, slots) gets none: the attempt is refused before anything is sent (a
- * NotSent that says nothing was sent), and the workflow hands the create to that queue, where the limits apply.
- */
-function withLocalLimits(
-  activities: Activities & Partial<SweepActivities>,
-  limits: WorkerSetup['providerLimits'],
-): Activities & Partial<SweepActivities> {
-  const limited = new Set(Object.keys(limits ?? {}));
-  if (limited.size === 0) return activities;
-  return {
-    ...activities,
-    createPayment: (args) => {
-      const { info } = Context.current();
-      if (!info.isLocal || !limited.has(args.provider)) return activities.createPayment(args);
-      throw ApplicationFailure.create({
-        type: ErrorType.NotSent,
-        message: `${args.provider} create: no local attempt at a provider with its own limits`,
-        nonRetryable: true,
-        details: [
-          {
-            type: ErrorType.NotSent,
-            operation: 'create',
-            reason: 'provider_limits',
-            provider: args.provider,
-            attempt: info.attempt,
-            everSent: false,
-            everUnknown: false,
-          },
-        ],
-      });
-    },
-  };
 }
 
 /**
@@ -428,6 +404,7 @@ export async function startConfiguredStack(
         sweep: true,
         breaker: breaker.breaker,
         providerLimits: config.providerLimits,
+        retry: config.retry,
         metrics,
         start: false,
       };

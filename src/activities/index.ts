@@ -16,6 +16,7 @@ import {
   RejectedAfterUnknown,
   carriedAttemptRecord,
   operationSafety,
+  localFirstAttemptMs,
   retrySpecFor,
   type OperationSafety,
   type ProviderOperation,
@@ -40,6 +41,7 @@ import type {
   ProviderPayment,
   ProviderRefund,
 } from '../providers/types';
+import type { WorkerProviderConfig } from '../domain/provider-payment';
 import {
   type BreakerDecision,
   type BreakerOutcome,
@@ -65,8 +67,16 @@ export interface ActivityDeps {
   readonly random?: () => number;
   /** Epoch ms. Default `Date.now`. */
   readonly now?: () => number;
-  /** Retry presets to fall back on when Temporal does not tell the activity its retry policy. */
+  /**
+   * The worker's retry presets (`RETRY_*`): what a shape-3 charge learns from `firstCreateAttempt` and runs every
+   * activity with, and what an activity falls back on when Temporal does not tell it its retry policy.
+   */
   readonly retry?: RetryOverrides;
+  /**
+   * Providers with limits of their own (fleet-wide rate, slots, see `ProviderLimits`): a charge's create reaches them
+   * through their activity queue only, where the limits apply, never as a local first attempt.
+   */
+  readonly providersWithLimits?: readonly string[];
   /** How far the provider's clock may lag ours when matching `created` against a lower bound. Default 60 s. */
   readonly clockSkewToleranceMs?: number;
 }
@@ -161,6 +171,26 @@ export type CreatePaymentOutcome =
       readonly recovered: boolean;
     }
   | { readonly outcome: 'declined'; readonly declineCode: string };
+
+/** A charge's local first create attempt (shape 3): the create's arguments and the starter's bound on the attempt. */
+export interface FirstCreateArgs extends CreatePaymentArgs {
+  /** The attempt's bound (the payment's `localAttemptTimeoutMs`); the worker shortens it to one attempt of its preset. */
+  readonly boundMs?: number;
+}
+
+/** Why a local first attempt sent nothing: the provider's create may only run on its own queue. */
+export type FirstCreateSkipped = 'not_idempotent' | 'provider_limits';
+
+/** What `firstCreateAttempt` answers: the worker's view of the provider, and what the attempt did. */
+export type FirstCreateResult = { readonly config: WorkerProviderConfig } & (
+  | { readonly attempt: 'settled'; readonly outcome: CreatePaymentOutcome }
+  | { readonly attempt: 'not_run'; readonly reason: FirstCreateSkipped }
+);
+
+/** The detail a local first attempt's failure carries beside its own: the worker's view of the provider. */
+export interface WorkerConfigDetail {
+  readonly workerConfig: WorkerProviderConfig;
+}
 
 /** A refund's answer, with the payment as it stands after it (for the totals). */
 export interface RefundOutcome {
@@ -308,6 +338,8 @@ export const createActivities = (deps: ActivityDeps) => {
     afterUnknown = false,
     /** What an attempt outside this activity did first (a local first attempt): carried like an earlier attempt's. */
     before?: { readonly everSent: boolean; readonly everUnknown: boolean },
+    /** Aborts the provider call (default: the activity's cancellation; a local first attempt adds its own bound). */
+    signal?: AbortSignal,
   ): Promise<T> => {
     const provider = providerNamed(providerName);
     const context = Context.current();
@@ -382,7 +414,12 @@ export const createActivities = (deps: ActivityDeps) => {
     const requestId = `req_${hash ?? activity}_${attempt}`;
     try {
       const result = await body({
-        provider: attemptProvider(provider, { requestId, attempt, signal: context.cancellationSignal }, attempts, beat),
+        provider: attemptProvider(
+          provider,
+          { requestId, attempt, signal: signal ?? context.cancellationSignal },
+          attempts,
+          beat,
+        ),
         attempt,
         safety,
         ...(idempotencyKey === undefined ? {} : { idempotencyKey }),
@@ -468,6 +505,66 @@ export const createActivities = (deps: ActivityDeps) => {
   ): Promise<Adoption<ProviderPayment>> =>
     adoptCandidate(await provider.findByReference(facts.reference), owner, facts, skewMs);
 
+  /** The create: one attempt of `createPayment` (or a charge's local first attempt, bounded by `signal`). */
+  const create = async (args: CreatePaymentArgs, signal?: AbortSignal): Promise<CreatePaymentOutcome> => {
+    if (args.expectCapabilities) assertSameCapabilities(providerNamed(args.provider), args.expectCapabilities);
+    const scope = {
+      merchantId: args.merchantId,
+      operation: 'create' as const,
+      key: args.key,
+      ...(args.keyProvider === undefined ? {} : { keyProvider: args.keyProvider }),
+    };
+    return execute<CreatePaymentOutcome>(
+      'createPayment',
+      'create',
+      args.provider,
+      scope,
+      async (step) => {
+        if (step.mustLookBeforeResend) {
+          const notBeforeMs = args.notBeforeMs ?? step.scheduledAtMs;
+          const adoption = await lookupBeforeResend('create', async (): Promise<Adoption<ProviderPayment>> => {
+            const { capabilities } = step.provider;
+            if (capabilities.lookupByKey && step.idempotencyKey !== undefined) {
+              const byKey = await step.provider.findByIdempotencyKey(step.idempotencyKey);
+              return byKey ? { kind: 'adopt', payment: byKey, by: 'key' } : { kind: 'none' };
+            }
+            if (!capabilities.lookupByReference) throw unverifiable('create', 'no_lookup_to_verify_resend');
+            return adoptByReference(
+              step.provider,
+              { merchantId: args.merchantId, key: args.key },
+              {
+                amount: args.input.amount,
+                currency: args.input.currency,
+                reference: args.input.reference,
+                notBeforeMs,
+              },
+            );
+          });
+          if (adoption.kind === 'ambiguous') throw unverifiable('create', 'ambiguous_lookup_before_resend');
+          const found = adoption.kind === 'adopt' ? adoption.payment : undefined;
+          if (found) {
+            const outcome = found.status === 'succeeded' ? 'succeeded' : 'authorized';
+            return { value: { outcome, payment: found, replayed: true, recovered: true }, outcome: 'recovered' };
+          }
+        }
+        const result = await step.provider.createPayment(args.input, step.ctx);
+        if (result.outcome === 'declined') {
+          return { value: { outcome: 'declined', declineCode: result.declineCode }, outcome: 'declined' };
+        }
+        return { value: { ...result, recovered: false }, outcome: 'succeeded' };
+      },
+      args.afterUnknown === true,
+      args.earlier,
+      signal,
+    );
+  };
+
+  const limited = new Set(deps.providersWithLimits ?? []);
+  const workerConfigOf = (provider: PaymentProvider): WorkerProviderConfig => ({
+    capabilities: { ...provider.capabilities },
+    retry: deps.retry ?? {},
+  });
+
   return {
     /** The provider's capability flags (a local activity: the workflow derives its retry policies from them). */
     async describeProvider(provider: string): Promise<ProviderCapabilities> {
@@ -477,55 +574,38 @@ export const createActivities = (deps: ActivityDeps) => {
 
     /** Creates (authorizes, or authorizes and captures) a payment under the key derived from the charge's scope. */
     async createPayment(args: CreatePaymentArgs): Promise<CreatePaymentOutcome> {
-      if (args.expectCapabilities) assertSameCapabilities(providerNamed(args.provider), args.expectCapabilities);
-      const scope = {
-        merchantId: args.merchantId,
-        operation: 'create' as const,
-        key: args.key,
-        ...(args.keyProvider === undefined ? {} : { keyProvider: args.keyProvider }),
-      };
-      return execute<CreatePaymentOutcome>(
-        'createPayment',
-        'create',
-        args.provider,
-        scope,
-        async (step) => {
-          if (step.mustLookBeforeResend) {
-            const notBeforeMs = args.notBeforeMs ?? step.scheduledAtMs;
-            const adoption = await lookupBeforeResend('create', async (): Promise<Adoption<ProviderPayment>> => {
-              const { capabilities } = step.provider;
-              if (capabilities.lookupByKey && step.idempotencyKey !== undefined) {
-                const byKey = await step.provider.findByIdempotencyKey(step.idempotencyKey);
-                return byKey ? { kind: 'adopt', payment: byKey, by: 'key' } : { kind: 'none' };
-              }
-              if (!capabilities.lookupByReference) throw unverifiable('create', 'no_lookup_to_verify_resend');
-              return adoptByReference(
-                step.provider,
-                { merchantId: args.merchantId, key: args.key },
-                {
-                  amount: args.input.amount,
-                  currency: args.input.currency,
-                  reference: args.input.reference,
-                  notBeforeMs,
-                },
-              );
-            });
-            if (adoption.kind === 'ambiguous') throw unverifiable('create', 'ambiguous_lookup_before_resend');
-            const found = adoption.kind === 'adopt' ? adoption.payment : undefined;
-            if (found) {
-              const outcome = found.status === 'succeeded' ? 'succeeded' : 'authorized';
-              return { value: { outcome, payment: found, replayed: true, recovered: true }, outcome: 'recovered' };
-            }
-          }
-          const result = await step.provider.createPayment(args.input, step.ctx);
-          if (result.outcome === 'declined') {
-            return { value: { outcome: 'declined', declineCode: result.declineCode }, outcome: 'declined' };
-          }
-          return { value: { ...result, recovered: false }, outcome: 'succeeded' };
-        },
-        args.afterUnknown === true,
-        args.earlier,
-      );
+      return create(args);
+    },
+
+    /**
+     * A shape-3 charge's first step, as a local activity in its first workflow task: this worker's view of the
+     * provider (its adapter's capabilities, the worker's retry presets), recorded in the marker, and, against a
+     * provider that honours idempotency keys and has no limits of its own, the create's first attempt, bounded by
+     * `boundMs` (never longer than one attempt of the create preset): the provider call is aborted at the bound, so its
+     * failure, like any other, says what may have been sent and carries this worker's view too.
+     */
+    async firstCreateAttempt(args: FirstCreateArgs): Promise<FirstCreateResult> {
+      const { boundMs, ...createArgs } = args;
+      const config = workerConfigOf(providerNamed(args.provider));
+      const { capabilities } = config;
+      const notRun: FirstCreateSkipped | undefined = !capabilities.idempotencyKeys
+        ? 'not_idempotent'
+        : limited.has(args.provider)
+          ? 'provider_limits'
+          : undefined;
+      if (notRun !== undefined) return { config, attempt: 'not_run', reason: notRun };
+      const bound = AbortSignal.timeout(localFirstAttemptMs(boundMs, capabilities, config.retry));
+      const signal = AbortSignal.any([Context.current().cancellationSignal, bound]);
+      try {
+        return { config, attempt: 'settled', outcome: await create(createArgs, signal) };
+      } catch (err) {
+        throw withWorkerConfig(err, config);
+      }
+    },
+
+    /** This worker's view of a provider (capabilities, retry presets): a shape-3 charge whose first step lost it. */
+    async describeWorkerProvider(provider: string): Promise<WorkerProviderConfig> {
+      return workerConfigOf(providerNamed(provider));
     },
 
     /** Captures an authorized payment (all of it when `amount` is absent) under the capture's own key. */
@@ -665,6 +745,22 @@ function assertSameCapabilities(provider: PaymentProvider, expected: ProviderCap
       details: [{ expected, actual }],
     });
   }
+}
+
+/**
+ * A local first attempt's failure, as it was, with the worker's view of the provider appended to its details: the
+ * workflow reads the attempt record from the first detail as from any create failure, and its configuration from this.
+ */
+function withWorkerConfig(err: unknown, workerConfig: WorkerProviderConfig): unknown {
+  if (!(err instanceof ApplicationFailure)) return err;
+  return ApplicationFailure.create({
+    ...(err.type == null ? {} : { type: err.type }),
+    message: err.message,
+    nonRetryable: err.nonRetryable === true,
+    ...(err.nextRetryDelay == null ? {} : { nextRetryDelay: err.nextRetryDelay }),
+    ...(err.cause === undefined ? {} : { cause: err.cause }),
+    details: [...(err.details ?? [undefined]), { workerConfig } satisfies WorkerConfigDetail],
+  });
 }
 
 /** The activities' type, for `proxyActivities<Activities>` in workflows (type import only). */

@@ -26,8 +26,8 @@ export const PaymentTimings = z
     unknownSweepThresholdMs: Ms,
     /**
      * Shape 3: how long the charge's first create attempt may run as a local activity, in the workflow task that
-     * accepts `submit`, before the regular activity takes over with the same key. Default (and ceiling) the create
-     * attempt timeout, at most 3 s (`defaultLocalAttemptTimeoutMs`).
+     * accepts `submit`, before the regular activity takes over with the same key. Default 3 s
+     * (`defaultLocalAttemptTimeoutMs`), never longer than one attempt of the worker's create preset.
      */
     localAttemptTimeoutMs: Ms.optional(),
   })
@@ -70,10 +70,13 @@ export type ProviderCapabilitiesInput = ProviderCapabilities;
  * needs no patch marker). Absent: the first shape (capabilities read by a local activity, a timer for the early
  * answer, search attributes upserted at the start). `2`: the lean shape: capabilities in the input, the client's own
  * deadline for the early answer, search attributes set in the start request, one upsert per status change. `3`: the
- * lean shape whose first create attempt, against a provider that honours idempotency keys, runs as a local activity
- * (short, bounded, no local retry) in the workflow task that accepts `submit`, so a fast provider's answer comes in
- * the first workflow task (a marker instead of three activity events and a workflow task); any failure of that attempt
- * but a final answer hands the charge to the regular activity on the provider's queue, with the same key.
+ * lean shape in which the worker owns the provider's configuration: the input carries neither capabilities nor retry
+ * presets; the charge's first workflow task runs one local activity (`firstCreateAttempt`) that returns the worker's
+ * capabilities and retry presets (recorded in its marker, used for every later activity, the reconcile and the
+ * continuation) and, against a provider that honours idempotency keys and has no limits of its own, makes the create's
+ * first attempt (short, bounded, no local retry), so a fast provider's answer comes in the first workflow task. Any
+ * failure of that attempt but a final answer hands the create to the regular activity on the provider's queue, with
+ * the same key; a provider it may not run against gets its create from that activity only.
  */
 export const HistoryShape = z.union([z.literal(2), z.literal(3)]);
 

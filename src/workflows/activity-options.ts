@@ -4,7 +4,6 @@ import {
   type ProviderOperation,
   type RetryOverrides,
   type RetrySpec,
-  nonRetryableErrorTypesFor,
   retrySpecFor,
   toActivityOptions,
 } from '../domain/retry-policy';
@@ -19,8 +18,32 @@ export const { describeProvider } = proxyLocalActivities<Activities>({
   retry: { maximumInterval: '5s' },
 });
 
-/** Shape 3's default bound on the charge's local first attempt: short, so a slow provider holds a local slot briefly. */
-export const defaultLocalAttemptTimeoutMs = 3_000;
+/** Reads the worker's view of a provider (capabilities, retry presets) on the workflow's own worker (shape 3). */
+export const { describeWorkerProvider } = proxyLocalActivities<Activities>({
+  startToCloseTimeout: '5s',
+  scheduleToCloseTimeout: '1m',
+  retry: { maximumInterval: '5s' },
+});
+
+/**
+ * How long past its bound a local first attempt may take before Temporal times it out: the activity aborts its own
+ * provider call at the bound and answers with the worker's view; Temporal's timeout is the backstop for a stuck worker.
+ */
+export const localAttemptMarginMs = 2_000;
+
+/**
+ * A shape-3 charge's first step, a local activity on the workflow's own worker (see `firstCreateAttempt`): the
+ * worker's view of the provider and, where it may, the create's first attempt, bounded by `boundMs` (the worker
+ * shortens it to one attempt of its create preset). No local retry: every retry belongs to the regular activity, on
+ * the provider's queue.
+ */
+export const firstCreateAttempt = (boundMs: number, provider: string) =>
+  proxyLocalActivities<Activities>({
+    startToCloseTimeout: boundMs + localAttemptMarginMs,
+    scheduleToCloseTimeout: boundMs + localAttemptMarginMs,
+    retry: { maximumAttempts: 1 },
+    summary: `${activitySummary('create', provider)} (local first attempt)`,
+  }).firstCreateAttempt;
 
 /** Metadata sent with a charge so the provider's webhooks name the payment's workflow (never customer data). */
 export const paymentMetadata = (merchantId: string, key: string): Record<string, string> => ({
@@ -37,15 +60,11 @@ export function providerActivities(
   provider: string,
   capabilities: ProviderCapabilities,
   retry?: RetryOverrides,
-  /** Shape 3: the bound of the create's local first attempt (see `localAttemptTimeoutMs`); absent: no local attempt. */
-  localAttemptTimeoutMs?: number,
+  /** Shape 3: a local first create attempt of at most this long was made (`localFirstAttemptMs`); absent: none. */
+  localMs?: number,
 ) {
   const taskQueue = providerTaskQueue(workflowTaskQueue, provider);
   const createSpec = retrySpecFor('create', capabilities, retry?.create);
-  const localMs =
-    localAttemptTimeoutMs === undefined || !capabilities.idempotencyKeys
-      ? undefined
-      : Math.min(localAttemptTimeoutMs, createSpec.attemptTimeoutMs);
   const optionsFor = (operation: ProviderOperation) => {
     const spec = retrySpecFor(operation, capabilities, retry?.[operation]);
     // The summary names the step in the web UI's event history (user metadata: no effect on replay).
@@ -62,12 +81,6 @@ export function providerActivities(
       lookupPayment: proxyActivities<Activities>(optionsFor('lookup')).lookupPayment,
       listProviderPayments: proxyActivities<Activities>(optionsFor('list')).listProviderPayments,
     },
-    /**
-     * The create's first attempt as a local activity on the workflow's own worker, only against a provider that
-     * honours idempotency keys (so the regular activity may send the same key again after any outcome of it): bounded
-     * by the attempt timeout, and no local retry (every retry belongs to the regular activity, on the bulkhead queue).
-     */
-    localCreatePayment: localMs === undefined ? undefined : localCreate(localMs, createSpec.safety, provider),
     /**
      * The create after a local first attempt: the same activity on the same queue, that attempt counted (one attempt
      * fewer, the budget less the local attempt's bound); absent when the local attempt was the only one allowed.
@@ -92,13 +105,4 @@ function afterLocalSpec(spec: RetrySpec, localMs: number): RetrySpec {
     ...(spec.maximumAttempts === undefined ? {} : { maximumAttempts: spec.maximumAttempts - 1 }),
     budgetMs: Math.max(spec.attemptTimeoutMs, spec.budgetMs - localMs),
   };
-}
-
-function localCreate(timeoutMs: number, safety: ReturnType<typeof retrySpecFor>['safety'], provider: string) {
-  return proxyLocalActivities<Activities>({
-    startToCloseTimeout: timeoutMs,
-    scheduleToCloseTimeout: timeoutMs,
-    retry: { maximumAttempts: 1, nonRetryableErrorTypes: nonRetryableErrorTypesFor(safety) },
-    summary: `${activitySummary('create', provider)} (local first attempt)`,
-  }).createPayment;
 }

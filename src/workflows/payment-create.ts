@@ -1,11 +1,13 @@
 import { ActivityFailure, ApplicationFailure, ParentClosePolicy, log, sleep, startChild } from '@temporalio/workflow';
-import type { CreatePaymentArgs, CreatePaymentOutcome } from '../activities';
+import type { CreatePaymentArgs, CreatePaymentOutcome, FirstCreateResult, WorkerConfigDetail } from '../activities';
+import type { WorkerProviderConfig } from '../domain/provider-payment';
+import { defaultLocalAttemptTimeoutMs, localFirstAttemptMs } from '../domain/retry-policy';
 import { ErrorType } from '../domain/errors';
 import { reconcileWorkflowId } from '../domain/ids';
 import type { ReconcileInput, ReconcileResult } from '../domain/operations';
-import { paymentMetadata } from './activity-options';
+import { describeWorkerProvider, firstCreateAttempt, paymentMetadata } from './activity-options';
 import { failureType, messageOf, neverSent, notSentReason } from './failures';
-import type { PaymentEntity, ProviderActivities } from './payment-entity';
+import type { PaymentEntity } from './payment-entity';
 import { reconcileWorkflow } from './reconcile';
 
 /**
@@ -36,10 +38,8 @@ async function createOnce(payment: PaymentEntity): Promise<string | undefined> {
   const { state, input, request } = payment;
   state.firstSentAtMs = Date.now();
   const firstProvider = payment.keyProvider === undefined;
-  // Shape 3: the charge's very first attempt (never a failed-over one) may run locally.
-  const firstAttempt = firstProvider && (payment.state.view.failovers ?? []).length === 0;
   try {
-    const result = await sendCreate(payment.requireActs(), firstAttempt, {
+    const result = await sendCreate(payment, {
       provider: payment.provider,
       merchantId: input.merchantId,
       key: input.key,
@@ -111,27 +111,48 @@ function retryAfterOf(err: unknown): number | undefined {
 }
 
 /**
- * One create, as the workflow sees it: the activity on the provider's queue with its retry policy; in shape 3 its
- * first attempt runs locally first. That attempt's value, decline or refusal is the charge's answer, exactly as an
- * attempt 1 of the activity would be; any other failure (not sent, unavailable, unknown, timed out) is just "attempt 1":
- * the activity takes over under the same key (derived from the scope), carrying what the local attempt may have sent,
- * so a request that reached the provider is answered by its stored answer, and only the activity's final failure is
- * classified (one code path: failover, never sent, unknown).
+ * One create, as the workflow sees it: the activity on the provider's queue with its retry policy. A shape-3 charge's
+ * first create starts with `firstCreateAttempt` instead (see {@link firstCreate}).
  */
-async function sendCreate(
-  acts: ProviderActivities,
-  firstAttempt: boolean,
-  args: CreatePaymentArgs,
-): Promise<CreatePaymentOutcome> {
-  const local = firstAttempt ? acts.localCreatePayment : undefined;
-  if (local === undefined) return acts.write.createPayment(args);
-  const after = acts.createAfterLocal;
+async function sendCreate(payment: PaymentEntity, args: CreatePaymentArgs): Promise<CreatePaymentOutcome> {
+  // Shape 3 before its first step: the worker's view of the provider is not known yet (never after a failover).
+  if (payment.input.shape === 3 && payment.capabilities === undefined) return firstCreate(payment, args);
+  return payment.requireActs().write.createPayment(args);
+}
+
+/**
+ * A shape-3 charge's first create: one local activity answers the worker's view of the provider (capabilities and
+ * retry presets, recorded in its marker: the payment runs every later activity, its reconcile and its continuation
+ * with them) and, against a provider that honours keys and has no limits of its own, makes the first attempt. That
+ * attempt's value, decline or refusal is the charge's answer, exactly as an attempt 1 of the activity would be; any
+ * other failure (not sent, unavailable, unknown, cut off at its bound) is just "attempt 1": the activity takes over
+ * under the same key (derived from the scope), carrying what the local attempt may have sent, so a request that
+ * reached the provider is answered by its stored answer, and only the activity's final failure is classified (one
+ * code path: failover, never sent, unknown). The activity checks the recorded capabilities against its own worker's
+ * adapter before it sends anything (a worker configured otherwise refuses).
+ */
+async function firstCreate(payment: PaymentEntity, args: CreatePaymentArgs): Promise<CreatePaymentOutcome> {
+  const boundMs = payment.input.timings.localAttemptTimeoutMs ?? defaultLocalAttemptTimeoutMs;
+  const localMs = (config: WorkerProviderConfig) =>
+    localFirstAttemptMs(payment.input.timings.localAttemptTimeoutMs, config.capabilities, config.retry);
+  let first: FirstCreateResult;
   try {
-    return await local(args);
+    first = await firstCreateAttempt(boundMs, payment.provider)({ ...args, boundMs });
   } catch (err) {
     const type = failureType(err);
-    // A final answer, or the only attempt the retry policy allows: the local attempt's failure is the create's.
-    if (type === ErrorType.ProviderRejected || type === ErrorType.ValidationError || after === undefined) throw err;
+    const recorded = workerConfigOf(err);
+    // A final answer: the local attempt's failure is the create's (nothing else runs against this provider).
+    if (type === ErrorType.ProviderRejected || type === ErrorType.ValidationError) {
+      if (recorded !== undefined) payment.useWorkerConfig(recorded, localMs(recorded));
+      throw err;
+    }
+    // Cut off by Temporal itself (a stuck worker): the worker's view is read again, one more local activity.
+    const config = recorded ?? (await describeWorkerProvider(payment.provider));
+    payment.useWorkerConfig(config, localMs(config));
+    const acts = payment.requireActs();
+    const after = acts.createAfterLocal;
+    // The only attempt the worker's retry policy allows: the local attempt's failure is the create's.
+    if (after === undefined) throw err;
     const earlier = attemptRecordOf(err);
     // The provider asked for time (Retry-After): the next attempt honours it, as the activity's own retry would; a wait
     // longer than the create budget ends the create as the activity's would (its outcome then reconciled).
@@ -142,8 +163,27 @@ async function sendCreate(
       reason: messageOf(err),
       ...earlier,
     });
-    return after({ ...args, earlier });
+    return after({ ...args, earlier, expectCapabilities: config.capabilities });
   }
+  if (first.attempt === 'settled') {
+    payment.useWorkerConfig(first.config, localMs(first.config));
+    return first.outcome;
+  }
+  // A provider without keys or with limits of its own: the create runs on its queue only, with the worker's presets.
+  payment.useWorkerConfig(first.config);
+  log.info('no local first create attempt at this provider', { reason: first.reason });
+  return payment.requireActs().write.createPayment({ ...args, expectCapabilities: first.config.capabilities });
+}
+
+/** The worker's view of the provider a local first attempt's failure carries beside its own details, if any. */
+function workerConfigOf(err: unknown): WorkerProviderConfig | undefined {
+  const failure = err instanceof ActivityFailure ? err.cause : err;
+  if (!(failure instanceof ApplicationFailure)) return undefined;
+  for (const detail of failure.details ?? []) {
+    const config = (detail as Partial<WorkerConfigDetail> | null | undefined)?.workerConfig;
+    if (config !== undefined) return config;
+  }
+  return undefined;
 }
 
 /**
@@ -166,7 +206,7 @@ export async function reconcileCreate(payment: PaymentEntity): Promise<void> {
     scheduleMs: input.timings.reconcileScheduleMs,
     settleWindowMs: input.timings.settleWindowMs,
     firstSentAtMs: state.firstSentAtMs ?? Date.now(),
-    retry: input.retry,
+    retry: payment.retry,
     resubmit: {
       kind: 'create',
       amount: request.amount.value,

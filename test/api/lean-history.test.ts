@@ -1,24 +1,35 @@
 /**
- * The lean history shape of a payment started through the API (capabilities in the input, the early answer under the
- * client's own deadline, search attributes in the start request, one upsert per status change, webhooks that tell
- * nothing new answered from a query), with its first create attempt as a local activity (shape 3): a clean
- * automatic-capture charge costs five Temporal actions and 14 history events for its whole life, and the update is
- * answered in the first workflow task.
+ * The lean history shape of a payment started through the API (the early answer under the client's own deadline,
+ * search attributes in the start request, one upsert per status change, webhooks that tell nothing new answered from a
+ * query), with its first create attempt as a local activity that also answers the worker's view of the provider
+ * (shape 3): a clean automatic-capture charge costs five Temporal actions and 14 history events for its whole life, the
+ * update is answered in the first workflow task, and neither capabilities nor retry presets travel in its input: the
+ * worker's own (recorded in the local activity's marker) drive every later activity, and a worker whose adapter
+ * differs from the recorded view refuses before anything is sent.
  */
+import { randomUUID } from 'node:crypto';
+import { type Payload, defaultPayloadConverter } from '@temporalio/common';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { temporal } from '@temporalio/proto';
+import { Worker } from '@temporalio/worker';
+import pino from 'pino';
+import { createActivities } from '../../src/activities';
 import { PaymentsClient } from '../../src/client';
-import { chargeWorkflowId } from '../../src/domain/ids';
+import { captureWorkflowId, chargeWorkflowId, providerTaskQueue } from '../../src/domain/ids';
 import type { PaymentView } from '../../src/domain/payment';
+import type { RetryOverrides } from '../../src/domain/retry';
+import type { ChargeWorkflowInput } from '../../src/domain/workflow-inputs';
+import { createProvider, simulatorCapabilities } from '../../src/providers';
+import { workflowBundle } from '../helpers/payments';
 import { connectDevServer } from '../helpers/servers';
 import { recordHistories } from '../helpers/workflows';
 import {
   type ApiHarness,
   WEBHOOK_SECRET,
   chargeBody,
-  eventually,
   newKey,
   startApiHarness,
+  testRetry,
   testTimings,
 } from './harness';
 
@@ -117,27 +128,218 @@ it('a clean charge: start, submit, one local provider call, one upsert, the refu
   // Visibility shows the settled status (set at start as pending, upserted once).
   const described = await handle.describe();
   expect(described.searchAttributes.PaymentStatus).toEqual(['succeeded']);
+  // The API sent neither the provider's capabilities nor retry presets: the worker's came with the local attempt.
+  const input = startInput(events);
+  expect(input.shape).toBe(3);
+  expect(input).not.toHaveProperty('capabilities');
+  expect(input).not.toHaveProperty('retry');
   // Shape 2's recording (lean-charge-succeeded) stays as it was: it is what replay checks shape 2 against.
   await recordHistories({ env }, 'local-first-charge-succeeded', [workflowId]);
 });
 
-it("a worker whose provider settings differ from the API's refuses before sending: failed, no request", async () => {
-  const mismatched = new PaymentsClient(env.client, {
-    taskQueue: h.taskQueue,
+/** The first argument the charge workflow was started with. */
+const startInput = (events: temporal.api.history.v1.IHistoryEvent[]): ChargeWorkflowInput =>
+  defaultPayloadConverter.fromPayload<ChargeWorkflowInput>(
+    events[0]?.workflowExecutionStartedEventAttributes?.input?.payloads?.[0] as Payload,
+  );
+
+/** The timeouts and retry policy of each activity `activityType` a workflow scheduled, in milliseconds. */
+const scheduledPolicies = async (workflowId: string, activityType: string) => {
+  const events = (await env.client.workflow.getHandle(workflowId).fetchHistory()).events ?? [];
+  const ms = (d: { seconds?: unknown; nanos?: number | null } | null | undefined) =>
+    d === null || d === undefined ? undefined : Number(d.seconds ?? 0) * 1000 + Math.round((d.nanos ?? 0) / 1e6);
+  return events
+    .map((e) => e.activityTaskScheduledEventAttributes)
+    .filter((a) => a?.activityType?.name === activityType)
+    .map((a) => ({
+      startToCloseMs: ms(a?.startToCloseTimeout),
+      scheduleToCloseMs: ms(a?.scheduleToCloseTimeout),
+      initialIntervalMs: ms(a?.retryPolicy?.initialInterval),
+      maximumIntervalMs: ms(a?.retryPolicy?.maximumInterval),
+      maximumAttempts: a?.retryPolicy?.maximumAttempts,
+    }));
+};
+
+describe('the worker owns the provider configuration and the retry presets', () => {
+  /** The API process's presets (in its own configuration, never sent) and the worker's, every value different. */
+  const apiRetry: RetryOverrides = testRetry;
+  const workerRetry: RetryOverrides = {
+    create: {
+      initialIntervalMs: 300,
+      maximumIntervalMs: 900,
+      attemptTimeoutMs: 3_000,
+      budgetMs: 9_000,
+      maximumAttempts: 3,
+    },
+    capture: {
+      initialIntervalMs: 400,
+      maximumIntervalMs: 800,
+      attemptTimeoutMs: 4_000,
+      budgetMs: 8_000,
+      maximumAttempts: 4,
+    },
+  };
+  let w: ApiHarness;
+  beforeAll(async () => {
+    // A provider with limits of its own: the local activity answers the worker's view only, and the create (and the
+    // capture) are regular activities whose scheduled policies show which presets the payment runs with.
+    w = await startApiHarness(env, {
+      retry: apiRetry,
+      workerRetry,
+      providerLimits: { simulator: { maxConcurrency: 10 } },
+      webhooks: false,
+      timings: { refundWindowMs: 3_000 },
+    });
+  }, 120_000);
+  afterAll(async () => {
+    await w?.close();
+  });
+
+  it('a provider with limits of its own: one local activity for the worker view, the create on its queue; 6 actions, 20 events', async () => {
+    const key = newKey();
+    const body = chargeBody();
+    const answer = await w.request('POST', '/v1/payments', { key, body });
+    expect(answer.status).toBe(200);
+    expect(answer.body).toMatchObject({ status: 'succeeded' });
+    const handle = env.client.workflow.getHandle(chargeWorkflowId(w.a.id, key));
+    expect(((await handle.result()) as PaymentView).status).toBe('succeeded'); // closes after the 3 s refund window
+    const events = (await handle.fetchHistory()).events ?? [];
+    const count = (type: number) => events.filter((e) => e.eventType === type).length;
+    expect({
+      start: 1,
+      updates: count(EventType.EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_ACCEPTED),
+      localActivities: count(EventType.EVENT_TYPE_MARKER_RECORDED),
+      activities: count(EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED),
+      timers: count(EventType.EVENT_TYPE_TIMER_STARTED),
+      upserts: count(EventType.EVENT_TYPE_UPSERT_WORKFLOW_SEARCH_ATTRIBUTES),
+      signals: count(EventType.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED),
+      children: count(EventType.EVENT_TYPE_START_CHILD_WORKFLOW_EXECUTION_INITIATED),
+    }).toEqual({
+      start: 1,
+      updates: 1,
+      localActivities: 1,
+      activities: 1,
+      timers: 1,
+      upserts: 1,
+      signals: 0,
+      children: 0,
+    });
+    // Shape 2's 19 and one marker: started, 3 workflow tasks (9), update accepted/completed, the marker, the activity
+    // scheduled/started/completed, one upsert, the refund-window timer started/fired, completed.
+    expect(events).toHaveLength(20);
+    expect(w.ledger().effects.filter((e) => e.reference === body.orderId)).toHaveLength(1);
+  });
+
+  it("a worker with other retry presets than the API's: the create and the capture run with the worker's", async () => {
+    const key = newKey();
+    const body = chargeBody({ capture: 'manual' });
+    const answer = await w.request('POST', '/v1/payments', { key, body });
+    expect(answer.status).toBe(200);
+    expect(answer.body).toMatchObject({ status: 'authorized' });
+    const captureKey = newKey();
+    const capture = await w.request('POST', `/v1/payments/${key}/capture`, { key: captureKey, body: {} });
+    expect(capture.status).toBe(200);
+    expect(capture.body).toMatchObject({ status: 'succeeded', amountCaptured: 1_000 });
+
+    const workflowId = chargeWorkflowId(w.a.id, key);
+    const events = (await env.client.workflow.getHandle(workflowId).fetchHistory()).events ?? [];
+    const input = startInput(events);
+    expect(input.shape).toBe(3);
+    expect(input).not.toHaveProperty('capabilities');
+    expect(input).not.toHaveProperty('retry');
+    // One local activity (the worker's view, no create at a provider with limits), then the create on its queue.
+    expect(events.filter((e) => e.eventType === EventType.EVENT_TYPE_MARKER_RECORDED)).toHaveLength(1);
+    const queues = events.flatMap((e) => e.activityTaskScheduledEventAttributes?.taskQueue?.name ?? []);
+    expect(queues).toEqual([providerTaskQueue(w.taskQueue, 'simulator')]);
+    expect(await scheduledPolicies(workflowId, 'createPayment')).toEqual([
+      {
+        startToCloseMs: 3_000,
+        scheduleToCloseMs: 9_000,
+        initialIntervalMs: 300,
+        maximumIntervalMs: 900,
+        maximumAttempts: 3,
+      },
+    ]);
+    // The capture child got the worker's presets from the payment (its input), not the API's.
+    expect(await scheduledPolicies(captureWorkflowId(w.a.id, captureKey), 'capturePayment')).toEqual([
+      {
+        startToCloseMs: 4_000,
+        scheduleToCloseMs: 8_000,
+        initialIntervalMs: 400,
+        maximumIntervalMs: 800,
+        maximumAttempts: 4,
+      },
+    ]);
+    expect(
+      w
+        .ledger()
+        .effects.filter((e) => e.reference === body.orderId)
+        .map((e) => e.operation),
+    ).toEqual(['create', 'capture']);
+  });
+});
+
+it('a worker whose adapter differs from the view the payment recorded refuses before sending: failed, no request', async () => {
+  // Two worker processes configured differently (a rolling deploy): the workflow's worker answers the local activity
+  // with its adapter's capabilities (a provider with limits: the create goes to the provider's queue), and the worker
+  // polling that queue has an adapter whose key lifetime differs. It must refuse, not send with the wrong safety.
+  const logger = pino({ level: process.env.TEST_LOG_LEVEL ?? 'silent' });
+  const adapter = (keyTtlSeconds: number) =>
+    createProvider(
+      {
+        name: 'simulator',
+        baseUrl: h.sim.url,
+        apiKey: h.apiKey,
+        capabilities: simulatorCapabilities(keyTtlSeconds),
+        connectTimeoutMs: 500,
+        totalTimeoutMs: 1_500,
+      },
+      logger,
+    );
+  const recorded = adapter(86_400);
+  const other = adapter(60);
+  const taskQueue = `mismatch-${randomUUID()}`;
+  const workflowWorker = await Worker.create({
+    connection: env.nativeConnection,
+    namespace: env.namespace ?? 'default',
+    taskQueue,
+    workflowBundle: await workflowBundle(),
+    activities: createActivities({
+      providers: { simulator: recorded },
+      logger,
+      retry: testRetry,
+      providersWithLimits: ['simulator'],
+    }),
+  });
+  const providerWorker = await Worker.create({
+    connection: env.nativeConnection,
+    namespace: env.namespace ?? 'default',
+    taskQueue: providerTaskQueue(taskQueue, 'simulator'),
+    activities: createActivities({ providers: { simulator: other }, logger, retry: testRetry }),
+  });
+  const payments = new PaymentsClient(env.client, {
+    taskQueue,
     timings: testTimings,
     providers: ['simulator'],
-    capabilities: {
-      simulator: { idempotencyKeys: true, keyTtlSeconds: 60, lookupByKey: true, lookupByReference: true },
-    },
+    capabilities: { simulator: simulatorCapabilities() },
   });
   const key = newKey();
   const body = chargeBody();
-  const { view } = await mismatched.charge(h.a.id, key, body);
-  const settled = await eventually('the payment to fail', async () => {
-    const v = await h.payments.get(h.a.id, key);
-    return v.status === 'failed' && v;
-  });
-  expect(view.key).toBe(key);
-  expect(settled.status).toBe('failed');
+  try {
+    await workflowWorker.runUntil(
+      providerWorker.runUntil(async () => {
+        const { view } = await payments.charge(h.a.id, key, body);
+        expect(view.key).toBe(key);
+        const final = (await env.client.workflow.getHandle(chargeWorkflowId(h.a.id, key)).result()) as PaymentView;
+        expect(final.status).toBe('failed');
+      }),
+    );
+  } finally {
+    await Promise.all([recorded.close(), other.close()]);
+  }
+  const events = (await env.client.workflow.getHandle(chargeWorkflowId(h.a.id, key)).fetchHistory()).events ?? [];
+  const failed = events.flatMap((e) => e.activityTaskFailedEventAttributes?.failure ?? []);
+  expect(failed.map((f) => f.applicationFailureInfo?.type)).toEqual(['ValidationError']);
+  expect(failed[0]?.message).toMatch(/differ from this worker's/);
   expect(h.ledger().requests.filter((r) => r.reference === body.orderId)).toHaveLength(0);
 });

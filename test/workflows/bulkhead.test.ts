@@ -121,6 +121,10 @@ it('a slow provider whose slots are all taken does not delay payments on a secon
         breaker: new InMemoryCircuitBreaker({ failureThreshold: 1_000_000 }),
         maxConcurrentActivityTaskExecutions: DEFAULT_SLOTS,
         providerLimits: { simulator: { maxConcurrency: SLOW_SLOTS } },
+        // The workers' presets (shape 3 runs with the worker's): one attempt may take the whole HTTP timeout.
+        retry: {
+          create: { attemptTimeoutMs: 10_000, budgetMs: 120_000, initialIntervalMs: 100, maximumIntervalMs: 500 },
+        },
         start: false,
       },
     });
@@ -133,9 +137,6 @@ it('a slow provider whose slots are all taken does not delay payments on a secon
     const payments = new PaymentsClient(env.client, {
       taskQueue,
       timings: { ...fastTimings, submitWaitMs: SUBMIT_WAIT_MS },
-      retry: {
-        create: { attemptTimeoutMs: 10_000, budgetMs: 120_000, initialIntervalMs: 100, maximumIntervalMs: 500 },
-      },
       providers: ['simulator', 'backup'],
       capabilities: { simulator: simulatorCapabilities(86_400), backup: simulatorCapabilities(86_400) },
       orderSingleFlight: false,
