@@ -375,7 +375,10 @@ export const createActivities = (deps: ActivityDeps) => {
             everUnknown: attempts.current.everUnknown,
             ...(earlier.success ? { earlier: earlier.data } : {}),
           };
-    const beat = () => context.heartbeat(attempts.current);
+    // A local activity (a charge's local first attempt) has no heartbeat: the core refuses one with a warning per call.
+    const beat = () => {
+      if (!info.isLocal) context.heartbeat(attempts.current);
+    };
 
     const classify = (err: unknown) => {
       const h = history();
