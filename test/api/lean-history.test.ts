@@ -16,7 +16,7 @@ import pino from 'pino';
 import { createActivities } from '../../src/activities';
 import { PaymentsClient } from '../../src/client';
 import { captureWorkflowId, chargeWorkflowId, providerTaskQueue } from '../../src/domain/ids';
-import type { PaymentView } from '../../src/domain/payment';
+import { ChargeRequest, type PaymentView } from '../../src/domain/payment';
 import type { RetryOverrides } from '../../src/domain/retry';
 import type { ChargeWorkflowInput } from '../../src/domain/workflow-inputs';
 import { createProvider, simulatorCapabilities } from '../../src/providers';
@@ -277,6 +277,50 @@ describe('the worker owns the provider configuration and the retry presets', () 
         .map((e) => e.operation),
     ).toEqual(['create', 'capture']);
   });
+});
+
+it("a shape-2 payment started by an older API keeps its shape: capabilities and the starter's presets from its input", async () => {
+  // What the API wrote before shape 3: the provider's capabilities and its own retry presets in the input.
+  const starterRetry: RetryOverrides = {
+    create: {
+      initialIntervalMs: 250,
+      maximumIntervalMs: 750,
+      attemptTimeoutMs: 3_500,
+      budgetMs: 7_000,
+      maximumAttempts: 2,
+    },
+  };
+  const key = newKey();
+  const workflowId = chargeWorkflowId(h.a.id, key);
+  const input: ChargeWorkflowInput = {
+    merchantId: h.a.id,
+    key,
+    fingerprint: 'a'.repeat(64),
+    request: ChargeRequest.parse(chargeBody()),
+    timings: { ...testTimings, refundWindowMs: 1_000 },
+    retry: starterRetry,
+    capabilities: simulatorCapabilities(),
+    shape: 2,
+  };
+  const handle = await env.client.workflow.start('chargeWorkflow', {
+    taskQueue: h.taskQueue,
+    workflowId,
+    args: [input],
+  });
+  expect(((await handle.result()) as PaymentView).status).toBe('succeeded');
+  const events = (await handle.fetchHistory()).events ?? [];
+  // No local activity in shape 2: the create is a regular activity with the starter's presets, not the worker's.
+  expect(events.filter((e) => e.eventType === EventType.EVENT_TYPE_MARKER_RECORDED)).toHaveLength(0);
+  expect(await scheduledPolicies(workflowId, 'createPayment')).toEqual([
+    {
+      startToCloseMs: 3_500,
+      scheduleToCloseMs: 7_000,
+      initialIntervalMs: 250,
+      maximumIntervalMs: 750,
+      maximumAttempts: 2,
+    },
+  ]);
+  expect(h.ledger().effects.filter((e) => e.reference === input.request.orderId)).toHaveLength(1);
 });
 
 it('a worker whose adapter differs from the view the payment recorded refuses before sending: failed, no request', async () => {
