@@ -42,23 +42,35 @@ export const updateFailureOf = (err: unknown): ApplicationFailure | undefined =>
 /** The typed error for a rejected update; anything else comes back unchanged. */
 export function translateUpdateFailure(err: unknown): unknown {
   const failure = updateFailureOf(err);
-  switch (failure?.type) {
+  return failure === undefined ? err : (translateRefusal(failure, err) ?? err);
+}
+
+/**
+ * The typed error for a refusal by the payment's rules (a validator's failure, from an update or a query's answer);
+ * undefined for a type the client has no error for.
+ */
+export function translateRefusal(
+  refusal: { readonly type?: string | null; readonly message: string; readonly details?: unknown[] | null },
+  cause?: unknown,
+): Error | undefined {
+  const options = { cause: cause ?? refusal };
+  switch (refusal.type) {
     case ErrorType.IdempotencyKeyReused:
-      return new IdempotencyKeyReused(failure.message, { cause: err });
+      return new IdempotencyKeyReused(refusal.message, options);
     case ErrorType.InvalidTransition:
-      return new InvalidTransition(failure.message, { cause: err });
+      return new InvalidTransition(refusal.message, options);
     case AmountExceededType:
-      return new AmountExceeded(failure.message, { cause: err });
+      return new AmountExceeded(refusal.message, options);
     case ErrorType.OperationInFlight:
-      return new OperationInFlight(failure.message, { cause: err });
+      return new OperationInFlight(refusal.message, options);
     case ErrorType.ValidationError: {
       // A handler names the field it refused in its details (e.g. an operator's providerPaymentId).
-      const field = (failure.details?.[0] as { field?: unknown } | undefined)?.field;
+      const field = (refusal.details?.[0] as { field?: unknown } | undefined)?.field;
       const path = typeof field === 'string' ? field : '(body)';
-      return new ValidationError([{ path, message: failure.message }], { cause: err });
+      return new ValidationError([{ path, message: refusal.message }], options);
     }
     default:
-      return err;
+      return undefined;
   }
 }
 

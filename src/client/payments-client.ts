@@ -1,6 +1,9 @@
 import { randomUUID } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
 import {
   type Client,
+  QueryNotRegisteredError,
+  ServiceError,
   WithStartWorkflowOperation,
   WorkflowExecutionAlreadyStartedError,
   WorkflowNotFoundError,
@@ -8,18 +11,24 @@ import {
   WorkflowUpdateStage,
   type WorkflowExecutionDescription,
   type WorkflowHandle,
-  type WorkflowUpdateHandle,
 } from '@temporalio/client';
-import type { UpdateDefinition } from '@temporalio/common';
+import type { SignalDefinition } from '@temporalio/common';
 import { ResolveReviewItemBody, ReviewItemId, type ReviewItemView } from '../domain/api-schemas';
 import {
   type CaptureArgs,
+  type MovementAnswer,
+  type MovementRequest,
   type ProviderEvent,
   type RefundArgs,
-  captureUpdate,
+  captureSignal,
+  firstAnswerQuery,
+  movementAnswerQuery,
+  movementCheckQuery,
   paymentQuery,
-  refundUpdate,
-  resolveUpdate,
+  refundSignal,
+  resolveAnswerQuery,
+  resolveCheckQuery,
+  resolveSignal,
   submitUpdate,
 } from '../domain/definitions';
 import { captureWorkflowId, chargeWorkflowId, parseChargeWorkflowId, refundWorkflowId } from '../domain/ids';
@@ -49,7 +58,13 @@ import {
 } from './errors';
 import { paymentStaticDetails, paymentSummary } from '../domain/summaries';
 import { captureFingerprint, chargeFingerprint, refundFingerprint } from './fingerprint';
-import { parseOrThrow, translateUpdateFailure, updateFailureOf } from './failures';
+import {
+  isTemporalUnavailable,
+  parseOrThrow,
+  translateRefusal,
+  translateUpdateFailure,
+  updateFailureOf,
+} from './failures';
 import { type EventOwner, type ProviderEventDelivery, deliverProviderEvent } from './provider-events';
 import { type StartReporting, startReporting } from './start-report';
 import {
@@ -371,7 +386,9 @@ export class PaymentsClient {
     const startWorkflowOperation = new WithStartWorkflowOperation<typeof chargeWorkflow>('chargeWorkflow', {
       workflowId,
       taskQueue: this.options.taskQueue,
-      workflowIdConflictPolicy: 'USE_EXISTING',
+      // A repeat of a running payment is answered by query (startedWithoutAnswer), never by an update that would reach
+      // the workflow in the middle of its life: only the first workflow task accepts `submit` (definitions.ts says why).
+      workflowIdConflictPolicy: 'FAIL',
       // A closed payment is never charged again under its key: the repeat gets the stored result.
       workflowIdReusePolicy: 'REJECT_DUPLICATE',
       args: [input],
@@ -408,6 +425,8 @@ export class PaymentsClient {
       const startedHere = report.started === true || (await this.wasStartedBy(workflowId, startedBy));
       return { view, replayed: !startedHere };
     } catch (err) {
+      if (err instanceof WorkflowExecutionAlreadyStartedError)
+        return this.startedWithoutAnswer(workflowId, fingerprint, startedBy, input, err, answerBy);
       if (closedBeforeUpdate(err)) return this.replayClosed(workflowId, fingerprint, err);
       const typed = translateUpdateFailure(err);
       if (typed !== err || updateFailureOf(err) !== undefined) throw typed;
@@ -445,10 +464,11 @@ export class PaymentsClient {
   }
 
   /**
-   * The submit update got no answer in time (no worker took it, or Temporal did not answer): whether the payment was
-   * started decides. Started (by this request or an identical one): it is durable and goes on once a worker is back,
-   * so the answer is its view as started (`pending`, 202). Not started: the original error (503, the caller repeats
-   * with the same key). Started with another body under this key: {@link IdempotencyKeyReused}.
+   * The submit update got no answer in time (no worker took it, or Temporal did not answer), or the payment existed
+   * already (a repeat): whether the payment was started decides. Started (by this request or an identical one): it is
+   * durable and goes on, so the answer is its view once its first provider call settled, read by query until
+   * `answerBy`; without a worker to answer, its view as started (`pending`, 202). Not started: the original error (503,
+   * the caller repeats with the same key). Started with another body under this key: {@link IdempotencyKeyReused}.
    */
   private async startedWithoutAnswer(
     workflowId: string,
@@ -473,11 +493,39 @@ export class PaymentsClient {
         cause: original,
       });
     }
+    const replayed = (description.memo as ChargeMemo | undefined)?.startedBy !== startedBy;
+    const answered = await this.firstAnswer(workflowId, answerBy);
+    if (answered) return { view: answered, replayed };
     const status = description.typedSearchAttributes.get(PaymentStatusAttr);
     const startedAt = description.startTime.toISOString();
     // Only the not-yet-settled statuses: a settled one comes with amounts this description does not carry.
     const view = startingView(input, status === 'unknown' ? 'unknown' : 'pending', startedAt);
-    return { view, replayed: (description.memo as ChargeMemo | undefined)?.startedBy !== startedBy, completed: false };
+    return { view, replayed, completed: false };
+  }
+
+  /**
+   * The running payment's view once its first provider call settled, read by query (nothing in history) until
+   * `answerBy`; past it the current view if a worker answered at all, undefined if none did.
+   */
+  private async firstAnswer(workflowId: string, answerBy: number): Promise<PaymentView | undefined> {
+    const handle = this.handle(workflowId);
+    let last: PaymentView | undefined;
+    for (let pauseMs = 10; ; pauseMs = Math.min(pauseMs * 2, 200)) {
+      try {
+        const answer = await this.client.connection.withDeadline(Math.max(answerBy, Date.now() + 250), () =>
+          handle.query(firstAnswerQuery),
+        );
+        last = answer.view;
+        if (answer.settled) return last;
+      } catch (err) {
+        // A payment started before this query existed answers the plain view (its first call settled long ago).
+        if (err instanceof QueryNotRegisteredError) return this.bounded(() => handle.query(paymentQuery));
+        if (!isTemporalUnavailable(err)) throw err;
+        return last; // no worker answered in time
+      }
+      if (Date.now() + pauseMs > answerBy) return last;
+      await sleep(pauseMs);
+    }
   }
 
   /** The payment's current view; {@link PaymentNotFound} for a missing key and for another merchant's. */
@@ -541,7 +589,7 @@ export class PaymentsClient {
       fingerprint,
       ...(request.amount === undefined ? {} : { amount: request.amount }),
     };
-    return this.moveMoney(workflowId, captureUpdate, args, 'capture', opKey, fingerprint);
+    return this.moveMoney(workflowId, captureSignal, args, 'capture', opKey, fingerprint);
   }
 
   /** Refunds part or all of what was captured, under its own idempotency key. */
@@ -551,21 +599,33 @@ export class PaymentsClient {
     const request = parseOrThrow(RefundRequest, body);
     const fingerprint = refundFingerprint(paymentKey, request);
     const args: RefundArgs = { refundKey: opKey, fingerprint, amount: request.amount };
-    return this.moveMoney(workflowId, refundUpdate, args, 'refund', opKey, fingerprint);
+    return this.moveMoney(workflowId, refundSignal, args, 'refund', opKey, fingerprint);
   }
 
   /** An operator's verdict on a payment in `needs_review`; {@link InvalidTransition} in any other status. */
   async resolve(merchantId: string, key: string, body: unknown, operator?: string): Promise<PaymentView> {
     const { workflowId } = this.scope(merchantId, key);
     const request = parseOrThrow(ResolveRequest, body);
+    const handle = this.handle(workflowId);
+    const requestId = randomUUID();
+    // Asked first (nothing recorded for a refusal), then sent as a signal and answered by query, like capture/refund.
     try {
-      return await this.bounded(() =>
-        this.handle(workflowId).executeUpdate(resolveUpdate, {
-          args: [{ ...request, ...(operator === undefined ? {} : { operator }) }],
-        }),
+      const refusal = await this.bounded(() => handle.query(resolveCheckQuery));
+      if (refusal) throw translateRefusal(refusal) ?? new Error(refusal.message);
+      await this.bounded(() =>
+        handle.signal(resolveSignal, { ...request, ...(operator === undefined ? {} : { operator }), requestId }),
       );
     } catch (err) {
       throw await this.translateClosedOrMissing(err, workflowId);
+    }
+    const answerBy = Date.now() + this.rpcTimeoutMs;
+    for (let pauseMs = 10; ; pauseMs = Math.min(pauseMs * 2, 200)) {
+      const answer = await this.bounded(() => handle.query(resolveAnswerQuery, requestId));
+      if (answer?.refusal) throw translateRefusal(answer.refusal) ?? new Error(answer.refusal.message);
+      if (answer) return answer.view;
+      // Sent and durable, not yet handled (no worker, or its provider look-up is slow): the operator asks again.
+      if (Date.now() + pauseMs > answerBy) throw new ServiceError('The verdict was recorded but not applied in time');
+      await sleep(pauseMs);
     }
   }
 
@@ -781,51 +841,37 @@ export class PaymentsClient {
   }
 
   /**
-   * Runs a capture or refund update: validators reject before any side effect; the update answers once the operation's
-   * first provider call settled, and the caller waits at most `operationWaitMs` for that (then the current view: the
-   * operation goes on in the workflow). The answer follows the operation's own state, never the payment's alone:
-   * `succeeded` (the provider confirmed it) is completed, a refusal by the provider throws {@link ProviderRejected},
-   * anything still open is not completed (202). The update id carries key and fingerprint, so a repeat attaches to the
-   * running update instead of queueing another.
+   * Runs a capture or refund: the payment's rules are asked first (a query: a refusal records nothing), then the request
+   * goes into the payment's history as a signal, and the caller waits at most `operationWaitMs` for the operation's
+   * first provider call to settle, reading the answer by query (then the current view: the operation goes on in the
+   * workflow). The answer follows the operation's own state, never the payment's alone: `succeeded` (the provider
+   * confirmed it) is completed, a refusal by the provider throws {@link ProviderRejected}, anything still open is not
+   * completed (202). A repeat of the key is answered by the operation it names, without a new effect.
    */
-  private async moveMoney<Args>(
+  private async moveMoney(
     workflowId: string,
-    update: UpdateDefinition<PaymentView, [Args]>,
-    args: Args,
+    signal: SignalDefinition<[(CaptureArgs | RefundArgs) & MovementRequest]>,
+    args: CaptureArgs | RefundArgs,
     kind: 'capture' | 'refund',
     opKey: string,
     fingerprint: string,
   ): Promise<OperationResult> {
     const handle = this.handle(workflowId);
     await this.assertKeyNotUsedElsewhere(workflowId, kind, opKey);
-    let updateHandle: WorkflowUpdateHandle<PaymentView>;
+    const requestId = randomUUID();
     try {
-      updateHandle = await this.bounded(() =>
-        handle.startUpdate(update, {
-          args: [args] as [Args],
-          waitForStage: WorkflowUpdateStage.ACCEPTED,
-          updateId: `${kind}:${opKey}:${fingerprint}`,
-        }),
-      );
+      const check = await this.bounded(() => handle.query(movementCheckQuery, kind, args));
+      if (check.refusal) throw translateRefusal(check.refusal) ?? new Error(check.refusal.message);
+      // A repeat of a known key is answered from the workflow's record: nothing new goes into its history.
+      if (!check.known) await this.bounded(() => handle.signal(signal, { ...args, requestId }));
     } catch (err) {
       throw await this.translateClosedOrMissing(err, workflowId);
     }
-    let view: PaymentView;
-    try {
-      view = await this.client.connection.withDeadline(Date.now() + this.operationWaitMs, () => updateHandle.result());
-    } catch (err) {
-      // Accepted and its first call still running: answer the current view; the workflow goes on.
-      if (!(err instanceof WorkflowUpdateRPCTimeoutOrCancelledError))
-        throw await this.translateClosedOrMissing(err, workflowId);
-      view = await this.bounded(() => handle.query(paymentQuery));
-    }
-    let op = view.operations?.find((o) => o.kind === kind && o.key === opKey);
-    if (op?.state === 'running') {
-      // An earlier update with this id may have answered long ago (Temporal keeps its result): read the state now.
-      view = await this.bounded(() => handle.query(paymentQuery));
-      op = view.operations?.find((o) => o.kind === kind && o.key === opKey) ?? op;
-    }
-    if (op === undefined) return { view, completed: false }; // accepted, not yet recorded: still moving
+    const answer = await this.awaitMovement(handle, kind, opKey, requestId, fingerprint);
+    if (answer?.refusal) throw translateRefusal(answer.refusal) ?? new Error(answer.refusal.message);
+    const view = answer?.view ?? (await this.bounded(() => handle.query(paymentQuery)));
+    const op = view.operations?.find((o) => o.kind === kind && o.key === opKey);
+    if (answer === null || op === undefined) return { view, completed: false }; // sent, not yet handled: still moving
     if (op.state === 'rejected') {
       throw new ProviderRejected(
         `The provider refused this ${kind}${op.reason === undefined ? '' : `: ${op.reason}`}`,
@@ -833,6 +879,26 @@ export class PaymentsClient {
       );
     }
     return { view, completed: op.state === 'succeeded' };
+  }
+
+  /**
+   * Reads one capture/refund request's answer until it is settled or `operationWaitMs` passed (queries add nothing to
+   * history; the interval grows from 10 to 200 ms). Null when the workflow has not handled the request by then.
+   */
+  private async awaitMovement(
+    handle: ChargeHandle,
+    kind: 'capture' | 'refund',
+    opKey: string,
+    requestId: string,
+    fingerprint: string,
+  ): Promise<MovementAnswer | null> {
+    const answerBy = Date.now() + this.operationWaitMs;
+    let answer: MovementAnswer | null = null;
+    for (let pauseMs = 10; ; pauseMs = Math.min(pauseMs * 2, 200)) {
+      answer = await this.bounded(() => handle.query(movementAnswerQuery, kind, opKey, requestId, fingerprint));
+      if (answer?.settled || Date.now() + pauseMs > answerBy) return answer;
+      await sleep(pauseMs);
+    }
   }
 
   /**

@@ -40,6 +40,71 @@ export const captureUpdate = defineUpdate<PaymentView, [CaptureArgs]>('capture')
 /** Refunds part or all of what was captured and not yet refunded; validated before any side effect. */
 export const refundUpdate = defineUpdate<PaymentView, [RefundArgs]>('refund');
 
+/**
+ * Capture and refund as requests in history (signals), answered through queries. An update accepted in the same
+ * workflow task as a provider result is replayed by the SDK (TypeScript 1.24.0) before that result although the first
+ * execution handled it after (docs/operations.md, "Update-ordering nondeterminism"): a payment's mid-life requests are
+ * therefore events, whose place in history replay cannot change. `requestId` names the HTTP request, so a refusal is
+ * answered to the request it refused only. The update definitions above stay for payments that already recorded them.
+ */
+export interface MovementRequest {
+  readonly requestId: string;
+}
+export const captureSignal = defineSignal<[CaptureArgs & MovementRequest]>('captureRequested');
+export const refundSignal = defineSignal<[RefundArgs & MovementRequest]>('refundRequested');
+
+/** Why a capture or refund was refused before anything was sent: the same type and details its validator throws. */
+export interface MovementRefusal {
+  readonly type: string;
+  readonly message: string;
+  readonly details?: unknown[];
+}
+
+/** A capture or refund as the workflow has it for one request: refused, or its operation and the payment's view. */
+export interface MovementAnswer {
+  readonly refusal?: MovementRefusal;
+  /** The operation under this key has answered its first provider call (or was already known). */
+  readonly settled: boolean;
+  readonly view: PaymentView;
+}
+
+/** A capture or refund checked against the payment's rules: refused, a repeat of a known key, or new and allowed. */
+export interface MovementCheck {
+  readonly refusal?: MovementRefusal;
+  /** The key names an operation with this fingerprint already: its answer is read, nothing is sent again. */
+  readonly known?: boolean;
+}
+
+/** Checks a capture or refund against the current state without recording anything. */
+export const movementCheckQuery = defineQuery<
+  MovementCheck,
+  [kind: 'capture' | 'refund', args: CaptureArgs | RefundArgs]
+>('movementCheck');
+
+/**
+ * The answer to one capture or refund request (`requestId`, with its fingerprint) under its key, once the workflow
+ * handled it; null before.
+ */
+export const movementAnswerQuery = defineQuery<
+  MovementAnswer | null,
+  [kind: 'capture' | 'refund', key: string, requestId: string, fingerprint: string]
+>('movementAnswer');
+
+/** Whether the first provider call settled (the early answer of `submit`), with the view: how a repeat is answered. */
+export const firstAnswerQuery = defineQuery<{ settled: boolean; view: PaymentView }>('firstAnswer');
+
+/** An operator's verdict as a request in history (a signal, like capture and refund), answered by query. */
+export const resolveSignal = defineSignal<[ResolveArgs & MovementRequest]>('resolveRequested');
+
+/** Whether a payment takes an operator's verdict now (under review): the refusal, or null. Records nothing. */
+export const resolveCheckQuery = defineQuery<MovementRefusal | null>('resolveCheck');
+
+/** The answer to one operator request (`requestId`): its refusal, or the view after it; null before it was handled. */
+export const resolveAnswerQuery = defineQuery<
+  { readonly refusal?: MovementRefusal; readonly view: PaymentView } | null,
+  [requestId: string]
+>('resolveAnswer');
+
 /** An operator resolves a payment in `needs_review`; rejected in any other status. */
 export const resolveUpdate = defineUpdate<PaymentView, [ResolveArgs]>('resolve');
 

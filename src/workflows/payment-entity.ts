@@ -1,5 +1,6 @@
 import {
   ApplicationFailure,
+  TemporalFailure,
   condition,
   getExternalWorkflowHandle,
   log,
@@ -11,14 +12,26 @@ import {
 } from '@temporalio/workflow';
 import {
   type CaptureArgs,
+  type MovementAnswer,
+  type MovementCheck,
+  type MovementRefusal,
+  type MovementRequest,
   type RefundArgs,
   type ResolveArgs,
   type SubmitArgs,
+  captureSignal,
   captureUpdate,
   ensureReconcileSignal,
+  firstAnswerQuery,
+  movementAnswerQuery,
+  movementCheckQuery,
   paymentQuery,
   reconcileResolvedSignal,
+  refundSignal,
   refundUpdate,
+  resolveAnswerQuery,
+  resolveCheckQuery,
+  resolveSignal,
   resolveUpdate,
   submitUpdate,
   webhookSignal,
@@ -50,9 +63,11 @@ import {
 import {
   type PaymentState,
   type PendingReview,
+  REFUSALS_LIMIT,
   type SubOperation,
   applyProviderEvent,
   applyProviderPayment,
+  findSubOperation,
   initialState,
   operationViews,
   reviewSatisfied,
@@ -174,8 +189,23 @@ export class PaymentEntity {
     setHandler(submitUpdate, () => this.submit(), { validator: (args) => this.validateSubmit(args) });
     setHandler(webhookSignal, (event, from) => this.onProviderEvent(event, from));
     setHandler(ensureReconcileSignal, () => this.ensureReconcile());
+    // The updates stay for payments whose history has them; the client sends the signals (definitions.ts says why).
     setHandler(captureUpdate, (args) => this.capture(args), { validator: (args) => this.validateCapture(args) });
     setHandler(refundUpdate, (args) => this.refund(args), { validator: (args) => this.validateRefund(args) });
+    setHandler(captureSignal, (args) => this.requestMovement('capture', args.captureKey, args));
+    setHandler(refundSignal, (args) => this.requestMovement('refund', args.refundKey, args));
+    setHandler(movementCheckQuery, (kind, args) => this.checkMovement(kind, args));
+    setHandler(movementAnswerQuery, (kind, key, requestId, fingerprint) =>
+      this.movementAnswer(kind, key, requestId, fingerprint),
+    );
+    setHandler(firstAnswerQuery, () => ({ settled: this.state.firstCallSettled, view: this.state.view }));
+    setHandler(resolveSignal, (args) => this.requestResolve(args));
+    setHandler(resolveCheckQuery, () => refusalOrNull(() => assertUnderReview(this.state)));
+    setHandler(resolveAnswerQuery, (requestId) => {
+      const handled = this.state.resolutions?.find((r) => r.requestId === requestId);
+      if (!handled) return null;
+      return { ...(handled.refusal ? { refusal: handled.refusal } : {}), view: this.state.view };
+    });
     setHandler(resolveUpdate, (args) => this.resolve(args), {
       validator: (_args: ResolveArgs) => assertUnderReview(this.state),
     });
@@ -359,6 +389,75 @@ export class PaymentEntity {
     this.movements.validate('refund', args.refundKey, args, () => assertRefundable(this.state, args.amount));
   }
 
+  /**
+   * A capture or refund request (signal): the same rules as the update, and a refusal is recorded for its caller
+   * instead of thrown (a failure thrown from a signal handler would fail the whole payment). Signals are handled before
+   * the provider results of their workflow task, so a request made after the caller saw the first call's answer waits
+   * for that answer here.
+   */
+  private async requestMovement(
+    kind: 'capture' | 'refund',
+    key: string,
+    args: (CaptureArgs | RefundArgs) & MovementRequest,
+  ): Promise<void> {
+    await condition(() => this.state.firstCallSettled);
+    try {
+      if (kind === 'capture') await this.capture(args as CaptureArgs);
+      else await this.refund(args as RefundArgs);
+    } catch (err) {
+      if (!(err instanceof TemporalFailure)) throw err;
+      const refusals = (this.state.refusals ??= []);
+      refusals.push({ kind, key, requestId: args.requestId, refusal: refusalOf(err) });
+      if (refusals.length > REFUSALS_LIMIT) refusals.splice(0, refusals.length - REFUSALS_LIMIT);
+    }
+  }
+
+  /** The update validators' verdict on a capture or refund, as a query: the caller asks before it sends anything. */
+  private checkMovement(kind: 'capture' | 'refund', args: CaptureArgs | RefundArgs): MovementCheck {
+    const key = kind === 'capture' ? (args as CaptureArgs).captureKey : (args as RefundArgs).refundKey;
+    const refusal = refusalOrNull(() =>
+      kind === 'capture' ? this.validateCapture(args as CaptureArgs) : this.validateRefund(args as RefundArgs),
+    );
+    if (refusal) return { refusal };
+    return findSubOperation(this.state, kind, key) ? { known: true } : {};
+  }
+
+  /**
+   * One request's answer: its refusal, or the operation under its key (with this request's fingerprint) and whether
+   * its first provider call settled. Null while the request is not handled yet.
+   */
+  private movementAnswer(
+    kind: 'capture' | 'refund',
+    key: string,
+    requestId: string,
+    fingerprint: string,
+  ): MovementAnswer | null {
+    const { state } = this;
+    const refused = state.refusals?.find((r) => r.requestId === requestId && r.kind === kind && r.key === key);
+    if (refused) return { refusal: refused.refusal, settled: true, view: state.view };
+    const op = findSubOperation(state, kind, key);
+    if (!op || op.fingerprint !== fingerprint) return null;
+    return { settled: op.firstCallSettled === true || op.state !== 'running', view: state.view };
+  }
+
+  /**
+   * An operator's verdict as a request (signal): refused unless the payment is under review, and a refusal of the
+   * provider look-up is answered to the request instead of failing the payment.
+   */
+  private async requestResolve(args: ResolveArgs & MovementRequest): Promise<void> {
+    let refusal: MovementRefusal | undefined;
+    try {
+      assertUnderReview(this.state);
+      await this.resolve(args);
+    } catch (err) {
+      if (!(err instanceof TemporalFailure)) throw err;
+      refusal = refusalOf(err);
+    }
+    const resolutions = (this.state.resolutions ??= []);
+    resolutions.push({ requestId: args.requestId, ...(refusal ? { refusal } : {}) });
+    if (resolutions.length > REFUSALS_LIMIT) resolutions.splice(0, resolutions.length - REFUSALS_LIMIT);
+  }
+
   /** `resolve`: an operator's verdict on the operation under review, checked at the provider where it names a payment. */
   private resolve(args: ResolveArgs): Promise<PaymentView> {
     return this.lock.run(async () => {
@@ -433,5 +532,29 @@ export class PaymentEntity {
   /** The authorization lapsed without a capture: void it (under the lock, like every money movement). */
   voidExpiredAuthorization(): Promise<void> {
     return this.lock.run(() => this.movements.voidExpired());
+  }
+}
+
+/**
+ * A refusal as data a query can answer: an ApplicationFailure's type, message and details (what the update's validator
+ * would have thrown); another Temporal failure (e.g. a failed provider look-up) by its name.
+ */
+function refusalOf(err: TemporalFailure): MovementRefusal {
+  if (!(err instanceof ApplicationFailure)) return { type: err.name, message: err.message };
+  return {
+    type: err.type ?? 'Error',
+    message: err.message,
+    ...(err.details && err.details.length > 0 ? { details: [...err.details] } : {}),
+  };
+}
+
+/** The refusal `check` throws, or null. */
+function refusalOrNull(check: () => void): MovementRefusal | null {
+  try {
+    check();
+    return null;
+  } catch (err) {
+    if (err instanceof TemporalFailure) return refusalOf(err);
+    throw err;
   }
 }

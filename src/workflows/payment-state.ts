@@ -4,7 +4,7 @@
  */
 import type { OperationView, PaymentStatus, PaymentView } from '../domain/payment';
 import { metadataVerdict } from '../domain/adoption';
-import type { ProviderEvent, ProviderPayment } from '../domain/definitions';
+import type { MovementRefusal, ProviderEvent, ProviderPayment } from '../domain/definitions';
 import { startingView } from '../domain/starting-view';
 
 /** A capture, refund or void, remembered by its own key so a repeat is answered instead of re-run. */
@@ -54,7 +54,22 @@ export interface PaymentState {
   firstSentAtMs?: number;
   /** The provider's own status of the payment, as last reported (a void under review is settled by `voided`). */
   providerStatus?: ProviderPayment['status'];
+  /** Capture/refund requests (signals) refused before anything was sent, newest last, for their callers to read. */
+  refusals?: RefusedRequest[];
+  /** Operators' requests (signals) handled, newest last: a refusal, or none for one applied. */
+  resolutions?: { readonly requestId: string; readonly refusal?: MovementRefusal }[];
 }
+
+/** A capture or refund request refused by the payment's rules; its caller reads it by `requestId`. */
+export interface RefusedRequest {
+  readonly kind: 'capture' | 'refund';
+  readonly key: string;
+  readonly requestId: string;
+  readonly refusal: MovementRefusal;
+}
+
+/** How many refusals a payment keeps: each caller reads its own within its wait, so a short memory suffices. */
+export const REFUSALS_LIMIT = 32;
 
 /** How many webhook event ids the dedup set keeps: enough for every redelivery window, bounded across continue-as-new. */
 export const SEEN_EVENTS_LIMIT = 256;

@@ -14,6 +14,9 @@
  *
  * This test pins the reproduction: it fails when replay of these histories stops failing (an SDK upgrade that fixes
  * it, or a workflow change): then move them to test/histories, where every history must replay.
+ *
+ * No new payment can record such a history: only a payment's first workflow task accepts an update; captures, refunds,
+ * repeats and operators' verdicts reach a running payment as signals (test/api/mid-life-requests.test.ts).
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
