@@ -190,6 +190,12 @@ export type FirstCreateResult = { readonly config: WorkerProviderConfig } & (
 /** The detail a local first attempt's failure carries beside its own: the worker's view of the provider. */
 export interface WorkerConfigDetail {
   readonly workerConfig: WorkerProviderConfig;
+  /**
+   * The delay its classification chose before the next attempt (Retry-After, else full jitter), as on attempt 1 of the
+   * activity: the workflow waits it before the activity takes over (a failure's own `nextRetryDelay` does not reach
+   * workflow code). Absent when the failure is final.
+   */
+  readonly retryDelayMs?: number;
 }
 
 /** A refund's answer, with the payment as it stands after it (for the totals). */
@@ -221,6 +227,10 @@ export const createActivities = (deps: ActivityDeps) => {
   /** The retry spec this attempt runs under: Temporal's policy and timeouts when it tells us, else our preset. */
   const effectiveSpec = (info: Info, operation: ProviderOperation, capabilities: ProviderCapabilities): RetrySpec => {
     const preset = retrySpecFor(operation, capabilities, deps.retry?.[operation]);
+    // A local first attempt is attempt 1 of the create, not an activity of its own: its failure is classified with the
+    // create's preset (the delay before the activity takes over, or the budget exhausted), never with the local
+    // activity's one-attempt policy, so the workflow and the metrics see what attempt 1 on the provider's queue would.
+    if (info.isLocal) return preset;
     const policy = info.retryPolicy;
     const ms = (d: Parameters<typeof msToNumber>[0] | undefined, fallback: number) =>
       d === undefined || d === null ? fallback : msToNumber(d) || fallback;
@@ -762,7 +772,13 @@ function withWorkerConfig(err: unknown, workerConfig: WorkerProviderConfig): unk
     nonRetryable: err.nonRetryable === true,
     ...(err.nextRetryDelay == null ? {} : { nextRetryDelay: err.nextRetryDelay }),
     ...(err.cause === undefined ? {} : { cause: err.cause }),
-    details: [...(err.details ?? [undefined]), { workerConfig } satisfies WorkerConfigDetail],
+    details: [
+      ...(err.details ?? [undefined]),
+      {
+        workerConfig,
+        ...(err.nonRetryable || err.nextRetryDelay == null ? {} : { retryDelayMs: msToNumber(err.nextRetryDelay) }),
+      } satisfies WorkerConfigDetail,
+    ],
   });
 }
 

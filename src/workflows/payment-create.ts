@@ -140,7 +140,8 @@ async function firstCreate(payment: PaymentEntity, args: CreatePaymentArgs): Pro
     first = await firstCreateAttempt(boundMs, payment.provider)({ ...args, boundMs });
   } catch (err) {
     const type = failureType(err);
-    const recorded = workerConfigOf(err);
+    const detail = workerDetailOf(err);
+    const recorded = detail?.workerConfig;
     // A final answer: the local attempt's failure is the create's (nothing else runs against this provider).
     if (type === ErrorType.ProviderRejected || type === ErrorType.ValidationError) {
       if (recorded !== undefined) payment.useWorkerConfig(recorded, localMs(recorded));
@@ -154,9 +155,10 @@ async function firstCreate(payment: PaymentEntity, args: CreatePaymentArgs): Pro
     // The only attempt the worker's retry policy allows: the local attempt's failure is the create's.
     if (after === undefined) throw err;
     const earlier = attemptRecordOf(err);
-    // The provider asked for time (Retry-After): the next attempt honours it, as the activity's own retry would; a wait
+    // The delay attempt 1's classification chose (Retry-After, else full jitter): the next attempt waits it, as the
+    // activity's own retry would. A failure recorded before it carried one: the provider's Retry-After only. A wait
     // longer than the create budget ends the create as the activity's would (its outcome then reconciled).
-    const wait = retryAfterOf(err);
+    const wait = detail?.retryDelayMs ?? retryAfterOf(err);
     if (wait !== undefined && wait > acts.createBudgetMs) throw err;
     if (wait !== undefined) await sleep(wait);
     log.info('local first create attempt did not settle; the activity takes over with the same key', {
@@ -175,13 +177,19 @@ async function firstCreate(payment: PaymentEntity, args: CreatePaymentArgs): Pro
   return payment.requireActs().write.createPayment({ ...args, expectCapabilities: first.config.capabilities });
 }
 
-/** The worker's view of the provider a local first attempt's failure carries beside its own details, if any. */
-function workerConfigOf(err: unknown): WorkerProviderConfig | undefined {
+/** The worker's view of the provider (and the chosen retry delay) a local first attempt's failure carries, if any. */
+function workerDetailOf(err: unknown): WorkerConfigDetail | undefined {
   const failure = err instanceof ActivityFailure ? err.cause : err;
   if (!(failure instanceof ApplicationFailure)) return undefined;
   for (const detail of failure.details ?? []) {
-    const config = (detail as Partial<WorkerConfigDetail> | null | undefined)?.workerConfig;
-    if (config !== undefined) return config;
+    const found = detail as Partial<WorkerConfigDetail> | null | undefined;
+    if (found?.workerConfig !== undefined) {
+      const { retryDelayMs } = found;
+      return {
+        workerConfig: found.workerConfig,
+        ...(typeof retryDelayMs === 'number' && retryDelayMs > 0 ? { retryDelayMs } : {}),
+      };
+    }
   }
   return undefined;
 }
