@@ -30,6 +30,7 @@ import { PaymentsClient, type PaymentsClientOptions } from './client';
 import { AesGcmPayloadCodec } from './codec';
 import type { Config, ProviderLimits } from './config';
 import { providerTaskQueue } from './domain/ids';
+import type { RetryOverrides } from './domain/retry';
 import type { ApiMetrics } from './metrics/api-metrics';
 import {
   type WorkerMetrics,
@@ -64,6 +65,11 @@ export interface WorkerSetup {
   readonly workflowCache?: Pick<WorkerOptions, 'maxCachedWorkflows' | 'reuseV8Context'>;
   /** Per provider: fleet-wide activities per second (server-enforced) and this worker's concurrency. */
   readonly providerLimits?: Readonly<Record<string, ProviderLimits>>;
+  /**
+   * The worker's retry presets (`RETRY_*`; default the production presets). A shape-3 charge records them in its first
+   * workflow task and runs every activity with them (older shapes carry the starter's in their input).
+   */
+  readonly retry?: RetryOverrides;
   /** Payload encryption (src/codec); default none. Clients of the same workflows must use the same one. */
   readonly dataConverter?: DataConverter;
   /** Where provider calls and reconciles are counted; default a registry of their own. */
@@ -74,7 +80,14 @@ export interface WorkerSetup {
 export async function createWorkers(setup: WorkerSetup): Promise<Worker[]> {
   const breaker = setup.breaker ?? new InMemoryCircuitBreaker();
   const activities = {
-    ...createActivities({ providers: setup.providers, logger: setup.logger, breaker }),
+    ...createActivities({
+      providers: setup.providers,
+      logger: setup.logger,
+      breaker,
+      ...(setup.retry === undefined ? {} : { retry: setup.retry }),
+      // Their creates run on their own queues only, where the limits apply (never as a local first attempt).
+      providersWithLimits: Object.keys(setup.providerLimits ?? {}),
+    }),
     ...setup.activities,
   };
   const metrics = setup.metrics ?? createWorkerMetrics(new Registry());
@@ -89,7 +102,8 @@ export async function createWorkers(setup: WorkerSetup): Promise<Worker[]> {
     taskQueue: setup.taskQueue,
     ...setup.workflows,
     ...setup.workflowCache,
-    // Local activities (describeProvider) run here, beside the workflows.
+    // Local activities (describeProvider; a shape-3 charge's first step, firstCreateAttempt) run here, beside the
+    // workflows.
     activities,
     ...common,
     sinks: paymentSinks(metrics),
@@ -390,6 +404,7 @@ export async function startConfiguredStack(
         sweep: true,
         breaker: breaker.breaker,
         providerLimits: config.providerLimits,
+        retry: config.retry,
         metrics,
         start: false,
       };

@@ -16,6 +16,7 @@ import {
   RejectedAfterUnknown,
   carriedAttemptRecord,
   operationSafety,
+  localFirstAttemptMs,
   retrySpecFor,
   type OperationSafety,
   type ProviderOperation,
@@ -40,6 +41,7 @@ import type {
   ProviderPayment,
   ProviderRefund,
 } from '../providers/types';
+import type { WorkerProviderConfig } from '../domain/provider-payment';
 import {
   type BreakerDecision,
   type BreakerOutcome,
@@ -65,8 +67,16 @@ export interface ActivityDeps {
   readonly random?: () => number;
   /** Epoch ms. Default `Date.now`. */
   readonly now?: () => number;
-  /** Retry presets to fall back on when Temporal does not tell the activity its retry policy. */
+  /**
+   * The worker's retry presets (`RETRY_*`): what a shape-3 charge learns from `firstCreateAttempt` and runs every
+   * activity with, and what an activity falls back on when Temporal does not tell it its retry policy.
+   */
   readonly retry?: RetryOverrides;
+  /**
+   * Providers with limits of their own (fleet-wide rate, slots, see `ProviderLimits`): a charge's create reaches them
+   * through their activity queue only, where the limits apply, never as a local first attempt.
+   */
+  readonly providersWithLimits?: readonly string[];
   /** How far the provider's clock may lag ours when matching `created` against a lower bound. Default 60 s. */
   readonly clockSkewToleranceMs?: number;
 }
@@ -102,6 +112,12 @@ export interface CreatePaymentArgs extends ScopedArgs {
    * about the key (its stored answer, a key mismatch) or a decline decides; any other refusal stays unknown.
    */
   readonly afterUnknown?: boolean;
+  /**
+   * What a local first attempt of this create did before this activity took over (shape 3), as its failure reported
+   * it: carried like an earlier attempt's heartbeat record, so this activity's failures and its refusals say what the
+   * provider may have seen across both.
+   */
+  readonly earlier?: { readonly everSent: boolean; readonly everUnknown: boolean };
 }
 
 export interface CapturePaymentArgs extends ScopedArgs {
@@ -156,6 +172,32 @@ export type CreatePaymentOutcome =
     }
   | { readonly outcome: 'declined'; readonly declineCode: string };
 
+/** A charge's local first create attempt (shape 3): the create's arguments and the starter's bound on the attempt. */
+export interface FirstCreateArgs extends CreatePaymentArgs {
+  /** The attempt's bound (the payment's `localAttemptTimeoutMs`); the worker shortens it to one attempt of its preset. */
+  readonly boundMs?: number;
+}
+
+/** Why a local first attempt sent nothing: the provider's create may only run on its own queue. */
+export type FirstCreateSkipped = 'not_idempotent' | 'provider_limits';
+
+/** What `firstCreateAttempt` answers: the worker's view of the provider, and what the attempt did. */
+export type FirstCreateResult = { readonly config: WorkerProviderConfig } & (
+  | { readonly attempt: 'settled'; readonly outcome: CreatePaymentOutcome }
+  | { readonly attempt: 'not_run'; readonly reason: FirstCreateSkipped }
+);
+
+/** The detail a local first attempt's failure carries beside its own: the worker's view of the provider. */
+export interface WorkerConfigDetail {
+  readonly workerConfig: WorkerProviderConfig;
+  /**
+   * The delay its classification chose before the next attempt (Retry-After, else full jitter), as on attempt 1 of the
+   * activity: the workflow waits it before the activity takes over (a failure's own `nextRetryDelay` does not reach
+   * workflow code). Absent when the failure is final.
+   */
+  readonly retryDelayMs?: number;
+}
+
 /** A refund's answer, with the payment as it stands after it (for the totals). */
 export interface RefundOutcome {
   /** null when recovered: an earlier attempt's refund was found, not its refund object. */
@@ -185,6 +227,10 @@ export const createActivities = (deps: ActivityDeps) => {
   /** The retry spec this attempt runs under: Temporal's policy and timeouts when it tells us, else our preset. */
   const effectiveSpec = (info: Info, operation: ProviderOperation, capabilities: ProviderCapabilities): RetrySpec => {
     const preset = retrySpecFor(operation, capabilities, deps.retry?.[operation]);
+    // A local first attempt is attempt 1 of the create, not an activity of its own: its failure is classified with the
+    // create's preset (the delay before the activity takes over, or the budget exhausted), never with the local
+    // activity's one-attempt policy, so the workflow and the metrics see what attempt 1 on the provider's queue would.
+    if (info.isLocal) return preset;
     const policy = info.retryPolicy;
     const ms = (d: Parameters<typeof msToNumber>[0] | undefined, fallback: number) =>
       d === undefined || d === null ? fallback : msToNumber(d) || fallback;
@@ -300,6 +346,10 @@ export const createActivities = (deps: ActivityDeps) => {
     body: (step: Step) => Promise<Outcome<T>>,
     /** An earlier operation on this key had an unknown outcome (a reconcile's resubmission): start the record so. */
     afterUnknown = false,
+    /** What an attempt outside this activity did first (a local first attempt): carried like an earlier attempt's. */
+    before?: { readonly everSent: boolean; readonly everUnknown: boolean },
+    /** Aborts the provider call (default: the activity's cancellation; a local first attempt adds its own bound). */
+    signal?: AbortSignal,
   ): Promise<T> => {
     const provider = providerNamed(providerName);
     const context = Context.current();
@@ -316,7 +366,15 @@ export const createActivities = (deps: ActivityDeps) => {
 
     // What earlier attempts did (their heartbeat details), and what this one adds as it goes.
     const earlier = AttemptRecord.safeParse(info.heartbeatDetails);
-    const fromAttempts = carriedAttemptRecord(info.heartbeatDetails);
+    const fromHeartbeat = carriedAttemptRecord(info.heartbeatDetails);
+    const fromAttempts =
+      before === undefined
+        ? fromHeartbeat
+        : {
+            everSent: fromHeartbeat.everSent || before.everSent,
+            everUnknown: fromHeartbeat.everUnknown || before.everUnknown,
+            inFlight: false,
+          };
     const carried = afterUnknown ? { ...fromAttempts, everSent: true, everUnknown: true } : fromAttempts;
     const attempts = { current: carried };
     const history = (): AttemptHistory | undefined =>
@@ -327,7 +385,10 @@ export const createActivities = (deps: ActivityDeps) => {
             everUnknown: attempts.current.everUnknown,
             ...(earlier.success ? { earlier: earlier.data } : {}),
           };
-    const beat = () => context.heartbeat(attempts.current);
+    // A local activity (a charge's local first attempt) has no heartbeat: the core refuses one with a warning per call.
+    const beat = () => {
+      if (!info.isLocal) context.heartbeat(attempts.current);
+    };
 
     const classify = (err: unknown) => {
       const h = history();
@@ -366,7 +427,12 @@ export const createActivities = (deps: ActivityDeps) => {
     const requestId = `req_${hash ?? activity}_${attempt}`;
     try {
       const result = await body({
-        provider: attemptProvider(provider, { requestId, attempt, signal: context.cancellationSignal }, attempts, beat),
+        provider: attemptProvider(
+          provider,
+          { requestId, attempt, signal: signal ?? context.cancellationSignal },
+          attempts,
+          beat,
+        ),
         attempt,
         safety,
         ...(idempotencyKey === undefined ? {} : { idempotencyKey }),
@@ -452,6 +518,66 @@ export const createActivities = (deps: ActivityDeps) => {
   ): Promise<Adoption<ProviderPayment>> =>
     adoptCandidate(await provider.findByReference(facts.reference), owner, facts, skewMs);
 
+  /** The create: one attempt of `createPayment` (or a charge's local first attempt, bounded by `signal`). */
+  const create = async (args: CreatePaymentArgs, signal?: AbortSignal): Promise<CreatePaymentOutcome> => {
+    if (args.expectCapabilities) assertSameCapabilities(providerNamed(args.provider), args.expectCapabilities);
+    const scope = {
+      merchantId: args.merchantId,
+      operation: 'create' as const,
+      key: args.key,
+      ...(args.keyProvider === undefined ? {} : { keyProvider: args.keyProvider }),
+    };
+    return execute<CreatePaymentOutcome>(
+      'createPayment',
+      'create',
+      args.provider,
+      scope,
+      async (step) => {
+        if (step.mustLookBeforeResend) {
+          const notBeforeMs = args.notBeforeMs ?? step.scheduledAtMs;
+          const adoption = await lookupBeforeResend('create', async (): Promise<Adoption<ProviderPayment>> => {
+            const { capabilities } = step.provider;
+            if (capabilities.lookupByKey && step.idempotencyKey !== undefined) {
+              const byKey = await step.provider.findByIdempotencyKey(step.idempotencyKey);
+              return byKey ? { kind: 'adopt', payment: byKey, by: 'key' } : { kind: 'none' };
+            }
+            if (!capabilities.lookupByReference) throw unverifiable('create', 'no_lookup_to_verify_resend');
+            return adoptByReference(
+              step.provider,
+              { merchantId: args.merchantId, key: args.key },
+              {
+                amount: args.input.amount,
+                currency: args.input.currency,
+                reference: args.input.reference,
+                notBeforeMs,
+              },
+            );
+          });
+          if (adoption.kind === 'ambiguous') throw unverifiable('create', 'ambiguous_lookup_before_resend');
+          const found = adoption.kind === 'adopt' ? adoption.payment : undefined;
+          if (found) {
+            const outcome = found.status === 'succeeded' ? 'succeeded' : 'authorized';
+            return { value: { outcome, payment: found, replayed: true, recovered: true }, outcome: 'recovered' };
+          }
+        }
+        const result = await step.provider.createPayment(args.input, step.ctx);
+        if (result.outcome === 'declined') {
+          return { value: { outcome: 'declined', declineCode: result.declineCode }, outcome: 'declined' };
+        }
+        return { value: { ...result, recovered: false }, outcome: 'succeeded' };
+      },
+      args.afterUnknown === true,
+      args.earlier,
+      signal,
+    );
+  };
+
+  const limited = new Set(deps.providersWithLimits ?? []);
+  const workerConfigOf = (provider: PaymentProvider): WorkerProviderConfig => ({
+    capabilities: { ...provider.capabilities },
+    retry: deps.retry ?? {},
+  });
+
   return {
     /** The provider's capability flags (a local activity: the workflow derives its retry policies from them). */
     async describeProvider(provider: string): Promise<ProviderCapabilities> {
@@ -461,54 +587,38 @@ export const createActivities = (deps: ActivityDeps) => {
 
     /** Creates (authorizes, or authorizes and captures) a payment under the key derived from the charge's scope. */
     async createPayment(args: CreatePaymentArgs): Promise<CreatePaymentOutcome> {
-      if (args.expectCapabilities) assertSameCapabilities(providerNamed(args.provider), args.expectCapabilities);
-      const scope = {
-        merchantId: args.merchantId,
-        operation: 'create' as const,
-        key: args.key,
-        ...(args.keyProvider === undefined ? {} : { keyProvider: args.keyProvider }),
-      };
-      return execute<CreatePaymentOutcome>(
-        'createPayment',
-        'create',
-        args.provider,
-        scope,
-        async (step) => {
-          if (step.mustLookBeforeResend) {
-            const notBeforeMs = args.notBeforeMs ?? step.scheduledAtMs;
-            const adoption = await lookupBeforeResend('create', async (): Promise<Adoption<ProviderPayment>> => {
-              const { capabilities } = step.provider;
-              if (capabilities.lookupByKey && step.idempotencyKey !== undefined) {
-                const byKey = await step.provider.findByIdempotencyKey(step.idempotencyKey);
-                return byKey ? { kind: 'adopt', payment: byKey, by: 'key' } : { kind: 'none' };
-              }
-              if (!capabilities.lookupByReference) throw unverifiable('create', 'no_lookup_to_verify_resend');
-              return adoptByReference(
-                step.provider,
-                { merchantId: args.merchantId, key: args.key },
-                {
-                  amount: args.input.amount,
-                  currency: args.input.currency,
-                  reference: args.input.reference,
-                  notBeforeMs,
-                },
-              );
-            });
-            if (adoption.kind === 'ambiguous') throw unverifiable('create', 'ambiguous_lookup_before_resend');
-            const found = adoption.kind === 'adopt' ? adoption.payment : undefined;
-            if (found) {
-              const outcome = found.status === 'succeeded' ? 'succeeded' : 'authorized';
-              return { value: { outcome, payment: found, replayed: true, recovered: true }, outcome: 'recovered' };
-            }
-          }
-          const result = await step.provider.createPayment(args.input, step.ctx);
-          if (result.outcome === 'declined') {
-            return { value: { outcome: 'declined', declineCode: result.declineCode }, outcome: 'declined' };
-          }
-          return { value: { ...result, recovered: false }, outcome: 'succeeded' };
-        },
-        args.afterUnknown === true,
-      );
+      return create(args);
+    },
+
+    /**
+     * A shape-3 charge's first step, as a local activity in its first workflow task: this worker's view of the
+     * provider (its adapter's capabilities, the worker's retry presets), recorded in the marker, and, against a
+     * provider that honours idempotency keys and has no limits of its own, the create's first attempt, bounded by
+     * `boundMs` (never longer than one attempt of the create preset): the provider call is aborted at the bound, so its
+     * failure, like any other, says what may have been sent and carries this worker's view too.
+     */
+    async firstCreateAttempt(args: FirstCreateArgs): Promise<FirstCreateResult> {
+      const { boundMs, ...createArgs } = args;
+      const config = workerConfigOf(providerNamed(args.provider));
+      const { capabilities } = config;
+      const notRun: FirstCreateSkipped | undefined = !capabilities.idempotencyKeys
+        ? 'not_idempotent'
+        : limited.has(args.provider)
+          ? 'provider_limits'
+          : undefined;
+      if (notRun !== undefined) return { config, attempt: 'not_run', reason: notRun };
+      const bound = AbortSignal.timeout(localFirstAttemptMs(boundMs, capabilities, config.retry));
+      const signal = AbortSignal.any([Context.current().cancellationSignal, bound]);
+      try {
+        return { config, attempt: 'settled', outcome: await create(createArgs, signal) };
+      } catch (err) {
+        throw withWorkerConfig(err, config);
+      }
+    },
+
+    /** This worker's view of a provider (capabilities, retry presets): a shape-3 charge whose first step lost it. */
+    async describeWorkerProvider(provider: string): Promise<WorkerProviderConfig> {
+      return workerConfigOf(providerNamed(provider));
     },
 
     /** Captures an authorized payment (all of it when `amount` is absent) under the capture's own key. */
@@ -648,6 +758,28 @@ function assertSameCapabilities(provider: PaymentProvider, expected: ProviderCap
       details: [{ expected, actual }],
     });
   }
+}
+
+/**
+ * A local first attempt's failure, as it was, with the worker's view of the provider appended to its details: the
+ * workflow reads the attempt record from the first detail as from any create failure, and its configuration from this.
+ */
+function withWorkerConfig(err: unknown, workerConfig: WorkerProviderConfig): unknown {
+  if (!(err instanceof ApplicationFailure)) return err;
+  return ApplicationFailure.create({
+    ...(err.type == null ? {} : { type: err.type }),
+    message: err.message,
+    nonRetryable: err.nonRetryable === true,
+    ...(err.nextRetryDelay == null ? {} : { nextRetryDelay: err.nextRetryDelay }),
+    ...(err.cause === undefined ? {} : { cause: err.cause }),
+    details: [
+      ...(err.details ?? [undefined]),
+      {
+        workerConfig,
+        ...(err.nonRetryable || err.nextRetryDelay == null ? {} : { retryDelayMs: msToNumber(err.nextRetryDelay) }),
+      } satisfies WorkerConfigDetail,
+    ],
+  });
 }
 
 /** The activities' type, for `proxyActivities<Activities>` in workflows (type import only). */

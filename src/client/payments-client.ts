@@ -96,11 +96,13 @@ export interface PaymentsClientOptions {
   readonly namespace?: string;
   /**
    * Each provider's capabilities as configured (config `providerCapabilities`, the settings the worker reads too). A
-   * payment whose provider is listed takes the lean history shape: no capability look-up in its history, the early
-   * answer under this client's deadline instead of a workflow timer. The worker refuses a mismatch before sending.
+   * payment whose provider is listed takes the lean history shape 3: the worker's capabilities and retry presets, read
+   * with its first create attempt in its first workflow task, the early answer under this client's deadline instead
+   * of a workflow timer. Neither these capabilities nor `retry` go into its input; here they only check, when the
+   * client is built, that the retry settings are consistent.
    */
   readonly capabilities?: Readonly<Record<string, ProviderCapabilitiesInput>>;
-  /** Retry overrides passed to each new payment (config `retry`). */
+  /** Retry overrides for a payment of the first shape (a provider not in `capabilities`); shape 3 takes the worker's. */
   readonly retry?: RetryOverrides;
   /** How long capture and refund wait for their outcome before answering the current view; default `submitWaitMs`. */
   readonly operationWaitMs?: number;
@@ -369,9 +371,14 @@ export class PaymentsClient {
       fingerprint,
       request,
       timings: this.options.timings,
-      ...(this.options.retry === undefined ? {} : { retry: this.options.retry }),
-      // With the provider's capabilities known here, the payment takes the lean history shape (see HistoryShape).
-      ...(capabilities === undefined ? {} : { capabilities, shape: 2 as const }),
+      // With the provider configured here (a deployment whose workers know shape 3), the payment takes shape 3: the
+      // worker owns the provider's capabilities and the retry presets, recorded in the payment's first workflow task,
+      // so neither travels in the input. Without, the first shape: the starter's presets, the worker's capabilities.
+      ...(capabilities === undefined
+        ? this.options.retry === undefined
+          ? {}
+          : { retry: this.options.retry }
+        : { shape: 3 as const }),
     };
     const startedBy = randomUUID();
     const { orderId, amount, provider, capture } = request;
@@ -404,7 +411,7 @@ export class PaymentsClient {
     const deadline = answerBy - describeBudgetMs(this.submitMarginMs);
     try {
       const { result: view, report } = await this.starts.run(() =>
-        input.shape === 2
+        input.shape !== undefined
           ? this.submitLean(workflowId, fingerprint, startWorkflowOperation, deadline)
           : this.client.connection.withDeadline(deadline, () =>
               this.starts.workflow.executeUpdateWithStart(submitUpdate, {

@@ -4,6 +4,7 @@
  * wire formats (src/providers/<name>/); nothing outside an adapter sees a provider's field names.
  */
 import { z } from 'zod';
+import type { RetryOverrides } from './retry-policy';
 
 const minorUnits = z.number().int().nonnegative();
 
@@ -62,6 +63,17 @@ export const ProviderCapabilities = z.strictObject({
     .optional(),
 });
 export type ProviderCapabilities = z.infer<typeof ProviderCapabilities>;
+
+/**
+ * The worker's view of one provider: its adapter's capabilities and the worker's retry presets (`RETRY_*`, empty: the
+ * production presets). A shape-3 charge learns it from the worker in its first workflow task (recorded in the local
+ * activity's marker, so replay does not depend on today's configuration) and runs every later activity, its reconcile
+ * and its continuation with it.
+ */
+export interface WorkerProviderConfig {
+  readonly capabilities: ProviderCapabilities;
+  readonly retry: RetryOverrides;
+}
 
 /** A provider webhook event, verified and parsed by its adapter before it is signalled. */
 export const ProviderEvent = z.object({

@@ -246,6 +246,25 @@ export const retrySpecFor = (
   return { ...pickRetrySpec(merged), operation, safety: operationSafety(operation, capabilities) };
 };
 
+/** Shape 3's default bound on a charge's local first create attempt: short, so a slow provider holds a local slot briefly. */
+export const defaultLocalAttemptTimeoutMs = 3_000;
+
+/**
+ * The bound of a charge's local first create attempt (shape 3): the starter's wish (`localAttemptTimeoutMs`, default
+ * {@link defaultLocalAttemptTimeoutMs}), never longer than one attempt of the create's own preset. The worker's
+ * activity bounds itself with it and the workflow counts it off the create's budget, both from the same recorded
+ * capabilities and presets, so they agree.
+ */
+export const localFirstAttemptMs = (
+  requestedMs: number | undefined,
+  capabilities: RetryCapabilities,
+  overrides?: RetryOverrides,
+): number =>
+  Math.min(
+    requestedMs ?? defaultLocalAttemptTimeoutMs,
+    retrySpecFor('create', capabilities, overrides?.create).attemptTimeoutMs,
+  );
+
 const stripUndefined = <T extends object>(o: T): Partial<T> =>
   Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as Partial<T>;
 

@@ -24,6 +24,12 @@ export const PaymentTimings = z
     refundWindowMs: Ms,
     /** The sweep picks up payments in `unknown` for longer than this (longer than the whole reconcile schedule). */
     unknownSweepThresholdMs: Ms,
+    /**
+     * Shape 3: how long the charge's first create attempt may run as a local activity, in the workflow task that
+     * accepts `submit`, before the regular activity takes over with the same key. Default 3 s
+     * (`defaultLocalAttemptTimeoutMs`), never longer than one attempt of the worker's create preset.
+     */
+    localAttemptTimeoutMs: Ms.optional(),
   })
   .refine((t) => t.unknownSweepThresholdMs > reconcileWindowMs(t), {
     message: 'unknownSweepThresholdMs must exceed the whole reconcile schedule, or the sweep races the reconcile',
@@ -63,9 +69,16 @@ export type ProviderCapabilitiesInput = ProviderCapabilities;
  * The history shape of a payment, chosen by its starter and fixed for its life (it travels in the input, so replay
  * needs no patch marker). Absent: the first shape (capabilities read by a local activity, a timer for the early
  * answer, search attributes upserted at the start). `2`: the lean shape: capabilities in the input, the client's own
- * deadline for the early answer, search attributes set in the start request, one upsert per status change.
+ * deadline for the early answer, search attributes set in the start request, one upsert per status change. `3`: the
+ * lean shape in which the worker owns the provider's configuration: the input carries neither capabilities nor retry
+ * presets; the charge's first workflow task runs one local activity (`firstCreateAttempt`) that returns the worker's
+ * capabilities and retry presets (recorded in its marker, used for every later activity, the reconcile and the
+ * continuation) and, against a provider that honours idempotency keys and has no limits of its own, makes the create's
+ * first attempt (short, bounded, no local retry), so a fast provider's answer comes in the first workflow task. Any
+ * failure of that attempt but a final answer hands the create to the regular activity on the provider's queue, with
+ * the same key; a provider it may not run against gets its create from that activity only.
  */
-export const HistoryShape = z.literal(2);
+export const HistoryShape = z.union([z.literal(2), z.literal(3)]);
 
 /** Input of `chargeWorkflow`; built by the client after parsing the request and computing the fingerprint. */
 export const ChargeWorkflowInput = z.strictObject({

@@ -21,6 +21,8 @@ const providerCallActivities: Readonly<Record<string, string>> = {
   refundPayment: 'refund',
   lookupPayment: 'lookup',
   listProviderPayments: 'list',
+  // A shape-3 charge's local first create attempt, on the workflow worker: attempt 1 of the create.
+  firstCreateAttempt: 'create',
 };
 
 /** A breaker's state as the gauge reports it. */
@@ -113,8 +115,11 @@ export function providerCallInterceptor(metrics: WorkerMetrics): ActivityInterce
         const { activityType, attempt } = ctx.info;
         const operation = providerCallActivities[activityType];
         if (operation === undefined) return next(input);
-        const provider = String((input.args[0] as { provider?: unknown } | undefined)?.provider ?? 'unknown');
-        const attemptKind = attempt > 1 ? 'retry' : 'original';
+        const args = input.args[0] as { provider?: unknown; earlier?: unknown } | undefined;
+        const provider = String(args?.provider ?? 'unknown');
+        // The create after a local first attempt (`earlier` carries what it did) is that attempt's retry.
+        const attemptKind =
+          attempt > 1 || (activityType === 'createPayment' && args?.earlier !== undefined) ? 'retry' : 'original';
         const stop = metrics.providerCallSeconds.startTimer({ provider, operation });
         const count = (outcome: string) => {
           metrics.providerCalls.inc({ provider, operation, outcome, attempt: attemptKind });
@@ -122,7 +127,13 @@ export function providerCallInterceptor(metrics: WorkerMetrics): ActivityInterce
         };
         try {
           const result = await next(input);
-          count(outcomeOfResult(result));
+          // A local first attempt against a provider whose create runs on its queue only sent nothing: no call.
+          if (activityType === 'firstCreateAttempt' && (result as { attempt?: unknown }).attempt !== 'settled') {
+            return result;
+          }
+          count(
+            outcomeOfResult(activityType === 'firstCreateAttempt' ? (result as { outcome?: unknown }).outcome : result),
+          );
           return result;
         } catch (err) {
           const outcome = err instanceof ApplicationFailure ? (err.type ?? 'ApplicationFailure') : 'error';

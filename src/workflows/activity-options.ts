@@ -1,6 +1,12 @@
 import { proxyActivities, proxyLocalActivities } from '@temporalio/workflow';
 import type { Activities } from '../activities';
-import { type ProviderOperation, type RetryOverrides, retrySpecFor, toActivityOptions } from '../domain/retry-policy';
+import {
+  type ProviderOperation,
+  type RetryOverrides,
+  type RetrySpec,
+  retrySpecFor,
+  toActivityOptions,
+} from '../domain/retry-policy';
 import { providerTaskQueue } from '../domain/ids';
 import { activitySummary } from '../domain/summaries';
 import type { ProviderCapabilities } from '../domain/provider-payment';
@@ -11,6 +17,33 @@ export const { describeProvider } = proxyLocalActivities<Activities>({
   scheduleToCloseTimeout: '1m',
   retry: { maximumInterval: '5s' },
 });
+
+/** Reads the worker's view of a provider (capabilities, retry presets) on the workflow's own worker (shape 3). */
+export const { describeWorkerProvider } = proxyLocalActivities<Activities>({
+  startToCloseTimeout: '5s',
+  scheduleToCloseTimeout: '1m',
+  retry: { maximumInterval: '5s' },
+});
+
+/**
+ * How long past its bound a local first attempt may take before Temporal times it out: the activity aborts its own
+ * provider call at the bound and answers with the worker's view; Temporal's timeout is the backstop for a stuck worker.
+ */
+export const localAttemptMarginMs = 2_000;
+
+/**
+ * A shape-3 charge's first step, a local activity on the workflow's own worker (see `firstCreateAttempt`): the
+ * worker's view of the provider and, where it may, the create's first attempt, bounded by `boundMs` (the worker
+ * shortens it to one attempt of its create preset). No local retry: every retry belongs to the regular activity, on
+ * the provider's queue.
+ */
+export const firstCreateAttempt = (boundMs: number, provider: string) =>
+  proxyLocalActivities<Activities>({
+    startToCloseTimeout: boundMs + localAttemptMarginMs,
+    scheduleToCloseTimeout: boundMs + localAttemptMarginMs,
+    retry: { maximumAttempts: 1 },
+    summary: `${activitySummary('create', provider)} (local first attempt)`,
+  }).firstCreateAttempt;
 
 /** Metadata sent with a charge so the provider's webhooks name the payment's workflow (never customer data). */
 export const paymentMetadata = (merchantId: string, key: string): Record<string, string> => ({
@@ -27,8 +60,11 @@ export function providerActivities(
   provider: string,
   capabilities: ProviderCapabilities,
   retry?: RetryOverrides,
+  /** Shape 3: a local first create attempt of at most this long was made (`localFirstAttemptMs`); absent: none. */
+  localMs?: number,
 ) {
   const taskQueue = providerTaskQueue(workflowTaskQueue, provider);
+  const createSpec = retrySpecFor('create', capabilities, retry?.create);
   const optionsFor = (operation: ProviderOperation) => {
     const spec = retrySpecFor(operation, capabilities, retry?.[operation]);
     // The summary names the step in the web UI's event history (user metadata: no effect on replay).
@@ -45,7 +81,28 @@ export function providerActivities(
       lookupPayment: proxyActivities<Activities>(optionsFor('lookup')).lookupPayment,
       listProviderPayments: proxyActivities<Activities>(optionsFor('list')).listProviderPayments,
     },
+    /**
+     * The create after a local first attempt: the same activity on the same queue, that attempt counted (one attempt
+     * fewer, the budget less the local attempt's bound); absent when the local attempt was the only one allowed.
+     */
+    createAfterLocal:
+      localMs === undefined || createSpec.maximumAttempts === 1
+        ? undefined
+        : proxyActivities<Activities>({
+            ...toActivityOptions(afterLocalSpec(createSpec, localMs), createSpec.safety),
+            taskQueue,
+            summary: activitySummary('create', provider),
+          }).createPayment,
     /** The create budget: a resend with the same key must land before the provider forgets the key. */
-    createBudgetMs: retrySpecFor('create', capabilities, retry?.create).budgetMs,
+    createBudgetMs: createSpec.budgetMs,
+  };
+}
+
+/** The create's spec once a local attempt of at most `localMs` was made: one attempt and that time fewer. */
+function afterLocalSpec(spec: RetrySpec, localMs: number): RetrySpec {
+  return {
+    ...spec,
+    ...(spec.maximumAttempts === undefined ? {} : { maximumAttempts: spec.maximumAttempts - 1 }),
+    budgetMs: Math.max(spec.attemptTimeoutMs, spec.budgetMs - localMs),
   };
 }

@@ -79,7 +79,12 @@ export async function chargeWorkflow(input: ChargeWorkflowInput, carried?: Charg
       // A reconcile child goes with its run (parent close policy): continue as new only between reconciles.
       await payment.park(() => condition(() => allHandlersFinished() && !hasRunningOperation(state)));
       // The memo carries the fingerprint the client compares on closed runs: keep it on the new run.
-      const continuation: ChargeContinuation = { state, capabilities: payment.requireCapabilities() };
+      const continuation: ChargeContinuation = {
+        state,
+        capabilities: payment.requireCapabilities(),
+        // Shape 3: the worker's presets its first run recorded go with the payment (the input has none).
+        ...(input.shape === 3 ? { retry: payment.retry ?? {} } : {}),
+      };
       await makeContinueAsNewFunc<typeof chargeWorkflow>({ memo: workflowInfo().memo })(input, continuation);
     }
   }

@@ -1,8 +1,11 @@
-import { ParentClosePolicy, log, startChild } from '@temporalio/workflow';
+import { ActivityFailure, ApplicationFailure, ParentClosePolicy, log, sleep, startChild } from '@temporalio/workflow';
+import type { CreatePaymentArgs, CreatePaymentOutcome, FirstCreateResult, WorkerConfigDetail } from '../activities';
+import type { WorkerProviderConfig } from '../domain/provider-payment';
+import { defaultLocalAttemptTimeoutMs, localFirstAttemptMs } from '../domain/retry-policy';
 import { ErrorType } from '../domain/errors';
 import { reconcileWorkflowId } from '../domain/ids';
 import type { ReconcileInput, ReconcileResult } from '../domain/operations';
-import { paymentMetadata } from './activity-options';
+import { describeWorkerProvider, firstCreateAttempt, paymentMetadata } from './activity-options';
 import { failureType, messageOf, neverSent, notSentReason } from './failures';
 import type { PaymentEntity } from './payment-entity';
 import { reconcileWorkflow } from './reconcile';
@@ -36,7 +39,7 @@ async function createOnce(payment: PaymentEntity): Promise<string | undefined> {
   state.firstSentAtMs = Date.now();
   const firstProvider = payment.keyProvider === undefined;
   try {
-    const result = await payment.requireActs().write.createPayment({
+    const result = await sendCreate(payment, {
       provider: payment.provider,
       merchantId: input.merchantId,
       key: input.key,
@@ -82,6 +85,115 @@ async function createOnce(payment: PaymentEntity): Promise<string | undefined> {
   return undefined;
 }
 
+/** What a local first attempt may have done, as its failure reports it; a timeout or anything unreadable: everything. */
+function attemptRecordOf(err: unknown): NonNullable<CreatePaymentArgs['earlier']> {
+  const failure = err instanceof ActivityFailure ? err.cause : err;
+  const info =
+    failure instanceof ApplicationFailure ? (failure.details?.[0] as Record<string, unknown> | undefined) : undefined;
+  if (typeof info?.everSent === 'boolean' && typeof info.everUnknown === 'boolean') {
+    return { everSent: info.everSent, everUnknown: info.everUnknown };
+  }
+  return { everSent: true, everUnknown: true };
+}
+
+/** The wait a provider asked for (429/503 with Retry-After) in answer to the local attempt, read through its wrapper. */
+function retryAfterOf(err: unknown): number | undefined {
+  let failure = err instanceof ActivityFailure ? err.cause : err;
+  if (
+    failure instanceof ApplicationFailure &&
+    failure.type === ErrorType.BudgetExhausted &&
+    failure.cause instanceof ApplicationFailure
+  )
+    failure = failure.cause;
+  if (!(failure instanceof ApplicationFailure) || failure.type !== ErrorType.ProviderUnavailable) return undefined;
+  const info = failure.details?.[0] as { retryAfterMs?: unknown } | undefined;
+  return typeof info?.retryAfterMs === 'number' && info.retryAfterMs > 0 ? info.retryAfterMs : undefined;
+}
+
+/**
+ * One create, as the workflow sees it: the activity on the provider's queue with its retry policy. A shape-3 charge's
+ * first create starts with `firstCreateAttempt` instead (see {@link firstCreate}).
+ */
+async function sendCreate(payment: PaymentEntity, args: CreatePaymentArgs): Promise<CreatePaymentOutcome> {
+  // Shape 3 before its first step: the worker's view of the provider is not known yet (never after a failover).
+  if (payment.input.shape === 3 && payment.capabilities === undefined) return firstCreate(payment, args);
+  return payment.requireActs().write.createPayment(args);
+}
+
+/**
+ * A shape-3 charge's first create: one local activity answers the worker's view of the provider (capabilities and
+ * retry presets, recorded in its marker: the payment runs every later activity, its reconcile and its continuation
+ * with them) and, against a provider that honours keys and has no limits of its own, makes the first attempt. That
+ * attempt's value, decline or refusal is the charge's answer, exactly as an attempt 1 of the activity would be; any
+ * other failure (not sent, unavailable, unknown, cut off at its bound) is just "attempt 1": the activity takes over
+ * under the same key (derived from the scope), carrying what the local attempt may have sent, so a request that
+ * reached the provider is answered by its stored answer, and only the activity's final failure is classified (one
+ * code path: failover, never sent, unknown). The activity checks the recorded capabilities against its own worker's
+ * adapter before it sends anything (a worker configured otherwise refuses).
+ */
+async function firstCreate(payment: PaymentEntity, args: CreatePaymentArgs): Promise<CreatePaymentOutcome> {
+  const boundMs = payment.input.timings.localAttemptTimeoutMs ?? defaultLocalAttemptTimeoutMs;
+  const localMs = (config: WorkerProviderConfig) =>
+    localFirstAttemptMs(payment.input.timings.localAttemptTimeoutMs, config.capabilities, config.retry);
+  let first: FirstCreateResult;
+  try {
+    first = await firstCreateAttempt(boundMs, payment.provider)({ ...args, boundMs });
+  } catch (err) {
+    const type = failureType(err);
+    const detail = workerDetailOf(err);
+    const recorded = detail?.workerConfig;
+    // A final answer: the local attempt's failure is the create's (nothing else runs against this provider).
+    if (type === ErrorType.ProviderRejected || type === ErrorType.ValidationError) {
+      if (recorded !== undefined) payment.useWorkerConfig(recorded, localMs(recorded));
+      throw err;
+    }
+    // Cut off by Temporal itself (a stuck worker): the worker's view is read again, one more local activity.
+    const config = recorded ?? (await describeWorkerProvider(payment.provider));
+    payment.useWorkerConfig(config, localMs(config));
+    const acts = payment.requireActs();
+    const after = acts.createAfterLocal;
+    // The only attempt the worker's retry policy allows: the local attempt's failure is the create's.
+    if (after === undefined) throw err;
+    const earlier = attemptRecordOf(err);
+    // The delay attempt 1's classification chose (Retry-After, else full jitter): the next attempt waits it, as the
+    // activity's own retry would. A failure recorded before it carried one: the provider's Retry-After only. A wait
+    // longer than the create budget ends the create as the activity's would (its outcome then reconciled).
+    const wait = detail?.retryDelayMs ?? retryAfterOf(err);
+    if (wait !== undefined && wait > acts.createBudgetMs) throw err;
+    if (wait !== undefined) await sleep(wait);
+    log.info('local first create attempt did not settle; the activity takes over with the same key', {
+      reason: messageOf(err),
+      ...earlier,
+    });
+    return after({ ...args, earlier, expectCapabilities: config.capabilities });
+  }
+  if (first.attempt === 'settled') {
+    payment.useWorkerConfig(first.config, localMs(first.config));
+    return first.outcome;
+  }
+  // A provider without keys or with limits of its own: the create runs on its queue only, with the worker's presets.
+  payment.useWorkerConfig(first.config);
+  log.info('no local first create attempt at this provider', { reason: first.reason });
+  return payment.requireActs().write.createPayment({ ...args, expectCapabilities: first.config.capabilities });
+}
+
+/** The worker's view of the provider (and the chosen retry delay) a local first attempt's failure carries, if any. */
+function workerDetailOf(err: unknown): WorkerConfigDetail | undefined {
+  const failure = err instanceof ActivityFailure ? err.cause : err;
+  if (!(failure instanceof ApplicationFailure)) return undefined;
+  for (const detail of failure.details ?? []) {
+    const found = detail as Partial<WorkerConfigDetail> | null | undefined;
+    if (found?.workerConfig !== undefined) {
+      const { retryDelayMs } = found;
+      return {
+        workerConfig: found.workerConfig,
+        ...(typeof retryDelayMs === 'number' && retryDelayMs > 0 ? { retryDelayMs } : {}),
+      };
+    }
+  }
+  return undefined;
+}
+
 /**
  * The durable wait-and-check of the charge's unknown outcome, as a child that goes with the payment. It ends with the
  * provider's payment, a decline, a refusal, or the payment in review; a reconcile that ended without a result leaves the
@@ -102,7 +214,7 @@ export async function reconcileCreate(payment: PaymentEntity): Promise<void> {
     scheduleMs: input.timings.reconcileScheduleMs,
     settleWindowMs: input.timings.settleWindowMs,
     firstSentAtMs: state.firstSentAtMs ?? Date.now(),
-    retry: input.retry,
+    retry: payment.retry,
     resubmit: {
       kind: 'create',
       amount: request.amount.value,

@@ -39,7 +39,13 @@ import {
 import { ErrorType } from '../domain/errors';
 import { reconcileWorkflowId } from '../domain/ids';
 import type { PaymentStatus, PaymentView } from '../domain/payment';
-import type { ProviderCapabilities, ProviderEvent, ProviderPayment } from '../domain/provider-payment';
+import type {
+  ProviderCapabilities,
+  ProviderEvent,
+  ProviderPayment,
+  WorkerProviderConfig,
+} from '../domain/provider-payment';
+import type { RetryOverrides } from '../domain/retry-policy';
 import { MerchantIdAttr, OrderIdAttr, PaymentStatusAttr, ProviderAttr } from '../domain/search-attributes';
 import { formatWait, paymentCurrentDetails } from '../domain/summaries';
 import type { ChargeWorkflowInput } from '../domain/workflow-inputs';
@@ -79,6 +85,8 @@ const EVENTS_FROM_HOLDER = 'provider-events-from-holder';
 export interface ChargeContinuation {
   readonly state: PaymentState;
   readonly capabilities: ProviderCapabilities;
+  /** Shape 3: the worker's retry presets its first run recorded (older shapes take theirs from the input). */
+  readonly retry?: RetryOverrides;
 }
 
 export type ProviderActivities = ReturnType<typeof providerActivities>;
@@ -96,6 +104,8 @@ export class PaymentEntity {
   /** The lean shape (see HistoryShape) takes what it can from its input instead of recording it in history. */
   readonly lean: boolean;
   capabilities: ProviderCapabilities | undefined;
+  /** The retry presets every activity runs with: the input's (older shapes), the worker's (shape 3, once recorded). */
+  retry: RetryOverrides | undefined;
   /** The create's reconcile child is running. */
   reconcileRunning = false;
   /** The main loop should start a reconcile of the create (an unknown first call, or the sweep asked). */
@@ -111,8 +121,10 @@ export class PaymentEntity {
     carried?: ChargeContinuation,
   ) {
     this.state = carried?.state ?? initialState(input, nowIso());
-    this.lean = input.shape === 2;
-    this.capabilities = carried?.capabilities ?? (this.lean ? input.capabilities : undefined);
+    this.lean = input.shape === 2 || input.shape === 3;
+    // Shape 3 takes neither from its input: the worker's view comes with the create's first step.
+    this.capabilities = carried?.capabilities ?? (input.shape === 2 ? input.capabilities : undefined);
+    this.retry = carried?.retry ?? (input.shape === 3 ? undefined : input.retry);
     this.publishedStatus = this.state.view.status;
   }
 
@@ -159,7 +171,7 @@ export class PaymentEntity {
     log.warn('charge failed over to the next provider', { from, to, reason });
     // The starter's capabilities describe the first provider only: the worker describes the new one.
     this.capabilities = await describeProvider(to);
-    this.acts = providerActivities(workflowInfo().taskQueue, to, this.capabilities, this.input.retry);
+    this.acts = providerActivities(workflowInfo().taskQueue, to, this.capabilities, this.retry);
   }
 
   /** The provider activities, once the provider's capabilities are known. */
@@ -214,8 +226,20 @@ export class PaymentEntity {
 
   /** Learns the provider's capabilities (from the input, the continuation or a local activity) and binds its activities. */
   async connectProvider(): Promise<void> {
+    // Shape 3's first run learns the worker's view with the create's first step (see createAtProvider).
+    if (this.input.shape === 3 && this.capabilities === undefined) return;
     this.capabilities ??= await describeProvider(this.provider);
-    this.acts = providerActivities(workflowInfo().taskQueue, this.provider, this.capabilities, this.input.retry);
+    this.acts = providerActivities(workflowInfo().taskQueue, this.provider, this.capabilities, this.retry);
+  }
+
+  /**
+   * Shape 3: runs with the worker's view of the provider as its first step recorded it (capabilities and retry presets,
+   * for every later activity, the reconcile and the continuation); `localMs`: the first create attempt ran locally.
+   */
+  useWorkerConfig(config: WorkerProviderConfig, localMs?: number): void {
+    this.capabilities = config.capabilities;
+    this.retry = config.retry;
+    this.acts = providerActivities(workflowInfo().taskQueue, this.provider, config.capabilities, config.retry, localMs);
   }
 
   // ---- publishing what changed ----
@@ -285,7 +309,7 @@ export class PaymentEntity {
       amount,
       capabilities: this.requireCapabilities(),
       timings: this.input.timings,
-      ...(this.input.retry === undefined ? {} : { retry: this.input.retry }),
+      ...(this.retry === undefined ? {} : { retry: this.retry }),
     };
   }
 

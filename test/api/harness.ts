@@ -101,6 +101,8 @@ export interface ApiHarness {
 export interface HarnessOptions {
   readonly timings?: Partial<PaymentTimings>;
   readonly retry?: RetryOverrides;
+  /** The workers' retry presets (`RETRY_*`) when they differ from the API's `retry` (default: the same). */
+  readonly workerRetry?: RetryOverrides;
   /** Point the simulator's webhooks at the API (default true). */
   readonly webhooks?: boolean;
   /** Register the sweep's activities with the workers, as the worker process does. */
@@ -187,6 +189,8 @@ export async function startApiHarness(env: TestWorkflowEnvironment, opts: Harnes
       ...(opts.sweep ? { sweep: true } : {}),
       ...(opts.workerMetrics ? { metrics: opts.workerMetrics } : {}),
       ...(opts.providerLimits === undefined ? {} : { providerLimits: opts.providerLimits }),
+      // The workers' own presets: shape-3 payments run with these (as the worker process passes its RETRY_*).
+      retry: opts.workerRetry ?? opts.retry ?? testRetry,
       ...(opts.maxConcurrentActivityTaskExecutions === undefined
         ? {}
         : { maxConcurrentActivityTaskExecutions: opts.maxConcurrentActivityTaskExecutions }),

@@ -191,7 +191,24 @@ describe('the payment tells its story', () => {
     expect(metadata.currentDetails).toContain('**succeeded** after 1 provider attempt');
     expect(metadata.currentDetails).toContain('captured EUR 10.00');
 
+    // A clean charge's create is its local first attempt (shape 3): its marker names the step in the web UI.
     const history = await handle.fetchHistory();
+    const create = history.events?.find((e) => e.markerRecordedEventAttributes);
+    expect(history.events?.filter((e) => e.activityTaskScheduledEventAttributes)).toEqual([]);
+    const [summary] = await codec.decode([create!.userMetadata!.summary!]);
+    expect(defaultPayloadConverter.fromPayload(summary!)).toBe('create payment at simulator (local first attempt)');
+  });
+
+  it('names the create that takes over from a failed local first attempt, on the provider’s own queue', async () => {
+    const key = newKey();
+    const body = chargeBody();
+    h.sim.addFaults({
+      rules: [
+        { match: { operation: 'create', reference: body.orderId as string }, fault: 'status', status: 503, times: 1 },
+      ],
+    });
+    expect((await h.request('POST', '/v1/payments', { key, body })).status).toBe(200);
+    const history = await decoding.workflow.getHandle(chargeWorkflowId(h.a.id, key)).fetchHistory();
     const create = history.events?.find((e) => e.activityTaskScheduledEventAttributes);
     const [summary] = await codec.decode([create!.userMetadata!.summary!]);
     expect(defaultPayloadConverter.fromPayload(summary!)).toBe('create payment at simulator');

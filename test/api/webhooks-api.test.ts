@@ -5,14 +5,18 @@ import { parkedEventWorkflowId, parkedEventsQuery } from '../../src/domain/parke
 import type { PaymentView } from '../../src/domain/payment';
 import { signWebhook } from '../../src/simulator/signature';
 import { connectDevServer } from '../helpers/servers';
-import { type ApiHarness, WEBHOOK_SECRET, chargeBody, newKey, startApiHarness } from './harness';
+import { type ApiHarness, WEBHOOK_SECRET, chargeBody, newKey, startApiHarness, testRetry } from './harness';
 
 let env: TestWorkflowEnvironment;
 let h: ApiHarness;
 
 beforeAll(async () => {
   env = await connectDevServer();
-  h = await startApiHarness(env);
+  h = await startApiHarness(env, {
+    // Three create attempts in all: the local first one (shape 3) and two of the activity, so a payment whose first two
+    // sends are dropped still gets the stored answer (see the webhook that arrives before the answer).
+    retry: { create: { ...testRetry.create, maximumAttempts: 3 } },
+  });
 }, 60_000);
 
 afterAll(async () => {
@@ -134,10 +138,12 @@ describe('POST /webhooks/simulator', () => {
   it('handles the provider’s webhook that arrives before the API answered the charge', async () => {
     const body = chargeBody();
     // The provider commits and announces the payment, then drops the connection: the workflow retries with the same
-    // key (and gets the stored answer) only after the webhook has gone through the API.
+    // key (and gets the stored answer) only after the webhook has gone through the API. Twice: the local first attempt
+    // (shape 3) is handed at once to the activity, whose own first attempt is dropped too, so the resend that gets
+    // the stored answer comes after the activity's backoff, as it did when the activity made the first attempt.
     h.sim.addFaults({
       rules: [
-        { match: { operation: 'create', reference: body.orderId as string }, fault: 'commit_then_drop', times: 1 },
+        { match: { operation: 'create', reference: body.orderId as string }, fault: 'commit_then_drop', times: 2 },
       ],
     });
     const key = newKey();

@@ -164,7 +164,9 @@ it('a 30 s latency on every call to one provider does not delay payments on the 
       ((await env.client.workflow.getHandle(chargeWorkflowId(harness.a.id, key)).fetchHistory()).events ?? []).flatMap(
         (e) => e.activityTaskScheduledEventAttributes?.taskQueue?.name ?? [],
       );
-    expect(await queueOf(fast[0]?.key ?? '')).toEqual([providerTaskQueue(h.taskQueue, 'simulator')]);
+    // The healthy provider's create ran as shape 3's local first attempt on the workflow worker (no queue) or on its
+    // own queue; the slow provider (it has its own limits) gets no local attempt, so its creates stay on its queue.
+    expect([[], [providerTaskQueue(h.taskQueue, 'simulator')]]).toContainEqual(await queueOf(fast[0]?.key ?? ''));
     expect(await queueOf(slowPayments[0]?.key ?? '')).toEqual([providerTaskQueue(h.taskQueue, 'slow')]);
     console.info(
       `provider isolation: ${FAST_PAYMENTS} payments on the healthy provider succeeded while ${SLOW_SLOTS}/${SLOW_SLOTS} slots of the slow one were busy (${SLOW_PAYMENTS} payments on it, none finished); ${elapsedMs} ms from start`,

@@ -28,7 +28,7 @@ import { randomUUID } from 'node:crypto';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import pino from 'pino';
 import { providerIdempotencyKey } from '../../src/activities/keys';
-import { chargeWorkflowId, providerTaskQueue } from '../../src/domain/ids';
+import { captureWorkflowId, chargeWorkflowId, providerTaskQueue, refundWorkflowId } from '../../src/domain/ids';
 import { reviewItemWorkflowId } from '../../src/domain/review-items';
 import type { SweepResult } from '../../src/domain/sweep';
 import { type ApiHarness, type ApiResponse, chargeBody, eventually, newKey, startApiHarness } from '../api/harness';
@@ -142,9 +142,12 @@ describe.each(['simulator', 'stripe'] as const)('the API and the workflows, unch
       ],
     });
 
-    // Every provider call of the payment and its children ran on the provider's own activity task queue.
+    // The charge's create ran as its local first attempt (shape 3: a marker, no queue); the capture's and the refund's
+    // provider calls ran on the provider's own activity task queue.
     const queue = providerTaskQueue(h.taskQueue, provider);
-    expect(await activityQueues(chargeWorkflowId(h.a.id, key))).toEqual([queue]);
+    expect(await activityQueues(chargeWorkflowId(h.a.id, key))).toEqual([]);
+    expect(await activityQueues(captureWorkflowId(h.a.id, captureKey))).toEqual([queue]);
+    expect(await activityQueues(refundWorkflowId(h.a.id, refundKey))).toEqual([queue]);
 
     if (provider === 'simulator') {
       const effects = (await h.ledger()).effects.filter((e) => e.payment_id === paymentId);

@@ -28,17 +28,27 @@ const retry = {
   create: { budgetMs: 30_000, attemptTimeoutMs: 5_000, initialIntervalMs: 100, maximumIntervalMs: 200 },
 };
 
-/** The attempt on which the workflow's createPayment activity completed (history), and when it was scheduled. */
-async function createActivity(handle: WorkflowHandle): Promise<{ attempt: number; scheduledMs: number }> {
+/** How long a busy worker may take from receiving an attempt to its breaker check (a full suite on two cores). */
+const DISPATCH_MS = 500;
+
+/**
+ * The attempt on which the workflow's createPayment activity completed (history), when it was scheduled, and when that
+ * last attempt was handed to a worker.
+ */
+async function createActivity(
+  handle: WorkflowHandle,
+): Promise<{ attempt: number; scheduledMs: number; startedMs: number }> {
   const events = (await handle.fetchHistory()).events ?? [];
   const scheduled = events.find((e) => e.activityTaskScheduledEventAttributes?.activityType?.name === 'createPayment');
   const started = events.find(
     (e) => Number(e.activityTaskStartedEventAttributes?.scheduledEventId ?? -1) === Number(scheduled?.eventId ?? -2),
   );
-  const t = scheduled?.eventTime;
+  const ms = (t: { seconds?: unknown; nanos?: number | null } | null | undefined) =>
+    Number(t?.seconds ?? 0) * 1_000 + Math.floor((t?.nanos ?? 0) / 1e6);
   return {
     attempt: started?.activityTaskStartedEventAttributes?.attempt ?? 0,
-    scheduledMs: Number(t?.seconds ?? 0) * 1_000 + Math.floor((t?.nanos ?? 0) / 1e6),
+    scheduledMs: ms(scheduled?.eventTime),
+    startedMs: ms(started?.eventTime),
   };
 }
 
@@ -97,8 +107,18 @@ it('one 429 with Retry-After: 3 seen by one workflow delays the next creates of 
   const notBefore = await observer.coolDownUntil('simulator');
   expect(notBefore - t429).toBeGreaterThanOrEqual(RETRY_AFTER_S * 1_000);
   expect(notBefore - t429).toBeLessThan(RETRY_AFTER_S * 1_000 + 1_000);
-  // Each other workflow was refused at least once (its create completed on attempt 2 or later) and sent once.
-  for (const h of others) expect((await createActivity(h)).attempt).toBeGreaterThanOrEqual(2);
+  // Each other workflow was held by the cool-down: refused at least once (its create completed on attempt 2 or later),
+  // unless a slow worker (a loaded machine) only handed it its first attempt once the cool-down was over: then that
+  // attempt is its one send, after the window (the ledger above). Held ones in both processes, or the test means nothing.
+  const activities = await Promise.all(others.map(createActivity));
+  for (const a of activities) {
+    expect({ ...a, heldOrStartedAfter: a.attempt >= 2 || a.startedMs >= notBefore - DISPATCH_MS }).toMatchObject({
+      heldOrStartedAfter: true,
+    });
+  }
+  const refused = activities.map((a) => a.attempt >= 2);
+  expect(refused.slice(0, 4).some(Boolean)).toBe(true); // this process
+  expect(refused.slice(4).some(Boolean)).toBe(true); // the child
   expect(creates.map((r) => r.status)).toEqual([429, 200, 200, 200, 200, 200, 200, 200]);
   const keys = new Set(creates.map((r) => r.idempotency_key));
   expect(keys.size).toBe(7);

@@ -1,0 +1,167 @@
+/**
+ * Shape 3's local first attempt when it does not settle the charge: the regular activity on the provider's queue takes
+ * over with the same idempotency key, so the provider holds one effect whatever the local attempt did (timed out with
+ * its request at the provider, lost its response after the provider committed), and a create that never left ends
+ * exactly as it did before (failed `provider_unavailable`). Every money claim is checked in the simulator's ledger.
+ */
+import { createServer } from 'node:net';
+import type { TestWorkflowEnvironment } from '@temporalio/testing';
+import { temporal } from '@temporalio/proto';
+import pino from 'pino';
+import { providerIdempotencyKey } from '../../src/activities/keys';
+import { chargeWorkflowId } from '../../src/domain/ids';
+import type { PaymentView } from '../../src/domain/payment';
+import { type RestProvider, createProvider, simulatorCapabilities } from '../../src/providers';
+import { connectDevServer } from '../helpers/servers';
+import { recordHistories } from '../helpers/workflows';
+import { type ApiHarness, chargeBody, eventually, newKey, startApiHarness, testRetry } from './harness';
+
+const EventType = temporal.api.enums.v1.EventType;
+/** The local attempt's bound here: shorter than the latency below, which is shorter than the HTTP timeout (1.5 s). */
+const LOCAL_ATTEMPT_MS = 400;
+
+let env: TestWorkflowEnvironment;
+let h: ApiHarness;
+let down: RestProvider;
+
+/** A port nothing listens on: connecting to it is refused before anything is sent. */
+const closedPort = async (): Promise<number> => {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as { port: number };
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  return port;
+};
+
+beforeAll(async () => {
+  const logger = pino({ level: process.env.TEST_LOG_LEVEL ?? 'silent' });
+  down = createProvider(
+    {
+      name: 'down',
+      baseUrl: `http://127.0.0.1:${await closedPort()}`,
+      apiKey: 'sk_test_down',
+      capabilities: simulatorCapabilities(),
+      connectTimeoutMs: 500,
+      totalTimeoutMs: 1_500,
+    },
+    logger,
+  );
+  env = await connectDevServer();
+  h = await startApiHarness(env, {
+    extraProviders: { down },
+    webhooks: false,
+    timings: { localAttemptTimeoutMs: LOCAL_ATTEMPT_MS },
+    // Three attempts in all (the local one counted): a resend that meets the timed-out request still in flight at the
+    // provider (409 concurrent use) gets one more try after the backoff instead of going to reconcile.
+    retry: { create: { ...testRetry.create, maximumAttempts: 3 } },
+  });
+}, 120_000);
+afterAll(async () => {
+  await h?.close();
+  await down?.close();
+  await env?.teardown();
+});
+
+const historyOf = async (key: string) =>
+  (await env.client.workflow.getHandle(chargeWorkflowId(h.a.id, key)).fetchHistory()).events ?? [];
+const count = (events: Awaited<ReturnType<typeof historyOf>>, type: number) =>
+  events.filter((e) => e.eventType === type).length;
+const creates = (orderId: string) =>
+  h.ledger().effects.filter((e) => e.operation === 'create' && e.reference === orderId);
+const createRequests = (orderId: string) =>
+  h.ledger().requests.filter((r) => r.operation === 'create' && r.reference === orderId);
+const settled = (key: string, status: PaymentView['status']) =>
+  eventually(
+    `payment ${key} ${status}`,
+    async () => {
+      const res = await h.request('GET', `/v1/payments/${key}`);
+      return res.body.status === status ? (res.body as unknown as PaymentView) : undefined;
+    },
+    20_000,
+  );
+
+it('a local attempt that timed out with its request at the provider: the activity finishes it under the same key, one effect', async () => {
+  const key = newKey();
+  const body = chargeBody();
+  const orderId = body.orderId as string;
+  h.sim.addFaults({
+    rules: [{ match: { operation: 'create', reference: orderId }, fault: 'latency', latency_ms: 1_000, times: 1 }],
+  });
+
+  const answer = await h.request('POST', '/v1/payments', { key, body });
+
+  expect(answer.status).toBe(200);
+  expect(answer.body.status).toBe('succeeded');
+  const events = await historyOf(key);
+  // The local attempt is in history (its marker), and so is the activity that took over.
+  expect(count(events, EventType.EVENT_TYPE_MARKER_RECORDED)).toBe(1);
+  expect(count(events, EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED)).toBe(1);
+  // The provider saw the key once or twice (the timed-out request may have arrived), always the same key: one effect.
+  const requests = createRequests(orderId);
+  const expectedKey = providerIdempotencyKey(h.a.id, 'create', key);
+  expect(requests.length).toBeGreaterThanOrEqual(1);
+  expect(new Set(requests.map((r) => r.idempotency_key))).toEqual(new Set([expectedKey]));
+  expect(creates(orderId)).toHaveLength(1);
+  await recordHistories({ env }, 'local-first-timed-out', [chargeWorkflowId(h.a.id, key)]);
+}, 30_000);
+
+it('a local attempt whose response was lost after the provider committed (commit_then_drop): one effect, no second charge', async () => {
+  const key = newKey();
+  const body = chargeBody();
+  const orderId = body.orderId as string;
+  h.sim.addFaults({
+    rules: [{ match: { operation: 'create', reference: orderId }, fault: 'commit_then_drop', times: 1 }],
+  });
+
+  const answer = await h.request('POST', '/v1/payments', { key, body });
+
+  expect(answer.status).toBe(200);
+  expect(answer.body.status).toBe('succeeded');
+  const requests = createRequests(orderId);
+  // The dropped request and the activity's resend, answered from the provider's stored answer for the key.
+  expect(requests.map((r) => [r.fault ?? null, r.replayed ?? false])).toEqual([
+    ['commit_then_drop', false],
+    [null, true],
+  ]);
+  expect(creates(orderId)).toHaveLength(1);
+  const events = await historyOf(key);
+  expect(count(events, EventType.EVENT_TYPE_MARKER_RECORDED)).toBe(1);
+  expect(count(events, EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED)).toBe(1);
+}, 30_000);
+
+it('a refused connection on the local attempt and on every retry: failed provider_unavailable, nothing sent, as before', async () => {
+  const key = newKey();
+  const body = chargeBody({ provider: 'down' });
+
+  const answer = await h.request('POST', '/v1/payments', { key, body });
+
+  expect(answer.status).toBeLessThan(300);
+  const view = await settled(key, 'failed');
+  expect(view.failureReason).toBe('provider_unavailable');
+  const events = await historyOf(key);
+  // The local attempt, then the activity's own attempts (the test retry policy's two) on the provider's queue.
+  expect(count(events, EventType.EVENT_TYPE_MARKER_RECORDED)).toBe(1);
+  expect(count(events, EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED)).toBe(1);
+  expect(count(events, EventType.EVENT_TYPE_START_CHILD_WORKFLOW_EXECUTION_INITIATED)).toBe(0); // no reconcile
+}, 30_000);
+
+it('a 429 with Retry-After on the local attempt: the activity sends again only after the wait the provider asked for', async () => {
+  const key = newKey();
+  const body = chargeBody();
+  const orderId = body.orderId as string;
+  h.sim.addFaults({
+    rules: [
+      { match: { operation: 'create', reference: orderId }, fault: 'status', status: 429, retry_after_s: 1, times: 1 },
+    ],
+  });
+
+  const answer = await h.request('POST', '/v1/payments', { key, body });
+
+  expect(answer.status).toBe(200);
+  expect(answer.body.status).toBe('succeeded');
+  const requests = createRequests(orderId);
+  expect(requests.map((r) => r.status)).toEqual([429, expect.any(Number)]);
+  const [first, second] = requests;
+  expect((second?.at_ms ?? 0) - (first?.at_ms ?? 0)).toBeGreaterThanOrEqual(1_000);
+  expect(creates(orderId)).toHaveLength(1);
+}, 30_000);
