@@ -17,7 +17,6 @@ import path from 'node:path';
 import { bundleWorkflowCode } from '@temporalio/worker';
 import { startDevServer } from '../scripts/lib/dev-server';
 import { PaymentsClient } from '../src/client';
-import { simulatorCapabilities } from '../src/providers';
 import { startSimulator } from '../src/simulator/server';
 import type { MemoryReport, MemoryRequest } from './memory-worker';
 import { benchTimings, devServerSettings, runClosers } from './stack';
@@ -133,7 +132,6 @@ export async function runMemoryBench(
     const client = new PaymentsClient(env.client, {
       taskQueue,
       timings: benchTimings,
-      capabilities: { simulator: simulatorCapabilities() },
     });
     const failures: string[] = [];
     let opened = 0;

@@ -190,7 +190,6 @@ export async function startScenarioStack(
       api: {
         payments: {
           timings,
-          capabilities: { simulator: provider.capabilities },
           // BENCH_ORDER_SINGLE_FLIGHT=0: without the one-open-payment-per-order check (two visibility queries a charge),
           // to measure what it costs; the bench's path keeps it, as production does.
           ...(process.env.BENCH_ORDER_SINGLE_FLIGHT === '0' ? { orderSingleFlight: false } : {}),

@@ -282,7 +282,7 @@ export type Config = Omit<
   readonly API_TOKENS: readonly { readonly merchantId: string; readonly token: string }[];
   /** Empty in production unless set: no development operator token there. */
   readonly OPERATOR_TOKENS: readonly { readonly operatorId: string; readonly token: string }[];
-  /** The provider names the worker serves (see {@link configuredProviders}). */
+  /** The provider names the worker serves (see {@link configuredProviders}); the API refuses any other (400). */
   readonly providers: readonly string[];
   /** The provider of a charge that names none. */
   readonly defaultProvider: string;
@@ -290,8 +290,12 @@ export type Config = Omit<
   /** Whether the development defaults for secrets are in use (say so loudly at start-up). */
   readonly usingDevelopmentSecrets: boolean;
   readonly timings: PaymentTimings;
+  /**
+   * The worker's retry presets (`RETRY_*`): every payment records them in its first workflow task (shape 3), and the
+   * sweep runs with them. The API process does not read them (validated here all the same: one environment, one check).
+   */
   readonly retry: RetryOverrides;
-  /** The configured provider's capabilities, as the simulator-backed REST provider has them. */
+  /** The configured provider's capabilities, as the simulator-backed REST provider has them (the worker's adapter). */
   readonly providerCapabilities: RetryCapabilities & {
     readonly lookupByKey: boolean;
     readonly lookupByReference: boolean;

@@ -30,7 +30,7 @@ import { PaymentsClient, type PaymentsClientOptions } from './client';
 import { AesGcmPayloadCodec } from './codec';
 import type { Config, ProviderLimits } from './config';
 import { providerTaskQueue } from './domain/ids';
-import type { RetryOverrides } from './domain/retry';
+import { ProviderOperation, type RetryOverrides, retrySpecFor } from './domain/retry';
 import type { ApiMetrics } from './metrics/api-metrics';
 import {
   type WorkerMetrics,
@@ -39,7 +39,7 @@ import {
   paymentSinks,
   providerCallInterceptor,
 } from './metrics/worker-metrics';
-import { configuredCapabilities, createConfiguredProviders, webhookVerifiers } from './providers/registry';
+import { createConfiguredProviders, webhookVerifiers } from './providers/registry';
 import type { PaymentProvider } from './providers/types';
 import { type TemporalTarget, connectionOptions } from './temporal-connection';
 
@@ -78,6 +78,7 @@ export interface WorkerSetup {
 
 /** Builds the workflow worker and one activity worker per provider. */
 export async function createWorkers(setup: WorkerSetup): Promise<Worker[]> {
+  assertRetryPresets(setup.providers, setup.retry);
   const breaker = setup.breaker ?? new InMemoryCircuitBreaker();
   const activities = {
     ...createActivities({
@@ -124,6 +125,28 @@ export async function createWorkers(setup: WorkerSetup): Promise<Worker[]> {
     }),
   );
   return [workflowWorker, ...providerWorkers];
+}
+
+/**
+ * Every payment runs the worker's retry presets in workflow code (shape 3 records them), where one inconsistent with a
+ * provider's capabilities would fail the payment before anything is sent: refuse them when the workers are built.
+ */
+function assertRetryPresets(
+  providers: Readonly<Record<string, PaymentProvider>>,
+  retry: RetryOverrides | undefined,
+): void {
+  for (const [name, provider] of Object.entries(providers)) {
+    for (const operation of ProviderOperation.options) {
+      try {
+        retrySpecFor(operation, provider.capabilities, retry?.[operation]);
+      } catch (err) {
+        throw new TypeError(
+          `retry settings for ${operation} at ${name}: ${err instanceof Error ? err.message : String(err)}`,
+          { cause: err },
+        );
+      }
+    }
+  }
 }
 
 /**
@@ -421,9 +444,7 @@ export async function startConfiguredStack(
             api: {
               payments: {
                 timings: config.timings,
-                retry: config.retry,
-                // The same settings the worker builds its adapter from: payments take the lean history shape.
-                capabilities: configuredCapabilities(config),
+                // Names only: capabilities and RETRY_* presets are the worker's, recorded by each payment (shape 3).
                 providers: config.providers,
                 defaultProvider: config.defaultProvider,
                 orderSingleFlight: config.ORDER_SINGLE_FLIGHT,

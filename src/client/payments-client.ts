@@ -42,10 +42,9 @@ import {
   RefundRequest,
   ResolveRequest,
 } from '../domain/payment';
-import { ProviderOperation, type RetryOverrides, retrySpecFor } from '../domain/retry';
 import { type ReviewItemState, resolveReviewItemUpdate, reviewItemQuery } from '../domain/review-items';
 import { MerchantIdAttr, OrderIdAttr, PaymentStatusAttr, ProviderAttr } from '../domain/search-attributes';
-import type { ChargeWorkflowInput, PaymentTimings, ProviderCapabilitiesInput } from '../domain/workflow-inputs';
+import type { ChargeWorkflowInput, PaymentTimings } from '../domain/workflow-inputs';
 import type { chargeWorkflow, reviewItemWorkflow } from '../workflows';
 import {
   IdempotencyKeyReused,
@@ -94,16 +93,6 @@ export interface PaymentsClientOptions {
   readonly timings: PaymentTimings;
   /** Default: the Temporal client's namespace. */
   readonly namespace?: string;
-  /**
-   * Each provider's capabilities as configured (config `providerCapabilities`, the settings the worker reads too). A
-   * payment whose provider is listed takes the lean history shape 3: the worker's capabilities and retry presets, read
-   * with its first create attempt in its first workflow task, the early answer under this client's deadline instead
-   * of a workflow timer. Neither these capabilities nor `retry` go into its input; here they only check, when the
-   * client is built, that the retry settings are consistent.
-   */
-  readonly capabilities?: Readonly<Record<string, ProviderCapabilitiesInput>>;
-  /** Retry overrides for a payment of the first shape (a provider not in `capabilities`); shape 3 takes the worker's. */
-  readonly retry?: RetryOverrides;
   /** How long capture and refund wait for their outcome before answering the current view; default `submitWaitMs`. */
   readonly operationWaitMs?: number;
   /** How long a webhook without metadata waits for visibility to index its payment; default 2000 ms. */
@@ -121,7 +110,9 @@ export interface PaymentsClientOptions {
   readonly rpcTimeoutMs?: number;
   /**
    * The provider names the workers serve (config `providers`); a charge naming another is refused with a
-   * {@link ValidationError} on `provider` before anything starts. Default `['simulator']`.
+   * {@link ValidationError} on `provider` before anything starts. Default `['simulator']`. Names only: the client holds
+   * no provider capabilities and no retry presets. Every payment it starts takes history shape 3, whose first workflow
+   * task records the worker's capabilities and `RETRY_*` presets (docs/provider-contract.md).
    */
   readonly providers?: readonly string[];
   /** The provider of a charge that names none (config `defaultProvider`); default the first of `providers`. */
@@ -211,19 +202,6 @@ export class PaymentsClient {
     this.defaultProvider = options.defaultProvider ?? providers[0] ?? defaultProviderName;
     if (!this.providers.has(this.defaultProvider)) {
       throw new TypeError(`defaultProvider ${this.defaultProvider} is not one of the providers`);
-    }
-    // Every payment runs its retry specs in workflow code, where an inconsistent one fails the payment before anything
-    // is sent (and it would read as pending): refuse them here, when the client is built.
-    for (const [provider, capabilities] of Object.entries(options.capabilities ?? {})) {
-      for (const operation of ProviderOperation.options) {
-        try {
-          retrySpecFor(operation, capabilities, options.retry?.[operation]);
-        } catch (err) {
-          throw new TypeError(
-            `retry settings for ${operation} at ${provider}: ${err instanceof Error ? err.message : String(err)}`,
-          );
-        }
-      }
     }
     this.splitPaymentMerchants = new Set(options.splitPaymentMerchants ?? []);
   }
@@ -364,21 +342,15 @@ export class PaymentsClient {
     request: ChargeRequest,
     fingerprint: string,
   ): Promise<ChargeResult> {
-    const capabilities = this.options.capabilities?.[request.provider];
     const input: ChargeWorkflowInput = {
       merchantId: merchant,
       key: paymentKey,
       fingerprint,
       request,
       timings: this.options.timings,
-      // With the provider configured here (a deployment whose workers know shape 3), the payment takes shape 3: the
-      // worker owns the provider's capabilities and the retry presets, recorded in the payment's first workflow task,
-      // so neither travels in the input. Without, the first shape: the starter's presets, the worker's capabilities.
-      ...(capabilities === undefined
-        ? this.options.retry === undefined
-          ? {}
-          : { retry: this.options.retry }
-        : { shape: 3 as const }),
+      // Shape 3: the worker owns the provider's capabilities and the retry presets, recorded in the payment's first
+      // workflow task, so neither travels in the input (nor is held here: this client knows providers by name only).
+      shape: 3,
     };
     const startedBy = randomUUID();
     const { orderId, amount, provider, capture } = request;
@@ -411,14 +383,7 @@ export class PaymentsClient {
     const deadline = answerBy - describeBudgetMs(this.submitMarginMs);
     try {
       const { result: view, report } = await this.starts.run(() =>
-        input.shape !== undefined
-          ? this.submitLean(workflowId, fingerprint, startWorkflowOperation, deadline)
-          : this.client.connection.withDeadline(deadline, () =>
-              this.starts.workflow.executeUpdateWithStart(submitUpdate, {
-                args: [{ fingerprint }],
-                startWorkflowOperation,
-              }),
-            ),
+        this.submitLean(workflowId, fingerprint, startWorkflowOperation, deadline),
       );
       // The start response's `started` names the request that created the run; a `false` is read again from the memo
       // (a server that does not send the flag answers false), so only a repeat costs the describe.

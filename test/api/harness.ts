@@ -100,9 +100,11 @@ export interface ApiHarness {
 
 export interface HarnessOptions {
   readonly timings?: Partial<PaymentTimings>;
+  /**
+   * The workers' retry presets (`RETRY_*`; default {@link testRetry}): every payment the API starts records them in
+   * its first workflow task and runs with them (shape 3). The API holds none.
+   */
   readonly retry?: RetryOverrides;
-  /** The workers' retry presets (`RETRY_*`) when they differ from the API's `retry` (default: the same). */
-  readonly workerRetry?: RetryOverrides;
   /** Point the simulator's webhooks at the API (default true). */
   readonly webhooks?: boolean;
   /** Register the sweep's activities with the workers, as the worker process does. */
@@ -162,12 +164,8 @@ export async function startApiHarness(env: TestWorkflowEnvironment, opts: Harnes
     api: {
       payments: {
         timings: { ...testTimings, ...opts.timings },
-        retry: opts.retry ?? testRetry,
+        // Provider names only: the capabilities and the retry presets are the workers' (below).
         providers: ['simulator', ...Object.keys(opts.extraProviders ?? {})],
-        capabilities: {
-          simulator: provider.capabilities,
-          ...Object.fromEntries(Object.entries(opts.extraProviders ?? {}).map(([n, p]) => [n, p.capabilities])),
-        },
         ...(opts.orderSingleFlight === undefined ? {} : { orderSingleFlight: opts.orderSingleFlight }),
         splitPaymentMerchants: (opts.splitPaymentMerchants ?? []).map((m) => (m === 'a' ? a.id : b.id)),
       },
@@ -189,8 +187,8 @@ export async function startApiHarness(env: TestWorkflowEnvironment, opts: Harnes
       ...(opts.sweep ? { sweep: true } : {}),
       ...(opts.workerMetrics ? { metrics: opts.workerMetrics } : {}),
       ...(opts.providerLimits === undefined ? {} : { providerLimits: opts.providerLimits }),
-      // The workers' own presets: shape-3 payments run with these (as the worker process passes its RETRY_*).
-      retry: opts.workerRetry ?? opts.retry ?? testRetry,
+      // The workers' own presets: the payments run with these (as the worker process passes its RETRY_*).
+      retry: opts.retry ?? testRetry,
       ...(opts.maxConcurrentActivityTaskExecutions === undefined
         ? {}
         : { maxConcurrentActivityTaskExecutions: opts.maxConcurrentActivityTaskExecutions }),

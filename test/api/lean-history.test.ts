@@ -161,8 +161,7 @@ const scheduledPolicies = async (workflowId: string, activityType: string) => {
 };
 
 describe('the worker owns the provider configuration and the retry presets', () => {
-  /** The API process's presets (in its own configuration, never sent) and the worker's, every value different. */
-  const apiRetry: RetryOverrides = testRetry;
+  /** The workers' presets: every value differs from the production presets and from the harness's `testRetry`. */
   const workerRetry: RetryOverrides = {
     create: {
       initialIntervalMs: 300,
@@ -184,8 +183,7 @@ describe('the worker owns the provider configuration and the retry presets', () 
     // A provider with limits of its own: the local activity answers the worker's view only, and the create (and the
     // capture) are regular activities whose scheduled policies show which presets the payment runs with.
     w = await startApiHarness(env, {
-      retry: apiRetry,
-      workerRetry,
+      retry: workerRetry,
       providerLimits: { simulator: { maxConcurrency: 10 } },
       webhooks: false,
       timings: { refundWindowMs: 3_000 },
@@ -230,16 +228,20 @@ describe('the worker owns the provider configuration and the retry presets', () 
     expect(w.ledger().effects.filter((e) => e.reference === body.orderId)).toHaveLength(1);
   });
 
-  it("a worker with other retry presets than the API's: the create and the capture run with the worker's", async () => {
+  it("a PaymentsClient with provider names only (no capabilities, no retry): its payment's input carries neither, the create and the capture run with the workers' presets", async () => {
+    // Everything the client is given: where to start payments, their delays, the provider names. Nothing else.
+    const payments = new PaymentsClient(env.client, {
+      taskQueue: w.taskQueue,
+      timings: { ...testTimings, refundWindowMs: 3_000 },
+      providers: ['simulator'],
+    });
     const key = newKey();
     const body = chargeBody({ capture: 'manual' });
-    const answer = await w.request('POST', '/v1/payments', { key, body });
-    expect(answer.status).toBe(200);
-    expect(answer.body).toMatchObject({ status: 'authorized' });
+    const charged = await payments.charge(w.a.id, key, body);
+    expect(charged).toMatchObject({ replayed: false, view: { status: 'authorized' } });
     const captureKey = newKey();
-    const capture = await w.request('POST', `/v1/payments/${key}/capture`, { key: captureKey, body: {} });
-    expect(capture.status).toBe(200);
-    expect(capture.body).toMatchObject({ status: 'succeeded', amountCaptured: 1_000 });
+    const capture = await payments.capture(w.a.id, key, captureKey, {});
+    expect(capture).toMatchObject({ completed: true, view: { status: 'succeeded', amountCaptured: 1_000 } });
 
     const workflowId = chargeWorkflowId(w.a.id, key);
     const events = (await env.client.workflow.getHandle(workflowId).fetchHistory()).events ?? [];
@@ -260,7 +262,7 @@ describe('the worker owns the provider configuration and the retry presets', () 
         maximumAttempts: 3,
       },
     ]);
-    // The capture child got the worker's presets from the payment (its input), not the API's.
+    // The capture child got the worker's presets from the payment (its input): the recorded ones, not the defaults.
     expect(await scheduledPolicies(captureWorkflowId(w.a.id, captureKey), 'capturePayment')).toEqual([
       {
         startToCloseMs: 4_000,
@@ -365,7 +367,6 @@ it('a worker whose adapter differs from the view the payment recorded refuses be
     taskQueue,
     timings: testTimings,
     providers: ['simulator'],
-    capabilities: { simulator: simulatorCapabilities() },
   });
   const key = newKey();
   const body = chargeBody();

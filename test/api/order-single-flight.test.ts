@@ -11,7 +11,7 @@ import { PaymentInFlight, PaymentsClient } from '../../src/client';
 import { chargeWorkflowId } from '../../src/domain/ids';
 import type { PaymentTimings } from '../../src/domain/workflow-inputs';
 import { connectDevServer } from '../helpers/servers';
-import { type ApiHarness, chargeBody, eventually, newKey, startApiHarness, testRetry, testTimings } from './harness';
+import { type ApiHarness, chargeBody, eventually, newKey, startApiHarness, testTimings } from './harness';
 
 let env: TestWorkflowEnvironment;
 let h: ApiHarness;
@@ -160,7 +160,6 @@ describe('one open payment per order', () => {
     const unguarded = new PaymentsClient(env.client, {
       taskQueue: h.taskQueue,
       timings,
-      retry: testRetry,
       providers: ['simulator'],
       orderSingleFlight: false,
     });

@@ -2,9 +2,8 @@ import { Client, type ConnectionLike, WorkflowNotFoundError } from '@temporalio/
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { PaymentsClient, ValidationError } from '../../src/client';
 import { chargeWorkflowId } from '../../src/domain/ids';
-import { simulatorCapabilities } from '../../src/providers';
 import { connectDevServer } from '../helpers/servers';
-import { type ApiHarness, chargeBody, eventually, newKey, startApiHarness, testRetry, testTimings } from './harness';
+import { type ApiHarness, chargeBody, eventually, newKey, startApiHarness, testTimings } from './harness';
 
 let env: TestWorkflowEnvironment;
 let h: ApiHarness;
@@ -63,8 +62,6 @@ describe('POST /v1/payments', () => {
     const payments = new PaymentsClient(new Client({ connection, namespace: env.namespace ?? 'default' }), {
       taskQueue: h.taskQueue,
       timings: testTimings,
-      retry: testRetry,
-      capabilities: { simulator: simulatorCapabilities() },
     });
     const key = newKey();
     const body = chargeBody();

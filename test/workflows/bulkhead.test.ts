@@ -138,7 +138,6 @@ it('a slow provider whose slots are all taken does not delay payments on a secon
       taskQueue,
       timings: { ...fastTimings, submitWaitMs: SUBMIT_WAIT_MS },
       providers: ['simulator', 'backup'],
-      capabilities: { simulator: simulatorCapabilities(86_400), backup: simulatorCapabilities(86_400) },
       orderSingleFlight: false,
     });
     const merchantId = `m_${randomUUID().slice(0, 8)}`;
