@@ -11,10 +11,15 @@ import type { Context } from '@temporalio/activity';
 import type { ActivityInterceptorsFactory, InjectedSinks } from '@temporalio/worker';
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
 import type { BreakerObserver } from '../activities/breaker';
+import { ErrorType } from '../domain/errors';
 import type { PaymentSinks } from '../domain/sinks';
 
-/** The provider-call activities and the operation each performs. */
+/**
+ * The provider-call activities and the operation each performs. `firstCreateAttempt` is a shape-3 charge's first create
+ * attempt, run as a local activity on the workflow's worker (it passes through the same interceptor).
+ */
 const providerCallActivities: Readonly<Record<string, string>> = {
+  firstCreateAttempt: 'create',
   createPayment: 'create',
   capturePayment: 'capture',
   voidPayment: 'void',
@@ -112,6 +117,33 @@ function outcomeOfResult(result: unknown): string {
   return outcome === 'declined' ? 'declined' : 'succeeded';
 }
 
+/**
+ * The outcome class of a failed attempt. A local first attempt is bounded to one try, so its retryable failures come
+ * wrapped in BudgetExhausted: what the provider did is the cause (`ProviderUnavailable`, `OutcomeUnknown`, ...).
+ */
+function outcomeOfFailure(err: unknown, local: boolean): string {
+  if (!(err instanceof ApplicationFailure)) return 'error';
+  if (local && err.type === ErrorType.BudgetExhausted && err.cause instanceof ApplicationFailure) {
+    return err.cause.type ?? 'ApplicationFailure';
+  }
+  return err.type ?? 'ApplicationFailure';
+}
+
+/** A `firstCreateAttempt` that sent nothing: the provider has no keys or limits of its own (the activity sends). */
+const localAttemptNotRun = (activityType: string, result: unknown): boolean =>
+  activityType === 'firstCreateAttempt' && (result as { attempt?: unknown } | null)?.attempt === 'not_run';
+
+/** What a provider call answered: a local first attempt wraps the create's answer in `outcome`. */
+const providerAnswer = (activityType: string, result: unknown): unknown =>
+  activityType === 'firstCreateAttempt' ? (result as { outcome?: unknown } | null)?.outcome : result;
+
+/**
+ * Whether this attempt repeats an earlier one: an activity retry, or the create activity taking over from a local
+ * first attempt that did not settle (it carries that attempt's record as `earlier`).
+ */
+const isRetry = (attempt: number, args: unknown): boolean =>
+  attempt > 1 || (args as { earlier?: unknown } | undefined)?.earlier !== undefined;
+
 /** Counts each provider-call attempt; other activities pass through untouched. */
 export function providerCallInterceptor(metrics: WorkerMetrics): ActivityInterceptorsFactory {
   return (ctx: Context) => ({
@@ -121,7 +153,7 @@ export function providerCallInterceptor(metrics: WorkerMetrics): ActivityInterce
         const operation = providerCallActivities[activityType];
         if (operation === undefined) return next(input);
         const provider = String((input.args[0] as { provider?: unknown } | undefined)?.provider ?? 'unknown');
-        const attemptKind = attempt > 1 ? 'retry' : 'original';
+        const attemptKind = isRetry(attempt, input.args[0]) ? 'retry' : 'original';
         const stop = metrics.providerCallSeconds.startTimer({ provider, operation });
         const count = (outcome: string) => {
           metrics.providerCalls.inc({ provider, operation, outcome, attempt: attemptKind });
@@ -129,12 +161,15 @@ export function providerCallInterceptor(metrics: WorkerMetrics): ActivityInterce
         };
         try {
           const result = await next(input);
-          count(outcomeOfResult(result));
+          if (!localAttemptNotRun(activityType, result)) count(outcomeOfResult(providerAnswer(activityType, result)));
           return result;
         } catch (err) {
-          const outcome = err instanceof ApplicationFailure ? (err.type ?? 'ApplicationFailure') : 'error';
+          const local = activityType === 'firstCreateAttempt';
+          const outcome = outcomeOfFailure(err, local);
           count(outcome);
-          if (err instanceof ApplicationFailure && !err.nonRetryable && err.nextRetryDelay != null) {
+          // A local attempt's retry delay is not waited: the activity takes over at once (or after a Retry-After the
+          // workflow sleeps), so only an activity's own retries report a delay.
+          if (!local && err instanceof ApplicationFailure && !err.nonRetryable && err.nextRetryDelay != null) {
             metrics.retryDelaySeconds.observe({ provider, operation, outcome }, msToNumber(err.nextRetryDelay) / 1000);
           }
           throw err;
