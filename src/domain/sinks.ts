@@ -11,9 +11,17 @@ export interface ReconcileMetricEvent {
   readonly provider: string;
 }
 
+/** A charge moved from the provider holding it to the next of its list (`reason`: why the send provably never left). */
+export interface FailoverMetricEvent {
+  readonly from: string;
+  readonly to: string;
+  readonly reason: string;
+}
+
 /** The sinks the payment workflows call; the worker injects them (src/metrics). */
 export interface PaymentSinks extends Sinks {
   paymentMetrics: {
     reconcile(event: ReconcileMetricEvent): void;
+    failover(event: FailoverMetricEvent): void;
   };
 }

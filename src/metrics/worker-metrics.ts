@@ -1,8 +1,8 @@
 /**
  * The worker's own metrics (prom-client): every provider call by provider, operation, outcome class and whether it
  * was the original attempt or a retry; the retry delays we chose; reconciles started and how they ended; the breaker's
- * state. Counted from outside the activities and workflows: an activity interceptor sees each attempt's result or
- * typed failure, a workflow sink reports reconciles. The Temporal SDK's own metrics are a separate endpoint (Runtime
+ * state; failovers. Counted from outside the activities and workflows: an activity interceptor sees each attempt's
+ * result or typed failure, workflow sinks report reconciles and failovers. The Temporal SDK's own metrics are a separate endpoint (Runtime
  * telemetry, see src/worker.ts).
  */
 import { ApplicationFailure } from '@temporalio/common';
@@ -36,6 +36,7 @@ export interface WorkerMetrics {
   readonly retryDelaySeconds: Histogram<'provider' | 'operation' | 'outcome'>;
   readonly reconcilesStarted: Counter<'provider' | 'operation'>;
   readonly reconcilesEnded: Counter<'provider' | 'operation' | 'outcome'>;
+  readonly failovers: Counter<'from' | 'to' | 'reason'>;
 }
 
 /** Registers the worker's metrics on `registry`; `breakerState` (optional) feeds the breaker gauge on each scrape. */
@@ -80,6 +81,12 @@ export function createWorkerMetrics(
       name: 'payments_reconciles_ended_total',
       help: 'Reconciles ended, by outcome: found, declined, rejected, needs_review',
       labelNames: ['provider', 'operation', 'outcome'],
+      registers,
+    }),
+    failovers: new Counter({
+      name: 'payments_failovers_total',
+      help: 'Charges moved to the next provider of their list, by the provider left, the one moved to and why every send at the first provably never left (connect_refused, breaker_open, ...)',
+      labelNames: ['from', 'to', 'reason'],
       registers,
     }),
   };
@@ -148,7 +155,11 @@ export function providerCallInterceptor(metrics: WorkerMetrics): ActivityInterce
   });
 }
 
-/** The workflow sinks that feed the reconcile counters (never called during replay). */
+/**
+ * The workflow sinks that feed the reconcile and failover counters. Never called during replay (`callDuringReplay:
+ * false`, said outright): a worker that picks up a payment's history again (cache eviction, restart) counts nothing
+ * twice.
+ */
 export function paymentSinks(metrics: WorkerMetrics): InjectedSinks<PaymentSinks> {
   return {
     paymentMetrics: {
@@ -156,6 +167,12 @@ export function paymentSinks(metrics: WorkerMetrics): InjectedSinks<PaymentSinks
         fn(_info, { event, operation, provider }) {
           if (event === 'started') metrics.reconcilesStarted.inc({ provider, operation });
           else metrics.reconcilesEnded.inc({ provider, operation, outcome: event });
+        },
+        callDuringReplay: false,
+      },
+      failover: {
+        fn(_info, { from, to, reason }) {
+          metrics.failovers.inc({ from, to, reason });
         },
         callDuringReplay: false,
       },

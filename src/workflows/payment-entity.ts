@@ -5,6 +5,7 @@ import {
   getExternalWorkflowHandle,
   log,
   patched,
+  proxySinks,
   setCurrentDetails,
   setHandler,
   upsertSearchAttributes,
@@ -46,6 +47,7 @@ import type {
   WorkerProviderConfig,
 } from '../domain/provider-payment';
 import type { RetryOverrides } from '../domain/retry-policy';
+import type { PaymentSinks } from '../domain/sinks';
 import { MerchantIdAttr, OrderIdAttr, PaymentStatusAttr, ProviderAttr } from '../domain/search-attributes';
 import { formatWait, paymentCurrentDetails } from '../domain/summaries';
 import type { ChargeWorkflowInput } from '../domain/workflow-inputs';
@@ -169,6 +171,8 @@ export class PaymentEntity {
     upsertSearchAttributes([{ key: ProviderAttr, value: to }]);
     setCurrentDetails(paymentCurrentDetails(view));
     log.warn('charge failed over to the next provider', { from, to, reason });
+    // Metrics through a sink: no command (no history change, no patch), not called on replay.
+    proxySinks<PaymentSinks>().paymentMetrics.failover({ from, to, reason });
     // The starter's capabilities describe the first provider only: the worker describes the new one.
     this.capabilities = await describeProvider(to);
     this.acts = providerActivities(workflowInfo().taskQueue, to, this.capabilities, this.retry);

@@ -68,7 +68,7 @@ export interface StripeFront {
   /** `http://127.0.0.1:<port>`: the adapter's `STRIPE_API_BASE`. */
   readonly url: string;
   /** Every request so far, oldest first, with the status it was answered. */
-  readonly seen: (FrontRequest & { readonly answeredStatus: number })[];
+  readonly seen: (FrontRequest & { readonly answeredStatus: number; readonly answeredBody: string })[];
   close(): Promise<void>;
 }
 
@@ -115,7 +115,7 @@ export async function startStripeFront(handler: FrontHandler): Promise<StripeFro
       // A bug of the test's handler: a plain 599 the adapter classifies as unknown, and the log says why.
       answer = { status: 599, headers: { 'content-type': 'text/plain' }, body: String(err) };
     }
-    seen.push({ ...request, answeredStatus: answer.status });
+    seen.push({ ...request, answeredStatus: answer.status, answeredBody: answer.body });
     res.writeHead(answer.status, answer.headers);
     res.end(answer.body);
   };

@@ -37,12 +37,23 @@ export interface StripeStates {
   readonly front: StripeFront;
   /** Payment keys whose creates the front answers with Stripe's recorded 500 (an unknown outcome). */
   readonly failingCreates: Set<string>;
+  /**
+   * Payment keys whose first create Stripe commits and whose answer is lost: forwarded to stripe-mock (the PaymentIntent
+   * exists), then answered with the recorded 500; every later create with the key is answered 500 without forwarding
+   * (Stripe replays a stored error to the same Idempotency-Key).
+   */
+  readonly lostAnswers: Set<string>;
+  /** The PaymentIntents those creates committed, by payment key, as stripe-mock answered them. */
+  readonly committed: ReadonlyMap<string, Record<string, unknown>>;
   /** The base URL of the stripe-mock showing `step`. */
   url(step: StripeStep): string;
   /** The creates the adapter sent for one payment (found by the metadata it carries). */
   createsOf(key: string): StripeFront['seen'];
-  /** Runs `fn` while the list of PaymentIntents is answered by a new stripe-mock whose PaymentIntent fixture is `intent`. */
-  listing<T>(intent: Record<string, unknown>, fn: () => Promise<T>): Promise<T>;
+  /**
+   * Runs `fn` while the list of PaymentIntents is answered by a new stripe-mock whose PaymentIntent fixture is `intent`;
+   * with `search`, the search (a reconcile's lookup by metadata) is answered by it too.
+   */
+  listing<T>(intent: Record<string, unknown>, fn: () => Promise<T>, opts?: { readonly search?: boolean }): Promise<T>;
   /** A Stripe `payment_intent.succeeded` event body for `piId` as the captured stripe-mock serves it, with what Stripe
    * would hold from our create: `amount` and the `metadata` the adapter sent (stripe-mock keeps neither). */
   succeededEvent(piId: string, metadata: Record<string, string>, amount: number): Promise<string>;
@@ -87,9 +98,12 @@ export async function startStripeStates(opts: StripeStatesOptions): Promise<Stri
   };
   const mocks: Partial<Record<StripeStep, RunningStripeMock>> = {};
   const listingMocks: RunningStripeMock[] = [];
-  /** Which stripe-mock answers the list of the next sweep. */
+  /** Which stripe-mock answers the list of the next sweep (and, with `searching`, the searches). */
   let listing: RunningStripeMock | undefined;
+  let searching = false;
   const failingCreates = new Set<string>();
+  const lostAnswers = new Set<string>();
+  const committed = new Map<string, Record<string, unknown>>();
   const intentStep = new Map<string, StripeStep>();
 
   const url = (step: StripeStep): string => {
@@ -105,10 +119,17 @@ export async function startStripeStates(opts: StripeStatesOptions): Promise<Stri
       if (opts.decliningCard !== undefined && req.form.get('payment_method') === opts.decliningCard) {
         return recorded('card-declined');
       }
-      if (failingCreates.has(req.form.get('metadata[payment_key]') ?? '')) return recorded('api-error-500');
+      const paymentKey = req.form.get('metadata[payment_key]') ?? '';
+      if (failingCreates.has(paymentKey)) return recorded('api-error-500');
+      if (lostAnswers.has(paymentKey) && committed.has(paymentKey)) return recorded('api-error-500');
       const step = req.form.get('capture_method') === 'manual' ? 'authorizing' : 'captured';
       const answer = await forward(url(step));
       if (answer.status === 200) intentStep.set((JSON.parse(answer.body) as { id: string }).id, step);
+      if (lostAnswers.has(paymentKey)) {
+        if (answer.status !== 200) throw new Error(`stripe-mock refused the create to commit: ${answer.body}`);
+        committed.set(paymentKey, JSON.parse(answer.body) as Record<string, unknown>);
+        return recorded('api-error-500');
+      }
       return answer;
     }
     if (req.method === 'POST' && intentPath?.[2] === '/capture') {
@@ -124,6 +145,9 @@ export async function startStripeStates(opts: StripeStatesOptions): Promise<Stri
       return forward(url(intentStep.get(intentPath[1] ?? '') ?? 'captured'));
     }
     if (req.method === 'GET' && req.path === '/v1/payment_intents') return forward(listing?.url ?? url('authorizing'));
+    if (req.method === 'GET' && req.path === '/v1/payment_intents/search' && searching && listing) {
+      return forward(listing.url);
+    }
     // Anything else (a search): the bundled answer of a mock, validated all the same.
     return forward(url('authorizing'));
   }
@@ -138,12 +162,14 @@ export async function startStripeStates(opts: StripeStatesOptions): Promise<Stri
   return {
     front,
     failingCreates,
+    lostAnswers,
+    committed,
     url,
     createsOf: (key) =>
       front.seen.filter(
         (r) => r.method === 'POST' && r.path === '/v1/payment_intents' && r.form.get('metadata[payment_key]') === key,
       ),
-    async listing(intent, fn) {
+    async listing(intent, fn, listingOpts) {
       const mock = await startStripeMock(binary.path, {
         fixtures: fixtures(`listing-${randomUUID()}`, (r) => {
           r.payment_intent = { ...r.payment_intent, ...intent };
@@ -152,10 +178,12 @@ export async function startStripeStates(opts: StripeStatesOptions): Promise<Stri
       });
       listingMocks.push(mock);
       listing = mock;
+      searching = listingOpts?.search === true;
       try {
         return await fn();
       } finally {
         listing = undefined;
+        searching = false;
       }
     },
     async succeededEvent(piId, metadata, amount) {
