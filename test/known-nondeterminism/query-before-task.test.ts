@@ -233,7 +233,7 @@ async function querySplit() {
   const queried = handle.query(paymentQuery);
   // The ordering margin (not a wait for a condition): the task of step 3 must reach A's dead sticky queue well after
   // the query did, so the query's sticky timeout (and with it the move to the normal queue) comes first.
-  await sleep(3_000);
+  await sleep(6_000);
   // 3. createPayment completes; its workflow task (scheduled on A's sticky queue) admits the refund.
   go();
   await until('the workflow task of the result', async () => {
@@ -317,7 +317,7 @@ it('the same split with the refund sent as a signal (as the client sends it now)
     const view = await queried;
     expect(view.status).toBe('succeeded');
     // ...and the refund signal arrives after the query's history was read, before the task reaches B (its sticky
-    // timeout runs ~3 s after the query's): B delivers it in an activation after the result's, as it did the update.
+    // timeout runs ~6 s after the query's): B delivers it in an activation after the result's, as it did the update.
     await handle.signal(refundSignal, { refundKey, fingerprint: 'refund-fp', amount: 100, requestId: 'req-split' });
     return until('the refund settled', async () => {
       const a = await handle.query(movementAnswerQuery, 'refund', refundKey, 'req-split', 'refund-fp');
