@@ -31,18 +31,24 @@ export function neverSent(err: unknown): boolean {
   return info?.everSent === false;
 }
 
-/**
- * Why a write that never left did not: the last attempt's reason (`breaker_open`, `connection_refused`, ...), else its
- * failure type. Read through a `BudgetExhausted` to the failure it wraps.
- */
-export function notSentReason(err: unknown): string {
-  let failure = err instanceof ActivityFailure ? err.cause : err;
+/** The failure an activity's last attempt threw, read through an ActivityFailure and a `BudgetExhausted` wrapper. */
+export function attemptFailure(err: unknown): unknown {
+  const failure = err instanceof ActivityFailure ? err.cause : err;
   if (
     failure instanceof ApplicationFailure &&
     failure.type === ErrorType.BudgetExhausted &&
     failure.cause instanceof ApplicationFailure
   )
-    failure = failure.cause;
+    return failure.cause;
+  return failure;
+}
+
+/**
+ * Why a write that never left did not: the last attempt's reason (`breaker_open`, `connection_refused`, ...), else its
+ * failure type. Read through a `BudgetExhausted` to the failure it wraps.
+ */
+export function notSentReason(err: unknown): string {
+  const failure = attemptFailure(err);
   if (!(failure instanceof ApplicationFailure)) return 'not_sent';
   const info = failure.details?.[0] as { reason?: unknown } | undefined;
   return typeof info?.reason === 'string' ? info.reason : (failure.type ?? 'not_sent');

@@ -6,7 +6,7 @@ import { ErrorType } from '../domain/errors';
 import { reconcileWorkflowId } from '../domain/ids';
 import type { ReconcileInput, ReconcileResult } from '../domain/operations';
 import { describeWorkerProvider, firstCreateAttempt, paymentMetadata } from './activity-options';
-import { failureType, messageOf, neverSent, notSentReason } from './failures';
+import { attemptFailure, failureType, messageOf, neverSent, notSentReason } from './failures';
 import type { PaymentEntity } from './payment-entity';
 import { reconcileWorkflow } from './reconcile';
 
@@ -98,13 +98,7 @@ function attemptRecordOf(err: unknown): NonNullable<CreatePaymentArgs['earlier']
 
 /** The wait a provider asked for (429/503 with Retry-After) in answer to the local attempt, read through its wrapper. */
 function retryAfterOf(err: unknown): number | undefined {
-  let failure = err instanceof ActivityFailure ? err.cause : err;
-  if (
-    failure instanceof ApplicationFailure &&
-    failure.type === ErrorType.BudgetExhausted &&
-    failure.cause instanceof ApplicationFailure
-  )
-    failure = failure.cause;
+  const failure = attemptFailure(err);
   if (!(failure instanceof ApplicationFailure) || failure.type !== ErrorType.ProviderUnavailable) return undefined;
   const info = failure.details?.[0] as { retryAfterMs?: unknown } | undefined;
   return typeof info?.retryAfterMs === 'number' && info.retryAfterMs > 0 ? info.retryAfterMs : undefined;
