@@ -448,7 +448,16 @@ export class PaymentsClient {
       description = await this.client.connection.withDeadline(Math.max(answerBy, Date.now() + 250), () =>
         this.handle(workflowId).describe(),
       );
-    } catch {
+    } catch (describeFailure) {
+      // A repeat (the start said "already started") that Temporal does not describe in time: it is busy, the payment
+      // exists and goes on; the caller repeats (503). Never the start's own "already started" error (a 500).
+      if (original instanceof WorkflowExecutionAlreadyStartedError) {
+        throw isTemporalUnavailable(describeFailure)
+          ? describeFailure
+          : new ServiceError('The payment exists but Temporal did not describe it in time', {
+              cause: describeFailure instanceof Error ? describeFailure : new Error(String(describeFailure)),
+            });
+      }
       // Not found: not started, nothing will happen under this key. Unreachable: the same answer. The caller repeats.
       throw original;
     }

@@ -5,7 +5,10 @@
  * (test/known-nondeterminism/): 17 payments stuck for good. Only the first task, which has no provider result yet,
  * accepts an update (`submit`, with the start).
  */
+import { type Client, ServiceError } from '@temporalio/client';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
+import { PaymentsClient } from '../../src/client';
+import { isTemporalUnavailable } from '../../src/client/failures';
 import { temporal } from '@temporalio/proto';
 import { chargeWorkflowId } from '../../src/domain/ids';
 import { connectDevServer } from '../helpers/servers';
@@ -131,3 +134,32 @@ it('an operator’s verdict goes in as a signal; a verdict on a payment not in r
   expect(signals).toEqual(['resolveRequested']);
   await recordHistories({ env }, 'resolve-signal-after-review', [chargeWorkflowId(h.a.id, key)]);
 }, 60_000);
+
+it('a repeat that Temporal does not describe in time is unavailable (503), never the start’s "already started" (500)', async () => {
+  // Seen in the 10,000 soak right after the Temporal restart: the repeat's describe timed out and the API answered 500.
+  const key = newKey();
+  const body = chargeBody();
+  expect((await h.request('POST', '/v1/payments', { key, body })).status).toBe(200);
+  const busy = new ServiceError('deadline exceeded (the test: Temporal busy)');
+  const workflow = new Proxy(env.client.workflow, {
+    get(target, prop) {
+      const value: unknown = Reflect.get(target, prop, target);
+      if (prop !== 'getHandle' || typeof value !== 'function') {
+        return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(target) : value;
+      }
+      return (...args: unknown[]) => {
+        const handle = (value as (...a: unknown[]) => object).apply(target, args);
+        return new Proxy(handle, {
+          get: (t, p) => (p === 'describe' ? () => Promise.reject(busy) : Reflect.get(t, p, t)),
+        });
+      };
+    },
+  });
+  const client = new Proxy(env.client, {
+    get: (t, p) => (p === 'workflow' ? workflow : Reflect.get(t, p, t)),
+  }) as Client;
+  const payments = new PaymentsClient(client, { taskQueue: h.taskQueue, timings: testTimings });
+  const repeat = payments.charge(h.a.id, key, body);
+  await expect(repeat).rejects.toBe(busy);
+  await expect(repeat.catch((err: unknown) => isTemporalUnavailable(err))).resolves.toBe(true);
+});
