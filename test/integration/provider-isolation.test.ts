@@ -181,3 +181,84 @@ it('a 30 s latency on every call to one provider does not delay payments on the 
     await adapter.close();
   }
 }, 60_000);
+
+it('a provider without limits of its own: its first attempts run locally, bounded, and still delay nothing on the other', async () => {
+  // Shape 3 runs a charge's first create attempt as a local activity on the workflow worker when the provider has no
+  // limits of its own; the attempt is cut off at its bound (3 s) and the create goes on on the provider's queue. So the
+  // slow provider's payments hold local-activity slots of the workflow worker for up to 3 s each, then slots of their
+  // own queue, and the healthy provider's payments must still answer 200 at once. What would fail it: anything the two
+  // providers share on the way (local-activity slots run out, one HTTP pool, one breaker, a blocked event loop) making
+  // the fast payments wait for the slow ones (they would answer 202 pending). Not seen failing: with the SDK's default
+  // local-activity slots these 8 slow payments cannot exhaust them; the limited-provider test above is the bulkhead's.
+  const logger = pino({ level: process.env.TEST_LOG_LEVEL ?? 'silent' });
+  const apiKey = `sk_test_${randomUUID()}`;
+  const slowSim: RunningSimulator = await startSimulator({ port: 0 });
+  const adapter = createProvider(
+    {
+      name: 'slow',
+      baseUrl: slowSim.url,
+      apiKey,
+      capabilities: simulatorCapabilities(),
+      connectTimeoutMs: 1_000,
+      totalTimeoutMs: LATENCY_MS + 10_000,
+    },
+    logger,
+  );
+  const slow = counted(adapter);
+  let h: ApiHarness | undefined;
+  const workflowIds: string[] = [];
+  let slowAnswers: Promise<ApiResponse>[] = [];
+  try {
+    await slowSim.setMerchant(apiKey, { idempotency: true });
+    slowSim.addFaults({ rules: [{ match: {}, fault: 'latency', latency_ms: LATENCY_MS }] });
+    h = await startApiHarness(env, {
+      extraProviders: { slow: slow.provider },
+      maxConcurrentActivityTaskExecutions: DEFAULT_SLOTS,
+      retry: {
+        create: {
+          attemptTimeoutMs: LATENCY_MS + 15_000,
+          budgetMs: 120_000,
+          initialIntervalMs: 200,
+          maximumIntervalMs: 500,
+        },
+      },
+      orderSingleFlight: false,
+    });
+    const harness = h;
+    const pay = (provider: string) => {
+      const key = newKey();
+      workflowIds.push(chargeWorkflowId(harness.a.id, key));
+      return { key, answer: harness.request('POST', '/v1/payments', { key, body: chargeBody({ provider }) }) };
+    };
+    slowAnswers = Array.from({ length: SLOW_PAYMENTS }, () => pay('slow').answer);
+    await until(
+      'every slow payment to have its first attempt in flight',
+      () => slow.counts.now >= SLOW_PAYMENTS,
+      20_000,
+    );
+    const fast = await Promise.all(
+      Array.from({ length: FAST_PAYMENTS }, async () => {
+        const res = await pay('simulator').answer;
+        return { http: res.status, status: res.body.status, slowInFlight: slow.counts.now };
+      }),
+    );
+    const slowAnswered = await Promise.all(slowAnswers);
+    expect(fast.map((f) => [f.http, f.status])).toEqual(
+      Array.from({ length: FAST_PAYMENTS }, () => [200, 'succeeded']),
+    );
+    // Each fast answer came while the slow provider still had calls in flight (local or on its queue).
+    for (const f of fast) expect(f.slowInFlight).toBeGreaterThan(0);
+    expect(slowAnswered.map((r) => [r.status, r.body.status])).toEqual(
+      Array.from({ length: SLOW_PAYMENTS }, () => [202, 'pending']),
+    );
+    // Nothing committed at the slow provider, and the healthy one charged each payment once.
+    expect(slowSim.ledger(apiKey).effects).toEqual([]);
+    expect((await h.ledger()).effects.filter((e) => e.operation === 'create')).toHaveLength(FAST_PAYMENTS);
+  } finally {
+    await terminateAll(env.client, workflowIds);
+    await Promise.allSettled(slowAnswers);
+    await slowSim.close();
+    await h?.close();
+    await adapter.close();
+  }
+}, 60_000);
