@@ -230,7 +230,9 @@ async function querySplit() {
   // 1. Worker A dies with the workflow sticky to it.
   await workerA.kill();
   // 2. A query while no workflow task is pending: dispatched directly, it waits on A's sticky queue for 10 s.
-  const queried = handle.query(paymentQuery);
+  // Its own deadline, well past the 10 s it waits there (the client's default let it time out in one CI run: "query timed
+  // out before a worker could process it").
+  const queried = client.connection.withDeadline(Date.now() + 60_000, () => handle.query(paymentQuery));
   // The ordering margin (not a wait for a condition): the task of step 3 must reach A's dead sticky queue well after
   // the query did, so the query's sticky timeout (and with it the move to the normal queue) comes first.
   await sleep(6_000);
