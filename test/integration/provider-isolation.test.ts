@@ -22,7 +22,14 @@ import { chargeWorkflowId, providerTaskQueue } from '../../src/domain/ids';
 import { createProvider, simulatorCapabilities } from '../../src/providers';
 import type { PaymentProvider } from '../../src/providers/types';
 import { type RunningSimulator, startSimulator } from '../../src/simulator/server';
-import { type ApiHarness, type ApiResponse, chargeBody, newKey, startApiHarness } from '../api/harness';
+import {
+  type ApiHarness,
+  type ApiResponse,
+  type HarnessOptions,
+  chargeBody,
+  newKey,
+  startApiHarness,
+} from '../api/harness';
 import { connectDevServer } from '../helpers/servers';
 import { terminateAll } from '../helpers/terminate';
 
@@ -72,7 +79,25 @@ afterAll(async () => {
   await env?.teardown();
 });
 
-it('a 30 s latency on every call to one provider does not delay payments on the other (own queue, own slots)', async () => {
+/** A harness with a second provider, `slow`: a simulator that answers every call after LATENCY_MS. */
+interface SlowBench {
+  readonly h: ApiHarness;
+  readonly slow: ReturnType<typeof counted>;
+  readonly slowSim: RunningSimulator;
+  readonly apiKey: string;
+  /** Starts a payment on `provider`; its workflow is terminated and its answer awaited at the end. */
+  pay(provider: string): { key: string; answer: Promise<ApiResponse> };
+}
+
+/**
+ * Runs `test` against a {@link SlowBench} (with `providerLimits`, if given, for the workers), then tears it down
+ * without waiting out the latency: the payments are ended, the slow simulator stopped (it cancels its latency and
+ * closes the connections, so the calls in flight fail at once), then the workers and the API.
+ */
+async function withSlowProvider(
+  providerLimits: HarnessOptions['providerLimits'] | undefined,
+  test: (bench: SlowBench) => Promise<void>,
+): Promise<void> {
   const logger = pino({ level: process.env.TEST_LOG_LEVEL ?? 'silent' });
   const apiKey = `sk_test_${randomUUID()}`;
   const slowSim: RunningSimulator = await startSimulator({ port: 0 });
@@ -91,14 +116,13 @@ it('a 30 s latency on every call to one provider does not delay payments on the 
   const slow = counted(adapter);
   let h: ApiHarness | undefined;
   const workflowIds: string[] = [];
-  let slowAnswers: Promise<ApiResponse>[] = [];
-  const t0 = Date.now();
+  const answers: Promise<ApiResponse>[] = [];
   try {
     await slowSim.setMerchant(apiKey, { idempotency: true });
     slowSim.addFaults({ rules: [{ match: {}, fault: 'latency', latency_ms: LATENCY_MS }] });
     h = await startApiHarness(env, {
       extraProviders: { slow: slow.provider },
-      providerLimits: { slow: { maxConcurrency: SLOW_SLOTS } },
+      ...(providerLimits === undefined ? {} : { providerLimits }),
       maxConcurrentActivityTaskExecutions: DEFAULT_SLOTS,
       // One attempt may take the whole latency; the create's budget outlasts the test.
       retry: {
@@ -115,12 +139,25 @@ it('a 30 s latency on every call to one provider does not delay payments on the 
     const pay = (provider: string) => {
       const key = newKey();
       workflowIds.push(chargeWorkflowId(harness.a.id, key));
-      return { key, answer: harness.request('POST', '/v1/payments', { key, body: chargeBody({ provider }) }) };
+      const answer = harness.request('POST', '/v1/payments', { key, body: chargeBody({ provider }) });
+      answers.push(answer);
+      return { key, answer };
     };
+    await test({ h: harness, slow, slowSim, apiKey, pay });
+  } finally {
+    await terminateAll(env.client, workflowIds);
+    await Promise.allSettled(answers);
+    await slowSim.close();
+    await h?.close();
+    await adapter.close();
+  }
+}
 
+it('a 30 s latency on every call to one provider does not delay payments on the other (own queue, own slots)', async () => {
+  const t0 = Date.now();
+  await withSlowProvider({ slow: { maxConcurrency: SLOW_SLOTS } }, async ({ h, slow, slowSim, apiKey, pay }) => {
     // The slow provider's backlog: nobody waits for these answers yet.
     const slowPayments = Array.from({ length: SLOW_PAYMENTS }, () => pay('slow'));
-    slowAnswers = slowPayments.map((p) => p.answer);
     await until('every slot of the slow provider to be busy', () => slow.counts.now >= SLOW_SLOTS, 20_000);
 
     // Payments on the other provider, all at once, each answer stamped with where the slow provider stood.
@@ -138,7 +175,7 @@ it('a 30 s latency on every call to one provider does not delay payments on the 
       }),
     );
     // The slow payments' own answers: 202 pending after the submit wait, still waiting on their provider.
-    const slowAnswered = await Promise.all(slowAnswers);
+    const slowAnswered = await Promise.all(slowPayments.map((p) => p.answer));
     const stillSlow = { inFlight: slow.counts.now, finished: slow.counts.finished, effects: slowSim.ledger(apiKey) };
     const elapsedMs = Date.now() - t0;
 
@@ -161,7 +198,7 @@ it('a 30 s latency on every call to one provider does not delay payments on the 
     expect(fastCreates).toHaveLength(FAST_PAYMENTS);
     // Each provider's calls on its own activity task queue.
     const queueOf = async (key: string) =>
-      ((await env.client.workflow.getHandle(chargeWorkflowId(harness.a.id, key)).fetchHistory()).events ?? []).flatMap(
+      ((await env.client.workflow.getHandle(chargeWorkflowId(h.a.id, key)).fetchHistory()).events ?? []).flatMap(
         (e) => e.activityTaskScheduledEventAttributes?.taskQueue?.name ?? [],
       );
     // The healthy provider's create ran as shape 3's local first attempt on the workflow worker (no queue) or on its
@@ -171,15 +208,7 @@ it('a 30 s latency on every call to one provider does not delay payments on the 
     console.info(
       `provider isolation: ${FAST_PAYMENTS} payments on the healthy provider succeeded while ${SLOW_SLOTS}/${SLOW_SLOTS} slots of the slow one were busy (${SLOW_PAYMENTS} payments on it, none finished); ${elapsedMs} ms from start`,
     );
-  } finally {
-    // Tear down without waiting out the latency: end the payments, stop the slow simulator (it cancels its latency
-    // and closes the connections, so the calls in flight fail at once), then the workers and the API.
-    await terminateAll(env.client, workflowIds);
-    await Promise.allSettled(slowAnswers);
-    await slowSim.close();
-    await h?.close();
-    await adapter.close();
-  }
+  });
 }, 60_000);
 
 it('a provider without limits of its own: its first attempts run locally, bounded, and still delay nothing on the other', async () => {
@@ -190,47 +219,8 @@ it('a provider without limits of its own: its first attempts run locally, bounde
   // providers share on the way (local-activity slots run out, one HTTP pool, one breaker, a blocked event loop) making
   // the fast payments wait for the slow ones (they would answer 202 pending). Not seen failing: with the SDK's default
   // local-activity slots these 8 slow payments cannot exhaust them; the limited-provider test above is the bulkhead's.
-  const logger = pino({ level: process.env.TEST_LOG_LEVEL ?? 'silent' });
-  const apiKey = `sk_test_${randomUUID()}`;
-  const slowSim: RunningSimulator = await startSimulator({ port: 0 });
-  const adapter = createProvider(
-    {
-      name: 'slow',
-      baseUrl: slowSim.url,
-      apiKey,
-      capabilities: simulatorCapabilities(),
-      connectTimeoutMs: 1_000,
-      totalTimeoutMs: LATENCY_MS + 10_000,
-    },
-    logger,
-  );
-  const slow = counted(adapter);
-  let h: ApiHarness | undefined;
-  const workflowIds: string[] = [];
-  let slowAnswers: Promise<ApiResponse>[] = [];
-  try {
-    await slowSim.setMerchant(apiKey, { idempotency: true });
-    slowSim.addFaults({ rules: [{ match: {}, fault: 'latency', latency_ms: LATENCY_MS }] });
-    h = await startApiHarness(env, {
-      extraProviders: { slow: slow.provider },
-      maxConcurrentActivityTaskExecutions: DEFAULT_SLOTS,
-      retry: {
-        create: {
-          attemptTimeoutMs: LATENCY_MS + 15_000,
-          budgetMs: 120_000,
-          initialIntervalMs: 200,
-          maximumIntervalMs: 500,
-        },
-      },
-      orderSingleFlight: false,
-    });
-    const harness = h;
-    const pay = (provider: string) => {
-      const key = newKey();
-      workflowIds.push(chargeWorkflowId(harness.a.id, key));
-      return { key, answer: harness.request('POST', '/v1/payments', { key, body: chargeBody({ provider }) }) };
-    };
-    slowAnswers = Array.from({ length: SLOW_PAYMENTS }, () => pay('slow').answer);
+  await withSlowProvider(undefined, async ({ h, slow, slowSim, apiKey, pay }) => {
+    const slowAnswers = Array.from({ length: SLOW_PAYMENTS }, () => pay('slow').answer);
     await until(
       'every slow payment to have its first attempt in flight',
       () => slow.counts.now >= SLOW_PAYMENTS,
@@ -254,11 +244,5 @@ it('a provider without limits of its own: its first attempts run locally, bounde
     // Nothing committed at the slow provider, and the healthy one charged each payment once.
     expect(slowSim.ledger(apiKey).effects).toEqual([]);
     expect((await h.ledger()).effects.filter((e) => e.operation === 'create')).toHaveLength(FAST_PAYMENTS);
-  } finally {
-    await terminateAll(env.client, workflowIds);
-    await Promise.allSettled(slowAnswers);
-    await slowSim.close();
-    await h?.close();
-    await adapter.close();
-  }
+  });
 }, 60_000);
