@@ -2,6 +2,7 @@ import { condition, continueAsNew, setHandler, upsertSearchAttributes, workflowI
 import { type ProviderEvent, webhookSignal } from '../domain/definitions';
 import { type ParkedEventInput, type ParkedEvents, maxParkedEvents, parkedEventsQuery } from '../domain/parked-events';
 import { MerchantIdAttr, OrderIdAttr, PaymentStatusAttr, ProviderAttr } from '../domain/search-attributes';
+import { pushBounded } from './payment-state';
 
 /**
  * Keeps provider events that matched no open payment (id `provider-event:<provider>:<providerPaymentId>`), so the
@@ -21,8 +22,7 @@ export async function parkedProviderEventWorkflow(
   setHandler(webhookSignal, (event) => {
     received += 1;
     if (events.some((e) => e.eventId === event.eventId)) return;
-    events.push(event);
-    if (events.length > maxParkedEvents) events.splice(0, events.length - maxParkedEvents);
+    pushBounded(events, event, maxParkedEvents);
   });
 
   upsertSearchAttributes([

@@ -71,6 +71,7 @@ import {
   applyProviderPayment,
   findSubOperation,
   initialState,
+  pushBounded,
   operationViews,
   reviewSatisfied,
   setStatus,
@@ -437,9 +438,8 @@ export class PaymentEntity {
       else await this.refund(args as RefundArgs);
     } catch (err) {
       if (!(err instanceof TemporalFailure)) throw err;
-      const refusals = (this.state.refusals ??= []);
-      refusals.push({ kind, key, requestId: args.requestId, refusal: refusalOf(err) });
-      if (refusals.length > REFUSALS_LIMIT) refusals.splice(0, refusals.length - REFUSALS_LIMIT);
+      const refused = { kind, key, requestId: args.requestId, refusal: refusalOf(err) };
+      pushBounded((this.state.refusals ??= []), refused, REFUSALS_LIMIT);
     }
   }
 
@@ -485,9 +485,8 @@ export class PaymentEntity {
       if (!(err instanceof TemporalFailure)) throw err;
       refusal = refusalOf(err);
     }
-    const resolutions = (this.state.resolutions ??= []);
-    resolutions.push({ requestId: args.requestId, ...(refusal ? { refusal } : {}) });
-    if (resolutions.length > REFUSALS_LIMIT) resolutions.splice(0, resolutions.length - REFUSALS_LIMIT);
+    const handled = { requestId: args.requestId, ...(refusal ? { refusal } : {}) };
+    pushBounded((this.state.resolutions ??= []), handled, REFUSALS_LIMIT);
   }
 
   /** `resolve`: an operator's verdict on the operation under review, checked at the provider where it names a payment. */

@@ -151,11 +151,15 @@ export function eventMayBeOurs(view: PaymentView, p: ProviderPayment): boolean {
   );
 }
 
+/** Appends `item`, dropping the oldest entries beyond `limit` (a bounded memory in workflow state). */
+export function pushBounded<T>(list: T[], item: T, limit: number): void {
+  list.push(item);
+  if (list.length > limit) list.splice(0, list.length - limit);
+}
+
 /** Adds an event id to the dedup set, dropping the oldest beyond {@link SEEN_EVENTS_LIMIT}. */
 export function rememberEvent(state: PaymentState, eventId: string): void {
-  state.seenEvents.push(eventId);
-  if (state.seenEvents.length > SEEN_EVENTS_LIMIT)
-    state.seenEvents.splice(0, state.seenEvents.length - SEEN_EVENTS_LIMIT);
+  pushBounded(state.seenEvents, eventId, SEEN_EVENTS_LIMIT);
 }
 
 /** Sets the status (and the `unknownSince`/`review` that go with it). */
