@@ -484,21 +484,20 @@ export class PaymentsClient {
   private async firstAnswer(workflowId: string, answerBy: number): Promise<PaymentView | undefined> {
     const handle = this.handle(workflowId);
     let last: PaymentView | undefined;
-    for (let pauseMs = 10; ; pauseMs = Math.min(pauseMs * 2, 200)) {
-      try {
+    try {
+      const read = async () => {
         const answer = await this.client.connection.withDeadline(Math.max(answerBy, Date.now() + 250), () =>
           handle.query(firstAnswerQuery),
         );
         last = answer.view;
-        if (answer.settled) return last;
-      } catch (err) {
-        // A payment started before this query existed answers the plain view (its first call settled long ago).
-        if (err instanceof QueryNotRegisteredError) return this.bounded(() => handle.query(paymentQuery));
-        if (!isTemporalUnavailable(err)) throw err;
-        return last; // no worker answered in time
-      }
-      if (Date.now() + pauseMs > answerBy) return last;
-      await sleep(pauseMs);
+        return answer;
+      };
+      return (await readUntil(read, (answer) => answer.settled, answerBy)).view;
+    } catch (err) {
+      // A payment started before this query existed answers the plain view (its first call settled long ago).
+      if (err instanceof QueryNotRegisteredError) return this.bounded(() => handle.query(paymentQuery));
+      if (!isTemporalUnavailable(err)) throw err;
+      return last; // no worker answered in time
     }
   }
 
@@ -592,15 +591,15 @@ export class PaymentsClient {
     } catch (err) {
       throw await this.translateClosedOrMissing(err, workflowId);
     }
-    const answerBy = Date.now() + this.rpcTimeoutMs;
-    for (let pauseMs = 10; ; pauseMs = Math.min(pauseMs * 2, 200)) {
-      const answer = await this.bounded(() => handle.query(resolveAnswerQuery, requestId));
-      if (answer?.refusal) throw translateRefusal(answer.refusal) ?? new Error(answer.refusal.message);
-      if (answer) return answer.view;
-      // Sent and durable, not yet handled (no worker, or its provider look-up is slow): the operator asks again.
-      if (Date.now() + pauseMs > answerBy) throw new ServiceError('The verdict was recorded but not applied in time');
-      await sleep(pauseMs);
-    }
+    const answer = await readUntil(
+      () => this.bounded(() => handle.query(resolveAnswerQuery, requestId)),
+      (handled) => handled !== null,
+      Date.now() + this.rpcTimeoutMs,
+    );
+    if (answer?.refusal) throw translateRefusal(answer.refusal) ?? new Error(answer.refusal.message);
+    if (answer) return answer.view;
+    // Sent and durable, not yet handled (no worker, or its provider look-up is slow): the operator asks again.
+    throw new ServiceError('The verdict was recorded but not applied in time');
   }
 
   /**
@@ -856,8 +855,8 @@ export class PaymentsClient {
   }
 
   /**
-   * Reads one capture/refund request's answer until it is settled or `operationWaitMs` passed (queries add nothing to
-   * history; the interval grows from 10 to 200 ms). Null when the workflow has not handled the request by then.
+   * Reads one capture/refund request's answer until it is settled or `operationWaitMs` passed. Null when the workflow
+   * has not handled the request by then.
    */
   private async awaitMovement(
     handle: ChargeHandle,
@@ -866,13 +865,11 @@ export class PaymentsClient {
     requestId: string,
     fingerprint: string,
   ): Promise<MovementAnswer | null> {
-    const answerBy = Date.now() + this.operationWaitMs;
-    let answer: MovementAnswer | null = null;
-    for (let pauseMs = 10; ; pauseMs = Math.min(pauseMs * 2, 200)) {
-      answer = await this.bounded(() => handle.query(movementAnswerQuery, kind, opKey, requestId, fingerprint));
-      if (answer?.settled || Date.now() + pauseMs > answerBy) return answer;
-      await sleep(pauseMs);
-    }
+    return readUntil(
+      () => this.bounded(() => handle.query(movementAnswerQuery, kind, opKey, requestId, fingerprint)),
+      (answer) => answer?.settled === true,
+      Date.now() + this.operationWaitMs,
+    );
   }
 
   /**
@@ -915,6 +912,18 @@ export class PaymentsClient {
 
 /** The part of the submit margin kept for reading whether the payment started (a describe): at most 750 ms. */
 export const describeBudgetMs = (marginMs: number): number => Math.min(750, Math.floor(marginMs / 2));
+
+/**
+ * Reads `read` until `done` holds for its answer or `answerBy` passed, and answers the last read: how the client waits
+ * for a workflow by query (nothing goes into its history; the pause grows from 10 to 200 ms).
+ */
+async function readUntil<T>(read: () => Promise<T>, done: (answer: T) => boolean, answerBy: number): Promise<T> {
+  for (let pauseMs = 10; ; pauseMs = Math.min(pauseMs * 2, 200)) {
+    const answer = await read();
+    if (done(answer) || Date.now() + pauseMs > answerBy) return answer;
+    await sleep(pauseMs);
+  }
+}
 
 /** The payment's run closed before (or while) the update reached it. */
 function closedBeforeUpdate(err: unknown): boolean {
