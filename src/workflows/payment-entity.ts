@@ -48,7 +48,13 @@ import type {
 } from '../domain/provider-payment';
 import type { RetryOverrides } from '../domain/retry-policy';
 import type { PaymentSinks } from '../domain/sinks';
-import { MerchantIdAttr, OrderIdAttr, PaymentStatusAttr, ProviderAttr } from '../domain/search-attributes';
+import {
+  MerchantIdAttr,
+  OrderIdAttr,
+  PaymentStatusAttr,
+  ProviderAttr,
+  UnknownSinceAttr,
+} from '../domain/search-attributes';
 import { formatWait, paymentCurrentDetails } from '../domain/summaries';
 import type { ChargeWorkflowInput } from '../domain/workflow-inputs';
 import { describeProvider, providerActivities } from './activity-options';
@@ -83,6 +89,8 @@ const PUBLISH_ON_CHANGE = 'publish-status-on-change';
 const VERIFY_OPERATOR_PAYMENT = 'verify-operator-payment-id';
 /** Patch: a provider event is applied only from the provider holding the payment (failover moves it). */
 const EVENTS_FROM_HOLDER = 'provider-events-from-holder';
+/** Patch: a run that continued as new while unknown publishes when the payment became unknown (`UnknownSince`). */
+const PUBLISH_UNKNOWN_SINCE = 'publish-unknown-since';
 
 /** Carried across continue-as-new: the payment's whole state plus what the first run learnt. */
 export interface ChargeContinuation {
@@ -227,6 +235,16 @@ export class PaymentEntity {
       { key: OrderIdAttr, value: this.request.orderId },
       { key: ProviderAttr, value: this.provider },
     ]);
+  }
+
+  /**
+   * A run that continued as new while the payment is unknown: its `StartTime` is later than when the payment became
+   * unknown, so it publishes that time (`UnknownSince`) for the stuck-unknown sweep to find it by.
+   */
+  publishUnknownSince(): void {
+    const since = this.state.view.unknownSince;
+    if (this.state.view.status !== 'unknown' || since === undefined || !patched(PUBLISH_UNKNOWN_SINCE)) return;
+    upsertSearchAttributes([{ key: UnknownSinceAttr, value: new Date(since) }]);
   }
 
   /** Learns the provider's capabilities (from the input, the continuation or a local activity) and binds its activities. */
