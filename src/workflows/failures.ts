@@ -55,7 +55,7 @@ export function notSentReason(err: unknown): string {
 }
 
 /** The wait the last attempt was told to keep (a Retry-After, an open breaker's or cool-down's rest), if any. */
-export function retryAfterOf(err: unknown): number | undefined {
+export function waitAskedOf(err: unknown): number | undefined {
   const failure = attemptFailure(err);
   if (!(failure instanceof ApplicationFailure)) return undefined;
   const info = failure.details?.[0] as { retryAfterMs?: unknown } | undefined;

@@ -6,7 +6,7 @@ import type { RetryOverrides } from '../domain/retry';
 import type { PaymentTimings } from '../domain/workflow-inputs';
 import type { ProviderCapabilities, ProviderPayment } from '../domain/provider-payment';
 import { providerActivities } from './activity-options';
-import { failureType, messageOf, neverSent, notSentReason, providerCodeOf, retryAfterOf } from './failures';
+import { failureType, messageOf, neverSent, notSentReason, providerCodeOf, waitAskedOf } from './failures';
 import { reconcileWorkflow } from './reconcile';
 
 /** Input shared by `captureWorkflow` and `refundWorkflow`: one money movement on an existing payment. */
@@ -84,7 +84,7 @@ export async function moveMoney(
  */
 function firstCallFailed(err: unknown, firstSentAtMs: number): MoneyMovementResult {
   if (!neverSent(err)) return { outcome: 'unknown', reason: messageOf(err), firstSentAtMs };
-  const retryAfterMs = retryAfterOf(err);
+  const retryAfterMs = waitAskedOf(err);
   return { outcome: 'not_sent', reason: notSentReason(err), ...(retryAfterMs === undefined ? {} : { retryAfterMs }) };
 }
 
