@@ -162,7 +162,7 @@ async function setupNamespace(cli: string): Promise<void> {
           'create',
           '--namespace',
           NAMESPACE,
-          ...missing.flatMap((a) => ['--name', a.name, '--type', 'Keyword']),
+          ...missing.flatMap((a) => ['--name', a.name, '--type', a.type === 'DATETIME' ? 'Datetime' : 'Keyword']),
         ]);
         log(`search attributes ${missing.map((a) => a.name).join(', ')} registered`);
       }

@@ -9,6 +9,7 @@ import {
   ProviderOperation,
   assertResendWindowWithinKeyTtl,
   callsPerAttempt,
+  defaultMaxRetryAfterMs,
   defaultReferenceLookupPages,
   defaultRetrySpecs,
   minAttemptTimeoutMs,
@@ -179,6 +180,11 @@ const EnvSchema = z.object({
   /** Where the Stripe API is (default https://api.stripe.com); stripe-mock in tests. */
   STRIPE_API_BASE: z.url({ protocol: /^https?$/, message: 'must be an http(s) URL' }).optional(),
   PROVIDER_TOTAL_TIMEOUT_MS: ms.default(10_000),
+  /**
+   * The longest Retry-After the worker takes from a provider: a 429/503 asking for more pauses every write to the
+   * provider (the cool-down) and retries after this long instead, so one answer cannot hold a provider for hours.
+   */
+  PROVIDER_MAX_RETRY_AFTER_MS: ms.default(defaultMaxRetryAfterMs),
   API_TOKENS: z.string().optional(),
   /** Operator tokens; without them in production no one can resolve through the API. */
   OPERATOR_TOKENS: z.string().optional(),

@@ -5,6 +5,7 @@
  * visibility's. Pure string work over the domain's search attributes: the client and the sweep's activities import it.
  */
 import type { PaymentStatus } from './domain/payment';
+import { UnknownSinceAttr } from './domain/search-attributes';
 
 /** The workflow type of a payment; other workflows (captures, reconciles, parked events) never list as payments. */
 export const chargeWorkflowType = 'chargeWorkflow';
@@ -76,19 +77,21 @@ export const paymentsByReferenceQuery = (provider: string, reference: string, ta
   ].join(' AND ');
 
 /**
- * Charge workflows of one task queue running in `unknown` and started before the cutoff. We have no datetime search
- * attribute of our own, and `unknownSince` lives in the payment's state, not in visibility; `StartTime` is indexed and
- * never later than `unknownSince` (a charge becomes unknown after its first provider call and never continues as new
- * while unknown), so `StartTime < cutoff` selects a superset that the sweep narrows with the payment's query.
+ * Charge workflows of one task queue running in `unknown` and unknown since before the cutoff, as a superset that the
+ * sweep narrows with the payment's query (`unknownSince`, visibility lags). A run that became unknown itself started
+ * before it did, so `StartTime < cutoff` holds for it; a run that continued as new while unknown started later than the
+ * payment became unknown, and publishes `UnknownSince` at its start instead (its `StartTime` would hide it).
  */
-export const stuckUnknownQuery = (taskQueue: string, unknownCutoffMs: number): string =>
-  [
+export const stuckUnknownQuery = (taskQueue: string, unknownCutoffMs: number): string => {
+  const cutoff = quoteLiteral(new Date(unknownCutoffMs).toISOString());
+  return [
     `WorkflowType = ${quoteLiteral(chargeWorkflowType)}`,
     `TaskQueue = ${quoteLiteral(taskQueue)}`,
     `ExecutionStatus = 'Running'`,
     `PaymentStatus = 'unknown'`,
-    `StartTime < ${quoteLiteral(new Date(unknownCutoffMs).toISOString())}`,
+    `(StartTime < ${cutoff} OR ${UnknownSinceAttr.name} < ${cutoff})`,
   ].join(' AND ');
+};
 
 /**
  * The visibility query of one merchant's review items. Items without a merchant (no metadata, no matching payment of

@@ -22,6 +22,7 @@ import {
   outcomeClass,
   refusal,
   reportProbeOutcome,
+  reportProbeReleased,
   reportProbeTaken,
   resolveBreakerOptions,
 } from './breaker';
@@ -45,7 +46,8 @@ return {1, 0, ARGV[3], state}
 // KEYS: state, window, notBefore.
 // ARGV: now, class (healthy|unhealthy|ignored), kind (read|write), probe token or '', coolDownMs,
 //       consecutiveFailures, windowMs (0: no window), bucketMs, failureRate, minimumCalls, openMs.
-// Returns {the state before, the state after, the new "not before" when this record moved it (else 0)}.
+// Returns {the state before, the state after, the new "not before" when this record moved it (else 0), 1 when a
+// half-open probe that never reached the provider gave its slot back (else 0)}.
 const RECORD = `
 local now = tonumber(ARGV[1])
 local class, kind, probe = ARGV[2], ARGV[3], ARGV[4]
@@ -97,6 +99,11 @@ end
 if state == 'half_open' then
   -- Only the probe decides: not a read, not a late call that started before the breaker opened.
   if probe == '' or probe ~= redis.call('HGET', KEYS[1], 'probe') then return {state, state, coolDownUntil} end
+  -- The probe's write never reached the provider: nothing was tested, the next write is the probe.
+  if kind == 'read' then
+    redis.call('HSET', KEYS[1], 'probe', '', 'probeUntil', 0)
+    return {state, state, coolDownUntil, 1}
+  end
   if class == 'healthy' then
     redis.call('DEL', KEYS[1], KEYS[2])
     return {state, 'closed', coolDownUntil}
@@ -187,9 +194,10 @@ export class RedisCircuitBreaker implements InspectableBreaker {
         this.#o.openMs,
       ],
     );
-    const [from, to, coolDownUntil] = reply as [BreakerStateKind, BreakerStateKind, number];
+    const [from, to, coolDownUntil, released] = reply as [BreakerStateKind, BreakerStateKind, number, number?];
     if (coolDownUntil > 0) notify.onCoolDown({ provider, coolDownMs, untilMs: coolDownUntil, atMs: now });
-    if (from === 'half_open' && to !== 'half_open') reportProbeOutcome(notify, provider, to === 'closed', now);
+    if (released === 1) reportProbeReleased(notify, provider, now);
+    else if (from === 'half_open' && to !== 'half_open') reportProbeOutcome(notify, provider, to === 'closed', now);
     else if (from !== to) notify.onTransition({ provider, from, to, atMs: now });
   }
 

@@ -20,7 +20,12 @@ export type BreakerOutcome = 'success' | ProviderFailureType;
 
 /** What a record says besides the outcome. */
 export interface BreakerReport {
-  /** `read` outcomes count as failures but never as proof of health (only a write probe closes a half-open breaker). */
+  /**
+   * What reached the provider: `write` when the write was sent or tried to connect; `read` for a read, and for a write
+   * that never reached for the provider (found already done by its look-up before the resend, or cut off before it
+   * was sent). `read` outcomes count as failures but never as proof of health, and never decide a half-open breaker:
+   * a probe that reports `read` gives its slot back.
+   */
   readonly kind?: 'read' | 'write';
   /** The token `acquire` handed out when this call was the half-open probe. */
   readonly probe?: string;
@@ -71,15 +76,19 @@ export const coolDownOf = (details: ProviderFailureDetails): number | undefined 
     ? details.retryAfterMs
     : undefined;
 
-/** The report an activity sends with its outcome: read or write, its probe token, and any cool-down asked for. */
+/**
+ * The report an activity sends with its outcome: read or write (`wrote`: whether a write's request reached for the
+ * provider; default yes), its probe token, and any cool-down asked for.
+ */
 export const breakerReport = (
   safety: OperationSafety,
   decision: BreakerDecision,
   failure?: ProviderFailureDetails,
+  wrote = true,
 ): BreakerReport => {
   const coolDownMs = failure === undefined ? undefined : coolDownOf(failure);
   return {
-    kind: safety === 'read' ? 'read' : 'write',
+    kind: safety === 'read' || !wrote ? 'read' : 'write',
     ...(decision.allowed && decision.probe !== undefined ? { probe: decision.probe } : {}),
     ...(coolDownMs === undefined ? {} : { coolDownMs }),
   };
@@ -97,10 +106,13 @@ export interface BreakerTransitionEvent {
   readonly atMs: number;
 }
 
-/** The half-open probe went out (`sent`), or its outcome closed (`succeeded`) or re-opened (`failed`) the breaker. */
+/**
+ * The half-open probe went out (`sent`), its outcome closed (`succeeded`) or re-opened (`failed`) the breaker, or its
+ * write never reached the provider and it gave its slot back (`released`: the next write is the probe).
+ */
 export interface BreakerProbeEvent {
   readonly provider: string;
-  readonly result: 'sent' | 'succeeded' | 'failed';
+  readonly result: 'sent' | 'succeeded' | 'failed' | 'released';
   readonly atMs: number;
 }
 
@@ -229,6 +241,11 @@ export const reportProbeTaken = (
   notify.onProbe({ provider, result: 'sent', atMs });
 };
 
+/** Reports a probe that gave its slot back without deciding: no transition, the breaker stays half-open. */
+export const reportProbeReleased = (notify: BreakerNotifier, provider: string, atMs: number): void => {
+  notify.onProbe({ provider, result: 'released', atMs });
+};
+
 /** Reports the probe's outcome: it closed the breaker or re-opened it. */
 export const reportProbeOutcome = (notify: BreakerNotifier, provider: string, healthy: boolean, atMs: number): void => {
   notify.onProbe({ provider, result: healthy ? 'succeeded' : 'failed', atMs });
@@ -313,6 +330,12 @@ export class InMemoryCircuitBreaker implements InspectableBreaker {
     if (e.state === 'half_open') {
       // Only the probe decides; a late call that started before the breaker opened, or a read, proves nothing.
       if (report.probe === undefined || report.probe !== e.probe) return;
+      if (report.kind === 'read') {
+        // The probe's write never reached the provider: nothing was tested, the next write is the probe.
+        Object.assign(e, { probe: undefined, probeUntil: 0 });
+        reportProbeReleased(this.#o.notify, provider, now);
+        return;
+      }
       e.counter.reset();
       if (cls === 'healthy') Object.assign(e, { state: 'closed', probe: undefined, probeUntil: 0 });
       else Object.assign(e, { state: 'open', openUntil: now + this.#o.openMs, probe: undefined, probeUntil: 0 });

@@ -248,12 +248,13 @@ export const createActivities = (deps: ActivityDeps) => {
   /**
    * The provider as one attempt uses it: every call carries the activity's cancellation (so an attempt that Temporal
    * gave up, or a cancelled workflow, stops sending), and every write heartbeats the attempt record right before it is
-   * sent and right after its outcome is classified, so the next attempt knows what this one may have done.
+   * sent and right after its outcome is classified, so the next attempt knows what this one may have done. `wrote`
+   * says whether this attempt's write reached for the provider (the breaker's probe is decided only by one that did).
    */
   const attemptProvider = (
     provider: PaymentProvider,
     base: LookupContext,
-    record: { current: AttemptRecord },
+    record: { current: AttemptRecord; wrote: boolean },
     beat: () => void,
   ): PaymentProvider => {
     const readCtx = (ctx?: LookupContext): LookupContext => ({ ...base, ...ctx, ...withSignal(base.signal) });
@@ -264,9 +265,12 @@ export const createActivities = (deps: ActivityDeps) => {
       try {
         const value = await send();
         record.current = { ...record.current, everSent: true, inFlight: false };
+        record.wrote = true;
         return value;
       } catch (err) {
-        const { type } = failureDetailsOf(err, 'create');
+        const { type, reason } = failureDetailsOf(err, 'create');
+        // Refused at connect, it still tested the provider; cut off by our own cancellation first, it did not.
+        record.wrote ||= !(type === ErrorType.NotSent && reason === 'cancelled');
         record.current = {
           everSent: record.current.everSent || (type !== ErrorType.NotSent && type !== ErrorType.CircuitOpen),
           everUnknown: record.current.everUnknown || type === ErrorType.OutcomeUnknown,
@@ -376,7 +380,7 @@ export const createActivities = (deps: ActivityDeps) => {
             inFlight: false,
           };
     const carried = afterUnknown ? { ...fromAttempts, everSent: true, everUnknown: true } : fromAttempts;
-    const attempts = { current: carried };
+    const attempts = { current: carried, wrote: false };
     const history = (): AttemptHistory | undefined =>
       safety === 'read'
         ? undefined
@@ -440,12 +444,12 @@ export const createActivities = (deps: ActivityDeps) => {
         scheduledAtMs: info.scheduledTimestampMs,
         mustLookBeforeResend: attempt > 1 && safety === 'non-idempotent-write',
       });
-      await record(provider.name, 'success', breakerReport(safety, decision), log);
+      await record(provider.name, 'success', breakerReport(safety, decision, undefined, attempts.wrote), log);
       log.info({ outcome: result.outcome, durationMs: now() - started }, 'activity');
       return result.value;
     } catch (caught) {
       const details = failureDetailsOf(caught, operation);
-      await record(provider.name, details.type, breakerReport(safety, decision, details), log);
+      await record(provider.name, details.type, breakerReport(safety, decision, details, attempts.wrote), log);
       const err = safety === 'read' ? caught : rejectedAfterUnknown(caught, operation, carried);
       const failure = classify(err);
       log.warn(

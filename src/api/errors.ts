@@ -9,6 +9,7 @@ import {
   isPaymentInFlight,
   isPaymentNotFound,
   isProviderRejected,
+  isProviderUnavailable,
   isReviewItemNotFound,
   isTemporalUnavailable,
   isValidationError,
@@ -64,6 +65,14 @@ export function handleError(error: FastifyError, request: FastifyRequest, reply:
     return reply.code(422).send(body);
   }
   if (isOperationInFlight(error)) return reply.code(409).send(errorBody('operation_in_flight', error.message));
+  if (isProviderUnavailable(error)) {
+    // Whole seconds, at least 1: the caller repeats the same request (its key tries again) after the wait.
+    const seconds = Math.max(1, Math.ceil(error.retryAfterMs / 1000));
+    return reply
+      .code(503)
+      .header('retry-after', String(seconds))
+      .send(errorBody('provider_unavailable', error.message));
+  }
   if (isPaymentNotFound(error)) return reply.code(404).send(errorBody('not_found', 'No such payment'));
   if (isReviewItemNotFound(error)) return reply.code(404).send(errorBody('not_found', 'No such review item'));
   if (isInvalidTransition(error)) return reply.code(409).send(errorBody('invalid_transition', error.message));

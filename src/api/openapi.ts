@@ -17,7 +17,7 @@ export const errorTypesByStatus: Readonly<Record<string, readonly ApiErrorType[]
   '415': ['unsupported_media_type'],
   '422': ['idempotency_key_reused', 'amount_exceeded', 'provider_rejected'],
   '500': ['internal_error'],
-  '503': ['unavailable'],
+  '503': ['unavailable', 'provider_unavailable'],
 };
 
 const headers = {
@@ -61,7 +61,11 @@ export function describeHeadersAndErrors<T extends Json>(doc: T): T {
         responses[status] ??= { description, content: { 'application/json': { schema: errorSchema } } };
       };
       jsonError('500', 'Internal error (logged with the Request-Id)');
-      jsonError('503', 'Temporal is unavailable or the API is shutting down: repeat after Retry-After');
+      jsonError(
+        '503',
+        'Temporal is unavailable or the API is shutting down (`unavailable`), or a capture/refund never reached the ' +
+          'provider (`provider_unavailable`): repeat the same request after Retry-After',
+      );
       if (op.requestBody !== undefined) {
         jsonError('413', 'The body is larger than the limit');
         jsonError('415', 'The body is not JSON');

@@ -82,6 +82,25 @@ export class OperationInFlight extends PaymentsClientError {
   }
 }
 
+/**
+ * The capture or refund never reached the provider (its breaker was open, it asked everyone to wait, its connection was
+ * refused): nothing moved and nothing is held. Repeat the same request after `retryAfterMs`; its key tries again.
+ */
+export class ProviderUnavailable extends PaymentsClientError {
+  readonly code = 'provider_unavailable';
+  constructor(
+    message: string,
+    readonly retryAfterMs: number,
+    options?: ErrorOptions,
+  ) {
+    super(message, options);
+    this.name = 'ProviderUnavailable';
+  }
+}
+
+/** True for a {@link ProviderUnavailable}. */
+export const isProviderUnavailable = (e: unknown): e is ProviderUnavailable => e instanceof ProviderUnavailable;
+
 /** True for a {@link ProviderRejected}. */
 export const isProviderRejected = (e: unknown): e is ProviderRejected => e instanceof ProviderRejected;
 /** True for an {@link OperationInFlight}. */

@@ -9,7 +9,14 @@ import { ApplicationFailure } from '@temporalio/common';
 import type { z } from 'zod';
 import type { FieldError } from '../domain/api-schemas';
 import { ErrorType } from '../domain/errors';
-import { AmountExceeded, IdempotencyKeyReused, InvalidTransition, OperationInFlight, ValidationError } from './errors';
+import {
+  AmountExceeded,
+  IdempotencyKeyReused,
+  InvalidTransition,
+  OperationInFlight,
+  ProviderUnavailable,
+  ValidationError,
+} from './errors';
 
 /** The failure type the capture/refund validators use for an amount over the limit. */
 export const AmountExceededType = ErrorType.AmountExceeded;
@@ -63,6 +70,11 @@ export function translateRefusal(
       return new AmountExceeded(refusal.message, options);
     case ErrorType.OperationInFlight:
       return new OperationInFlight(refusal.message, options);
+    case ErrorType.ProviderUnavailable: {
+      // A capture or refund that never reached the provider: the workflow says how long to wait.
+      const wait = (refusal.details?.[0] as { retryAfterMs?: unknown } | undefined)?.retryAfterMs;
+      return new ProviderUnavailable(refusal.message, typeof wait === 'number' ? wait : 1_000, options);
+    }
     case ErrorType.ValidationError: {
       // A handler names the field it refused in its details (e.g. an operator's providerPaymentId).
       const field = (refusal.details?.[0] as { field?: unknown } | undefined)?.field;

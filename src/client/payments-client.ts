@@ -17,6 +17,7 @@ import { ResolveReviewItemBody, ReviewItemId, type ReviewItemView } from '../dom
 import {
   type CaptureArgs,
   type MovementAnswer,
+  type MovementCheck,
   type MovementRequest,
   type ProviderEvent,
   type RefundArgs,
@@ -832,15 +833,17 @@ export class PaymentsClient {
     const handle = this.handle(workflowId);
     await this.assertKeyNotUsedElsewhere(workflowId, kind, opKey);
     const requestId = randomUUID();
+    let check: MovementCheck;
     try {
-      const check = await this.bounded(() => handle.query(movementCheckQuery, kind, args));
+      check = await this.bounded(() => handle.query(movementCheckQuery, kind, args));
       if (check.refusal) throw translateRefusal(check.refusal) ?? new Error(check.refusal.message);
-      // A repeat of a known key is answered from the workflow's record: nothing new goes into its history.
+      // A repeat of a known key is answered from the workflow's record: nothing new goes into its history. (A key
+      // whose try never left is not known: its repeat is sent, and tries again.)
       if (!check.known) await this.bounded(() => handle.signal(signal, { ...args, requestId }));
     } catch (err) {
       throw await this.translateClosedOrMissing(err, workflowId);
     }
-    const answer = await this.awaitMovement(handle, kind, opKey, requestId, fingerprint);
+    const answer = await this.awaitMovement(handle, kind, opKey, requestId, fingerprint, check.answeredByTry);
     if (answer?.refusal) throw translateRefusal(answer.refusal) ?? new Error(answer.refusal.message);
     const view = answer?.view ?? (await this.bounded(() => handle.query(paymentQuery)));
     const op = view.operations?.find((o) => o.kind === kind && o.key === opKey);
@@ -855,8 +858,8 @@ export class PaymentsClient {
   }
 
   /**
-   * Reads one capture/refund request's answer until it is settled or `operationWaitMs` passed. Null when the workflow
-   * has not handled the request by then.
+   * Reads one capture/refund request's answer (from the try the check named) until it is settled or
+   * `operationWaitMs` passed. Null when the workflow has not handled the request by then.
    */
   private async awaitMovement(
     handle: ChargeHandle,
@@ -864,9 +867,10 @@ export class PaymentsClient {
     opKey: string,
     requestId: string,
     fingerprint: string,
+    answeredByTry: number | undefined,
   ): Promise<MovementAnswer | null> {
     return readUntil(
-      () => this.bounded(() => handle.query(movementAnswerQuery, kind, opKey, requestId, fingerprint)),
+      () => this.bounded(() => handle.query(movementAnswerQuery, kind, opKey, requestId, fingerprint, answeredByTry)),
       (answer) => answer?.settled === true,
       Date.now() + this.operationWaitMs,
     );

@@ -56,6 +56,11 @@ export const ApiErrorType = z.enum([
   'operation_in_flight',
   /** A payment for this order is still pending or unknown under another key (`paymentKey` names it). */
   'payment_in_flight',
+  /**
+   * The capture/refund never reached the provider (breaker open, a cool-down, a refused connection): nothing moved and
+   * nothing is held; repeat the same request after `Retry-After`.
+   */
+  'provider_unavailable',
   /** The token is valid but its role may not do this (a merchant token on an operator action). */
   'forbidden',
   'invalid_signature',

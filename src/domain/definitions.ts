@@ -73,6 +73,11 @@ export interface MovementCheck {
   readonly refusal?: MovementRefusal;
   /** The key names an operation with this fingerprint already: its answer is read, nothing is sent again. */
   readonly known?: boolean;
+  /**
+   * The try under the key that will answer this request (absent: the first): the one running or settled when `known`,
+   * the next one after a try that never left (the request is sent, and tries again). Passed to `movementAnswer`.
+   */
+  readonly answeredByTry?: number;
 }
 
 /** Checks a capture or refund against the current state without recording anything. */
@@ -83,11 +88,12 @@ export const movementCheckQuery = defineQuery<
 
 /**
  * The answer to one capture or refund request (`requestId`, with its fingerprint) under its key, once the workflow
- * handled it; null before.
+ * handled it; null before. `answeredByTry` (from the check; absent: the first) keeps a request that tries again from
+ * being answered by the earlier try that never left.
  */
 export const movementAnswerQuery = defineQuery<
   MovementAnswer | null,
-  [kind: 'capture' | 'refund', key: string, requestId: string, fingerprint: string]
+  [kind: 'capture' | 'refund', key: string, requestId: string, fingerprint: string, answeredByTry?: number]
 >('movementAnswer');
 
 /** Whether the first provider call settled (the early answer of `submit`), with the view: how a repeat is answered. */

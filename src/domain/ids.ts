@@ -28,6 +28,21 @@ export const captureWorkflowId = (merchantId: string, captureKey: string): strin
 export const refundWorkflowId = (merchantId: string, refundKey: string): string => `refund:${merchantId}:${refundKey}`;
 
 /**
+ * The child of one try of a capture or refund under its key: the first is `captureWorkflowId`/`refundWorkflowId` (the
+ * key's merchant-wide UNIQUE constraint); a later one, run only by the payment that owns the key after every earlier
+ * try provably never left, is `<kind>#<n>:<merchantId>:<key>` (a prefix of its own: it never collides with a first).
+ */
+export const movementTryWorkflowId = (
+  kind: 'capture' | 'refund',
+  merchantId: string,
+  key: string,
+  n: number,
+): string =>
+  n <= 1
+    ? (kind === 'capture' ? captureWorkflowId : refundWorkflowId)(merchantId, key)
+    : `${kind}#${n}:${merchantId}:${key}`;
+
+/**
  * The reconcile child of one operation with an unknown outcome: `reconcile:<merchantId>:<operation>:<key>`, so the
  * reconcile of a charge (`create`) and of a capture whose keys happen to be equal never collide.
  */

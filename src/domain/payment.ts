@@ -170,7 +170,8 @@ export const OperationView = z.object({
   kind: z.enum(['capture', 'refund', 'void']),
   key: z.string(),
   amount: NonNegative,
-  state: z.enum(['running', 'succeeded', 'rejected', 'needs_review']),
+  /** `failed`: never sent (every attempt refused before it left, `reason` says why); the same key may try again. */
+  state: z.enum(['running', 'succeeded', 'rejected', 'failed', 'needs_review']),
   reason: z.string().optional(),
   providerCode: z.string().optional(),
 });

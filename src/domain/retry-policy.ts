@@ -38,6 +38,13 @@ export const defaultReferenceLookupPages = 5;
 /** Slack per attempt for what is not a provider call: breaker, classification, heartbeats, the log line. */
 export const attemptOverheadMs = 1_000;
 
+/**
+ * The longest wait a provider's Retry-After may ask of us by default (`PROVIDER_MAX_RETRY_AFTER_MS`): one answer asking
+ * for minutes or hours would otherwise hold every write to the provider that long (the provider-wide cool-down) and
+ * outlast every operation's budget.
+ */
+export const defaultMaxRetryAfterMs = 60_000;
+
 /** The capability flags the retry layer needs; `ProviderCapabilities` (src/providers/types.ts) satisfies it. */
 export interface RetryCapabilities {
   readonly idempotencyKeys: boolean;

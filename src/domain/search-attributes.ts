@@ -9,5 +9,17 @@ export const OrderIdAttr = defineSearchAttributeKey('OrderId', SearchAttributeTy
 /** The provider name, e.g. `simulator`. */
 export const ProviderAttr = defineSearchAttributeKey('Provider', SearchAttributeType.KEYWORD);
 
-/** All four, for registering them on a server. */
-export const paymentSearchAttributes = [PaymentStatusAttr, MerchantIdAttr, OrderIdAttr, ProviderAttr] as const;
+/**
+ * When the payment became `unknown`, published by a run that continued as new while unknown: visibility's `StartTime`
+ * is that run's own, later than the payment's `unknownSince`, so the stuck-unknown sweep selects such runs by this.
+ */
+export const UnknownSinceAttr = defineSearchAttributeKey('UnknownSince', SearchAttributeType.DATETIME);
+
+/** All of them, for registering them on a server. */
+export const paymentSearchAttributes = [
+  PaymentStatusAttr,
+  MerchantIdAttr,
+  OrderIdAttr,
+  ProviderAttr,
+  UnknownSinceAttr,
+] as const;

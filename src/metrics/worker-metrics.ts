@@ -195,7 +195,7 @@ export function breakerMetricsObserver(registry: Registry): BreakerObserver {
   });
   const probes = new Counter({
     name: 'payments_breaker_probes_total',
-    help: 'Half-open probes by provider and result (sent, succeeded, failed)',
+    help: 'Half-open probes by provider and result (sent, succeeded, failed, released: its write never left)',
     labelNames: ['provider', 'result'],
     registers,
   });

@@ -11,6 +11,7 @@ import {
   isProviderError,
   type ProviderError,
 } from './errors';
+import { defaultMaxRetryAfterMs } from '../domain/retry-policy';
 import { defaultProviderLogger, keyHash, logAttempt, stripQuery, type Logger } from './logging';
 
 /** `{ error: { type, code, decline_code?, message } }` of a non-2xx answer (Stripe's shape). */
@@ -81,6 +82,8 @@ export interface HttpClientOptions {
   readonly connect?: Omit<TcpNetConnectOpts, 'timeout' | 'port' | 'host'>;
   /** Headers sent on every request, e.g. Authorization (never logged). */
   readonly defaultHeaders?: Readonly<Record<string, string>>;
+  /** The longest Retry-After taken from an answer (`PROVIDER_MAX_RETRY_AFTER_MS`); default {@link defaultMaxRetryAfterMs}. */
+  readonly maxRetryAfterMs?: number;
   /** Provider name for the log. */
   readonly name?: string;
   readonly logger?: Logger;
@@ -111,6 +114,8 @@ export interface ClassifyOptions {
   readonly declines?: boolean;
   /** Clock for HTTP-date Retry-After values; default `Date.now()`. */
   readonly nowMs?: number;
+  /** The longest Retry-After taken; default {@link defaultMaxRetryAfterMs}. */
+  readonly maxRetryAfterMs?: number;
 }
 
 /** Case-insensitive single header value (the first, when repeated). */
@@ -123,10 +128,19 @@ export const headerValue = (headers: HttpHeaders, name: string): string | undefi
 };
 
 /**
- * Retry-After as milliseconds from now: delta-seconds (`120`) or an HTTP-date (relative to `nowMs`, a date in the past
- * gives 0). Absent or unreadable: undefined, and the caller falls back to its own backoff.
+ * Retry-After as milliseconds from now, at most `maxMs`: delta-seconds (`120`) or an HTTP-date (relative to `nowMs`, a
+ * date in the past gives 0). Absent or unreadable: undefined, and the caller falls back to its own backoff.
  */
-export const parseRetryAfter = (value: string | undefined, nowMs: number = Date.now()): number | undefined => {
+export const parseRetryAfter = (
+  value: string | undefined,
+  nowMs: number = Date.now(),
+  maxMs: number = defaultMaxRetryAfterMs,
+): number | undefined => {
+  const asked = askedRetryAfterMs(value, nowMs);
+  return asked === undefined ? undefined : Math.min(asked, maxMs);
+};
+
+const askedRetryAfterMs = (value: string | undefined, nowMs: number): number | undefined => {
   if (value === undefined) return undefined;
   const v = value.trim();
   if (/^\d+$/.test(v)) return Number(v) * 1000;
@@ -164,7 +178,7 @@ export const errorCodeOf = (
  * | 2xx, body does not parse | OutcomeUnknown `unparseable` |
  * | 402 `card_error` (with `declines`) | `{ kind: 'declined', code }` (`decline_code`, else `code`) |
  * | 408 | OutcomeUnknown `status` |
- * | 409 (`idempotency_key_in_use`, or any concurrent-use conflict), 429, 503 | ProviderUnavailable, `retryAfterMs` |
+ * | 409 (`idempotency_key_in_use`, or any concurrent-use conflict), 429, 503 | ProviderUnavailable, `retryAfterMs` (capped) |
  * | other 4xx (incl. 422 `idempotency_key_mismatch`) | ProviderRejected with `code` |
  * | 500, 502, 504, other 5xx, 1xx/3xx | OutcomeUnknown `status` |
  */
@@ -195,7 +209,11 @@ export const classifyResponse = <S extends z.ZodType>(
   }
   if (status === 409 || status === 429 || status === 503) {
     // 409 is concurrent use (`idempotency_key_in_use`, or a lock on the object): the same request later will work.
-    const retryAfterMs = parseRetryAfter(headerValue(headers, 'retry-after'), options.nowMs ?? Date.now());
+    const retryAfterMs = parseRetryAfter(
+      headerValue(headers, 'retry-after'),
+      options.nowMs ?? Date.now(),
+      options.maxRetryAfterMs,
+    );
     throw new ProviderUnavailableError({
       operation,
       status,
@@ -419,7 +437,9 @@ export class HttpClient {
     let response: HttpResponse | undefined;
     try {
       response = await this.send({ ...req, requestId });
+      const { maxRetryAfterMs } = this.#options;
       const result = classifyResponse(response.status, response.headers, response.body, schema, {
+        ...(maxRetryAfterMs === undefined ? {} : { maxRetryAfterMs }),
         ...options,
         operation: req.operation,
       });

@@ -16,6 +16,8 @@ export interface ProvidersConfig {
   readonly PROVIDER_API_KEY: string;
   readonly PROVIDER_CONNECT_TIMEOUT_MS: number;
   readonly PROVIDER_TOTAL_TIMEOUT_MS: number;
+  /** Absent: the HTTP client's default cap. */
+  readonly PROVIDER_MAX_RETRY_AFTER_MS?: number;
   readonly providerCapabilities: PaymentProvider['capabilities'];
   readonly STRIPE_SECRET_KEY?: string;
   readonly STRIPE_API_BASE?: string;
@@ -23,6 +25,8 @@ export interface ProvidersConfig {
 
 /** The adapters of every configured provider, by name. */
 export function createConfiguredProviders(config: ProvidersConfig, logger: Logger): Record<string, PaymentProvider> {
+  const maxRetryAfterMs = config.PROVIDER_MAX_RETRY_AFTER_MS;
+  const retryAfterCap = maxRetryAfterMs === undefined ? {} : { maxRetryAfterMs };
   const providers: Record<string, PaymentProvider> = {
     simulator: createProvider(
       {
@@ -32,6 +36,7 @@ export function createConfiguredProviders(config: ProvidersConfig, logger: Logge
         capabilities: config.providerCapabilities,
         connectTimeoutMs: config.PROVIDER_CONNECT_TIMEOUT_MS,
         totalTimeoutMs: config.PROVIDER_TOTAL_TIMEOUT_MS,
+        ...retryAfterCap,
       },
       logger,
     ),
@@ -42,6 +47,7 @@ export function createConfiguredProviders(config: ProvidersConfig, logger: Logge
       ...(config.STRIPE_API_BASE === undefined ? {} : { apiBase: config.STRIPE_API_BASE }),
       connectTimeoutMs: config.PROVIDER_CONNECT_TIMEOUT_MS,
       totalTimeoutMs: config.PROVIDER_TOTAL_TIMEOUT_MS,
+      ...retryAfterCap,
       logger,
     });
   }

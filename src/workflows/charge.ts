@@ -18,6 +18,7 @@ export async function chargeWorkflow(input: ChargeWorkflowInput, carried?: Charg
   const { state } = payment;
   payment.registerHandlers();
   payment.publishAttributes();
+  if (carried) payment.publishUnknownSince();
   await payment.connectProvider();
   if (!carried) await createAtProvider(payment);
 

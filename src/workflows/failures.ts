@@ -54,6 +54,14 @@ export function notSentReason(err: unknown): string {
   return typeof info?.reason === 'string' ? info.reason : (failure.type ?? 'not_sent');
 }
 
+/** The wait the last attempt was told to keep (a Retry-After, an open breaker's or cool-down's rest), if any. */
+export function waitAskedOf(err: unknown): number | undefined {
+  const failure = attemptFailure(err);
+  if (!(failure instanceof ApplicationFailure)) return undefined;
+  const info = failure.details?.[0] as { retryAfterMs?: unknown } | undefined;
+  return typeof info?.retryAfterMs === 'number' && info.retryAfterMs > 0 ? info.retryAfterMs : undefined;
+}
+
 /** The innermost message, for a review reason an operator can read. */
 export function messageOf(err: unknown): string {
   if (err instanceof ActivityFailure && err.cause) return err.cause.message;

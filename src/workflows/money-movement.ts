@@ -6,7 +6,7 @@ import type { RetryOverrides } from '../domain/retry';
 import type { PaymentTimings } from '../domain/workflow-inputs';
 import type { ProviderCapabilities, ProviderPayment } from '../domain/provider-payment';
 import { providerActivities } from './activity-options';
-import { failureType, messageOf, providerCodeOf } from './failures';
+import { failureType, messageOf, neverSent, notSentReason, providerCodeOf, waitAskedOf } from './failures';
 import { reconcileWorkflow } from './reconcile';
 
 /** Input shared by `captureWorkflow` and `refundWorkflow`: one money movement on an existing payment. */
@@ -29,10 +29,15 @@ export interface MoneyMovementInput {
   readonly firstCallOnly?: boolean;
 }
 
-/** How a capture or refund ended: done (with the provider's payment), rejected by the provider, or for review. */
+/**
+ * How a capture or refund ended: done (with the provider's payment), rejected by the provider, never sent (every
+ * attempt refused before it left: nothing happened, the caller may try again after `retryAfterMs`), unknown (a first
+ * call only), or for review.
+ */
 export type MoneyMovementResult =
   | { readonly outcome: 'done'; readonly payment: ProviderPayment }
   | { readonly outcome: 'rejected'; readonly reason: string; readonly providerCode?: string }
+  | { readonly outcome: 'not_sent'; readonly reason: string; readonly retryAfterMs?: number }
   | { readonly outcome: 'unknown'; readonly reason: string; readonly firstSentAtMs: number }
   | { readonly outcome: 'needs_review'; readonly reason: string };
 
@@ -61,7 +66,7 @@ export async function moveMoney(
       const code = providerCodeOf(err);
       return { outcome: 'rejected', reason: messageOf(err), ...(code === undefined ? {} : { providerCode: code }) };
     }
-    if (input.firstCallOnly) return { outcome: 'unknown', reason: messageOf(err), firstSentAtMs };
+    if (input.firstCallOnly) return firstCallFailed(err, firstSentAtMs);
   }
   const result = await executeChild(reconcileWorkflow, {
     workflowId: reconcileWorkflowId(input.merchantId, kind, input.key),
@@ -70,6 +75,17 @@ export async function moveMoney(
   if (result.outcome === 'found') return { outcome: 'done', payment: result.payment };
   if (result.outcome === 'needs_review') return { outcome: 'needs_review', reason: result.reason };
   return { outcome: 'rejected', reason: result.outcome === 'rejected' ? result.reason : result.declineCode };
+}
+
+/**
+ * A first call that failed without an answer: never sent when the activity's final failure proves no attempt left
+ * (breaker open, cool-down, refused connection: a refusal, not an unknown outcome), else unknown. Only a first call
+ * answers `not_sent`: a child that reconciles inside (started before first calls existed) keeps doing so.
+ */
+function firstCallFailed(err: unknown, firstSentAtMs: number): MoneyMovementResult {
+  if (!neverSent(err)) return { outcome: 'unknown', reason: messageOf(err), firstSentAtMs };
+  const retryAfterMs = waitAskedOf(err);
+  return { outcome: 'not_sent', reason: notSentReason(err), ...(retryAfterMs === undefined ? {} : { retryAfterMs }) };
 }
 
 /** The reconcile of a capture or refund: the provider's total must reach what it was before plus this amount. */

@@ -48,13 +48,19 @@ import type {
 } from '../domain/provider-payment';
 import type { RetryOverrides } from '../domain/retry-policy';
 import type { PaymentSinks } from '../domain/sinks';
-import { MerchantIdAttr, OrderIdAttr, PaymentStatusAttr, ProviderAttr } from '../domain/search-attributes';
+import {
+  MerchantIdAttr,
+  OrderIdAttr,
+  PaymentStatusAttr,
+  ProviderAttr,
+  UnknownSinceAttr,
+} from '../domain/search-attributes';
 import { formatWait, paymentCurrentDetails } from '../domain/summaries';
 import type { ChargeWorkflowInput } from '../domain/workflow-inputs';
 import { describeProvider, providerActivities } from './activity-options';
 import { Lock } from './lock';
 import { type MoneyMovementInput } from './money-movement';
-import { MoneyMovements } from './payment-movements';
+import { MoneyMovements, neverSentRefusal } from './payment-movements';
 import {
   assertCapturable,
   assertRefundable,
@@ -83,6 +89,8 @@ const PUBLISH_ON_CHANGE = 'publish-status-on-change';
 const VERIFY_OPERATOR_PAYMENT = 'verify-operator-payment-id';
 /** Patch: a provider event is applied only from the provider holding the payment (failover moves it). */
 const EVENTS_FROM_HOLDER = 'provider-events-from-holder';
+/** Patch: a run that continued as new while unknown publishes when the payment became unknown (`UnknownSince`). */
+const PUBLISH_UNKNOWN_SINCE = 'publish-unknown-since';
 
 /** Carried across continue-as-new: the payment's whole state plus what the first run learnt. */
 export interface ChargeContinuation {
@@ -202,8 +210,8 @@ export class PaymentEntity {
     setHandler(captureSignal, (args) => this.requestMovement('capture', args.captureKey, args));
     setHandler(refundSignal, (args) => this.requestMovement('refund', args.refundKey, args));
     setHandler(movementCheckQuery, (kind, args) => this.checkMovement(kind, args));
-    setHandler(movementAnswerQuery, (kind, key, requestId, fingerprint) =>
-      this.movementAnswer(kind, key, requestId, fingerprint),
+    setHandler(movementAnswerQuery, (kind, key, requestId, fingerprint, answeredByTry) =>
+      this.movementAnswer(kind, key, requestId, fingerprint, answeredByTry),
     );
     setHandler(firstAnswerQuery, () => ({ settled: this.state.firstCallSettled, view: this.state.view }));
     setHandler(resolveSignal, (args) => this.requestResolve(args));
@@ -227,6 +235,16 @@ export class PaymentEntity {
       { key: OrderIdAttr, value: this.request.orderId },
       { key: ProviderAttr, value: this.provider },
     ]);
+  }
+
+  /**
+   * A run that continued as new while the payment is unknown: its `StartTime` is later than when the payment became
+   * unknown, so it publishes that time (`UnknownSince`) for the stuck-unknown sweep to find it by.
+   */
+  publishUnknownSince(): void {
+    const since = this.state.view.unknownSince;
+    if (this.state.view.status !== 'unknown' || since === undefined || !patched(PUBLISH_UNKNOWN_SINCE)) return;
+    upsertSearchAttributes([{ key: UnknownSinceAttr, value: new Date(since) }]);
   }
 
   /** Learns the provider's capabilities (from the input, the continuation or a local activity) and binds its activities. */
@@ -450,24 +468,27 @@ export class PaymentEntity {
       kind === 'capture' ? this.validateCapture(args as CaptureArgs) : this.validateRefund(args as RefundArgs),
     );
     if (refusal) return { refusal };
-    return findSubOperation(this.state, kind, key) ? { known: true } : {};
+    return this.movements.answeredBy(kind, key);
   }
 
   /**
    * One request's answer: its refusal, or the operation under its key (with this request's fingerprint) and whether
-   * its first provider call settled. Null while the request is not handled yet.
+   * its first provider call settled; a try that never left answers as a refusal (the provider is unavailable). Null
+   * while the request is not handled yet, also while the try it waits for (`answeredByTry`) has not started.
    */
   private movementAnswer(
     kind: 'capture' | 'refund',
     key: string,
     requestId: string,
     fingerprint: string,
+    answeredByTry = 1,
   ): MovementAnswer | null {
     const { state } = this;
     const refused = state.refusals?.find((r) => r.requestId === requestId && r.kind === kind && r.key === key);
     if (refused) return { refusal: refused.refusal, settled: true, view: state.view };
     const op = findSubOperation(state, kind, key);
-    if (!op || op.fingerprint !== fingerprint) return null;
+    if (!op || op.fingerprint !== fingerprint || (op.tries ?? 1) < answeredByTry) return null;
+    if (op.state === 'failed') return { refusal: neverSentRefusal(op), settled: true, view: state.view };
     return { settled: op.firstCallSettled === true || op.state !== 'running', view: state.view };
   }
 

@@ -1,6 +1,8 @@
 import { WorkflowIdReusePolicy, condition, executeChild, log, startChild } from '@temporalio/workflow';
 import { WorkflowExecutionAlreadyStartedError } from '@temporalio/common';
-import { captureWorkflowId, reconcileWorkflowId, refundWorkflowId } from '../domain/ids';
+import type { MovementCheck, MovementRefusal } from '../domain/definitions';
+import { ErrorType } from '../domain/errors';
+import { movementTryWorkflowId, reconcileWorkflowId } from '../domain/ids';
 import type { ReconcileResult } from '../domain/operations';
 import type { PaymentView } from '../domain/payment';
 import { captureWorkflow } from './capture';
@@ -13,6 +15,18 @@ import { reconcileWorkflow } from './reconcile';
 import { refundWorkflow } from './refund';
 
 type MovementKind = 'capture' | 'refund';
+
+/** The wait answered for a try that never left when nothing said how long (a refused connection, say). */
+export const notSentRetryAfterMs = 5_000;
+
+/** The refusal a request answered by a try that never left gets: the provider is unavailable, repeat after the wait. */
+export function neverSentRefusal(op: SubOperation): MovementRefusal {
+  return {
+    type: ErrorType.ProviderUnavailable,
+    message: `This ${op.kind} never reached the provider (${op.reason ?? 'provider_unavailable'}); nothing moved. Repeat it after Retry-After`,
+    details: [{ retryAfterMs: op.retryAfterMs ?? notSentRetryAfterMs }],
+  };
+}
 interface MovementArgs {
   readonly fingerprint: string;
   readonly amount?: number;
@@ -37,44 +51,29 @@ export class MoneyMovements {
    * lock (validators run before the lock, so concurrent updates are checked again), then its first provider call runs
    * as a child workflow whose id, `<kind>:<merchant>:<key>`, is the merchant-wide UNIQUE constraint of the key: a key
    * used on another payment is refused before any effect. The update answers once that first call settled; an unknown
-   * outcome goes on as a reconcile child without holding the update or the lock.
+   * outcome goes on as a reconcile child without holding the update or the lock. A key whose try provably never left
+   * (`failed`) is not spent: its repeat is checked like a new request and tries again, as this payment's next try.
    */
   async run(kind: MovementKind, key: string, args: MovementArgs, assertAllowed: () => void): Promise<PaymentView> {
     const { payment } = this;
-    const { state, input } = payment;
+    const { state } = payment;
     const op = await payment.lock.run(async () => {
       const earlier = findSubOperation(state, kind, key);
-      if (earlier) {
-        if (earlier.fingerprint !== args.fingerprint) throw keyReused(kind);
-        return earlier; // a repeat: the same answer, no new effect
-      }
+      if (earlier && earlier.fingerprint !== args.fingerprint) throw keyReused(kind);
+      if (earlier && earlier.state !== 'failed') return earlier; // a repeat: the same answer, no new effect
       assertAllowed();
-      const amount = args.amount ?? state.view.amountAuthorized - state.view.amountCaptured;
+      const amount = earlier?.amount ?? args.amount ?? state.view.amountAuthorized - state.view.amountCaptured;
       const before = this.totalBefore(kind);
       const movement: MoneyMovementInput = { ...payment.movementInput(key, amount), firstCallOnly: true };
       const startedAtMs = Date.now();
-      // Never a second run under one key, also after the first closed: the key belongs to its first request.
-      const workflowIdReusePolicy = WorkflowIdReusePolicy.REJECT_DUPLICATE;
-      let child: { result(): Promise<MoneyMovementResult> };
-      try {
-        child =
-          kind === 'capture'
-            ? await startChild(captureWorkflow, {
-                workflowId: captureWorkflowId(input.merchantId, key),
-                args: [{ ...movement, amountCapturedBefore: before }],
-                workflowIdReusePolicy,
-              })
-            : await startChild(refundWorkflow, {
-                workflowId: refundWorkflowId(input.merchantId, key),
-                args: [{ ...movement, amountRefundedBefore: before }],
-                workflowIdReusePolicy,
-              });
-      } catch (err) {
-        if (err instanceof WorkflowExecutionAlreadyStartedError) throw keyReused(kind); // used on another payment
-        throw err;
-      }
-      const op: SubOperation = { kind, key, fingerprint: args.fingerprint, amount, state: 'running' };
-      state.subOperations.push(op);
+      const tries = earlier === undefined ? 1 : (earlier.tries ?? 1) + 1;
+      const child = await this.startTry(kind, key, tries, movement, before);
+      const op: SubOperation = earlier ?? { kind, key, fingerprint: args.fingerprint, amount, state: 'running' };
+      if (earlier) {
+        Object.assign(earlier, { state: 'running', tries, firstCallSettled: false });
+        delete earlier.reason;
+        delete earlier.retryAfterMs;
+      } else state.subOperations.push(op);
       payment.syncOperations();
       let result: MoneyMovementResult;
       try {
@@ -95,14 +94,56 @@ export class MoneyMovements {
     return state.view;
   }
 
-  /** The update validator: a known key answers (or is refused for another request); a new one must be allowed now. */
+  /**
+   * The child of one try: the first under the key's merchant-wide id; a later one (after tries that never left) under
+   * an id of its own. Never a second run under one id, also after the first closed: the key belongs to its first
+   * request, and an id already taken is the key used on another payment.
+   */
+  private async startTry(
+    kind: MovementKind,
+    key: string,
+    tries: number,
+    movement: MoneyMovementInput,
+    before: number,
+  ): Promise<{ result(): Promise<MoneyMovementResult> }> {
+    const workflowId = movementTryWorkflowId(kind, this.payment.input.merchantId, key, tries);
+    const workflowIdReusePolicy = WorkflowIdReusePolicy.REJECT_DUPLICATE;
+    try {
+      return kind === 'capture'
+        ? await startChild(captureWorkflow, {
+            workflowId,
+            args: [{ ...movement, amountCapturedBefore: before }],
+            workflowIdReusePolicy,
+          })
+        : await startChild(refundWorkflow, {
+            workflowId,
+            args: [{ ...movement, amountRefundedBefore: before }],
+            workflowIdReusePolicy,
+          });
+    } catch (err) {
+      if (err instanceof WorkflowExecutionAlreadyStartedError) throw keyReused(kind); // used on another payment
+      throw err;
+    }
+  }
+
+  /**
+   * The update validator: a known key answers (or is refused for another request); a new one, or one whose try never
+   * left, must be allowed now.
+   */
   validate(kind: MovementKind, key: string, args: MovementArgs, assertAllowed: () => void): void {
     const earlier = findSubOperation(this.payment.state, kind, key);
-    if (earlier) {
-      if (earlier.fingerprint !== args.fingerprint) throw keyReused(kind);
-      return;
-    }
+    if (earlier && earlier.fingerprint !== args.fingerprint) throw keyReused(kind);
+    if (earlier && earlier.state !== 'failed') return;
     assertAllowed();
+  }
+
+  /** Which try of the key a request will be answered by (see {@link MovementCheck}); nothing for a new key. */
+  answeredBy(kind: MovementKind, key: string): Pick<MovementCheck, 'known' | 'answeredByTry'> {
+    const op = findSubOperation(this.payment.state, kind, key);
+    if (!op) return {};
+    const tries = op.tries ?? 1;
+    if (op.state === 'failed') return { answeredByTry: tries + 1 };
+    return { known: true, ...(tries > 1 ? { answeredByTry: tries } : {}) };
   }
 
   /** Records how a capture's or refund's first call (or, in older children, its whole reconcile) ended. */
@@ -114,6 +155,12 @@ export class MoneyMovements {
       op.state = 'rejected';
       op.reason = result.reason;
       if (result.providerCode !== undefined) op.providerCode = result.providerCode;
+    } else if (result.outcome === 'not_sent') {
+      // Nothing reached the provider: a refusal its callers act on, holding nothing back (the key may try again).
+      op.state = 'failed';
+      op.reason = `provider_unavailable: ${result.reason}`;
+      op.retryAfterMs = result.retryAfterMs ?? notSentRetryAfterMs;
+      log.warn(`${op.kind} never reached the provider`, { reason: result.reason, retryAfterMs: op.retryAfterMs });
     } else if (result.outcome === 'unknown') {
       this.reconcile(op, movement, before, result.firstSentAtMs);
     } else {

@@ -13,10 +13,17 @@ export interface SubOperation {
   readonly key: string;
   readonly fingerprint: string;
   readonly amount: number;
-  /** `running` until the provider confirmed (`done`), refused (`rejected`) or an operator must decide. */
-  state: 'running' | 'done' | 'rejected' | 'needs_review';
-  /** Why it was rejected or sent to review. */
+  /**
+   * `running` until the provider confirmed (`done`), refused (`rejected`) or an operator must decide; `failed` when its
+   * try provably never left (nothing happened, nothing is held: the same key tries again).
+   */
+  state: 'running' | 'done' | 'rejected' | 'failed' | 'needs_review';
+  /** Why it was rejected, failed or sent to review. */
   reason?: string;
+  /** Which try under this key this is (absent: the first); a try starts again only after one that never left. */
+  tries?: number;
+  /** For a `failed` try: the wait the provider or the breaker asked for, answered to its callers as Retry-After. */
+  retryAfterMs?: number;
   /** The provider's own error code of a refusal. */
   providerCode?: string;
   /** Its first provider call settled (value, refusal or unknown): the update may answer. */

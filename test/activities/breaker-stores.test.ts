@@ -107,6 +107,31 @@ describe.each([
     expect(await b.acquire('p')).toEqual({ allowed: true });
   });
 
+  it('half-open: a probe whose write never reached the provider gives its slot back and decides nothing', async () => {
+    const probes: string[] = [];
+    const observer: BreakerObserver = { onProbe: (e) => probes.push(e.result) };
+    const b = await store({ failureThreshold: 2, cooldownMs: 10_000, probeTimeoutMs: 5_000, ...clock, observer });
+    await b.record('p', ErrorType.NotSent);
+    await b.record('p', ErrorType.NotSent);
+    now += 10_000;
+    // The probe's attempt was cut off before its write left (its look-up before the resend failed): not re-opened.
+    const cutOff = await b.acquire('p');
+    await b.record('p', ErrorType.NotSent, breakerReport('non-idempotent-write', cutOff, undefined, false));
+    expect(await b.state('p')).toEqual({ kind: 'half_open', probeUntil: 0 });
+    // The slot is free at once: the next write is the probe, without waiting out the probe timeout.
+    const recovered = await b.acquire('p');
+    expect(recovered).toEqual({ allowed: true, probe: expect.any(String) });
+    // Its write was found committed by the look-up before the resend: a read's success, which closes nothing.
+    await b.record('p', 'success', breakerReport('non-idempotent-write', recovered, undefined, false));
+    expect(await b.state('p')).toEqual({ kind: 'half_open', probeUntil: 0 });
+    // Only a write that reached the provider decides.
+    const sent = await b.acquire('p');
+    expect(sent).toEqual({ allowed: true, probe: expect.any(String) });
+    await b.record('p', 'success', breakerReport('non-idempotent-write', sent, undefined, true));
+    expect(await b.state('p')).toEqual({ kind: 'closed', failures: 0 });
+    expect(probes).toEqual(['sent', 'released', 'sent', 'released', 'sent', 'succeeded']);
+  });
+
   it('tells its observer of every transition, probe, cool-down and refusal, once each, in order', async () => {
     const events: string[] = [];
     const observer: BreakerObserver = {

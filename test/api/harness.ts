@@ -129,6 +129,8 @@ export interface HarnessOptions {
   readonly maxConcurrentActivityTaskExecutions?: number;
   /** The workers' breaker (default: one that never opens, see below). */
   readonly breaker?: CircuitBreaker;
+  /** The longest Retry-After the simulator's adapter takes (`PROVIDER_MAX_RETRY_AFTER_MS`; default its own). */
+  readonly maxRetryAfterMs?: number;
 }
 
 /** Starts simulator, workers and API; every test file gets its own. */
@@ -144,6 +146,7 @@ export async function startApiHarness(env: TestWorkflowEnvironment, opts: Harnes
       capabilities: simulatorCapabilities(),
       connectTimeoutMs: 500,
       totalTimeoutMs: 1_500,
+      ...(opts.maxRetryAfterMs === undefined ? {} : { maxRetryAfterMs: opts.maxRetryAfterMs }),
     },
     logger,
   );

@@ -56,7 +56,8 @@ describe('visibility queries', () => {
     );
     expect(stuckUnknownQuery('payments', Date.UTC(2030, 0, 2, 3, 4, 5))).toBe(
       "WorkflowType = 'chargeWorkflow' AND TaskQueue = 'payments' AND ExecutionStatus = 'Running' AND " +
-        "PaymentStatus = 'unknown' AND StartTime < '2030-01-02T03:04:05.000Z'",
+        "PaymentStatus = 'unknown' AND " +
+        "(StartTime < '2030-01-02T03:04:05.000Z' OR UnknownSince < '2030-01-02T03:04:05.000Z')",
     );
   });
 

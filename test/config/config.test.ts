@@ -76,6 +76,11 @@ describe('loadConfig', () => {
     expect(c.PROVIDER_TOTAL_TIMEOUT_MS).toBe(10_000);
   });
 
+  it('caps a provider Retry-After at PROVIDER_MAX_RETRY_AFTER_MS (default 60 s)', () => {
+    expect(loadConfig({}).PROVIDER_MAX_RETRY_AFTER_MS).toBe(60_000);
+    expect(loadConfig({ PROVIDER_MAX_RETRY_AFTER_MS: '15000' }).PROVIDER_MAX_RETRY_AFTER_MS).toBe(15_000);
+  });
+
   it('parses API tokens and a provider without idempotency keys', () => {
     const c = loadConfig({
       API_TOKENS: 'shop_a:tok_aaaaaaaaaaaaaaaa, shop_b:tok_bbbbbbbbbbbbbbbb',

@@ -63,12 +63,13 @@ describe('definitions', () => {
     expect(bad.error?.issues.map((i) => i.path.join('.'))).toEqual(['type']);
   });
 
-  it('registers four keyword search attributes', () => {
+  it('registers four keyword search attributes and the datetime the sweep finds continued unknown runs by', () => {
     expect(paymentSearchAttributes.map((k) => [k.name, k.type])).toEqual([
       ['PaymentStatus', 'KEYWORD'],
       ['MerchantId', 'KEYWORD'],
       ['OrderId', 'KEYWORD'],
       ['Provider', 'KEYWORD'],
+      ['UnknownSince', 'DATETIME'],
     ]);
   });
 });

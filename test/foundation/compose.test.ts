@@ -82,8 +82,8 @@ it('publishes ports on loopback only and registers exactly the payment search at
     for (const port of service.ports ?? []) expect(port).toMatch(/^127\.0\.0\.1:/);
   }
   const setup = JSON.stringify(compose.services['temporal-setup']?.command);
-  const names = [...setup.matchAll(/--name (\w+) --type Keyword/g)].map((m) => m[1]);
-  expect(names.sort()).toEqual(paymentSearchAttributes.map((k) => k.name).sort());
+  const registered = [...setup.matchAll(/--name (\w+) --type (\w+)/g)].map((m) => `${m[1]} ${m[2]?.toUpperCase()}`);
+  expect(registered.sort()).toEqual(paymentSearchAttributes.map((k) => `${k.name} ${k.type}`).sort());
 });
 
 it('gives the worker the shared breaker store: a Redis service without persistence, REDIS_URL pointing at it', () => {

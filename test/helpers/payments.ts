@@ -46,6 +46,8 @@ export interface BenchOptions {
   readonly breaker?: CircuitBreaker;
   /** Register the reconcile sweep's activities with the workers, as the worker process does. */
   readonly sweep?: boolean;
+  /** The longest Retry-After the adapter takes (`PROVIDER_MAX_RETRY_AFTER_MS`; default its own). */
+  readonly maxRetryAfterMs?: number;
 }
 
 export interface Bench {
@@ -94,6 +96,7 @@ export async function startBench(env: TestWorkflowEnvironment, opts: BenchOption
     capabilities: opts.noKeys ? simulatorCapabilitiesWithoutKeys() : simulatorCapabilities(keyTtlS),
     connectTimeoutMs: 1_000,
     totalTimeoutMs: opts.totalTimeoutMs ?? 3_000,
+    ...(opts.maxRetryAfterMs === undefined ? {} : { maxRetryAfterMs: opts.maxRetryAfterMs }),
     logger,
   });
   const taskQueue = `test-${randomUUID()}`;

@@ -2,6 +2,7 @@
  * Shared Temporal server plumbing for tests. The jest global setup resolves both executables once and starts one dev
  * server; test files reach them through these helpers.
  */
+import { encodeSearchAttributeIndexedValueType } from '@temporalio/common/lib/search-attributes';
 import { temporal } from '@temporalio/proto';
 import { TestWorkflowEnvironment } from '@temporalio/testing';
 import { paymentSearchAttributes } from '../../src/domain/search-attributes';
@@ -23,7 +24,11 @@ export async function createTimeSkippingEnv(): Promise<TestWorkflowEnvironment> 
   await env.connection.operatorService.addSearchAttributes({
     namespace: env.namespace ?? 'default',
     searchAttributes: Object.fromEntries(
-      paymentSearchAttributes.map((k) => [k.name, temporal.api.enums.v1.IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD]),
+      paymentSearchAttributes.map((k) => [
+        k.name,
+        encodeSearchAttributeIndexedValueType(k.type) ??
+          temporal.api.enums.v1.IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD,
+      ]),
     ),
   });
   return env;

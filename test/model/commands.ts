@@ -33,6 +33,8 @@ const OP_ANSWERS = [
   '409:operation_in_flight',
   '422:amount_exceeded',
   '422:provider_rejected',
+  // Never sent (breaker open, a cool-down longer than its budget): nothing moved, the key may try again.
+  '503:provider_unavailable',
 ];
 
 /** Sends a charge and records the payment when the API took it on. */

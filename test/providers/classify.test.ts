@@ -56,7 +56,8 @@ describe('parseRetryAfter', () => {
     ['soon', undefined],
     ['Xyz, 99 Foo 2030 99:99:99 GMT', undefined],
   ])('%p -> %p', (value, expected) => {
-    expect(parseRetryAfter(value, now)).toBe(expected);
+    // The parsing alone: no cap in the way (the cap has its own tests below).
+    expect(parseRetryAfter(value, now, Number.MAX_SAFE_INTEGER)).toBe(expected);
   });
 
   it('an HTTP-date defaults to now', () => {
@@ -64,6 +65,39 @@ describe('parseRetryAfter', () => {
     const ms = parseRetryAfter(inTenSeconds);
     expect(ms).toBeGreaterThan(8000);
     expect(ms).toBeLessThanOrEqual(10_000);
+  });
+});
+
+describe('Retry-After cap (PROVIDER_MAX_RETRY_AFTER_MS)', () => {
+  // One 429 asking for minutes (or hours) must not hold a provider, or a caller's operation, that long.
+  it('a longer Retry-After is taken as the cap: delta-seconds and HTTP-date alike', () => {
+    expect(parseRetryAfter('180', now, 30_000)).toBe(30_000);
+    expect(parseRetryAfter('Tue, 01 Jan 2030 03:00:00 GMT', now, 30_000)).toBe(30_000);
+    expect(parseRetryAfter('20', now, 30_000)).toBe(20_000);
+    expect(parseRetryAfter(undefined, now, 30_000)).toBeUndefined();
+  });
+
+  it('without a setting the cap is 60 s', () => {
+    expect(parseRetryAfter('7200', now)).toBe(60_000);
+    expect(classify(429, err('rate_limit'), { 'retry-after': '7200' })).toMatchObject({ retryAfterMs: 60_000 });
+  });
+
+  it('classifyResponse caps what a 429 or 503 asks for at its maxRetryAfterMs', () => {
+    const capped = (status: number, value: string) => {
+      try {
+        classifyResponse(status, { 'retry-after': value }, err('x'), ProviderPaymentSchema, {
+          operation: 'capture',
+          nowMs: now,
+          maxRetryAfterMs: 5_000,
+        });
+      } catch (e) {
+        if (isProviderError(e)) return e.details.retryAfterMs;
+        throw e;
+      }
+      throw new Error('expected a failure');
+    };
+    expect(capped(429, '180')).toBe(5_000);
+    expect(capped(503, '2')).toBe(2_000);
   });
 });
 

@@ -236,6 +236,22 @@ describe('Stripe adapter: error shapes stripe-mock cannot produce, through the S
     await stripe.close();
   });
 
+  it("a rate limit's Retry-After is capped at the adapter's maxRetryAfterMs (one answer cannot hold the provider for minutes)", async () => {
+    const rateLimit = recorded['rate-limit']!;
+    answer = { ...rateLimit, headers: { ...rateLimit.headers, 'retry-after': '180' } };
+    const stripe = new StripeProvider({
+      secretKey: 'sk_test_123',
+      apiBase: url,
+      connectTimeoutMs: 1_000,
+      totalTimeoutMs: 5_000,
+      maxRetryAfterMs: 4_000,
+      logger,
+    });
+    const failure = await failureOf(stripe.capturePayment('pi_1', { amount: 500 }, ctx('capture')));
+    expect(failure).toMatchObject({ type: ErrorType.ProviderUnavailable, status: 429, retryAfterMs: 4_000 });
+    await stripe.close();
+  });
+
   it('a 404 resource_missing on a lookup by id is null', async () => {
     answer = recorded['resource-missing']!;
     const stripe = provider(url);

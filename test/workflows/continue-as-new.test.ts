@@ -6,14 +6,18 @@
  * A redelivered event is invisible in the view (application is forward-only), so the dedup set is read where the
  * workflow hands it over: the input of each continued-as-new run.
  */
+import { randomUUID } from 'node:crypto';
 import { paymentQuery, refundUpdate, webhookSignal } from '../../src/domain/definitions';
 import { ErrorType } from '../../src/domain/errors';
 import { reconcileWorkflowId } from '../../src/domain/ids';
 import { startDevServer } from '../../scripts/lib/dev-server';
+import type { PaymentView } from '../../src/domain/payment';
+import type { reconcileSweepWorkflow } from '../../src/workflows/sweep';
 import { serverPerFile } from '../helpers/benches';
 import { carriedChargeState, runChain } from '../helpers/history';
-import { chargeRequest } from '../helpers/payments';
-import { effectsOf, startCharge } from '../helpers/workflows';
+import { type Bench, chargeRequest } from '../helpers/payments';
+import { sweepInputOver } from '../helpers/sweeps';
+import { effectsOf, recordHistories, startCharge } from '../helpers/workflows';
 
 const t = serverPerFile(() =>
   startDevServer({
@@ -91,53 +95,108 @@ it('continues as new past the suggested history size and keeps its state, dedup 
   });
 });
 
+/**
+ * A payment made unknown (every create reset before it commits), its reconcile lost (terminated), and `wait` before
+ * events about another payment grow its history past the threshold: it continues as new while unknown.
+ */
+async function unknownThenContinued(b: Bench, wait: (view: PaymentView) => Promise<void> = async () => undefined) {
+  // Another payment, made first: its events are foreign to the one under test.
+  const other = await startCharge(b, b.input(chargeRequest()));
+  const foreign = await b.provider.getPayment(other.view.providerPaymentId as string);
+  if (!foreign) throw new Error('simulator lost the payment');
+  const input = b.input(chargeRequest(), {
+    retry: { create: { initialIntervalMs: 100, maximumIntervalMs: 200, attemptTimeoutMs: 4_000, budgetMs: 8_000 } },
+    timings: { reconcileScheduleMs: [3_600_000] },
+  });
+  // Every create is reset before it commits: the outcome is unknown, a reconcile starts and waits an hour.
+  b.sim.addFaults({
+    rules: [{ match: { operation: 'create', reference: input.request.orderId }, fault: 'reset_before_commit' }],
+  });
+  const { handle } = await startCharge(b, input);
+  const reconcile = b.env.client.workflow.getHandle(reconcileWorkflowId(input.merchantId, 'create', input.key));
+  const deadline = Date.now() + 20_000;
+  while (
+    (await reconcile.describe().then(
+      (d) => d.status.name,
+      () => '',
+    )) !== 'RUNNING' &&
+    Date.now() < deadline
+  )
+    await new Promise((r) => setTimeout(r, 100));
+  const firstRunId = (await handle.describe()).runId;
+  await reconcile.terminate('lost reconcile');
+  await wait(await handle.query(paymentQuery));
+  // Events about other payments change nothing but history: the run grows past the threshold while unknown.
+  for (let i = 0; i < 20; i++) {
+    await handle.signal(webhookSignal, {
+      eventId: `evt_foreign_${i}`,
+      type: 'payment.succeeded',
+      created: foreign.created,
+      payment: foreign,
+    });
+  }
+  const chain = await eventuallyValue(async () => {
+    const runs = await runChain(b.env.client, handle.workflowId, firstRunId);
+    return runs.length > 1 ? runs : undefined;
+  });
+  return { input, handle, reconcile, chain };
+}
+
 it('continues as new while unknown (its reconcile gone, waiting for the sweep), and stays unknown in the new run', async () => {
   const b = await t.bench();
   await b.run(async () => {
-    // Another payment, made first: its events are foreign to the one under test.
-    const other = await startCharge(b, b.input(chargeRequest()));
-    const foreign = await b.provider.getPayment(other.view.providerPaymentId as string);
-    if (!foreign) throw new Error('simulator lost the payment');
-    const input = b.input(chargeRequest(), {
-      retry: { create: { initialIntervalMs: 100, maximumIntervalMs: 200, attemptTimeoutMs: 4_000, budgetMs: 8_000 } },
-      timings: { reconcileScheduleMs: [3_600_000] },
-    });
-    // Every create is reset before it commits: the outcome is unknown, a reconcile starts and waits an hour.
-    b.sim.addFaults({
-      rules: [{ match: { operation: 'create', reference: input.request.orderId }, fault: 'reset_before_commit' }],
-    });
-    const { handle } = await startCharge(b, input);
-    const reconcile = b.env.client.workflow.getHandle(reconcileWorkflowId(input.merchantId, 'create', input.key));
-    const deadline = Date.now() + 20_000;
-    while (
-      (await reconcile.describe().then(
-        (d) => d.status.name,
-        () => '',
-      )) !== 'RUNNING' &&
-      Date.now() < deadline
-    )
-      await new Promise((r) => setTimeout(r, 100));
-    const firstRunId = (await handle.describe()).runId;
-    await reconcile.terminate('lost reconcile');
-    // Events about other payments change nothing but history: the run grows past the threshold while unknown.
-    for (let i = 0; i < 20; i++) {
-      await handle.signal(webhookSignal, {
-        eventId: `evt_foreign_${i}`,
-        type: 'payment.succeeded',
-        created: foreign.created,
-        payment: foreign,
-      });
-    }
-    const chain = await eventuallyValue(async () => {
-      const runs = await runChain(b.env.client, handle.workflowId, firstRunId);
-      return runs.length > 1 ? runs : undefined;
-    });
+    const { input, handle, chain } = await unknownThenContinued(b);
     expect(chain.length).toBeGreaterThan(1);
     const after = await b.env.client.workflow.getHandle(handle.workflowId).query(paymentQuery);
     expect(after.status).toBe('unknown');
     expect(after.unknownSince).toBeDefined();
     expect(after.providerPaymentId).toBeUndefined();
     expect(effectsOf(b, 'create').filter((e) => e.reference === input.request.orderId)).toHaveLength(0);
+  });
+});
+
+it('the sweep finds a payment unknown past its threshold whose run continued as new after it became unknown', async () => {
+  const b = await t.bench({ sweep: true });
+  await b.run(async () => {
+    // Two seconds between becoming unknown and continuing as new: the sweep's cut-off falls between the two.
+    const { handle, reconcile, chain } = await unknownThenContinued(b, async (view) => {
+      const gapUntil = Date.parse(view.unknownSince as string) + 2_000;
+      await new Promise((r) => setTimeout(r, Math.max(0, gapUntil - Date.now())));
+    });
+    const latest = b.env.client.workflow.getHandle(handle.workflowId, chain[chain.length - 1]);
+    const unknownSinceMs = Date.parse((await latest.query(paymentQuery)).unknownSince as string);
+    const runStartMs = (await latest.describe()).startTime.getTime();
+    expect(runStartMs - unknownSinceMs).toBeGreaterThanOrEqual(2_000);
+    // The current run is what visibility lists as running (it lags the continue-as-new a little).
+    const namespace = b.env.namespace ?? 'default';
+    await eventuallyValue(async () => {
+      const { executions } = await b.env.client.workflowService.listWorkflowExecutions({
+        namespace,
+        query: `WorkflowId = '${handle.workflowId}' AND ExecutionStatus = 'Running' AND PaymentStatus = 'unknown'`,
+      });
+      return executions.length === 1 || undefined;
+    });
+
+    // Unknown for longer than the threshold, but its current run started within it.
+    const cutoffMs = Math.round((unknownSinceMs + runStartMs) / 2);
+    const result = await b.env.client.workflow.execute<typeof reconcileSweepWorkflow>('reconcileSweepWorkflow', {
+      workflowId: `sweep-test:${randomUUID()}`,
+      taskQueue: b.taskQueue,
+      args: [
+        sweepInputOver(
+          { fromMs: unknownSinceMs - 3_600_000, toMs: unknownSinceMs - 3_000_000 },
+          { unknownThresholdMs: Date.now() - cutoffMs },
+        ),
+      ],
+    });
+    expect(result).toMatchObject({ stuckUnknown: 1, reconcilesEnsured: 1 });
+    // The payment's current run got the signal and started a reconcile again.
+    const again = await eventuallyValue(async () => {
+      const d = await reconcile.describe();
+      return d.status.name === 'RUNNING' ? d : undefined;
+    });
+    expect(again.status.name).toBe('RUNNING');
+    await recordHistories(b, 'charge-unknown-continued-swept', [handle.workflowId]);
   });
 });
 

@@ -122,7 +122,10 @@ export const paymentRoutes: FastifyPluginAsyncZod<PaymentRoutesOptions> = async 
           '`succeeded`); **202** + `Location` it is still moving (its first call is slow, or its outcome was unknown and ' +
           'a reconcile is checking the provider: poll the payment, `operations[]` says `running` or `needs_review`); ' +
           '**422 `provider_rejected`** the provider refused it, nothing moved (`providerCode` says why; a repeat of the ' +
-          'key answers the same); **409 `invalid_transition`** the payment is not authorized; **409 ' +
+          'key answers the same); **503 `provider_unavailable`** + `Retry-After` it never reached the provider (breaker ' +
+          'open, a cool-down, a refused connection), nothing moved and nothing is held (`operations[]` shows it ' +
+          '`failed`): repeat the same request after Retry-After, its key tries again; **409 `invalid_transition`** the ' +
+          'payment is not authorized; **409 ' +
           '`operation_in_flight`** another capture or refund of this payment is being reconciled; **422 ' +
           '`amount_exceeded`** over what is still authorized; **422 `idempotency_key_reused`** the key was used for ' +
           'another payment or amount. A repeat with the same key and body never moves money twice.',
@@ -155,7 +158,9 @@ export const paymentRoutes: FastifyPluginAsyncZod<PaymentRoutesOptions> = async 
           '`succeeded`); **202** + `Location` it is still moving (its first call is slow, or its outcome was unknown and ' +
           'a reconcile is checking the provider: poll the payment, `operations[]` says `running` or `needs_review`); ' +
           '**422 `provider_rejected`** the provider refused it, nothing moved (`providerCode` says why; a repeat of the ' +
-          'key answers the same); **409 `invalid_transition`** the payment is not captured, or its refund window has closed; **409 ' +
+          'key answers the same); **503 `provider_unavailable`** + `Retry-After` it never reached the provider, nothing ' +
+          'moved and nothing is held (`operations[]` shows it `failed`): repeat the same request after Retry-After, its ' +
+          'key tries again; **409 `invalid_transition`** the payment is not captured, or its refund window has closed; **409 ' +
           '`operation_in_flight`** another capture or refund of this payment is being reconciled; **422 ' +
           '`amount_exceeded`** over what was captured and not yet refunded; **422 `idempotency_key_reused`** the key was used for ' +
           'another payment or amount. A repeat with the same key and body never moves money twice.',

@@ -34,6 +34,8 @@ export interface RestProviderConfig {
   readonly http?: Pick<HttpClientOptions, 'connections' | 'headersTimeoutMs' | 'bodyTimeoutMs' | 'connect' | 'clock'>;
   /** Pages a look-up by reference reads at most (default {@link defaultReferenceLookupPages}). */
   readonly referencePages?: number;
+  /** The longest Retry-After taken from an answer (`PROVIDER_MAX_RETRY_AFTER_MS`; default the HTTP client's). */
+  readonly maxRetryAfterMs?: number;
 }
 
 /** Capabilities of the simulator with a merchant that honours idempotency keys (its default). */
@@ -96,6 +98,7 @@ export class RestProvider implements PaymentProvider {
       defaultHeaders: { authorization: `Bearer ${config.apiKey}` },
       name: config.name,
       ...(config.logger === undefined ? {} : { logger: config.logger }),
+      ...(config.maxRetryAfterMs === undefined ? {} : { maxRetryAfterMs: config.maxRetryAfterMs }),
     });
   }
 

@@ -37,6 +37,8 @@ export interface StripeProviderConfig {
   readonly logger?: Logger;
   /** Transport tuning (connections, connector options, clock). */
   readonly http?: Pick<HttpClientOptions, 'connections' | 'connect' | 'clock'>;
+  /** The longest Retry-After taken from an answer (`PROVIDER_MAX_RETRY_AFTER_MS`; default the HTTP client's). */
+  readonly maxRetryAfterMs?: number;
 }
 
 /** Stripe keeps an idempotency key for at least 24 hours. */
@@ -73,9 +75,11 @@ export class StripeProvider implements PaymentProvider {
   readonly #transport: UndiciStripeHttpClient;
   readonly #logger: Logger;
   readonly #referencePages: number;
+  readonly #maxRetryAfterMs: number | undefined;
 
   constructor(config: StripeProviderConfig) {
     this.name = config.name ?? 'stripe';
+    this.#maxRetryAfterMs = config.maxRetryAfterMs;
     this.#referencePages = config.referencePages ?? defaultReferenceLookupPages;
     this.#logger = config.logger ?? defaultProviderLogger();
     this.capabilities = {
@@ -306,7 +310,11 @@ export class StripeProvider implements PaymentProvider {
       });
       return value;
     } catch (err) {
-      const failure = classifyStripeError(err, operation, options);
+      const maxRetryAfterMs = this.#maxRetryAfterMs;
+      const failure = classifyStripeError(err, operation, {
+        ...options,
+        ...(maxRetryAfterMs === undefined ? {} : { maxRetryAfterMs }),
+      });
       if (failure.kind === 'declined') {
         logAttempt(this.#logger, {
           ...base,

@@ -14,9 +14,13 @@ import { parseRetryAfter } from '../http';
 export type StripeFailure =
   { readonly kind: 'declined'; readonly code: string } | { readonly kind: 'error'; readonly error: ProviderError };
 
-const retryAfterOf = (err: Stripe.errors.StripeError, nowMs: number): { retryAfterMs?: number } => {
+const retryAfterOf = (
+  err: Stripe.errors.StripeError,
+  nowMs: number,
+  maxMs: number | undefined,
+): { retryAfterMs?: number } => {
   const raw = (err.headers as Record<string, string | undefined> | undefined)?.['retry-after'];
-  const ms = parseRetryAfter(raw, nowMs);
+  const ms = parseRetryAfter(raw, nowMs, maxMs);
   return ms === undefined ? {} : { retryAfterMs: ms };
 };
 
@@ -42,7 +46,7 @@ const rebrand = (e: ProviderError, operation: string): ProviderError => {
  * - `StripeConnectionError`: our transport says whether the request had left: NotSent before, OutcomeUnknown after;
  * - `StripeCardError` (402) on a create: a decline, a value; elsewhere ProviderRejected with its code;
  * - `StripeRateLimitError` (429, or 400 `rate_limit`), 409 (`idempotency_key_in_use`, `lock_timeout`), 503:
- *   ProviderUnavailable, with Retry-After when Stripe sent one;
+ *   ProviderUnavailable, with Retry-After (capped at `maxRetryAfterMs`) when Stripe sent one;
  * - `StripeIdempotencyError` (the key was used with other parameters): ProviderRejected `idempotency_key_mismatch`;
  * - `StripeInvalidRequestError`, `StripeAuthenticationError`, `StripePermissionError` (400/401/403/404):
  *   ProviderRejected with Stripe's code;
@@ -51,7 +55,7 @@ const rebrand = (e: ProviderError, operation: string): ProviderError => {
 export function classifyStripeError(
   err: unknown,
   operation: string,
-  options: { readonly declines?: boolean; readonly nowMs?: number } = {},
+  options: { readonly declines?: boolean; readonly nowMs?: number; readonly maxRetryAfterMs?: number } = {},
 ): StripeFailure {
   const fail = (error: ProviderError): StripeFailure => ({ kind: 'error', error });
   if (isProviderError(err)) return fail(rebrand(err, operation));
@@ -82,7 +86,7 @@ export function classifyStripeError(
           operation,
           ...(status === undefined ? {} : { status }),
           ...withCode,
-          ...retryAfterOf(err, nowMs),
+          ...retryAfterOf(err, nowMs, options.maxRetryAfterMs),
           reason: 'status',
         },
         { cause: err },
