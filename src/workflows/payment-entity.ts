@@ -1,5 +1,6 @@
 import {
   ApplicationFailure,
+  type CancellationScope,
   TemporalFailure,
   condition,
   getExternalWorkflowHandle,
@@ -7,7 +8,6 @@ import {
   patched,
   proxySinks,
   setCurrentDetails,
-  setHandler,
   upsertSearchAttributes,
   workflowInfo,
 } from '@temporalio/workflow';
@@ -52,6 +52,7 @@ import { MerchantIdAttr, OrderIdAttr, PaymentStatusAttr, ProviderAttr } from '..
 import { formatWait, paymentCurrentDetails } from '../domain/summaries';
 import type { ChargeWorkflowInput } from '../domain/workflow-inputs';
 import { describeProvider, providerActivities } from './activity-options';
+import { setHandlerIn } from './life-scope';
 import { Lock } from './lock';
 import { type MoneyMovementInput } from './money-movement';
 import { MoneyMovements } from './payment-movements';
@@ -113,6 +114,10 @@ export class PaymentEntity {
   reconcileRunning = false;
   /** The main loop should start a reconcile of the create (an unknown first call, or the sweep asked). */
   reconcileWanted = false;
+  /** A cancellation request is being decided (cancellation-request.ts): the run does not continue as new meanwhile. */
+  cancellationPending = false;
+  /** A cancellation request asked the main line to void the authorization now. */
+  voidWanted = false;
   /** The main line is at one of its waits (for a capture, a timer, a reconcile's end): a request may act now. */
   private parked = false;
   private acts: ProviderActivities | undefined;
@@ -189,8 +194,12 @@ export class PaymentEntity {
     return requireCapabilities(this.capabilities);
   }
 
-  /** Registers the query, the updates and the signals; run before anything else so no message is missed. */
-  registerHandlers(): void {
+  /**
+   * Registers the query, the updates and the signals; run before anything else so no message is missed. The signal
+   * and update handlers run in `life`, the payment's scope that a cancellation request does not cancel (life-scope.ts).
+   */
+  registerHandlers(life: CancellationScope): void {
+    const setHandler = setHandlerIn(life);
     setHandler(paymentQuery, () => this.state.view);
     setCurrentDetails(paymentCurrentDetails(this.state.view));
     setHandler(submitUpdate, () => this.submit(), { validator: (args) => this.validateSubmit(args) });
@@ -560,9 +569,12 @@ export class PaymentEntity {
     return found;
   }
 
-  /** The authorization lapsed without a capture: void it (under the lock, like every money movement). */
-  voidExpiredAuthorization(): Promise<void> {
-    return this.lock.run(() => this.movements.voidExpired());
+  /**
+   * The authorization lapsed without a capture, or a cancellation request asked (`why`): void it (under the lock, like
+   * every money movement).
+   */
+  voidExpiredAuthorization(why?: string): Promise<void> {
+    return this.lock.run(() => this.movements.voidExpired(why));
   }
 }
 
