@@ -77,6 +77,7 @@ import {
   reviewSatisfied,
   setStatus,
 } from './payment-state';
+import { whenSettled } from './settled';
 
 /** Patch: the status search attribute is upserted only when the status changed (histories before it upsert more). */
 const PUBLISH_ON_CHANGE = 'publish-status-on-change';
@@ -203,7 +204,7 @@ export class PaymentEntity {
     setHandler(paymentQuery, () => this.state.view);
     setCurrentDetails(paymentCurrentDetails(this.state.view));
     setHandler(submitUpdate, () => this.submit(), { validator: (args) => this.validateSubmit(args) });
-    setHandler(webhookSignal, (event, from) => this.onProviderEvent(event, from));
+    setHandler(webhookSignal, (event, from, handling) => this.onProviderEvent(event, from, handling?.whenReady));
     setHandler(ensureReconcileSignal, () => this.ensureReconcile());
     // The updates stay for payments whose history has them; the client sends the signals (definitions.ts says why).
     setHandler(captureUpdate, (args) => this.capture(args), { validator: (args) => this.validateCapture(args) });
@@ -354,9 +355,14 @@ export class PaymentEntity {
   /**
    * A provider webhook: applied once and forward only; it ends the wait of every reconcile it may answer. An event from
    * a provider that does not hold the payment (the one it failed over from never saw it) moves none of its money: the
-   * sweep flags what that provider lists for this payment.
+   * sweep flags what that provider lists for this payment. `whenReady` (the router asks for it): it acts once everything
+   * the other jobs of its workflow task set off has run ({@link whenSettled}), so at the same point whether it came
+   * with a result or after one a query applied early (docs/sdk-update-ordering.md); it needs no first call settled
+   * (it is news of that call) and acts at any wait, the create's and its reconcile's too. Events sent without it (old
+   * histories) are applied at once, as they were.
    */
-  private async onProviderEvent(event: ProviderEvent, from?: string): Promise<void> {
+  private async onProviderEvent(event: ProviderEvent, from?: string, whenReady?: boolean): Promise<void> {
+    if (whenReady) await whenSettled();
     if (from !== undefined && from !== this.provider && patched(EVENTS_FROM_HOLDER)) {
       log.warn('provider event from a provider that does not hold the payment ignored', {
         from,
