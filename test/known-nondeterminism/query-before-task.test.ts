@@ -440,3 +440,30 @@ it('a provider event routed by query then signal, its query the one that splits:
   }
   expect(splits).toBe(1);
 }, 450_000);
+
+it('a cancellation request in the same window is decided after the result: the authorization is voided, the history replays', async () => {
+  // The web UI's "Request Cancellation" sent right after a query that applied the create's result early: the first
+  // execution gets it after the result, replay in the result's activation. The payment decides it once its task
+  // settled (cancellation-request.ts), so it voids the authorization after the result's commands both times.
+  let splits = 0;
+  for (let run = 1; run <= 3 && splits === 0; run++) {
+    const { handle, queried, workerB, bundle } = await querySplit({ capture: 'manual' });
+    const view = await workerB.runUntil(async () => {
+      expect((await queried).status).toBe('authorized');
+      await handle.cancel();
+      return until('the payment voided', async () => {
+        const v = await handle.query(paymentQuery);
+        return v.status === 'voided' ? v : undefined;
+      });
+    });
+    expect(view.operations).toEqual([expect.objectContaining({ kind: 'void', state: 'succeeded' })]);
+    const history = await handle.fetchHistory();
+    const shape = shapeOf(history);
+    const result = shape.indexOf('ACTIVITY_TASK_COMPLETED');
+    const requested = shape.indexOf('WORKFLOW_EXECUTION_CANCEL_REQUESTED', result);
+    if (requested > result && !shape.slice(result, requested).includes('WORKFLOW_TASK_COMPLETED')) splits += 1;
+    expect(shape).not.toContain('WORKFLOW_EXECUTION_CANCELED');
+    await Worker.runReplayHistory({ workflowBundle: bundle }, history);
+    console.info(`query split with a cancellation request, run ${run}: ${splits > 0 ? 'split' : 'no split'}, replayed`);
+  }
+}, 450_000);
