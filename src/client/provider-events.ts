@@ -68,10 +68,13 @@ async function signalPayment(
   const handle = ctx.client.workflow.getHandle(workflowId);
   // Most webhooks confirm what the payment already knows (its own call's answer): a query, which costs the payment no
   // history and no action, tells; only news is signalled. A query that fails decides nothing: signal then.
+  // This query may be the one that replays an uncached run past its last workflow task (a result applied early), and
+  // the signal then lands in the window before that task: `whenReady` makes the payment apply it at the same point
+  // either way (docs/sdk-update-ordering.md).
   const known = await handle.query(paymentQuery).catch(() => undefined);
   if (known && settledView(known) && reflects(known, event.payment)) return 'known';
   try {
-    await handle.signal(webhookSignal, event, provider);
+    await handle.signal(webhookSignal, event, provider, { whenReady: true });
     return 'signalled';
   } catch (err) {
     if (!(err instanceof WorkflowNotFoundError)) throw err;

@@ -115,11 +115,21 @@ export const resolveAnswerQuery = defineQuery<
 export const resolveUpdate = defineUpdate<PaymentView, [ResolveArgs]>('resolve');
 
 /**
+ * How the charge workflow applies a provider event. `whenReady`: once everything the other jobs of its workflow task set
+ * off has run, so it acts at the same point whether the worker delivered it with a result or after one a query applied
+ * early (docs/sdk-update-ordering.md). Absent in signals sent before it existed: applied at once, as they were then.
+ */
+export interface ProviderEventHandling {
+  readonly whenReady?: boolean;
+}
+
+/**
  * A provider webhook, deduplicated by `eventId` and applied monotonically by the charge workflow; `provider` is the
  * provider whose signature it carried (`POST /webhooks/:provider`), so a payment applies only its holder's events
- * (absent in signals sent before it existed).
+ * (absent in signals sent before it existed); `handling` says how (see {@link ProviderEventHandling}).
  */
-export const webhookSignal = defineSignal<[event: ProviderEvent, provider?: string]>('providerEvent');
+export const webhookSignal =
+  defineSignal<[event: ProviderEvent, provider?: string, handling?: ProviderEventHandling]>('providerEvent');
 
 /** The payment's current view. */
 export const paymentQuery = defineQuery<PaymentView>('payment');

@@ -2,6 +2,8 @@ import { allHandlersFinished, condition, makeContinueAsNewFunc, workflowInfo } f
 import type { PaymentView } from '../domain/payment';
 import { formatWait } from '../domain/summaries';
 import type { ChargeWorkflowInput } from '../domain/workflow-inputs';
+import { onCancellationRequest } from './cancellation-request';
+import { type PaymentScopes, callIn, paymentScopes } from './life-scope';
 import { createAtProvider, reconcileCreate } from './payment-create';
 import { type ChargeContinuation, PaymentEntity } from './payment-entity';
 import { hasRunningOperation, isClosedStatus } from './payment-state';
@@ -10,13 +12,26 @@ export type { ChargeContinuation } from './payment-entity';
 
 /**
  * One payment, id `charge:<merchantId>:<key>`: charges (or authorizes) once, reconciles an unknown outcome, and stays
- * open while money can still move so every capture and refund is validated against one serialized state.
+ * open while money can still move so every capture and refund is validated against one serialized state. A
+ * cancellation request (the web UI's "Request Cancellation") is the payment's to decide: it voids an authorization and
+ * refuses anything else (cancellation-request.ts); it never ends the run with money held.
  */
-export async function chargeWorkflow(input: ChargeWorkflowInput, carried?: ChargeContinuation): Promise<PaymentView> {
+export function chargeWorkflow(input: ChargeWorkflowInput, carried?: ChargeContinuation): Promise<PaymentView> {
+  const scopes = paymentScopes();
+  return callIn(scopes.life, () => runPayment(input, scopes, carried));
+}
+
+/** The payment's main line, in its life scope. */
+async function runPayment(
+  input: ChargeWorkflowInput,
+  scopes: PaymentScopes,
+  carried?: ChargeContinuation,
+): Promise<PaymentView> {
   const { timings } = input;
   const payment = new PaymentEntity(input, carried);
   const { state } = payment;
-  payment.registerHandlers();
+  payment.registerHandlers(scopes.life);
+  onCancellationRequest(payment, scopes.shield);
   payment.publishAttributes();
   if (carried) payment.publishUnknownSince();
   await payment.connectProvider();
@@ -45,19 +60,22 @@ export async function chargeWorkflow(input: ChargeWorkflowInput, carried?: Charg
     } else if (status === 'authorized') {
       state.authorizationExpiresAtMs ??= Date.now() + timings.authorizationExpiryMs;
       const remaining = state.authorizationExpiresAtMs - Date.now();
-      if (remaining <= 0) {
+      if (remaining <= 0 || payment.voidWanted) {
         // A capture still being reconciled may have happened: the void waits for its answer.
         if (hasRunningOperation(state)) {
           await payment.park(() => condition(() => !hasRunningOperation(state)));
           continue;
         }
-        await payment.voidExpiredAuthorization();
+        await payment.voidExpiredAuthorization(payment.voidWanted ? 'a cancellation request' : undefined);
+        payment.voidWanted = false;
         continue;
       }
       await payment.park(() =>
-        condition(() => state.view.status !== 'authorized' || workflowInfo().continueAsNewSuggested, remaining, {
-          summary: `wait for a capture, void when the authorization expires in ${formatWait(remaining)}`,
-        }),
+        condition(
+          () => state.view.status !== 'authorized' || payment.voidWanted || workflowInfo().continueAsNewSuggested,
+          remaining,
+          { summary: `wait for a capture, void when the authorization expires in ${formatWait(remaining)}` },
+        ),
       );
     } else if (status === 'succeeded') {
       state.refundWindowEndsAtMs ??= Date.now() + timings.refundWindowMs;
@@ -77,8 +95,12 @@ export async function chargeWorkflow(input: ChargeWorkflowInput, carried?: Charg
       break;
     }
     if (workflowInfo().continueAsNewSuggested) {
-      // A reconcile child goes with its run (parent close policy): continue as new only between reconciles.
-      await payment.park(() => condition(() => allHandlersFinished() && !hasRunningOperation(state)));
+      // A reconcile child goes with its run (parent close policy): continue as new only between reconciles. A
+      // cancellation request is decided (and its void made) in this run: the next one does not see the request.
+      await payment.park(() =>
+        condition(() => allHandlersFinished() && !hasRunningOperation(state) && !payment.cancellationPending),
+      );
+      if (payment.voidWanted && state.view.status === 'authorized') continue;
       // The memo carries the fingerprint the client compares on closed runs: keep it on the new run.
       const continuation: ChargeContinuation = {
         state,

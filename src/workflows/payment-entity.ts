@@ -1,5 +1,6 @@
 import {
   ApplicationFailure,
+  type CancellationScope,
   TemporalFailure,
   condition,
   getExternalWorkflowHandle,
@@ -7,7 +8,6 @@ import {
   patched,
   proxySinks,
   setCurrentDetails,
-  setHandler,
   upsertSearchAttributes,
   workflowInfo,
 } from '@temporalio/workflow';
@@ -58,6 +58,7 @@ import {
 import { formatWait, paymentCurrentDetails } from '../domain/summaries';
 import type { ChargeWorkflowInput } from '../domain/workflow-inputs';
 import { describeProvider, providerActivities } from './activity-options';
+import { setHandlerIn } from './life-scope';
 import { Lock } from './lock';
 import { type MoneyMovementInput } from './money-movement';
 import { MoneyMovements, neverSentRefusal } from './payment-movements';
@@ -82,6 +83,7 @@ import {
   reviewSatisfied,
   setStatus,
 } from './payment-state';
+import { whenSettled } from './settled';
 
 /** Patch: the status search attribute is upserted only when the status changed (histories before it upsert more). */
 const PUBLISH_ON_CHANGE = 'publish-status-on-change';
@@ -121,6 +123,10 @@ export class PaymentEntity {
   reconcileRunning = false;
   /** The main loop should start a reconcile of the create (an unknown first call, or the sweep asked). */
   reconcileWanted = false;
+  /** A cancellation request is being decided (cancellation-request.ts): the run does not continue as new meanwhile. */
+  cancellationPending = false;
+  /** A cancellation request asked the main line to void the authorization now. */
+  voidWanted = false;
   /** The main line is at one of its waits (for a capture, a timer, a reconcile's end): a request may act now. */
   private parked = false;
   private acts: ProviderActivities | undefined;
@@ -197,12 +203,16 @@ export class PaymentEntity {
     return requireCapabilities(this.capabilities);
   }
 
-  /** Registers the query, the updates and the signals; run before anything else so no message is missed. */
-  registerHandlers(): void {
+  /**
+   * Registers the query, the updates and the signals; run before anything else so no message is missed. The signal
+   * and update handlers run in `life`, the payment's scope that a cancellation request does not cancel (life-scope.ts).
+   */
+  registerHandlers(life: CancellationScope): void {
+    const setHandler = setHandlerIn(life);
     setHandler(paymentQuery, () => this.state.view);
     setCurrentDetails(paymentCurrentDetails(this.state.view));
     setHandler(submitUpdate, () => this.submit(), { validator: (args) => this.validateSubmit(args) });
-    setHandler(webhookSignal, (event, from) => this.onProviderEvent(event, from));
+    setHandler(webhookSignal, (event, from, handling) => this.onProviderEvent(event, from, handling?.whenReady));
     setHandler(ensureReconcileSignal, () => this.ensureReconcile());
     // The updates stay for payments whose history has them; the client sends the signals (definitions.ts says why).
     setHandler(captureUpdate, (args) => this.capture(args), { validator: (args) => this.validateCapture(args) });
@@ -363,9 +373,14 @@ export class PaymentEntity {
   /**
    * A provider webhook: applied once and forward only; it ends the wait of every reconcile it may answer. An event from
    * a provider that does not hold the payment (the one it failed over from never saw it) moves none of its money: the
-   * sweep flags what that provider lists for this payment.
+   * sweep flags what that provider lists for this payment. `whenReady` (the router asks for it): it acts once everything
+   * the other jobs of its workflow task set off has run ({@link whenSettled}), so at the same point whether it came
+   * with a result or after one a query applied early (docs/sdk-update-ordering.md); it needs no first call settled
+   * (it is news of that call) and acts at any wait, the create's and its reconcile's too. Events sent without it (old
+   * histories) are applied at once, as they were.
    */
-  private async onProviderEvent(event: ProviderEvent, from?: string): Promise<void> {
+  private async onProviderEvent(event: ProviderEvent, from?: string, whenReady?: boolean): Promise<void> {
+    if (whenReady) await whenSettled();
     if (from !== undefined && from !== this.provider && patched(EVENTS_FROM_HOLDER)) {
       log.warn('provider event from a provider that does not hold the payment ignored', {
         from,
@@ -581,9 +596,12 @@ export class PaymentEntity {
     return found;
   }
 
-  /** The authorization lapsed without a capture: void it (under the lock, like every money movement). */
-  voidExpiredAuthorization(): Promise<void> {
-    return this.lock.run(() => this.movements.voidExpired());
+  /**
+   * The authorization lapsed without a capture, or a cancellation request asked (`why`): void it (under the lock, like
+   * every money movement).
+   */
+  voidExpiredAuthorization(why?: string): Promise<void> {
+    return this.lock.run(() => this.movements.voidExpired(why));
   }
 }
 

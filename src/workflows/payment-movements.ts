@@ -205,8 +205,11 @@ export class MoneyMovements {
     })();
   }
 
-  /** Voids an authorization that lapsed without a capture; a failed void goes to review as a void. Run under the lock. */
-  async voidExpired(): Promise<void> {
+  /**
+   * Voids an authorization that lapsed without a capture (or that a cancellation request releases: `why`); a failed
+   * void goes to review as a void. Run under the lock.
+   */
+  async voidExpired(why = 'authorization expiry'): Promise<void> {
     const { payment } = this;
     const { state, input } = payment;
     if (state.view.status !== 'authorized') return;
@@ -238,7 +241,7 @@ export class MoneyMovements {
       payment.syncOperations();
     } catch (err) {
       // A void that fails leaves an authorization that lapses at the provider on its own; an operator decides.
-      payment.sendToReview(op, `void after authorization expiry failed: ${messageOf(err)}`);
+      payment.sendToReview(op, `void after ${why} failed: ${messageOf(err)}`);
     }
   }
 }

@@ -18,19 +18,21 @@
  *    sdk-core hands the workflow the update together with the activity result (update first) -> TMPRL1100.
  *
  * Step 2's dead sticky queue is what makes the order deterministic here; in the soak both sat on the normal queue and
- * the query won a race. This test asserts the SDK's wrong behaviour: when it fails because the replay succeeds, the
- * SDK (or the workflow's shape) no longer has the bug; flip it then.
+ * the query won a race. The first test asserts the SDK's wrong behaviour: when it fails because the replay succeeds,
+ * the SDK (or the workflow's shape) no longer has the bug; flip it then. The others run the same race with what the
+ * payment receives now (a refund signal, a provider event routed by query then signal) and replay every history.
  */
 import { randomUUID } from 'node:crypto';
 import { spawn } from 'node:child_process';
 import { rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { WithStartWorkflowOperation, WorkflowUpdateStage } from '@temporalio/client';
+import { WithStartWorkflowOperation, type WorkflowHandle, WorkflowUpdateStage } from '@temporalio/client';
 import { temporal } from '@temporalio/proto';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { Worker } from '@temporalio/worker';
 import pino from 'pino';
+import { deliverProviderEvent } from '../../src/client/provider-events';
 import {
   movementAnswerQuery,
   paymentQuery,
@@ -39,16 +41,17 @@ import {
   submitUpdate,
 } from '../../src/domain/definitions';
 import { chargeWorkflowId } from '../../src/domain/ids';
-import { ChargeRequest } from '../../src/domain/payment';
+import { ChargeRequest, type PaymentView } from '../../src/domain/payment';
 import { MerchantIdAttr, OrderIdAttr, PaymentStatusAttr, ProviderAttr } from '../../src/domain/search-attributes';
 import type { ChargeWorkflowInput } from '../../src/domain/workflow-inputs';
 import { createProvider, simulatorCapabilities } from '../../src/providers';
-import type { PaymentProvider } from '../../src/providers/types';
+import type { CreatePaymentResult, PaymentProvider, ProviderPayment } from '../../src/providers/types';
 import { type RunningSimulator, startSimulator } from '../../src/simulator/server';
 import { createWorkers } from '../../src/stack';
 import type { chargeWorkflow } from '../../src/workflows';
 import { chargeRequest, fastTimings, fingerprintOf, workflowBundle } from '../helpers/payments';
 import { connectDevServer } from '../helpers/servers';
+import { recordHistories } from '../helpers/workflows';
 import type { StickyWorkerSpec } from './sticky-worker';
 
 const { EventType } = temporal.api.enums.v1;
@@ -123,12 +126,31 @@ afterAll(async () => {
   await env?.teardown();
 });
 
+/** How a run of the race is set up: by default an automatic capture, queried by the test itself. */
+interface SplitOptions<T> {
+  readonly capture?: 'automatic' | 'manual';
+  /**
+   * Sends the query of step 2 (default: `handle.query(paymentQuery)`) once worker A is dead. With a trigger the
+   * provider commits the create before the gate holds its answer back, and `created` is that payment.
+   */
+  readonly trigger?: (run: SplitRun) => Promise<T>;
+}
+
+/** What a trigger may use: the payment, the provider's payment of its create, the real provider, the task queue. */
+interface SplitRun {
+  readonly handle: WorkflowHandle;
+  readonly created: ProviderPayment | undefined;
+  readonly owner: { readonly merchantId: string; readonly key: string };
+  readonly provider: PaymentProvider;
+  readonly taskQueue: string;
+}
+
 /**
  * Steps 1-3 of the mechanism: a lean charge whose first task ran on worker A (SIGKILLed while createPayment is in
  * flight), a query dispatched while no task is pending, then createPayment completed (its task pending on A's dead
  * sticky queue). Answers what the test needs to send its request and run worker B (steps 4-5).
  */
-async function querySplit() {
+async function querySplit<T = PaymentView>(options: SplitOptions<T> = {}) {
   const { client } = env;
   const logger = pino({ level: 'silent' });
   const apiKey = `sk_test_${randomUUID()}`;
@@ -144,18 +166,29 @@ async function querySplit() {
     logger,
   });
   cleanups.push(() => real.close());
-  // createPayment waits for the test's go: the activity is in flight while worker A dies.
+  // createPayment waits for the test's go: the activity is in flight while worker A dies. With a trigger the provider
+  // commits the create first and only its answer waits (the trigger's event names the provider's payment).
   let go!: () => void;
   const gate = new Promise<void>((resolve) => (go = resolve));
+  let committed!: (created: CreatePaymentResult) => void;
+  const created = new Promise<CreatePaymentResult>((resolve) => (committed = resolve));
   const gated = new Proxy(real, {
     get(target, prop) {
       const value: unknown = Reflect.get(target, prop, target);
       if (typeof value !== 'function') return value;
       // Methods run on the provider itself (its private fields), only createPayment waits for the gate.
       if (prop !== 'createPayment') return (value as (...a: unknown[]) => unknown).bind(target);
+      const create = (...args: unknown[]) =>
+        (value as (...a: unknown[]) => Promise<CreatePaymentResult>).apply(target, args);
       return async (...args: unknown[]) => {
+        if (!options.trigger) {
+          await gate;
+          return create(...args);
+        }
+        const answer = await create(...args);
+        committed(answer);
         await gate;
-        return (value as (...a: unknown[]) => unknown).apply(target, args);
+        return answer;
       };
     },
   }) as PaymentProvider;
@@ -190,7 +223,7 @@ async function querySplit() {
   cleanups.push(() => workerA.kill());
 
   // The lean charge, started as the API client starts it (Update-with-Start of `submit`).
-  const request = ChargeRequest.parse(chargeRequest());
+  const request = ChargeRequest.parse(chargeRequest({ capture: options.capture ?? 'automatic' }));
   const merchantId = `m_${randomUUID().slice(0, 8)}`;
   const key = `key_${randomUUID()}`;
   const input: ChargeWorkflowInput = {
@@ -227,12 +260,18 @@ async function querySplit() {
     return d.raw.pendingActivities?.some((a) => a.state === started) ? true : undefined;
   });
 
+  const answer = options.trigger ? await created : undefined;
+  const providerPayment = answer && answer.outcome !== 'declined' ? answer.payment : undefined;
+  const trigger = options.trigger ?? ((run: SplitRun) => run.handle.query(paymentQuery) as Promise<T>);
+
   // 1. Worker A dies with the workflow sticky to it.
   await workerA.kill();
   // 2. A query while no workflow task is pending: dispatched directly, it waits on A's sticky queue for 10 s.
   // Its own deadline, well past the 10 s it waits there (the client's default let it time out in one CI run: "query timed
   // out before a worker could process it").
-  const queried = client.connection.withDeadline(Date.now() + 60_000, () => handle.query(paymentQuery));
+  const queried = client.connection.withDeadline(Date.now() + 60_000, () =>
+    trigger({ handle, created: providerPayment, owner: { merchantId, key }, provider: real, taskQueue }),
+  );
   // The ordering margin (not a wait for a condition): the task of step 3 must reach A's dead sticky queue well after
   // the query did, so the query's sticky timeout (and with it the move to the normal queue) comes first.
   await sleep(6_000);
@@ -349,5 +388,82 @@ it('the same race with the refund sent as a signal (as the client sends it now):
     console.info(
       `query split with a refund signal, run ${run}: ${splits > 0 ? 'split, replayed' : 'no split, replayed'}`,
     );
+  }
+}, 450_000);
+
+it('a provider event routed by query then signal, its query the one that splits: the history replays', async () => {
+  // The router (src/client/provider-events.ts) asks the payment by query first and signals only news, at once: its
+  // query is the one of step 2 and its signal lands in the window before the result's task, the very recipe of the
+  // split. The event tells more than the create's result: the provider voided the authorization. Seen on the code
+  // before events waited (`whenReady`): the first execution applied the result (upsert authorized, expiry timer,
+  // submit's answer) and then the event (upsert voided, timer cancelled), replay applied the event first and failed.
+  let splits = 0;
+  for (let run = 1; run <= 3 && splits === 0; run++) {
+    const { handle, queried, workerB, bundle } = await querySplit({
+      capture: 'manual',
+      trigger: async ({ created, owner, provider, taskQueue }) => {
+        if (!created) throw new Error('the provider answered the create with no payment');
+        const voided = await provider.voidPayment(created.id, { idempotencyKey: `void_${randomUUID()}`, attempt: 1 });
+        const event = {
+          eventId: `evt_${randomUUID()}`,
+          type: 'payment.voided' as const,
+          created: Math.floor(Date.now() / 1000),
+          payment: voided,
+        };
+        const routing = { client: env.client, namespace: 'default', taskQueue, retainMs: 60_000, matchWaitMs: 0 };
+        return deliverProviderEvent(routing, 'simulator', event, owner);
+      },
+    });
+    const delivered = await workerB.runUntil(async () => {
+      const d = await queried;
+      await until('the payment voided', async () =>
+        (await handle.query(paymentQuery)).status === 'voided' ? true : undefined,
+      );
+      return d;
+    });
+    // Signalled to the payment: the router's query answered `authorized` from the result applied early.
+    expect(delivered).toBe('payment');
+    const history = await handle.fetchHistory();
+    const shape = shapeOf(history);
+    const result = shape.indexOf('ACTIVITY_TASK_COMPLETED');
+    const signalled = shape.indexOf('WORKFLOW_EXECUTION_SIGNALED', result);
+    const split = signalled > result && !shape.slice(result, signalled).includes('WORKFLOW_TASK_COMPLETED');
+    if (split) splits += 1;
+    // Replayed, sdk-core hands the event over before the result; the payment applies it only once everything the
+    // result set off has run, as the first execution did.
+    await Worker.runReplayHistory({ workflowBundle: bundle }, history);
+    // A split history for the replay test: it guards the order for good (the code before fails it).
+    if (split) await recordHistories({ env }, 'provider-event-query-split', [handle.workflowId]);
+    console.info(
+      `query split with a routed provider event, run ${run}: ${splits > 0 ? 'split' : 'no split'}, replayed`,
+    );
+  }
+  expect(splits).toBe(1);
+}, 450_000);
+
+it('a cancellation request in the same window is decided after the result: the authorization is voided, the history replays', async () => {
+  // The web UI's "Request Cancellation" sent right after a query that applied the create's result early: the first
+  // execution gets it after the result, replay in the result's activation. The payment decides it once its task
+  // settled (cancellation-request.ts), so it voids the authorization after the result's commands both times.
+  let splits = 0;
+  for (let run = 1; run <= 3 && splits === 0; run++) {
+    const { handle, queried, workerB, bundle } = await querySplit({ capture: 'manual' });
+    const view = await workerB.runUntil(async () => {
+      expect((await queried).status).toBe('authorized');
+      await handle.cancel();
+      return until('the payment voided', async () => {
+        const v = await handle.query(paymentQuery);
+        return v.status === 'voided' ? v : undefined;
+      });
+    });
+    expect(view.operations).toEqual([expect.objectContaining({ kind: 'void', state: 'succeeded' })]);
+    const history = await handle.fetchHistory();
+    const shape = shapeOf(history);
+    const result = shape.indexOf('ACTIVITY_TASK_COMPLETED');
+    const requested = shape.indexOf('WORKFLOW_EXECUTION_CANCEL_REQUESTED', result);
+    if (requested > result && !shape.slice(result, requested).includes('WORKFLOW_TASK_COMPLETED')) splits += 1;
+    expect(shape).not.toContain('WORKFLOW_EXECUTION_CANCELED');
+    await Worker.runReplayHistory({ workflowBundle: bundle }, history);
+    console.info(`query split with a cancellation request, run ${run}: ${splits > 0 ? 'split' : 'no split'}, replayed`);
   }
 }, 450_000);
