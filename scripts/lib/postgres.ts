@@ -110,18 +110,11 @@ export async function preparePostgres(o: PostgresOptions): Promise<Postgres> {
     ]);
     await execFileAsync(cmd, args, { timeout: 120_000 });
   }
-  const [command, args] = as(path.join(bin, 'postgres'), [
-    '-D',
-    data,
-    '-p',
-    String(o.port),
-    '-k',
-    socket,
-    '-c',
-    'listen_addresses=127.0.0.1',
-    '-c',
-    'max_connections=200',
-  ]);
+  // Run as `postgres` by the supervisor itself (one setpriv, so it still dies with the supervisor).
+  const [command, args] = [
+    path.join(bin, 'postgres'),
+    ['-D', data, '-p', String(o.port), '-k', socket, '-c', 'listen_addresses=127.0.0.1', '-c', 'max_connections=200'],
+  ];
   const host = '127.0.0.1';
   const pgIsReady = isExecutable('/usr/bin/pg_isready') ? '/usr/bin/pg_isready' : path.join(bin, 'pg_isready');
   return {
@@ -133,6 +126,7 @@ export async function preparePostgres(o: PostgresOptions): Promise<Postgres> {
       name: 'postgres',
       command,
       args,
+      ...(asRoot ? { runAs: 'postgres' } : {}),
       // Fast shutdown: roll back open transactions, checkpoint, exit.
       stopSignal: 'SIGINT',
       stopTimeoutMs: 30_000,
