@@ -420,8 +420,8 @@ export async function startConfiguredStack(
       closers.push(async () => void (await Promise.all(adapters.map((p) => p.close?.()))));
       workers = {
         providers,
-        workflows: process.env.WORKFLOW_BUNDLE_PATH
-          ? { workflowBundle: { codePath: process.env.WORKFLOW_BUNDLE_PATH } }
+        workflows: config.WORKFLOW_BUNDLE_PATH
+          ? { workflowBundle: { codePath: config.WORKFLOW_BUNDLE_PATH } }
           : { workflowsPath: require.resolve('./workflows') },
         // The sweep's activities query visibility and signal payments: a client over the worker's own connection.
         sweep: true,
