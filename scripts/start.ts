@@ -40,7 +40,8 @@ interface Component {
   readonly name: string;
   readonly entry: string;
   readonly port?: number;
-  /** How to move `port` elsewhere, for the message when it is taken. */
+  /** What `port` is and how to move it elsewhere, for the message when it is taken. */
+  readonly purpose?: string;
   readonly change?: string;
   /** A URL that answers 2xx once the component is ready. */
   readonly ready?: string;
@@ -66,6 +67,7 @@ const components: Component[] = [
       ? {}
       : {
           port: portOf(workerMetricsAddress),
+          purpose: 'worker metrics',
           change: 'set WORKER_METRICS_ADDRESS to another host:port (or off)',
           ready: `http://${workerMetricsAddress}/metrics`,
         }),
@@ -74,6 +76,7 @@ const components: Component[] = [
     name: 'api',
     entry: 'src/api/main.ts',
     port: apiPort,
+    purpose: 'payments API',
     change: 'set PORT to another port',
     ready: `http://${HOST}:${apiPort}/healthz`,
   },
@@ -93,7 +96,7 @@ function stackPorts(): StackPort[] {
     { port: temporalPort, purpose: 'Temporal frontend', change: 'set TEMPORAL_PORT to another port' },
     { port: uiPort, purpose: 'Temporal web UI', change: 'set TEMPORAL_UI_PORT to another port' },
     ...components.flatMap((c) =>
-      c.port ? [{ port: c.port, purpose: c.name, change: c.change ?? 'choose another port' }] : [],
+      c.port ? [{ port: c.port, purpose: c.purpose ?? c.name, change: c.change ?? 'choose another port' }] : [],
     ),
     ...(sdkMetricsPort
       ? [

@@ -7,7 +7,7 @@ import { randomUUID } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { HOST, PROJECT_ROOT, Stack, descendants, freePorts, portIsFree, readProc } from '../helpers/npm-start';
+import { PROJECT_ROOT, Stack, descendants, npmStartEnvironment, portIsFree, readProc } from '../helpers/npm-start';
 
 const START_TIMEOUT_MS = 120_000;
 /** How long the stack may take to be gone after its supervisor died. */
@@ -57,27 +57,8 @@ describe('npm start leaves nothing behind when its supervisor dies (end to end)'
 
   /** Free ports and a state file of their own: one stack, then a second on the same ones. */
   async function environment(): Promise<{ env: NodeJS.ProcessEnv; ports: number[] }> {
-    const ports = await freePorts(6);
-    const [temporalPort, uiPort, simulatorPort, apiPort, workerMetricsPort, sdkMetricsPort] = ports as [
-      number,
-      number,
-      number,
-      number,
-      number,
-      number,
-    ];
-    const env = {
-      ...process.env,
-      TEMPORAL_PORT: String(temporalPort),
-      TEMPORAL_UI_PORT: String(uiPort),
-      SIMULATOR_PORT: String(simulatorPort),
-      PORT: String(apiPort),
-      WORKER_METRICS_ADDRESS: `${HOST}:${workerMetricsPort}`,
-      SDK_METRICS_ADDRESS: `${HOST}:${sdkMetricsPort}`,
-      TEMPORAL_DB_FILE: path.join(tmp, `${randomUUID()}.sqlite`),
-      TASK_QUEUE: `e2e-death-${randomUUID()}`,
-    };
-    return { env, ports };
+    const { env, ports } = await npmStartEnvironment(path.join(tmp, `${randomUUID()}.sqlite`));
+    return { env, ports: Object.values(ports) };
   }
 
   /**

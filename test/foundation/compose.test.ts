@@ -10,6 +10,7 @@ import { createHash } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import Ajv2020 from 'ajv/dist/2020';
+import pino from 'pino';
 import { parse } from 'yaml';
 import { deployment } from '../../scripts/lib/deployment';
 import { cliAttributeType } from '../../scripts/lib/dev-server';
@@ -17,6 +18,7 @@ import { clusterDynamicConfig } from '../../scripts/lib/temporal-server';
 import { loadConfig, readsVariable } from '../../src/config';
 import { paymentSearchAttributes } from '../../src/domain/search-attributes';
 import { SimulatorEnv } from '../../src/simulator/env';
+import { checkWorkerCapacity } from '../../src/stack';
 
 const root = path.resolve(__dirname, '..', '..');
 
@@ -220,6 +222,9 @@ describe('our containers', () => {
       expect(config.usingDevelopmentSecrets).toBe(false);
     }
     expect(SimulatorEnv.parse(envOf('simulator'))).toMatchObject({ SIMULATOR_HOST: '0.0.0.0', SIMULATOR_PORT: 4010 });
+    // The workers' slots fit their retry budgets: a production worker that did not would refuse to start.
+    const worker = loadConfig({ ...envOf('worker'), ...productionSecrets });
+    expect(() => checkWorkerCapacity(worker, pino({ level: 'silent' }))).not.toThrow();
   });
 
   it('give the workers the shared breaker store: a Redis service without persistence, REDIS_URL pointing at it', () => {
