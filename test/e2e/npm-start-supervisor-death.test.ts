@@ -1,13 +1,24 @@
 /**
  * End to end: `npm start`'s supervisor dies without stopping its stack (SIGKILL of the supervisor process; SIGHUP to
  * the whole process group, as a terminal that closes sends it), and nothing of the stack is left behind: every process
- * it started is gone and every port free, so the next `npm start` on the same ports and state starts.
+ * it started is gone and every port free, so the next `npm start` on the same ports and state starts. Where a process
+ * outlived its supervisor all the same (no setpriv, a signal ignored), the next start stops it from the stack file.
  */
+import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { PROJECT_ROOT, Stack, descendants, npmStartEnvironment, portIsFree, readProc } from '../helpers/npm-start';
+import { processStart } from '../../scripts/lib/processes';
+import {
+  HOST,
+  PROJECT_ROOT,
+  Stack,
+  descendants,
+  npmStartEnvironment,
+  portIsFree,
+  readProc,
+} from '../helpers/npm-start';
 
 const START_TIMEOUT_MS = 120_000;
 /** How long the stack may take to be gone after its supervisor died. */
@@ -115,5 +126,49 @@ describe('npm start leaves nothing behind when its supervisor dies (end to end)'
     const first = await startStack(env);
     process.kill(-first.pid, 'SIGHUP');
     await expectNothingLeft(first, env, ports, 'SIGHUP of the terminal');
+  }, 300_000);
+
+  it('a process a dead supervisor left holding a port: the next npm start stops it from the stack file, then starts', async () => {
+    const dbFile = path.join(tmp, `${randomUUID()}.sqlite`);
+    const { env, ports } = await npmStartEnvironment(dbFile);
+    // A leftover "simulator": its own process group, holding the simulator's port, recorded by pid and start time.
+    const leftover = spawn(
+      process.execPath,
+      ['-e', `require('net').createServer().listen(${ports.simulatorPort}, '${HOST}'); setInterval(() => {}, 60000)`],
+      { detached: true, stdio: 'ignore' },
+    );
+    const pid = leftover.pid as number;
+    await within(async () => !(await portIsFree(ports.simulatorPort)), 10_000);
+    const dead = spawn(process.execPath, ['-e', '0']);
+    await new Promise((resolve) => dead.once('exit', resolve));
+    writeFileSync(
+      dbFile.replace(/\.sqlite$/, '.stack.json'),
+      JSON.stringify({
+        kind: 'dev',
+        startPid: dead.pid,
+        startStart: '1',
+        services: {
+          simulator: { pid, start: processStart(pid), stopSignal: 'SIGTERM', state: 'running', restarts: 0 },
+        },
+      }),
+    );
+    const s = new Stack(env);
+    stacks.push(s);
+    await s
+      .until('"Press Ctrl-C to stop."', () => s.output.includes('Press Ctrl-C to stop.'), START_TIMEOUT_MS)
+      .finally(() => {
+        if (leftover.exitCode === null && leftover.signalCode === null) leftover.kill('SIGKILL');
+      });
+    console.log(`[e2e] stale stack file: ${s.output.split('\n')[0]}`);
+    expect(s.output).toMatch(
+      new RegExp(
+        `^\\[start\\] A previous npm start ended without stopping its processes; stopped what it left running in ` +
+          `[\\d.]+ s: simulator \\(pid ${pid}\\)\\.$`,
+        'm',
+      ),
+    );
+    s.snapshot();
+    s.interrupt();
+    await s.until('exit', () => s.exit !== undefined, 30_000, { intervalMs: 100, afterExit: true });
   }, 300_000);
 });
