@@ -1,7 +1,8 @@
 /**
  * PostgreSQL for `npm run cluster`, from the machine (`initdb`, `postgres` on the PATH or under
- * /usr/lib/postgresql/<v>/bin). PostgreSQL refuses to run as root, so as root it runs as the `postgres` user through
- * `runuser`. Its data directory is created once (trust authentication on 127.0.0.1 only).
+ * /usr/lib/postgresql/<v>/bin). PostgreSQL refuses to run as root, so as root it runs as the `postgres` user: the
+ * server through the supervisor's `runAs` (one setpriv that also makes it die with the supervisor), `initdb` and the
+ * checks through `runuser`. Its data directory is created once (trust authentication on 127.0.0.1 only).
  */
 import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';

@@ -121,6 +121,15 @@ describe('the twin of npm run cluster', () => {
       NAMESPACE: deployment.namespace,
       NAMESPACE_RETENTION: deployment.namespaceRetention,
     });
+    // Every variable a job sets is one its script (or the tool it runs, as the script's header says) reads.
+    for (const [job, script] of [
+      ['temporal-schema', 'schema.sh'],
+      ['temporal-namespace', 'namespace.sh'],
+    ] as const) {
+      const text = readFileSync(path.join(root, 'scripts', 'temporal-setup', script), 'utf8');
+      const unread = Object.keys(service(job).environment ?? {}).filter((v) => !new RegExp(`\\b${v}\\b`).test(text));
+      expect({ job, unread }).toEqual({ job, unread: [] });
+    }
     const attributes = (service('temporal-namespace').environment?.SEARCH_ATTRIBUTES ?? '').split(' ').sort();
     expect(attributes).toEqual(paymentSearchAttributes.map((a) => `${a.name}=${cliAttributeType(a.type)}`).sort());
   });
