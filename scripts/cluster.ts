@@ -33,7 +33,7 @@ import { preparePostgres } from './lib/postgres';
 import { processStart } from './lib/processes';
 import { isUp, temporalServing } from './lib/readiness';
 import { type RunningRedis, startRedisServer } from './lib/redis-server';
-import { describeReclaim, reclaimStaleStack } from './lib/stale-stack';
+import { describeReclaim, reclaimStaleStack, recordStack } from './lib/stale-stack';
 import { onStopSignals } from './lib/stop-signals';
 import { type ServiceStatus, Supervisor } from './lib/supervisor';
 import { DEFAULT_CACHE_DIR, PROJECT_ROOT, TEMPORAL_CLI, resolveBinary } from './lib/temporal-binaries';
@@ -172,7 +172,7 @@ async function main() {
               name: 'redis',
               pid: redis.pid,
               start: redis.pid === undefined ? undefined : processStart(redis.pid),
-              stopSignal: 'SIGTERM',
+              stopSignal: 'SIGTERM' as const,
               state: 'running',
               restarts: redisRestarts,
             },
@@ -193,14 +193,7 @@ async function main() {
           webUi: ui ? `http://${HOST}:${ports.ui}` : undefined,
           redisUrl: `redis://${HOST}:${ports.redis}`,
           postgres: `${HOST}:${ports.postgres}`,
-          startPid: process.pid,
-          startStart: processStart(process.pid),
-          services: Object.fromEntries(
-            all.map((s) => [
-              s.name,
-              { pid: s.pid, start: s.start, stopSignal: s.stopSignal, state: s.state, restarts: s.restarts },
-            ]),
-          ),
+          ...recordStack(all),
         },
         null,
         2,

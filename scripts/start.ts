@@ -18,9 +18,8 @@ import { type Config, loadConfig } from '../src/config';
 import { devServerArgs } from './lib/dev-server';
 import { LogFiles } from './lib/log-files';
 import { type StackPort, assertPortsFree } from './lib/ports';
-import { processStart } from './lib/processes';
 import { isUp, temporalServing } from './lib/readiness';
-import { describeReclaim, reclaimStaleStack } from './lib/stale-stack';
+import { describeReclaim, reclaimStaleStack, recordStack } from './lib/stale-stack';
 import { onStopSignals } from './lib/stop-signals';
 import { type ServiceStatus, Supervisor } from './lib/supervisor';
 import { DEFAULT_CACHE_DIR, PROJECT_ROOT, TEMPORAL_CLI, resolveBinary } from './lib/temporal-binaries';
@@ -140,29 +139,38 @@ async function configureSimulatorMerchant(config: Config): Promise<void> {
   if (!res.ok) throw new Error(`configuring the simulator merchant failed: ${res.status} ${await res.text()}`);
 }
 
+/**
+ * Where `npm start` keeps its state: the dev server's SQLite file (TEMPORAL_DB_FILE, e.g. a test's temp dir) and,
+ * beside it, the simulator's (SIMULATOR_STATE_PATH names another), the stack file and the logs, so a restart finds
+ * them together (delete the SQLite and simulator files for a clean slate).
+ */
+function statePaths(): { dbFilename: string; simulatorState: string; stackFile: string; logsDir: string } {
+  const dbFilename = process.env.TEMPORAL_DB_FILE
+    ? path.resolve(process.env.TEMPORAL_DB_FILE)
+    : path.join(DEFAULT_CACHE_DIR, 'dev-server.sqlite');
+  mkdirSync(path.dirname(dbFilename), { recursive: true });
+  const stateBase = dbFilename.replace(/\.sqlite$/, '');
+  return {
+    dbFilename,
+    simulatorState: process.env.SIMULATOR_STATE_PATH
+      ? path.resolve(process.env.SIMULATOR_STATE_PATH)
+      : `${stateBase}.simulator.json`,
+    // Pids and addresses of the running stack, for tools that act on it (`npm run soak -- --dev`) and the next start.
+    stackFile: `${stateBase}.stack.json`,
+    logsDir: `${stateBase}.logs`,
+  };
+}
+
 async function main() {
   const config = loadConfig({
     ...process.env,
     SIMULATOR_URL: process.env.SIMULATOR_URL ?? `http://${HOST}:${simulatorPort}`,
   });
 
-  // TEMPORAL_DB_FILE: another SQLite file for the dev server's state (e.g. a test's temp dir).
-  const dbFilename = process.env.TEMPORAL_DB_FILE
-    ? path.resolve(process.env.TEMPORAL_DB_FILE)
-    : path.join(DEFAULT_CACHE_DIR, 'dev-server.sqlite');
-  mkdirSync(path.dirname(dbFilename), { recursive: true });
+  const { dbFilename, simulatorState, stackFile, logsDir } = statePaths();
   const shown = (p: string) => (p.startsWith(PROJECT_ROOT + path.sep) ? path.relative(PROJECT_ROOT, p) : p);
   const shownDb = shown(dbFilename);
-  // The simulator's state, the stack file and the logs live beside the dev server's state, so a restart of
-  // `npm start` finds them (delete the SQLite and simulator files for a clean slate); SIMULATOR_STATE_PATH names
-  // another simulator file.
-  const stateBase = dbFilename.replace(/\.sqlite$/, '');
-  const simulatorState = process.env.SIMULATOR_STATE_PATH
-    ? path.resolve(process.env.SIMULATOR_STATE_PATH)
-    : `${stateBase}.simulator.json`;
-  /** Pids and addresses of the running stack, for tools that act on it (`npm run soak -- --dev`) and the next start. */
-  const stackFile = `${stateBase}.stack.json`;
-  const logs = new LogFiles(`${stateBase}.logs`);
+  const logs = new LogFiles(logsDir);
   const supervisorLog = logs.writer('start');
   logToFile = supervisorLog;
 
@@ -208,14 +216,7 @@ async function main() {
       apiUrls: [`http://${HOST}:${apiPort}`],
       webUi: `http://${HOST}:${uiPort}`,
       logs: logs.dir,
-      startPid: process.pid,
-      startStart: processStart(process.pid),
-      services: Object.fromEntries(
-        services.map((s) => [
-          s.name,
-          { pid: s.pid, start: s.start, stopSignal: s.stopSignal, state: s.state, restarts: s.restarts },
-        ]),
-      ),
+      ...recordStack(services),
     };
     try {
       writeFileSync(stackFile, JSON.stringify(stack, null, 2));

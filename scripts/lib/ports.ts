@@ -13,12 +13,12 @@ export interface StackPort {
   readonly change: string;
 }
 
-/** Who holds `port`, as a phrase (`pid 123: node .../src/simulator/main.ts`), or '' when /proc does not tell. */
+/** Who holds `port`, as a phrase (`pid 123 (node .../src/simulator/main.ts)`), or '' when /proc does not tell. */
 export function holderOf(port: number): string {
   const pid = listenerOf(port);
   if (pid === undefined) return '';
   const cmd = commandLine(pid);
-  return `pid ${pid}${cmd ? `: ${cmd.length > 140 ? `${cmd.slice(0, 140)}...` : cmd}` : ''}`;
+  return `pid ${pid}${cmd ? ` (${cmd.length > 140 ? `${cmd.slice(0, 140)} ...` : cmd})` : ''}`;
 }
 
 /** Resolves when `p.port` can be bound on `host`; rejects with a message naming the variable and the holder. */

@@ -8,7 +8,7 @@
  * without setpriv and a process that outlived its signal.
  */
 import { existsSync, readFileSync } from 'node:fs';
-import { type ProcessRef, commandLine, isAlive, signalGroup, stillSame } from './processes';
+import { type ProcessRef, commandLine, isAlive, processStart, signalGroup, stillSame } from './processes';
 import { PROJECT_ROOT } from './temporal-binaries';
 
 /** One process as the stack file records it (extra fields are ignored). */
@@ -23,6 +23,31 @@ export interface RecordedStack {
   readonly startPid?: number;
   readonly startStart?: string;
   readonly services?: Record<string, RecordedProcess>;
+}
+
+/** A running process as a supervisor reports it (scripts/lib/supervisor.ts's `ServiceStatus`, Redis beside it). */
+export interface RunningProcess {
+  readonly name: string;
+  readonly pid: number | undefined;
+  readonly start: string | undefined;
+  readonly stopSignal: NodeJS.Signals;
+  readonly state: string;
+  readonly restarts: number;
+}
+
+/** The part of the stack file the next start reads: this supervisor and every process it runs, by pid and start time. */
+export function recordStack(processes: readonly RunningProcess[]): RecordedStack {
+  const startStart = processStart(process.pid);
+  return {
+    startPid: process.pid,
+    ...(startStart === undefined ? {} : { startStart }),
+    services: Object.fromEntries(
+      processes.map((p) => [
+        p.name,
+        { pid: p.pid, start: p.start, stopSignal: p.stopSignal, state: p.state, restarts: p.restarts },
+      ]),
+    ),
+  };
 }
 
 /** What a start found and did. */

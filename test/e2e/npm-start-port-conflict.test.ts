@@ -35,7 +35,7 @@ it('a taken port is refused with the variable that moves it and the process that
   console.log(`[e2e] npm start with port ${workerMetricsPort} taken, after ${s.elapsedS()} s:\n${s.output.trim()}`);
   expect(s.exit?.code).not.toBe(0);
   expect(s.output).toContain(
-    `Port ${workerMetricsPort} (worker metrics) is already in use on ${HOST} by pid ${process.pid}: `,
+    `Port ${workerMetricsPort} (worker metrics) is already in use on ${HOST} by pid ${process.pid} (`,
   );
   expect(s.output).toContain('set WORKER_METRICS_ADDRESS to another host:port (or off)');
   expect(s.output).not.toContain('Starting the Temporal dev server');
