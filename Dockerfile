@@ -14,4 +14,6 @@ WORKDIR /app
 COPY package.json package-lock.json ./
 RUN npm ci --omit=dev --no-audit --no-fund
 COPY --from=build /app/dist ./dist
+# The simulator keeps its state under /data (a named volume takes this directory's owner on first use).
+RUN mkdir -p /data && chown node:node /data
 USER node

@@ -2,40 +2,51 @@
  * `npm run cluster`: the production-shaped stack on this machine, without Docker.
  *   - PostgreSQL 15 from the machine (persistence and visibility), data under `.temporal/cluster/postgres/`;
  *   - the real Temporal server (built once with `go install`, see scripts/lib/temporal-server.ts), all services in one
- *     process, 4 history shards, schemas set up with Temporal's own sql tool; namespace `default` and the four payment
- *     search attributes registered with the provisioned Temporal CLI;
+ *     process, 4 history shards; schemas set up with Temporal's own sql tool, namespace `default` (retention 72 h) and
+ *     the four payment search attributes with the provisioned Temporal CLI, both by the scripts docker-compose.yml's
+ *     setup jobs run (scripts/temporal-setup/); versions, shards and retention from scripts/lib/deployment.ts;
  *   - the Temporal web UI (`ui-server`, built once the same way) pointed at it;
  *   - Redis (issue 9's shared breaker store; `startRedisServer` from scripts/lib/redis-server.ts);
  *   - the provider simulator (state in `.temporal/cluster/simulator.json`), three worker processes, two API processes.
  * Every process is supervised: one that exits is restarted with a backoff and a log line (5 crashes within a minute
- * stop the stack). Component logs go to `.temporal/cluster/logs/`; pids and addresses to `.temporal/cluster/stack.json`
- * (read by `npm run soak`). Ctrl-C stops everything, APIs first, PostgreSQL last.
+ * stop the stack), and dies with this script however it dies (SIGKILL included); a start that finds what an earlier
+ * one left stops it first. Component logs go to `.temporal/cluster/logs/`; pids and addresses to
+ * `.temporal/cluster/stack.json` (read by `npm run soak`). Ctrl-C, SIGTERM or SIGHUP stop everything, APIs first,
+ * PostgreSQL last.
  *
  * Ports: fixed defaults (frontend 17233, web UI 18233, APIs 13000 and 13001, ...), all shifted by CLUSTER_PORT_OFFSET.
  * CLUSTER_DIR names another state directory; delete it for a clean slate.
  */
 import { execFile } from 'node:child_process';
-import { type WriteStream, createWriteStream, existsSync, mkdirSync, writeFileSync } from 'node:fs';
-import net from 'node:net';
+import { existsSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import { Connection } from '@temporalio/client';
 import { bundleWorkflowCode } from '@temporalio/worker';
 import { loadConfig } from '../src/config';
 import { paymentSearchAttributes } from '../src/domain/search-attributes';
 import { CrashPolicy } from './lib/crash-policy';
+import { deployment } from './lib/deployment';
+import { cliAttributeType } from './lib/dev-server';
+import { LogFiles } from './lib/log-files';
+import { type StackPort, assertPortsFree } from './lib/ports';
 import { preparePostgres } from './lib/postgres';
+import { processStart } from './lib/processes';
+import { isUp, temporalServing } from './lib/readiness';
 import { type RunningRedis, startRedisServer } from './lib/redis-server';
+import { describeReclaim, reclaimStaleStack, recordStack } from './lib/stale-stack';
+import { onStopSignals } from './lib/stop-signals';
 import { type ServiceStatus, Supervisor } from './lib/supervisor';
 import { DEFAULT_CACHE_DIR, PROJECT_ROOT, TEMPORAL_CLI, resolveBinary } from './lib/temporal-binaries';
 import { ensureTemporalServer, ensureUiServer, writeServerConfig, writeUiConfig } from './lib/temporal-server';
 
 const execFileAsync = promisify(execFile);
 const HOST = '127.0.0.1';
-const NAMESPACE = 'default';
-const WORKERS = 3;
-const APIS = 2;
-const NUM_HISTORY_SHARDS = 4;
+const NAMESPACE = deployment.namespace;
+const WORKERS = deployment.workers;
+const APIS = deployment.apis;
+const NUM_HISTORY_SHARDS = deployment.numHistoryShards;
+/** The setup scripts docker-compose.yml's jobs run, run here the same way. */
+const SETUP_SCRIPTS = path.join(PROJECT_ROOT, 'scripts', 'temporal-setup');
 
 const offset = Number(process.env.CLUSTER_PORT_OFFSET ?? 0);
 const port = (base: number) => base + offset;
@@ -68,117 +79,8 @@ function log(line: string) {
 
 const since = (t: number) => `${((Date.now() - t) / 1000).toFixed(1)} s`;
 
-function assertPortFree(p: number, purpose: string): Promise<void> {
-  return new Promise((resolve, reject) => {
-    const probe = net.createServer();
-    probe.once('error', (err: NodeJS.ErrnoException) =>
-      reject(
-        new Error(
-          err.code === 'EADDRINUSE'
-            ? `Port ${p} (${purpose}) is already in use on ${HOST}. Is another \`npm run cluster\` running? ` +
-                'Stop it, or shift every port with CLUSTER_PORT_OFFSET.'
-            : `Cannot bind ${HOST}:${p} (${purpose}): ${err.message}`,
-        ),
-      ),
-    );
-    probe.listen(p, HOST, () => probe.close(() => resolve()));
-  });
-}
-
-const logFiles = new Map<string, WriteStream>();
-/** A component's output, appended to `logs/<name>.log` (the terminal gets the supervisor's lines only). */
-function logFile(name: string): (line: string) => void {
-  let stream = logFiles.get(name);
-  if (!stream) {
-    stream = createWriteStream(path.join(logsDir, `${name}.log`), { flags: 'a' });
-    logFiles.set(name, stream);
-  }
-  const s = stream;
-  return (line) => s.write(`${line}\n`);
-}
-
-async function isUp(url: string): Promise<boolean> {
-  try {
-    return (await fetch(url, { signal: AbortSignal.timeout(1_000) })).ok;
-  } catch {
-    return false;
-  }
-}
-
-/** The frontend answers its gRPC health check. */
-async function temporalServing(): Promise<boolean> {
-  let connection: Connection | undefined;
-  try {
-    connection = await Connection.connect({ address: temporalAddress, connectTimeout: 1_000 });
-    const res = await connection.withDeadline(Date.now() + 2_000, () => connection!.healthService.check({}));
-    return res.status === 1; // SERVING
-  } catch {
-    return false;
-  } finally {
-    await connection?.close().catch(() => undefined);
-  }
-}
-
-/** Runs Temporal's sql tool against one database: create it, set up and update its schema (idempotent). */
-async function setupSchema(
-  sql: string,
-  moduleDir: string,
-  pg: { host: string; port: number; user: string },
-  db: string,
-  schema: 'temporal' | 'visibility',
-) {
-  const base = ['--plugin', 'postgres12', '--ep', pg.host, '-p', String(pg.port), '-u', pg.user, '--db', db];
-  const marker = path.join(dir, `schema-${db}.done`);
-  const run = (args: string[]) => execFileAsync(sql, [...base, ...args], { timeout: 300_000 });
-  if (!existsSync(marker)) {
-    await run(['create-database']).catch((err: { stderr?: string }) => {
-      if (!/already exists/.test(err.stderr ?? '')) throw err;
-    });
-    await run(['setup-schema', '-v', '0.0']);
-  }
-  await run(['update-schema', '-d', path.join(moduleDir, 'schema', 'postgresql', 'v12', schema, 'versioned')]);
-  writeFileSync(marker, new Date().toISOString());
-}
-
-/** Namespace `default` and the payment search attributes, with the Temporal CLI; waits until the namespace serves. */
-async function setupNamespace(cli: string): Promise<void> {
-  const run = (args: string[]) =>
-    execFileAsync(cli, [...args, '--address', temporalAddress], { timeout: 30_000, env: process.env });
-  try {
-    await run(['operator', 'namespace', 'describe', '--namespace', NAMESPACE]);
-  } catch {
-    await run(['operator', 'namespace', 'create', '--namespace', NAMESPACE, '--retention', '72h']);
-    log(`namespace ${NAMESPACE} created`);
-  }
-  const deadline = Date.now() + 60_000;
-  for (;;) {
-    try {
-      const { stdout } = await run(['operator', 'search-attribute', 'list', '--namespace', NAMESPACE, '-o', 'json']);
-      const missing = paymentSearchAttributes.filter((a) => !stdout.includes(`"${a.name}"`));
-      if (missing.length > 0) {
-        await run([
-          'operator',
-          'search-attribute',
-          'create',
-          '--namespace',
-          NAMESPACE,
-          ...missing.flatMap((a) => ['--name', a.name, '--type', a.type === 'DATETIME' ? 'Datetime' : 'Keyword']),
-        ]);
-        log(`search attributes ${missing.map((a) => a.name).join(', ')} registered`);
-      }
-      await run(['workflow', 'list', '--namespace', NAMESPACE, '--limit', '1']);
-      return;
-    } catch (err) {
-      if (Date.now() > deadline) throw err;
-      await new Promise((r) => setTimeout(r, 1_000));
-    }
-  }
-}
-
-async function main() {
-  const started = Date.now();
-  mkdirSync(logsDir, { recursive: true });
-  const config = loadConfig({ ...process.env, SIMULATOR_URL: `http://${HOST}:${ports.simulator}` });
+/** Every port the cluster binds: the base port and its purpose; CLUSTER_PORT_OFFSET moves them all. */
+function clusterPorts(): StackPort[] {
   const named: [number, string][] = [
     [ports.postgres, 'PostgreSQL'],
     [ports.temporal.frontend, 'Temporal frontend'],
@@ -195,7 +97,47 @@ async function main() {
     ...ports.workerMetrics.map((p, i): [number, string] => [p, `worker-${i + 1} metrics`]),
     ...ports.sdkMetrics.map((p, i): [number, string] => [p, `worker-${i + 1} SDK metrics`]),
   ];
-  for (const [p, purpose] of named) await assertPortFree(p, purpose);
+  return named.map(([p, purpose]) => ({
+    port: p,
+    purpose: `${purpose}: ${p - offset} + CLUSTER_PORT_OFFSET ${offset}`,
+    change: 'set CLUSTER_PORT_OFFSET to shift every port of the cluster (e.g. CLUSTER_PORT_OFFSET=100)',
+  }));
+}
+
+/** Runs one of the setup scripts (scripts/temporal-setup/) with `env`, its output into the log file `name`. */
+async function runSetupScript(script: string, env: NodeJS.ProcessEnv, output: (line: string) => void): Promise<void> {
+  try {
+    const { stdout, stderr } = await execFileAsync('sh', [path.join(SETUP_SCRIPTS, script)], {
+      env: { ...process.env, ...env },
+      timeout: 300_000,
+      maxBuffer: 16 * 1024 * 1024,
+    });
+    for (const line of `${stdout}${stderr}`.split('\n').filter(Boolean)) output(line);
+  } catch (err) {
+    const e = err as { stdout?: string; stderr?: string; message: string };
+    for (const line of `${e.stdout ?? ''}${e.stderr ?? ''}`.split('\n').filter(Boolean)) output(line);
+    const tail = (e.stderr ?? '').trim().split('\n').slice(-3).join(' | ');
+    throw new Error(`scripts/temporal-setup/${script} failed: ${tail || e.message}`);
+  }
+}
+
+async function main() {
+  const started = Date.now();
+  mkdirSync(dir, { recursive: true });
+  const config = loadConfig({ ...process.env, SIMULATOR_URL: `http://${HOST}:${ports.simulator}` });
+  const logs = new LogFiles(logsDir);
+  let stopping = false;
+  let stop: (code: number) => Promise<void> = async (code) => {
+    stopping = true;
+    process.exit(code);
+  };
+  onStopSignals(() => void stop(0));
+  // What an earlier cluster on this state left running (its script killed) is stopped first; a script still running
+  // is another cluster on this state, and this one refuses.
+  const stackFile = path.join(dir, 'stack.json');
+  const reclaimed = await reclaimStaleStack(stackFile, { what: 'npm run cluster', graceMs: 30_000 });
+  for (const line of describeReclaim(reclaimed, 'npm run cluster')) log(line);
+  await assertPortsFree(clusterPorts());
 
   // 1. Binaries (cached after the first run) and the workflow bundle every worker loads.
   let t = Date.now();
@@ -218,15 +160,24 @@ async function main() {
   writeFileSync(bundlePath, code);
   log(`workflow bundle built (${(code.length / 1024).toFixed(0)} KiB, ${since(t)})`);
 
-  let stopping = false;
   let redis: RunningRedis | undefined;
   let redisWatch: NodeJS.Timeout | undefined;
-  const stackFile = path.join(dir, 'stack.json');
   const writeStack = (services: ServiceStatus[]) => {
     if (stopping) return;
     const all = [
       ...services,
-      ...(redis ? [{ name: 'redis', pid: redis.pid, state: 'running', restarts: redisRestarts }] : []),
+      ...(redis
+        ? [
+            {
+              name: 'redis',
+              pid: redis.pid,
+              start: redis.pid === undefined ? undefined : processStart(redis.pid),
+              stopSignal: 'SIGTERM' as const,
+              state: 'running',
+              restarts: redisRestarts,
+            },
+          ]
+        : []),
     ];
     writeFileSync(
       stackFile,
@@ -242,8 +193,7 @@ async function main() {
           webUi: ui ? `http://${HOST}:${ports.ui}` : undefined,
           redisUrl: `redis://${HOST}:${ports.redis}`,
           postgres: `${HOST}:${ports.postgres}`,
-          startPid: process.pid,
-          services: Object.fromEntries(all.map((s) => [s.name, { pid: s.pid, state: s.state, restarts: s.restarts }])),
+          ...recordStack(all),
         },
         null,
         2,
@@ -252,19 +202,19 @@ async function main() {
   };
   let redisRestarts = 0;
   const supervisor = new Supervisor({ log, onGiveUp: () => void stop(1), onChange: writeStack });
-  const stop = async (code: number) => {
+  stop = async (code: number) => {
     if (stopping) return;
     stopping = true;
     log('Stopping: APIs, workers, simulator, web UI, Redis, Temporal, then PostgreSQL...');
     clearInterval(redisWatch);
     await supervisor.stop();
     await redis?.stop();
-    for (const s of logFiles.values()) s.end();
+    // Nothing left to find: the next start has no stale stack to check.
+    if (existsSync(stackFile)) rmSync(stackFile, { force: true });
+    await logs.close();
     log(`Stopped.`);
     process.exit(code);
   };
-  process.on('SIGINT', () => void stop(0));
-  process.on('SIGTERM', () => void stop(0));
 
   try {
     // 2. PostgreSQL and the schemas.
@@ -273,13 +223,24 @@ async function main() {
       dir: path.join(dir, 'postgres'),
       port: ports.postgres,
       log,
-      output: logFile('postgres'),
+      output: logs.writer('postgres'),
     });
-    await supervisor.start({ ...pg.spec, tier: 0 });
+    await supervisor.start({ ...pg.spec, tier: 0, lastLines: () => logs.lastLines('postgres') });
     log(`PostgreSQL up (${pg.version}, ${since(t)})`);
     t = Date.now();
-    await setupSchema(build.sql, build.moduleDir, pg, 'temporal', 'temporal');
-    await setupSchema(build.sql, build.moduleDir, pg, 'temporal_visibility', 'visibility');
+    await runSetupScript(
+      'schema.sh',
+      {
+        TEMPORAL_SQL_TOOL: build.sql,
+        SCHEMA_DIR: path.join(build.moduleDir, 'schema'),
+        SQL_PLUGIN: 'postgres12',
+        SQL_HOST: pg.host,
+        SQL_PORT: String(pg.port),
+        SQL_USER: pg.user,
+        SQL_PASSWORD: '',
+      },
+      logs.writer('temporal-setup'),
+    );
     log(`schemas temporal and temporal_visibility ready (${since(t)})`);
 
     // 3. The Temporal server, its namespace and search attributes, its web UI.
@@ -292,12 +253,25 @@ async function main() {
       args: ['--root', root, '--config', 'config', '--env', 'development', 'start'],
       cwd: root,
       tier: 1,
-      ready: temporalServing,
+      ready: () => temporalServing(temporalAddress),
       readyTimeoutMs: 120_000,
       // Idempotent; after a restart it only checks.
-      afterReady: () => setupNamespace(cli.path),
+      afterReady: () =>
+        runSetupScript(
+          'namespace.sh',
+          {
+            TEMPORAL_CLI: cli.path,
+            TEMPORAL_ADDRESS: temporalAddress,
+            NAMESPACE,
+            NAMESPACE_RETENTION: deployment.namespaceRetention,
+            SEARCH_ATTRIBUTES: paymentSearchAttributes.map((a) => `${a.name}=${cliAttributeType(a.type)}`).join(' '),
+            SETUP_TIMEOUT_S: '60',
+          },
+          logs.writer('temporal-setup'),
+        ),
       stopTimeoutMs: 20_000,
-      output: logFile('temporal'),
+      output: logs.writer('temporal'),
+      lastLines: () => logs.lastLines('temporal'),
     });
     log(`Temporal server up with namespace ${NAMESPACE} and the search attributes (${since(t)})`);
     if (ui) {
@@ -310,7 +284,8 @@ async function main() {
         cwd: uiRoot,
         tier: 1,
         ready: () => isUp(`http://${HOST}:${ports.ui}/`),
-        output: logFile('web-ui'),
+        output: logs.writer('web-ui'),
+        lastLines: () => logs.lastLines('web-ui'),
       });
     }
 
@@ -392,7 +367,8 @@ async function main() {
         );
         if (!res.ok) throw new Error(`configuring the simulator merchant failed: ${res.status}`);
       },
-      output: logFile('simulator'),
+      output: logs.writer('simulator'),
+      lastLines: () => logs.lastLines('simulator'),
     });
     const workerReady = /"msg":"worker running"/;
     await Promise.all(
@@ -411,7 +387,8 @@ async function main() {
           tier: 3,
           readyLine: workerReady,
           readyTimeoutMs: 120_000,
-          output: logFile(`worker-${i + 1}`),
+          output: logs.writer(`worker-${i + 1}`),
+          lastLines: () => logs.lastLines(`worker-${i + 1}`),
         }),
       ),
     );
@@ -425,7 +402,8 @@ async function main() {
           env: { ...env, PORT: String(p), HOST },
           tier: 4,
           ready: () => isUp(`http://${HOST}:${p}/healthz`),
-          output: logFile(`api-${i + 1}`),
+          output: logs.writer(`api-${i + 1}`),
+          lastLines: () => logs.lastLines(`api-${i + 1}`),
         }),
       ),
     );
@@ -441,7 +419,10 @@ async function main() {
   log('');
   log(`Cluster up in ${since(started)}.`);
   log(`PostgreSQL:            ${HOST}:${ports.postgres} (user postgres; databases temporal, temporal_visibility)`);
-  log(`Temporal frontend:     ${temporalAddress} (namespace ${NAMESPACE}, ${NUM_HISTORY_SHARDS} history shards)`);
+  log(
+    `Temporal frontend:     ${temporalAddress} (namespace ${NAMESPACE}, retention ${deployment.namespaceRetention}, ` +
+      `${NUM_HISTORY_SHARDS} history shards)`,
+  );
   log(
     ui
       ? `Temporal web UI:       http://${HOST}:${ports.ui}/namespaces/${NAMESPACE}/workflows`
@@ -452,6 +433,9 @@ async function main() {
   for (const [i, p] of ports.apis.entries()) log(`Payments API ${i + 1}:        http://${HOST}:${p}`);
   log(`Workers:               ${WORKERS} processes on task queue ${config.TASK_QUEUE}`);
   if (token) log(`Dev token (merchant ${token.merchantId}): ${token.token}`);
+  log(
+    `Temporal CLI:          ${cliHint} (not on the PATH; or: TEMPORAL_ADDRESS=${temporalAddress} npm run temporal -- ...)`,
+  );
   log(
     `Payments by status:    ${cliHint} workflow list --address ${temporalAddress} --query 'PaymentStatus="succeeded"'`,
   );

@@ -1,21 +1,28 @@
 /**
  * `npm start`: the whole local stack on one machine.
  *   - the Temporal dev server (embedded SQLite under .temporal/, so state survives a restart; env TEMPORAL_DB_FILE
- *     names another file) with its web UI,
- *     the payment search attributes registered;
+ *     names another file) with its web UI, the payment search attributes registered;
  *   - the provider simulator (its state in a JSON file beside the SQLite file, so provider and Temporal state stay
- *     consistent across restarts), the worker and the payments API as supervised child processes: one that crashes
- *     is restarted with a backoff and a log line; only repeated crashes (5 within a minute) stop the stack.
- * Ctrl-C stops everything: the API, worker and simulator (own process groups) drain, then the dev server is torn
- * down (it shares the terminal's process group, so it may already have received the Ctrl-C itself).
+ *     consistent across restarts), the worker and the payments API.
+ * Every one is a supervised child process (scripts/lib/supervisor.ts): one that crashes is restarted with a backoff
+ * and a log line; only repeated crashes (5 within a minute) stop the stack. Each dies with this process, however it
+ * dies (SIGKILL included), and a start that finds what an earlier one left stops it first (scripts/lib/stale-stack.ts).
+ * The console keeps this script's own lines; every component's output goes to its log file beside the state
+ * (`.temporal/dev-server.logs/<component>.log`), and the last lines of one that crashes are shown.
+ * Ctrl-C, SIGTERM or SIGHUP (a closed terminal) stop everything: the API, worker and simulator drain, then the dev
+ * server stops.
  */
-import { mkdirSync, writeFileSync } from 'node:fs';
-import net from 'node:net';
+import { existsSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { type Config, loadConfig } from '../src/config';
-import { startDevServer } from './lib/dev-server';
+import { devServerArgs } from './lib/dev-server';
+import { LogFiles } from './lib/log-files';
+import { type StackPort, assertPortsFree } from './lib/ports';
+import { isUp, temporalServing } from './lib/readiness';
+import { describeReclaim, reclaimStaleStack, recordStack } from './lib/stale-stack';
+import { onStopSignals } from './lib/stop-signals';
 import { type ServiceStatus, Supervisor } from './lib/supervisor';
-import { DEFAULT_CACHE_DIR, PROJECT_ROOT } from './lib/temporal-binaries';
+import { DEFAULT_CACHE_DIR, PROJECT_ROOT, TEMPORAL_CLI, resolveBinary } from './lib/temporal-binaries';
 
 const HOST = '127.0.0.1';
 const temporalPort = Number(process.env.TEMPORAL_PORT ?? 7233);
@@ -32,6 +39,9 @@ interface Component {
   readonly name: string;
   readonly entry: string;
   readonly port?: number;
+  /** What `port` is and how to move it elsewhere, for the message when it is taken. */
+  readonly purpose?: string;
+  readonly change?: string;
   /** A URL that answers 2xx once the component is ready. */
   readonly ready?: string;
   /** An output line that says it is ready. */
@@ -44,6 +54,7 @@ const components: Component[] = [
     name: 'simulator',
     entry: 'src/simulator/main.ts',
     port: simulatorPort,
+    change: 'set SIMULATOR_PORT to another port',
     ready: `http://${HOST}:${simulatorPort}/_sim/health`,
   },
   // The worker serves its metrics once its workers exist: the first answer means ready (else its log line does).
@@ -53,45 +64,62 @@ const components: Component[] = [
     readyLine: /"msg":"worker running"/,
     ...(workerMetricsAddress === 'off'
       ? {}
-      : { port: portOf(workerMetricsAddress), ready: `http://${workerMetricsAddress}/metrics` }),
+      : {
+          port: portOf(workerMetricsAddress),
+          purpose: 'worker metrics',
+          change: 'set WORKER_METRICS_ADDRESS to another host:port (or off)',
+          ready: `http://${workerMetricsAddress}/metrics`,
+        }),
   },
-  { name: 'api', entry: 'src/api/main.ts', port: apiPort, ready: `http://${HOST}:${apiPort}/healthz` },
+  {
+    name: 'api',
+    entry: 'src/api/main.ts',
+    port: apiPort,
+    purpose: 'payments API',
+    change: 'set PORT to another port',
+    ready: `http://${HOST}:${apiPort}/healthz`,
+  },
 ];
 
+/** This script's own lines: the console, and the supervisor's log file once it is open. */
+let logToFile: ((line: string) => void) | undefined;
 function log(line: string) {
   process.stdout.write(`[start] ${line}\n`);
+  logToFile?.(`${new Date().toISOString()} ${line}`);
 }
 
-/** Resolves when `port` can be bound on 127.0.0.1, rejects with a message naming who needs it when it cannot. */
-function assertPortFree(port: number, purpose: string): Promise<void> {
-  return new Promise((resolve, reject) => {
-    const probe = net.createServer();
-    probe.once('error', (err: NodeJS.ErrnoException) => {
-      reject(
-        new Error(
-          err.code === 'EADDRINUSE'
-            ? `Port ${port} (${purpose}) is already in use on ${HOST}. Is another \`npm start\` running? ` +
-                `Stop it, or choose another port through the environment.`
-            : `Cannot bind ${HOST}:${port} (${purpose}): ${err.message}`,
-        ),
-      );
-    });
-    probe.listen(port, HOST, () => probe.close(() => resolve()));
-  });
+/** Every port the stack binds, with the variable that moves it. */
+function stackPorts(): StackPort[] {
+  const sdkMetricsPort = portOf(sdkMetricsAddress);
+  return [
+    { port: temporalPort, purpose: 'Temporal frontend', change: 'set TEMPORAL_PORT to another port' },
+    { port: uiPort, purpose: 'Temporal web UI', change: 'set TEMPORAL_UI_PORT to another port' },
+    ...components.flatMap((c) =>
+      c.port ? [{ port: c.port, purpose: c.purpose ?? c.name, change: c.change ?? 'choose another port' }] : [],
+    ),
+    ...(sdkMetricsPort
+      ? [
+          {
+            port: sdkMetricsPort,
+            purpose: 'worker SDK metrics',
+            change: 'set SDK_METRICS_ADDRESS to another host:port (or off)',
+          },
+        ]
+      : []),
+  ];
+}
+
+/** The provisioned Temporal CLI as a file (the dev server, and the runbook's commands). */
+async function temporalCli(): Promise<string> {
+  const cli = await resolveBinary(TEMPORAL_CLI, { log });
+  if (cli.executable.type !== 'existing-path') {
+    throw new Error(`the Temporal CLI is needed as a file (set TEMPORAL_CLI_PATH); tried: ${cli.tried.join('; ')}`);
+  }
+  return cli.executable.path;
 }
 
 /** Whether a process at `level` writes info lines. */
 const logsInfo = (level: string): boolean => ['info', 'debug', 'trace'].includes(level);
-
-/** Whether `url` answers 2xx within a second. */
-async function isUp(url: string): Promise<boolean> {
-  try {
-    const res = await fetch(url, { signal: AbortSignal.timeout(1_000) });
-    return res.ok;
-  } catch {
-    return false;
-  }
-}
 
 /** Points the simulator's merchant (our provider api key) at the API's webhook endpoint, signed with our secret. */
 async function configureSimulatorMerchant(config: Config): Promise<void> {
@@ -111,49 +139,58 @@ async function configureSimulatorMerchant(config: Config): Promise<void> {
   if (!res.ok) throw new Error(`configuring the simulator merchant failed: ${res.status} ${await res.text()}`);
 }
 
+/**
+ * Where `npm start` keeps its state: the dev server's SQLite file (TEMPORAL_DB_FILE, e.g. a test's temp dir) and,
+ * beside it, the simulator's (SIMULATOR_STATE_PATH names another), the stack file and the logs, so a restart finds
+ * them together (delete the SQLite and simulator files for a clean slate).
+ */
+function statePaths(): { dbFilename: string; simulatorState: string; stackFile: string; logsDir: string } {
+  const dbFilename = process.env.TEMPORAL_DB_FILE
+    ? path.resolve(process.env.TEMPORAL_DB_FILE)
+    : path.join(DEFAULT_CACHE_DIR, 'dev-server.sqlite');
+  mkdirSync(path.dirname(dbFilename), { recursive: true });
+  const stateBase = dbFilename.replace(/\.sqlite$/, '');
+  return {
+    dbFilename,
+    simulatorState: process.env.SIMULATOR_STATE_PATH
+      ? path.resolve(process.env.SIMULATOR_STATE_PATH)
+      : `${stateBase}.simulator.json`,
+    // Pids and addresses of the running stack, for tools that act on it (`npm run soak -- --dev`) and the next start.
+    stackFile: `${stateBase}.stack.json`,
+    logsDir: `${stateBase}.logs`,
+  };
+}
+
 async function main() {
   const config = loadConfig({
     ...process.env,
     SIMULATOR_URL: process.env.SIMULATOR_URL ?? `http://${HOST}:${simulatorPort}`,
   });
-  await assertPortFree(temporalPort, 'Temporal frontend');
-  await assertPortFree(uiPort, 'Temporal web UI');
-  for (const c of components) if (c.port) await assertPortFree(c.port, c.name);
-  const sdkMetricsPort = portOf(sdkMetricsAddress);
-  if (sdkMetricsPort) await assertPortFree(sdkMetricsPort, 'worker SDK metrics');
 
-  // TEMPORAL_DB_FILE: another SQLite file for the dev server's state (e.g. a test's temp dir).
-  const dbFilename = process.env.TEMPORAL_DB_FILE
-    ? path.resolve(process.env.TEMPORAL_DB_FILE)
-    : path.join(DEFAULT_CACHE_DIR, 'dev-server.sqlite');
-  mkdirSync(path.dirname(dbFilename), { recursive: true });
-  const shownDb = dbFilename.startsWith(PROJECT_ROOT + path.sep) ? path.relative(PROJECT_ROOT, dbFilename) : dbFilename;
+  const { dbFilename, simulatorState, stackFile, logsDir } = statePaths();
+  const shown = (p: string) => (p.startsWith(PROJECT_ROOT + path.sep) ? path.relative(PROJECT_ROOT, p) : p);
+  const shownDb = shown(dbFilename);
+  const logs = new LogFiles(logsDir);
+  const supervisorLog = logs.writer('start');
+  logToFile = supervisorLog;
+
+  let stopping = false;
+  let stop: (code: number) => Promise<void> = async (code) => {
+    stopping = true;
+    process.exit(code);
+  };
+  onStopSignals(() => void stop(0));
+
+  // What an earlier `npm start` on this state left running (its supervisor killed) is stopped first; a supervisor
+  // still running is another `npm start` on this state, and this one refuses.
+  for (const line of describeReclaim(await reclaimStaleStack(stackFile, { what: 'npm start' }), 'npm start')) log(line);
+  await assertPortsFree(stackPorts());
+  const cli = await temporalCli();
+
   const [operatorForUi] = config.OPERATOR_TOKENS;
   const codecEndpoint = operatorForUi
     ? `http://${HOST}:${apiPort}/codec/operator/${encodeURIComponent(operatorForUi.token)}`
     : undefined;
-  log(`Starting the Temporal dev server (state in ${shownDb})...`);
-  const started = Date.now();
-  const temporal = await startDevServer({
-    ip: HOST,
-    port: temporalPort,
-    ui: true,
-    uiPort,
-    dbFilename,
-    log: { format: 'pretty', level: 'warn' },
-    // The web UI decodes payloads through the API's codec endpoint (it cannot send our bearer token: path token).
-    ...(codecEndpoint ? { extraArgs: ['--ui-codec-endpoint', codecEndpoint] } : {}),
-  });
-  log(`Temporal dev server up in ${((Date.now() - started) / 1000).toFixed(1)} s`);
-
-  // The simulator's state lives beside the dev server's, so a restart of `npm start` finds both (delete both for a
-  // clean slate); SIMULATOR_STATE_PATH names another file.
-  const stateBase = dbFilename.replace(/\.sqlite$/, '');
-  const simulatorState = process.env.SIMULATOR_STATE_PATH
-    ? path.resolve(process.env.SIMULATOR_STATE_PATH)
-    : `${stateBase}.simulator.json`;
-  /** Pids and addresses of the running stack, for tools that act on it (`npm run soak -- --dev`). */
-  const stackFile = `${stateBase}.stack.json`;
   const env: NodeJS.ProcessEnv = {
     ...process.env,
     TEMPORAL_ADDRESS: `${HOST}:${temporalPort}`,
@@ -162,13 +199,12 @@ async function main() {
     SIMULATOR_URL: process.env.SIMULATOR_URL ?? `http://${HOST}:${simulatorPort}`,
     SIMULATOR_STATE_PATH: simulatorState,
     PORT: String(apiPort),
-    // Quiet by default: each component's warnings and errors, and one "ready" line from here.
-    LOG_LEVEL: process.env.LOG_LEVEL ?? 'warn',
+    // Into the log files: the console shows this script's lines only.
+    LOG_LEVEL: process.env.LOG_LEVEL ?? 'info',
     WORKER_METRICS_ADDRESS: workerMetricsAddress,
     SDK_METRICS_ADDRESS: sdkMetricsAddress,
     CODEC_CORS_ORIGINS: process.env.CODEC_CORS_ORIGINS ?? `http://${HOST}:${uiPort},http://localhost:${uiPort}`,
   };
-  let stopping = false;
   const writeStack = (services: ServiceStatus[]) => {
     if (stopping) return;
     const stack = {
@@ -179,8 +215,8 @@ async function main() {
       simulatorUrl: env.SIMULATOR_URL,
       apiUrls: [`http://${HOST}:${apiPort}`],
       webUi: `http://${HOST}:${uiPort}`,
-      startPid: process.pid,
-      services: Object.fromEntries(services.map((s) => [s.name, { pid: s.pid, state: s.state, restarts: s.restarts }])),
+      logs: logs.dir,
+      ...recordStack(services),
     };
     try {
       writeFileSync(stackFile, JSON.stringify(stack, null, 2));
@@ -193,22 +229,41 @@ async function main() {
     onGiveUp: () => void stop(1),
     onChange: writeStack,
   });
-  const stop = async (code: number) => {
+  stop = async (code: number) => {
     if (stopping) return;
     stopping = true;
     log('Stopping: API, worker and simulator drain first, then the Temporal dev server...');
     await supervisor.stop();
-    await temporal.teardown();
+    // Nothing left to find: the next start has no stale stack to check.
+    if (existsSync(stackFile)) rmSync(stackFile, { force: true });
     log('Stopped.');
+    await logs.close();
     process.exit(code);
   };
-  // `on`, not `once`: Ctrl-C reaches this process twice under `npm start` (once from the terminal's process group, once
-  // relayed by the tsx CLI when our acknowledgement is late); `stop` is idempotent, and a second, unhandled SIGINT
-  // would kill this process mid-drain: no SIGKILL backstop for a child that hangs, no teardown, exit 130.
-  process.on('SIGINT', () => void stop(0));
-  process.on('SIGTERM', () => void stop(0));
   try {
-    for (const [tier, c] of components.entries()) {
+    log(`Starting the Temporal dev server (state in ${shownDb})...`);
+    const started = Date.now();
+    await supervisor.start({
+      name: 'temporal',
+      command: cli,
+      args: devServerArgs({
+        ip: HOST,
+        port: temporalPort,
+        uiPort,
+        dbFilename,
+        logLevel: 'warn',
+        // The web UI decodes payloads through the API's codec endpoint (it cannot send our bearer token: path token).
+        ...(codecEndpoint ? { extraArgs: ['--ui-codec-endpoint', codecEndpoint] } : {}),
+      }),
+      cwd: PROJECT_ROOT,
+      tier: 0,
+      ready: () => temporalServing(`${HOST}:${temporalPort}`),
+      readyTimeoutMs: 120_000,
+      output: logs.writer('temporal'),
+      lastLines: () => logs.lastLines('temporal'),
+    });
+    log(`Temporal dev server up in ${((Date.now() - started) / 1000).toFixed(1)} s`);
+    for (const [i, c] of components.entries()) {
       const ready = c.ready;
       await supervisor.start({
         name: c.name,
@@ -216,7 +271,7 @@ async function main() {
         args: ['--import', 'tsx', path.join(PROJECT_ROOT, c.entry)],
         cwd: PROJECT_ROOT,
         env,
-        tier,
+        tier: i + 1,
         ...(ready === undefined ? {} : { ready: () => isUp(ready) }),
         // Its "worker running" line is logged at info: below that level it is taken as ready once spawned.
         // Only where no URL tells (metrics off), and only when the children log at info at all.
@@ -225,6 +280,8 @@ async function main() {
           : { readyLine: c.readyLine }),
         // Idempotent, and the simulator keeps it in its state; after a restart it is set again all the same.
         ...(c.name === 'simulator' ? { afterReady: () => configureSimulatorMerchant(config) } : {}),
+        output: logs.writer(c.name),
+        lastLines: () => logs.lastLines(c.name),
       });
       log(`${c.name} ready${c.ready ? ` (${c.ready})` : ''}`);
     }
@@ -260,6 +317,8 @@ async function main() {
   if (operator) {
     log(`Dev operator token (operator ${operator.operatorId}, resolves reviews only): ${operator.token}`);
   }
+  log(`Logs:                  ${shown(logs.dir)}/ (temporal, simulator, worker, api, start)`);
+  log(`Temporal CLI:          ${shown(cli)} (not on the PATH; or: npm run temporal -- workflow list)`);
   log('Walk the interesting paths: npm run demo');
   log('Press Ctrl-C to stop.');
 }

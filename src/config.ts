@@ -243,6 +243,8 @@ const EnvSchema = z.object({
   WORKER_METRICS_ADDRESS: listenAddress.default('127.0.0.1:9465'),
   /** The Temporal SDK runtime's metrics (Prometheus exporter) at http://<address>/metrics, or `off`. */
   SDK_METRICS_ADDRESS: listenAddress.default('127.0.0.1:9464'),
+  /** A prebuilt workflow bundle the worker loads (production, the cluster); absent: it bundles at start-up. */
+  WORKFLOW_BUNDLE_PATH: nonEmpty.optional(),
 });
 
 /** `PROVIDER_<NAME>_MAX_RPS` / `PROVIDER_<NAME>_MAX_CONCURRENCY`: per-provider activity limits. */
@@ -266,6 +268,10 @@ const perOperationSuffixes = {
 export const retryVariables: readonly string[] = ProviderOperation.options.flatMap((op) =>
   Object.keys(perOperationSuffixes).map((suffix) => `RETRY_${op.toUpperCase()}_${suffix}`),
 );
+
+/** Whether {@link loadConfig} reads the variable `name` (deployments check the names they set against it). */
+export const readsVariable = (name: string): boolean =>
+  name in EnvSchema.shape || retryVariables.includes(name) || providerLimitVariable.test(name);
 
 type Env = z.output<typeof EnvSchema>;
 

@@ -29,6 +29,7 @@ import { type ApiConfig, type ApiDeps, buildApi } from './api/app';
 import { PaymentsClient, type PaymentsClientOptions } from './client';
 import { AesGcmPayloadCodec } from './codec';
 import type { Config, ProviderLimits } from './config';
+import { describeCapacity, providerCapacity } from './domain/capacity';
 import { providerTaskQueue } from './domain/ids';
 import { ProviderOperation, type RetryOverrides, retrySpecFor } from './domain/retry';
 import type { ApiMetrics } from './metrics/api-metrics';
@@ -39,7 +40,7 @@ import {
   paymentSinks,
   providerCallInterceptor,
 } from './metrics/worker-metrics';
-import { createConfiguredProviders, webhookVerifiers } from './providers/registry';
+import { configuredCapabilities, createConfiguredProviders, webhookVerifiers } from './providers/registry';
 import type { PaymentProvider } from './providers/types';
 import { type TemporalTarget, connectionOptions } from './temporal-connection';
 
@@ -74,6 +75,39 @@ export interface WorkerSetup {
   readonly dataConverter?: DataConverter;
   /** Where provider calls and reconciles are counted; default a registry of their own. */
   readonly metrics?: WorkerMetrics;
+}
+
+/** Activity slots of each provider's activity worker when neither its limits nor the setup say otherwise. */
+export const defaultProviderConcurrency = 50;
+
+/**
+ * At worker start, before anything connects: per provider, whether this worker's slots and the attempt timeouts fit
+ * the retry presets' budgets under a full queue (src/domain/capacity.ts). Logs the numbers; a promise that cannot be
+ * kept refuses the start in production (throws, with the numbers) and is a warning elsewhere, where budgets are
+ * compressed on purpose (the demo, the soak); a rate limit the slots cannot absorb is a warning.
+ */
+export function checkWorkerCapacity(config: Config, logger: PinoLogger): void {
+  const refusals: string[] = [];
+  for (const [provider, capabilities] of Object.entries(configuredCapabilities(config))) {
+    const limits = config.providerLimits[provider];
+    const capacity = providerCapacity({
+      provider,
+      capabilities,
+      retry: config.retry,
+      slots: limits?.maxConcurrency ?? defaultProviderConcurrency,
+      ...(limits?.maxRps === undefined ? {} : { maxRps: limits.maxRps }),
+    });
+    logger.info({ provider, slots: capacity.slots }, describeCapacity(capacity));
+    for (const f of capacity.findings) {
+      if (f.severity === 'refuse' && config.NODE_ENV === 'production') refusals.push(f.message);
+      else if (f.severity === 'refuse')
+        logger.warn({ provider }, `${f.message} (In production this worker refuses to start.)`);
+      else logger.warn({ provider }, f.message);
+    }
+  }
+  if (refusals.length > 0) {
+    throw new Error(`worker slots do not fit the retry budgets:\n${refusals.map((r) => `  ${r}`).join('\n')}`);
+  }
 }
 
 /** Builds the workflow worker and one activity worker per provider. */
@@ -118,7 +152,8 @@ export async function createWorkers(setup: WorkerSetup): Promise<Worker[]> {
         taskQueue: providerTaskQueue(setup.taskQueue, name),
         activities,
         ...common,
-        maxConcurrentActivityTaskExecutions: limits?.maxConcurrency ?? setup.maxConcurrentActivityTaskExecutions ?? 50,
+        maxConcurrentActivityTaskExecutions:
+          limits?.maxConcurrency ?? setup.maxConcurrentActivityTaskExecutions ?? defaultProviderConcurrency,
         // The Temporal server hands out at most this many of the queue's activities per second, to all workers.
         ...(limits?.maxRps === undefined ? {} : { maxTaskQueueActivitiesPerSecond: limits.maxRps }),
       });
@@ -420,8 +455,8 @@ export async function startConfiguredStack(
       closers.push(async () => void (await Promise.all(adapters.map((p) => p.close?.()))));
       workers = {
         providers,
-        workflows: process.env.WORKFLOW_BUNDLE_PATH
-          ? { workflowBundle: { codePath: process.env.WORKFLOW_BUNDLE_PATH } }
+        workflows: config.WORKFLOW_BUNDLE_PATH
+          ? { workflowBundle: { codePath: config.WORKFLOW_BUNDLE_PATH } }
           : { workflowsPath: require.resolve('./workflows') },
         // The sweep's activities query visibility and signal payments: a client over the worker's own connection.
         sweep: true,

@@ -9,11 +9,13 @@ import { loadConfig } from './config';
 import { installWorkerRuntime } from './metrics/runtime';
 import { parseListenAddress, serveMetrics } from './metrics/serve';
 import { ensureSweepSchedule } from './schedules';
-import { startConfiguredStack } from './stack';
+import { checkWorkerCapacity, startConfiguredStack } from './stack';
 
 async function main() {
   const config = loadConfig();
   const logger = pino({ level: config.LOG_LEVEL, base: { component: 'worker' } });
+  // Before anything connects: slots that cannot keep the retry presets' promises under a full queue.
+  checkWorkerCapacity(config, logger);
   installWorkerRuntime(config);
   const stack = await startConfiguredStack(config, logger, { workers: true });
   const { providers, workerClient, workerMetrics } = stack;

@@ -89,3 +89,59 @@ export async function startDevServer(
     }),
   );
 }
+
+/** A search attribute type as the CLI spells it: `KEYWORD` -> `Keyword`, `KEYWORD_LIST` -> `KeywordList`. */
+export const cliAttributeType = (type: string): string =>
+  type
+    .toLowerCase()
+    .split('_')
+    .map((w) => w.charAt(0).toUpperCase() + w.slice(1))
+    .join('');
+
+/** A dev server run as a process of its own (`npm start` supervises it), not through the SDK. */
+export interface DevServerProcessOptions {
+  readonly ip: string;
+  readonly port: number;
+  /** The web UI's port; absent: headless. */
+  readonly uiPort?: number;
+  readonly dbFilename?: string;
+  readonly logLevel?: 'debug' | 'info' | 'warn' | 'error';
+  readonly dynamicConfig?: Readonly<Record<string, DynamicConfigValue>>;
+  readonly sqlitePragmas?: Readonly<Record<string, string>>;
+  readonly extraArgs?: readonly string[];
+}
+
+/**
+ * The arguments of `temporal server start-dev` for {@link DevServerProcessOptions}: what the SDK's ephemeral server
+ * passes (namespace `default`, update APIs on, no version check) plus what {@link startDevServer} adds (the payment
+ * search attributes, {@link singleBoxDynamicConfig}, {@link singleBoxSqlitePragmas} with a state file).
+ */
+export function devServerArgs(o: DevServerProcessOptions): string[] {
+  const dynamicConfig = {
+    'frontend.enableServerVersionCheck': false,
+    'frontend.enableUpdateWorkflowExecution': true,
+    'frontend.enableUpdateWorkflowExecutionAsyncAccepted': true,
+    ...(o.dynamicConfig ?? singleBoxDynamicConfig),
+  };
+  const pragmas = o.dbFilename === undefined ? {} : (o.sqlitePragmas ?? singleBoxSqlitePragmas);
+  return [
+    'server',
+    'start-dev',
+    '--ip',
+    o.ip,
+    '--port',
+    String(o.port),
+    '--namespace',
+    'default',
+    '--log-format',
+    'pretty',
+    '--log-level',
+    o.logLevel ?? 'warn',
+    ...(o.uiPort === undefined ? ['--headless'] : ['--ui-port', String(o.uiPort)]),
+    ...(o.dbFilename === undefined ? [] : ['--db-filename', o.dbFilename]),
+    ...paymentSearchAttributes.flatMap((a) => ['--search-attribute', `${a.name}=${cliAttributeType(a.type)}`]),
+    ...dynamicConfigArgs(dynamicConfig),
+    ...Object.entries(pragmas).flatMap(([k, v]) => ['--sqlite-pragma', `${k}=${v}`]),
+    ...(o.extraArgs ?? []),
+  ];
+}

@@ -1,7 +1,8 @@
 /**
  * PostgreSQL for `npm run cluster`, from the machine (`initdb`, `postgres` on the PATH or under
- * /usr/lib/postgresql/<v>/bin). PostgreSQL refuses to run as root, so as root it runs as the `postgres` user through
- * `runuser`. Its data directory is created once (trust authentication on 127.0.0.1 only).
+ * /usr/lib/postgresql/<v>/bin). PostgreSQL refuses to run as root, so as root it runs as the `postgres` user: the
+ * server through the supervisor's `runAs` (one setpriv that also makes it die with the supervisor), `initdb` and the
+ * checks through `runuser`. Its data directory is created once (trust authentication on 127.0.0.1 only).
  */
 import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
@@ -110,18 +111,11 @@ export async function preparePostgres(o: PostgresOptions): Promise<Postgres> {
     ]);
     await execFileAsync(cmd, args, { timeout: 120_000 });
   }
-  const [command, args] = as(path.join(bin, 'postgres'), [
-    '-D',
-    data,
-    '-p',
-    String(o.port),
-    '-k',
-    socket,
-    '-c',
-    'listen_addresses=127.0.0.1',
-    '-c',
-    'max_connections=200',
-  ]);
+  // Run as `postgres` by the supervisor itself (one setpriv, so it still dies with the supervisor).
+  const [command, args] = [
+    path.join(bin, 'postgres'),
+    ['-D', data, '-p', String(o.port), '-k', socket, '-c', 'listen_addresses=127.0.0.1', '-c', 'max_connections=200'],
+  ];
   const host = '127.0.0.1';
   const pgIsReady = isExecutable('/usr/bin/pg_isready') ? '/usr/bin/pg_isready' : path.join(bin, 'pg_isready');
   return {
@@ -133,6 +127,7 @@ export async function preparePostgres(o: PostgresOptions): Promise<Postgres> {
       name: 'postgres',
       command,
       args,
+      ...(asRoot ? { runAs: 'postgres' } : {}),
       // Fast shutdown: roll back open transactions, checkpoint, exit.
       stopSignal: 'SIGINT',
       stopTimeoutMs: 30_000,

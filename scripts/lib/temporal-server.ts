@@ -10,19 +10,23 @@ import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { parse, stringify } from 'yaml';
+import { deployment } from './deployment';
 import { singleBoxDynamicConfig } from './dev-server';
 import { DEFAULT_CACHE_DIR, isExecutable } from './temporal-binaries';
 
 const execFileAsync = promisify(execFile);
 
-/** The server release the provisioned CLI's dev server matches (CLI 1.9.1 runs Server 1.32.x), its Go toolchain. */
+/** The server release of the deployment (scripts/lib/deployment.ts), its Go toolchain. */
 export const TEMPORAL_SERVER = {
   module: 'go.temporal.io/server',
-  version: 'v1.32.2',
+  version: `v${deployment.temporalServer}`,
   toolchain: 'go1.26.10',
 } as const;
-/** The web UI the CLI 1.9.1 dev server embeds (its `UI 2.54.1`), as a standalone server. */
-export const UI_SERVER = { module: 'github.com/temporalio/ui-server/v2', version: 'v2.54.1' } as const;
+/** The deployment's web UI (the one the CLI 1.9.1 dev server embeds), as a standalone server. */
+export const UI_SERVER = {
+  module: 'github.com/temporalio/ui-server/v2',
+  version: `v${deployment.temporalUi}`,
+} as const;
 
 export interface TemporalBuild {
   readonly server: string;
@@ -172,24 +176,29 @@ export function writeServerConfig(o: ServerConfigOptions): void {
   config.dynamicConfigClient = { filepath: dynamicConfig, pollInterval: '10s' };
   mkdirSync(path.dirname(dynamicConfig), { recursive: true });
   writeFileSync(path.join(o.root, 'config', 'development.yaml'), stringify(config));
-  writeFileSync(
-    dynamicConfig,
-    stringify({
-      'limit.maxIDLength': [{ value: 255, constraints: {} }],
-      // A search attribute registered a moment ago is usable at once (the namespace is set up right before use).
-      'system.forceSearchAttributesCacheRefreshOnRead': [{ value: true, constraints: {} }],
-      'frontend.workerVersioningDataAPIs': [{ value: true }],
-      'frontend.workerVersioningWorkflowAPIs': [{ value: true }],
-      // Every POST /v1/payments asks visibility whether the order has an open payment: the default of 10 visibility
-      // requests per second per frontend refused them (ResourceExhausted, answered 503) past ~5 payments/s.
-      'frontend.namespaceRPS.visibility': [{ value: 500, constraints: {} }],
-      'frontend.namespaceBurstRatio.visibility': [{ value: 2, constraints: {} }],
-      // Per-shard task hand-off limits (20 by default), as on the single-box dev server (see dev-server.ts).
-      ...Object.fromEntries(
-        Object.entries(singleBoxDynamicConfig).map(([key, value]) => [key, [{ value, constraints: {} }]]),
-      ),
-    }),
-  );
+  writeFileSync(dynamicConfig, stringify(clusterDynamicConfig()));
+}
+
+/**
+ * The server's dynamic configuration (the file's shape: key -> list of constrained values), the same for the cluster
+ * and docker-compose.yml's server (test/foundation/compose.test.ts compares them).
+ */
+export function clusterDynamicConfig(): Record<string, { value: unknown; constraints?: Record<string, never> }[]> {
+  return {
+    'limit.maxIDLength': [{ value: 255, constraints: {} }],
+    // A search attribute registered a moment ago is usable at once (the namespace is set up right before use).
+    'system.forceSearchAttributesCacheRefreshOnRead': [{ value: true, constraints: {} }],
+    'frontend.workerVersioningDataAPIs': [{ value: true }],
+    'frontend.workerVersioningWorkflowAPIs': [{ value: true }],
+    // Every POST /v1/payments asks visibility whether the order has an open payment: the default of 10 visibility
+    // requests per second per frontend refused them (ResourceExhausted, answered 503) past ~5 payments/s.
+    'frontend.namespaceRPS.visibility': [{ value: 500, constraints: {} }],
+    'frontend.namespaceBurstRatio.visibility': [{ value: 2, constraints: {} }],
+    // Per-shard task hand-off limits (20 by default), as on the single-box dev server (see dev-server.ts).
+    ...Object.fromEntries(
+      Object.entries(singleBoxDynamicConfig).map(([key, value]) => [key, [{ value, constraints: {} }]]),
+    ),
+  };
 }
 
 /** Writes the web UI server's configuration (`<root>/config/development.yaml`). */

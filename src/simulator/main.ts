@@ -1,15 +1,5 @@
-import { z } from 'zod';
+import { SimulatorEnv as Env } from './env';
 import { startSimulator, type SimLogEntry } from './server';
-
-const Env = z.object({
-  SIMULATOR_PORT: z.coerce.number().int().min(0).max(65_535).default(4010),
-  SIMULATOR_HOST: z.string().min(1).default('127.0.0.1'),
-  SIMULATOR_STATE_PATH: z.string().min(1).optional(),
-  /** `1` logs one line per request (method, path, status; never keys or bodies). */
-  SIMULATOR_LOG_REQUESTS: z.enum(['0', '1']).default('0'),
-  /** As the other components read it: at `warn` and above the start/stop lines are left out (`npm start` says ready). */
-  LOG_LEVEL: z.string().default('info'),
-});
 
 const line = (entry: SimLogEntry | Record<string, unknown>): void => {
   process.stdout.write(`${JSON.stringify({ time: new Date().toISOString(), ...entry })}\n`);

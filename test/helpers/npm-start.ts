@@ -215,3 +215,46 @@ export class Stack {
     return this.closed;
   }
 }
+
+/** The ports `npm start` binds, each free when chosen. */
+export interface StackPorts {
+  readonly temporalPort: number;
+  readonly uiPort: number;
+  readonly simulatorPort: number;
+  readonly apiPort: number;
+  readonly workerMetricsPort: number;
+  readonly sdkMetricsPort: number;
+}
+
+/**
+ * Free ports for every port `npm start` binds and the environment that gives them to it, with its state in `dbFile`
+ * and a task queue of its own; `extra` adds or overrides variables.
+ */
+export async function npmStartEnvironment(
+  dbFile: string,
+  extra: NodeJS.ProcessEnv = {},
+): Promise<{ env: NodeJS.ProcessEnv; ports: StackPorts }> {
+  const [temporalPort, uiPort, simulatorPort, apiPort, workerMetricsPort, sdkMetricsPort] = (await freePorts(6)) as [
+    number,
+    number,
+    number,
+    number,
+    number,
+    number,
+  ];
+  const ports = { temporalPort, uiPort, simulatorPort, apiPort, workerMetricsPort, sdkMetricsPort };
+  const env: NodeJS.ProcessEnv = {
+    ...process.env,
+    TEMPORAL_PORT: String(temporalPort),
+    TEMPORAL_UI_PORT: String(uiPort),
+    SIMULATOR_PORT: String(simulatorPort),
+    PORT: String(apiPort),
+    // Free ports for the metrics endpoints too: other end-to-end tests may run beside this one.
+    WORKER_METRICS_ADDRESS: `${HOST}:${workerMetricsPort}`,
+    SDK_METRICS_ADDRESS: `${HOST}:${sdkMetricsPort}`,
+    TEMPORAL_DB_FILE: dbFile,
+    TASK_QUEUE: `e2e-${Math.random().toString(36).slice(2)}`,
+    ...extra,
+  };
+  return { env, ports };
+}
