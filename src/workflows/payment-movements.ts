@@ -1,4 +1,4 @@
-import { WorkflowIdReusePolicy, condition, executeChild, log, startChild } from '@temporalio/workflow';
+import { WorkflowIdReusePolicy, condition, executeChild, log, patched, startChild } from '@temporalio/workflow';
 import { WorkflowExecutionAlreadyStartedError } from '@temporalio/common';
 import { captureWorkflowId, reconcileWorkflowId, refundWorkflowId } from '../domain/ids';
 import type { ReconcileResult } from '../domain/operations';
@@ -11,6 +11,9 @@ import { keyReused } from './payment-guards';
 import { type SubOperation, findSubOperation } from './payment-state';
 import { reconcileWorkflow } from './reconcile';
 import { refundWorkflow } from './refund';
+
+/** Patch: a capture or refund records the payment's total before it (histories before it have none). */
+const OPERATION_TOTAL_BEFORE = 'operation-total-before';
 
 type MovementKind = 'capture' | 'refund';
 interface MovementArgs {
@@ -73,7 +76,15 @@ export class MoneyMovements {
         if (err instanceof WorkflowExecutionAlreadyStartedError) throw keyReused(kind); // used on another payment
         throw err;
       }
-      const op: SubOperation = { kind, key, fingerprint: args.fingerprint, amount, state: 'running' };
+      const op: SubOperation = {
+        kind,
+        key,
+        fingerprint: args.fingerprint,
+        amount,
+        state: 'running',
+        // What the provider's total must reach to show it (a review and the refundable amount read it).
+        ...(patched(OPERATION_TOTAL_BEFORE) ? { totalBefore: before } : {}),
+      };
       state.subOperations.push(op);
       payment.syncOperations();
       let result: MoneyMovementResult;

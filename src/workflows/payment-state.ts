@@ -23,6 +23,11 @@ export interface SubOperation {
   firstCallSettled?: boolean;
   /** Its outcome was unknown and a reconcile child is checking the provider. */
   reconciling?: boolean;
+  /**
+   * The payment's captured (capture) or refunded (refund) total when it started: the provider's total shows it once it
+   * reaches `totalBefore + amount`. Absent in operations started before it was recorded.
+   */
+  readonly totalBefore?: number;
 }
 
 /** What an operator is asked to decide while the payment is in `needs_review`. */
@@ -111,6 +116,30 @@ export function forwardStatus(ours: PaymentStatus, theirs: ProviderPayment['stat
   if (theirs === 'succeeded') return 'succeeded';
   if (theirs === 'voided') return 'voided';
   return ours === 'authorized' ? ours : 'authorized';
+}
+
+/**
+ * What an operator is asked about an operation the payment could not confirm: what the provider's total must reach
+ * to show it happened (its total before it started plus its amount: a webhook that already applied it does not
+ * count it twice).
+ */
+export function reviewOf(op: SubOperation, view: PaymentView): PendingReview {
+  const total = op.kind === 'capture' ? view.amountCaptured : view.amountRefunded;
+  // Operations from before `totalBefore` was recorded (and their histories) keep the old rule: the view's total now.
+  const before = op.totalBefore ?? total;
+  return {
+    operation: op.kind,
+    key: op.key,
+    amount: op.amount,
+    expectAtLeast: op.kind === 'void' ? 0 : before + op.amount,
+    statusBefore: view.status,
+  };
+}
+
+/** Ends the review: the operation under it becomes `done` (the provider shows it) or `rejected` (it did not happen). */
+export function closeReview(state: PaymentState, outcome: 'done' | 'rejected'): void {
+  for (const op of state.subOperations) if (op.state === 'needs_review') op.state = outcome;
+  state.pendingReview = undefined;
 }
 
 /** Whether what the provider shows now settles the operation an operator was asked about. */

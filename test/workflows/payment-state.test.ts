@@ -16,6 +16,7 @@ import {
   applyProviderPayment,
   forwardStatus,
   refundable,
+  reviewOf,
   reviewSatisfied,
   setStatus,
 } from '../../src/workflows/payment-state';
@@ -498,5 +499,16 @@ describe('refundable', () => {
         },
       ),
     );
+  });
+});
+
+describe('reviewOf', () => {
+  it('expects the total before the operation plus its amount, not the view’s total (a webhook may have applied it)', () => {
+    const view = newState({ status: 'succeeded', amountCaptured: 1_000 }).view;
+    const op = { ...subOperation('capture', 1_000, 'needs_review'), totalBefore: 0 };
+    expect(reviewOf(op, view)).toMatchObject({ operation: 'capture', expectAtLeast: 1_000, statusBefore: 'succeeded' });
+    // An operation recorded before totalBefore existed keeps the old rule.
+    expect(reviewOf(subOperation('capture', 1_000, 'needs_review'), view).expectAtLeast).toBe(2_000);
+    expect(reviewOf(subOperation('void', 1_000, 'needs_review'), view).expectAtLeast).toBe(0);
   });
 });
