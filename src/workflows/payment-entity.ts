@@ -63,6 +63,7 @@ import {
   applyProviderEvent,
   applyProviderPayment,
   REFUSALS_LIMIT,
+  closeReview,
   findSubOperation,
   initialState,
   pushBounded,
@@ -267,11 +268,14 @@ export class PaymentEntity {
     this.afterProviderNews();
   }
 
+  /** What the provider showed settles the review it answers: the payment leaves review, its operation is done. */
   private afterProviderNews(): void {
     const settled = reviewSatisfied(this.state);
     if (this.state.view.status === 'needs_review' && settled) {
-      this.state.pendingReview = undefined;
+      // The operation under review happened (the provider shows it): a repeat of its key answers it as succeeded.
+      closeReview(this.state, 'done');
       this.transition(settled);
+      this.syncOperations();
     }
     this.publish();
   }

@@ -184,6 +184,35 @@ describe('a capture under review', () => {
     expect(effectsOf(orderId, 'capture').map((e) => e.amount)).toEqual([1_000]);
     await recordHistories({ env }, 'resolve-capture-from-provider', [chargeWorkflowId(h.a.id, key)]);
   }, 60_000);
+
+  it('a review the provider’s news settles settles its capture too: a repeat of the capture key answers 200', async () => {
+    const { key, orderId, view } = await authorized();
+    // The capture never reaches the provider (reset before anything is committed): never found, review.
+    h.sim.addFaults({ rules: [{ match: { operation: 'capture', reference: orderId }, fault: 'reset_before_commit' }] });
+    const captureKey = newKey();
+    expect((await h.request('POST', `/v1/payments/${key}/capture`, { key: captureKey, body: {} })).status).toBe(202);
+    await inReview(key);
+    h.sim.clearFaults();
+    // Then the payment is captured at the provider (by hand, in its dashboard); its webhook reaches the payment.
+    const res = await fetch(`${h.sim.url}/v1/payments/${view.providerPaymentId as string}/capture`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${h.apiKey}`, 'content-type': 'application/json', 'idempotency-key': newKey() },
+      body: JSON.stringify({}),
+    });
+    expect(res.status).toBe(200);
+    await h.sim.flushWebhooks();
+    const settled = await eventually('the review settled by the webhook', async () => {
+      const v = await viewOf(key);
+      return v.status !== 'needs_review' && v;
+    });
+    expect(settled).toMatchObject({ status: 'succeeded', amountCaptured: 1_000 });
+
+    const repeat = await h.request('POST', `/v1/payments/${key}/capture`, { key: captureKey, body: {} });
+    expect(repeat.status).toBe(200);
+    expect(repeat.body).toMatchObject({ status: 'succeeded', amountCaptured: 1_000 });
+    expect(settled.operations?.find((o) => o.key === captureKey)?.state).toBe('succeeded');
+    expect(effectsOf(orderId, 'capture')).toHaveLength(1);
+  }, 60_000);
 });
 
 describe('a create under review', () => {
