@@ -202,12 +202,22 @@ export function setStatus(state: PaymentState, status: PaymentStatus, nowIso: st
   v.updatedAt = nowIso;
 }
 
-/** Captured minus refunded minus refunds still running: what a new refund may take at most. */
+/** Captured minus refunded minus what refunds still running may yet add: what a new refund may take at most. */
 export function refundable(state: PaymentState): number {
+  const refunded = state.view.amountRefunded;
   const running = state.subOperations
     .filter((o) => o.kind === 'refund' && o.state === 'running')
-    .reduce((sum, o) => sum + o.amount, 0);
-  return state.view.amountCaptured - state.view.amountRefunded - running;
+    .reduce((sum, o) => sum + notYetShown(o, refunded), 0);
+  return state.view.amountCaptured - refunded - running;
+}
+
+/**
+ * The part of a running refund the refunded total does not show yet: all of it, unless the provider's total (from its
+ * webhook) already covers it; then counting it again would refuse a valid refund.
+ */
+function notYetShown(op: SubOperation, refunded: number): number {
+  if (op.totalBefore === undefined) return op.amount;
+  return Math.min(op.amount, Math.max(0, op.totalBefore + op.amount - refunded));
 }
 
 /** The operations as the payment view shows them (`done` reads `succeeded`: the provider confirmed it). */

@@ -502,6 +502,37 @@ describe('refundable', () => {
   });
 });
 
+describe('refundable with refunds that know their total before', () => {
+  it('counts a running refund once when its webhook already raised the refunded total', () => {
+    const running = { ...subOperation('refund', 600, 'running'), totalBefore: 0 };
+    const before = newState({ status: 'succeeded', amountCaptured: 1_000 }, { subOperations: [running] });
+    expect(refundable(before)).toBe(400);
+    const shown = newState(
+      { status: 'succeeded', amountCaptured: 1_000, amountRefunded: 600 },
+      { subOperations: [running] },
+    );
+    expect(refundable(shown)).toBe(400);
+  });
+
+  it('is captured minus the larger of what is shown and what the running refunds may reach (property)', () => {
+    fc.assert(
+      fc.property(
+        fc.integer({ min: 0, max: 5_000 }),
+        fc.integer({ min: 1, max: 5_000 }),
+        fc.boolean(),
+        (b, a, shown) => {
+          const op = { ...subOperation('refund', a, 'running'), totalBefore: b };
+          const s = newState(
+            { status: 'succeeded', amountCaptured: 20_000, amountRefunded: shown ? b + a : b },
+            { subOperations: [op] },
+          );
+          expect(refundable(s)).toBe(20_000 - b - a);
+        },
+      ),
+    );
+  });
+});
+
 describe('reviewOf', () => {
   it('expects the total before the operation plus its amount, not the view’s total (a webhook may have applied it)', () => {
     const view = newState({ status: 'succeeded', amountCaptured: 1_000 }).view;
