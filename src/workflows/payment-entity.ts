@@ -62,11 +62,10 @@ import {
   type SubOperation,
   applyProviderEvent,
   applyProviderPayment,
-  REFUSALS_LIMIT,
   closeReview,
   findSubOperation,
   initialState,
-  pushBounded,
+  keepAnswer,
   operationViews,
   reviewOf,
   reviewSatisfied,
@@ -424,8 +423,8 @@ export class PaymentEntity {
       else await this.refund(args as RefundArgs);
     } catch (err) {
       if (!(err instanceof TemporalFailure)) throw err;
-      const refused = { kind, key, requestId: args.requestId, refusal: refusalOf(err) };
-      pushBounded((this.state.refusals ??= []), refused, REFUSALS_LIMIT);
+      const refused = { kind, key, requestId: args.requestId, refusal: refusalOf(err), atMs: Date.now() };
+      keepAnswer((this.state.refusals ??= []), refused, Date.now());
     }
   }
 
@@ -471,8 +470,8 @@ export class PaymentEntity {
       if (!(err instanceof TemporalFailure)) throw err;
       refusal = refusalOf(err);
     }
-    const handled = { requestId: args.requestId, ...(refusal ? { refusal } : {}) };
-    pushBounded((this.state.resolutions ??= []), handled, REFUSALS_LIMIT);
+    const handled = { requestId: args.requestId, ...(refusal ? { refusal } : {}), atMs: Date.now() };
+    keepAnswer((this.state.resolutions ??= []), handled, Date.now());
   }
 
   /** `resolve`: an operator's verdict on the operation under review, checked at the provider (see OperatorReview). */

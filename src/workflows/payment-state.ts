@@ -62,19 +62,36 @@ export interface PaymentState {
   /** Capture/refund requests (signals) refused before anything was sent, newest last, for their callers to read. */
   refusals?: RefusedRequest[];
   /** Operators' requests (signals) handled, newest last: a refusal, or none for one applied. */
-  resolutions?: { readonly requestId: string; readonly refusal?: MovementRefusal }[];
+  resolutions?: HandledResolve[];
+}
+
+/** An answer kept for the caller of one request (signal) to read by `requestId`; `atMs`: workflow time it was kept. */
+export interface KeptAnswer {
+  readonly requestId: string;
+  readonly atMs?: number;
 }
 
 /** A capture or refund request refused by the payment's rules; its caller reads it by `requestId`. */
-export interface RefusedRequest {
+export interface RefusedRequest extends KeptAnswer {
   readonly kind: 'capture' | 'refund';
   readonly key: string;
-  readonly requestId: string;
   readonly refusal: MovementRefusal;
 }
 
-/** How many refusals a payment keeps: each caller reads its own within its wait, so a short memory suffices. */
+/** An operator's request (signal) handled: its refusal, or none for a verdict applied. */
+export interface HandledResolve extends KeptAnswer {
+  readonly refusal?: MovementRefusal;
+}
+
+/** How many answers a payment keeps once they are older than {@link ANSWER_MEMORY_MS}. */
 export const REFUSALS_LIMIT = 32;
+/**
+ * How long an answer is kept whatever the count: longer than any caller waits for its own (the client's waits are
+ * seconds), so a burst of refusals never drops one its caller has not read yet.
+ */
+export const ANSWER_MEMORY_MS = 10 * 60_000;
+/** The bound of the memory even within {@link ANSWER_MEMORY_MS} (a flood of refused requests), for the state's size. */
+export const ANSWERS_HARD_LIMIT = 512;
 
 /** How many webhook event ids the dedup set keeps: enough for every redelivery window, bounded across continue-as-new. */
 export const SEEN_EVENTS_LIMIT = 256;
@@ -184,6 +201,20 @@ export function eventMayBeOurs(view: PaymentView, p: ProviderPayment): boolean {
 export function pushBounded<T>(list: T[], item: T, limit: number): void {
   list.push(item);
   if (list.length > limit) list.splice(0, list.length - limit);
+}
+
+/**
+ * Keeps one request's answer for its caller: beyond {@link REFUSALS_LIMIT} the oldest are dropped only once older than
+ * {@link ANSWER_MEMORY_MS} (or beyond {@link ANSWERS_HARD_LIMIT}). Dropping by count alone lost the answers of a burst
+ * before their callers read them, and those callers answered 202 for requests that were refused.
+ */
+export function keepAnswer<T extends KeptAnswer>(list: T[], item: T, nowMs: number): void {
+  pushBounded(list, item, ANSWERS_HARD_LIMIT);
+  // Answers kept before they carried a time count as old.
+  const old = (a: T | undefined) => a?.atMs === undefined || nowMs - a.atMs >= ANSWER_MEMORY_MS;
+  let drop = 0;
+  while (list.length - drop > REFUSALS_LIMIT && old(list[drop])) drop += 1;
+  if (drop > 0) list.splice(0, drop);
 }
 
 /** Adds an event id to the dedup set, dropping the oldest beyond {@link SEEN_EVENTS_LIMIT}. */

@@ -9,12 +9,15 @@ import type { ProviderEvent } from '../../src/domain/definitions';
 import { type PaymentStatus, PaymentStatus as PaymentStatusSchema } from '../../src/domain/payment';
 import type { ProviderPayment } from '../../src/providers/types';
 import {
+  ANSWER_MEMORY_MS,
   type PaymentState,
   type PendingReview,
+  REFUSALS_LIMIT,
   type SubOperation,
   applyProviderEvent,
   applyProviderPayment,
   forwardStatus,
+  keepAnswer,
   refundable,
   reviewOf,
   reviewSatisfied,
@@ -541,5 +544,30 @@ describe('reviewOf', () => {
     // An operation recorded before totalBefore existed keeps the old rule.
     expect(reviewOf(subOperation('capture', 1_000, 'needs_review'), view).expectAtLeast).toBe(2_000);
     expect(reviewOf(subOperation('void', 1_000, 'needs_review'), view).expectAtLeast).toBe(0);
+  });
+});
+
+describe('keepAnswer', () => {
+  const answer = (i: number, atMs: number) => ({ requestId: `r${i}`, atMs });
+
+  it('keeps every answer younger than the memory, however many come at once', () => {
+    const list: { requestId: string; atMs: number }[] = [];
+    for (let i = 0; i < 100; i += 1) keepAnswer(list, answer(i, 1_000), 1_000);
+    expect(list).toHaveLength(100);
+    expect(list[0]?.requestId).toBe('r0');
+  });
+
+  it('drops the old ones beyond the limit, oldest first', () => {
+    const list: { requestId: string; atMs?: number }[] = [];
+    for (let i = 0; i < 40; i += 1) keepAnswer(list, answer(i, 0), 0);
+    keepAnswer(list, answer(40, ANSWER_MEMORY_MS), ANSWER_MEMORY_MS);
+    expect(list).toHaveLength(REFUSALS_LIMIT);
+    expect(list.at(-1)?.requestId).toBe('r40');
+    // Answers kept before they carried a time count as old.
+    const legacy: { requestId: string; atMs?: number }[] = Array.from({ length: 40 }, (_, i) => ({
+      requestId: `l${i}`,
+    }));
+    keepAnswer(legacy, answer(99, 5), 5);
+    expect(legacy).toHaveLength(REFUSALS_LIMIT);
   });
 });
