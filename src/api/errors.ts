@@ -8,6 +8,7 @@ import {
   isOperationInFlight,
   isPaymentInFlight,
   isPaymentNotFound,
+  isProviderDisagrees,
   isProviderRejected,
   isProviderUnavailable,
   isReviewItemNotFound,
@@ -21,7 +22,7 @@ export const errorBody = (
   type: ApiErrorType,
   message?: string,
   fields?: readonly FieldError[],
-  extra: Pick<ApiError['error'], 'paymentKey' | 'providerCode'> = {},
+  extra: Pick<ApiError['error'], 'paymentKey' | 'providerCode' | 'providerPayment'> = {},
 ): ApiError => ({
   error: {
     type,
@@ -63,6 +64,10 @@ export function handleError(error: FastifyError, request: FastifyRequest, reply:
     const body = errorBody('provider_rejected', error.message);
     if (error.providerCode !== undefined) body.error.providerCode = error.providerCode;
     return reply.code(422).send(body);
+  }
+  if (isProviderDisagrees(error)) {
+    const shown = error.providerPayment === undefined ? {} : { providerPayment: { ...error.providerPayment } };
+    return reply.code(422).send(errorBody('provider_disagrees', error.message, undefined, shown));
   }
   if (isOperationInFlight(error)) return reply.code(409).send(errorBody('operation_in_flight', error.message));
   if (isProviderUnavailable(error)) {

@@ -6,7 +6,10 @@
  */
 import type { ApiErrorType } from '../domain/api-schemas';
 
-/** The `error.type` values each error status can carry. Together they are every {@link ApiErrorType}. */
+/**
+ * The `error.type` values each error status can carry; with {@link errorTypesByOperation} they are every
+ * {@link ApiErrorType}.
+ */
 export const errorTypesByStatus: Readonly<Record<string, readonly ApiErrorType[]>> = {
   '400': ['validation_error', 'invalid_signature'],
   '401': ['unauthorized'],
@@ -18,6 +21,11 @@ export const errorTypesByStatus: Readonly<Record<string, readonly ApiErrorType[]
   '422': ['idempotency_key_reused', 'amount_exceeded', 'provider_rejected'],
   '500': ['internal_error'],
   '503': ['unavailable', 'provider_unavailable'],
+};
+
+/** Operations whose error status carries types of its own instead of the status's common ones (by `operationId`). */
+export const errorTypesByOperation: Readonly<Record<string, Readonly<Record<string, readonly ApiErrorType[]>>>> = {
+  resolvePayment: { '422': ['provider_disagrees'] },
 };
 
 const headers = {
@@ -77,7 +85,8 @@ export function describeHeadersAndErrors<T extends Json>(doc: T): T {
         if (keyed && (status === '200' || status === '202')) h['Idempotent-Replayed'] = ref('IdempotentReplayed');
         if (status === '503') h['Retry-After'] = ref('RetryAfter');
         response.headers = { ...(response.headers as Json | undefined), ...h };
-        const types = errorTypesByStatus[status];
+        const own = typeof op.operationId === 'string' ? errorTypesByOperation[op.operationId] : undefined;
+        const types = own?.[status] ?? errorTypesByStatus[status];
         if (types) {
           response['x-error-types'] = types;
           const base = typeof response.description === 'string' ? response.description : '';

@@ -149,3 +149,33 @@ export class PaymentInFlight extends PaymentsClientError {
 
 /** True for a {@link PaymentInFlight}. */
 export const isPaymentInFlight = (e: unknown): e is PaymentInFlight => e instanceof PaymentInFlight;
+
+/** A provider payment as a look-up found it, in a {@link ProviderDisagrees}. */
+export interface ProviderPaymentShown {
+  readonly id: string;
+  readonly status: string;
+  readonly amount: number;
+  readonly currency: string;
+  readonly amountCaptured: number;
+  readonly amountRefunded: number;
+}
+
+/**
+ * An operator's verdict that a look-up at the provider does not confirm: `succeeded` for something the provider does
+ * not show, or `failed` for something it shows. `providerPayment` is what the look-up found (absent: nothing). The
+ * verdict was not recorded (where the provider showed the operation, the payment took the provider's answer).
+ */
+export class ProviderDisagrees extends PaymentsClientError {
+  readonly code = 'provider_disagrees';
+  constructor(
+    message: string,
+    readonly providerPayment?: ProviderPaymentShown,
+    options?: ErrorOptions,
+  ) {
+    super(message, options);
+    this.name = 'ProviderDisagrees';
+  }
+}
+
+/** True for a {@link ProviderDisagrees}. */
+export const isProviderDisagrees = (e: unknown): e is ProviderDisagrees => e instanceof ProviderDisagrees;

@@ -85,6 +85,7 @@ import {
   reviewItemWorkflowType,
 } from '../visibility';
 import { paymentStatusOf } from './listed-status';
+import { verdictRefusal } from './verdict-refusal';
 
 /** How a {@link PaymentsClient} starts and waits for payments. */
 export interface PaymentsClientOptions {
@@ -576,7 +577,10 @@ export class PaymentsClient {
     return this.moveMoney(workflowId, refundSignal, args, 'refund', opKey, fingerprint);
   }
 
-  /** An operator's verdict on a payment in `needs_review`; {@link InvalidTransition} in any other status. */
+  /**
+   * An operator's verdict on a payment in `needs_review`, checked by the payment against a look-up at the provider:
+   * {@link InvalidTransition} in any other status, {@link ProviderDisagrees} when the provider does not confirm it.
+   */
   async resolve(merchantId: string, key: string, body: unknown, operator?: string): Promise<PaymentView> {
     const { workflowId } = this.scope(merchantId, key);
     const request = parseOrThrow(ResolveRequest, body);
@@ -585,7 +589,7 @@ export class PaymentsClient {
     // Asked first (nothing recorded for a refusal), then sent as a signal and answered by query, like capture/refund.
     try {
       const refusal = await this.bounded(() => handle.query(resolveCheckQuery));
-      if (refusal) throw translateRefusal(refusal) ?? new Error(refusal.message);
+      if (refusal) throw verdictRefusal(refusal);
       await this.bounded(() =>
         handle.signal(resolveSignal, { ...request, ...(operator === undefined ? {} : { operator }), requestId }),
       );
@@ -597,7 +601,7 @@ export class PaymentsClient {
       (handled) => handled !== null,
       Date.now() + this.rpcTimeoutMs,
     );
-    if (answer?.refusal) throw translateRefusal(answer.refusal) ?? new Error(answer.refusal.message);
+    if (answer?.refusal) throw verdictRefusal(answer.refusal);
     if (answer) return answer.view;
     // Sent and durable, not yet handled (no worker, or its provider look-up is slow): the operator asks again.
     throw new ServiceError('The verdict was recorded but not applied in time');

@@ -61,6 +61,11 @@ export const ApiErrorType = z.enum([
    * nothing is held; repeat the same request after `Retry-After`.
    */
   'provider_unavailable',
+  /**
+   * An operator's verdict a look-up at the provider does not confirm (`succeeded` for what it does not show, `failed`
+   * for what it shows); `providerPayment` is what it found. The verdict was not recorded.
+   */
+  'provider_disagrees',
   /** The token is valid but its role may not do this (a merchant token on an operator action). */
   'forbidden',
   'invalid_signature',
@@ -85,6 +90,17 @@ export const ApiError = z.object({
     providerCode: z.string().optional(),
     /** With `payment_in_flight`: the key of the open payment for the same order. */
     paymentKey: z.string().optional(),
+    /** With `provider_disagrees`: the provider payment the look-up found (absent: it found none). */
+    providerPayment: z
+      .object({
+        id: z.string(),
+        status: z.string(),
+        amount: z.number().int(),
+        currency: z.string(),
+        amountCaptured: z.number().int(),
+        amountRefunded: z.number().int(),
+      })
+      .optional(),
   }),
 });
 export type ApiError = z.infer<typeof ApiError>;

@@ -23,6 +23,8 @@ export const ErrorType = {
   AmountExceeded: 'AmountExceeded',
   /** Input that fails its schema. */
   ValidationError: 'ValidationError',
+  /** An operator's verdict that a look-up at the provider does not confirm (the details say what the provider shows). */
+  ProviderDisagrees: 'ProviderDisagrees',
   /** The retry budget (deadline) of an operation ran out. */
   BudgetExhausted: 'BudgetExhausted',
 } as const;

@@ -189,6 +189,21 @@ export const FailoverView = z.object({
 });
 export type FailoverView = z.infer<typeof FailoverView>;
 
+/**
+ * An operator's verdict on a payment under review, as the payment recorded it once a look-up at the provider confirmed
+ * it: who (`operator:<operatorId>`), what, the note, the review reason it answered and when.
+ */
+export const VerdictView = z.object({
+  operator: z.string().optional(),
+  outcome: z.enum(['succeeded', 'failed']),
+  note: z.string(),
+  /** The operation that was under review: the charge itself (`create`) or one of `operations[]`. */
+  operation: z.enum(['create', 'capture', 'refund', 'void']),
+  reviewReason: z.string(),
+  at: Iso,
+});
+export type VerdictView = z.infer<typeof VerdictView>;
+
 export const PaymentView = z.object({
   key: z.string(),
   merchantId: z.string(),
@@ -210,6 +225,8 @@ export const PaymentView = z.object({
   operations: z.array(OperationView).optional(),
   /** The charge's moves to a fallback provider, oldest first (absent when it never moved); `provider` holds it now. */
   failovers: z.array(FailoverView).optional(),
+  /** Operators' verdicts on its reviews, oldest first (absent until the first one). */
+  verdicts: z.array(VerdictView).optional(),
   createdAt: Iso,
   updatedAt: Iso,
 });

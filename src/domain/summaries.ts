@@ -4,6 +4,7 @@
  * workflow keeps in step with its status. Pure functions, safe in workflow code. Never a payment method, a
  * description or any other customer data: only amount, currency, order, merchant, provider and status.
  */
+import type { ProviderPayment } from './provider-payment';
 import type { ProviderOperation } from './retry';
 
 /** ISO 4217 minor-unit exponents that are not 2 (the rest of the active codes have two decimals). */
@@ -69,6 +70,16 @@ export function paymentStaticDetails(p: PaymentFacts): string {
   ].join('\n');
 }
 
+/** An operator's verdict as the current details tell it. */
+export interface VerdictFacts {
+  readonly operator?: string | undefined;
+  readonly outcome: string;
+  readonly note: string;
+  readonly operation: string;
+  readonly reviewReason: string;
+  readonly at: string;
+}
+
 /** The view fields the current details show. */
 export interface PaymentProgress {
   readonly status: string;
@@ -79,9 +90,10 @@ export interface PaymentProgress {
   readonly attempts: number;
   readonly review?: { readonly reason: string } | undefined;
   readonly declineCode?: string | undefined;
+  readonly verdicts?: readonly VerdictFacts[] | undefined;
 }
 
-/** The charge workflow's current details: its status and what moved, kept in step by the workflow. */
+/** The charge workflow's current details: its status, what moved and who decided, kept in step by the workflow. */
 export function paymentCurrentDetails(v: PaymentProgress): string {
   const money = (n: number) => formatMoney(n, v.amount.currency);
   const lines = [
@@ -91,7 +103,22 @@ export function paymentCurrentDetails(v: PaymentProgress): string {
   ];
   if (v.declineCode) lines.push(`- declined: \`${v.declineCode}\``);
   if (v.review) lines.push(`- needs review: ${v.review.reason}`);
+  for (const verdict of v.verdicts ?? []) lines.push(verdictLine(verdict));
   return lines.join('\n');
+}
+
+/** `- verdict on the capture: **failed** by operator:ops_1 at …, answering "capture not found …": <note>`. */
+function verdictLine(d: VerdictFacts): string {
+  const by = d.operator === undefined ? '' : ` by \`${d.operator}\``;
+  return `- verdict on the ${d.operation}: **${d.outcome}**${by} at ${d.at}, answering "${d.reviewReason}": ${d.note}`;
+}
+
+/** A provider payment in one line: `pay_1 is authorized: EUR 10.00, captured EUR 0.00, refunded EUR 0.00`. */
+export function describeProviderPayment(
+  p: Pick<ProviderPayment, 'id' | 'status' | 'amount' | 'currency' | 'amountCaptured' | 'amountRefunded'>,
+): string {
+  const money = (n: number) => formatMoney(n, p.currency);
+  return `${p.id} is ${p.status}: ${money(p.amount)}, captured ${money(p.amountCaptured)}, refunded ${money(p.amountRefunded)}`;
 }
 
 const operationVerb: Readonly<Record<ProviderOperation, string>> = {

@@ -62,24 +62,19 @@ import { setHandlerIn } from './life-scope';
 import { Lock } from './lock';
 import { type MoneyMovementInput } from './money-movement';
 import { MoneyMovements, neverSentRefusal } from './payment-movements';
-import {
-  assertCapturable,
-  assertRefundable,
-  assertUnderReview,
-  requireCapabilities,
-  statusAfterResolve,
-} from './payment-guards';
+import { assertCapturable, assertRefundable, assertUnderReview, requireCapabilities } from './payment-guards';
+import { OperatorReview } from './payment-review';
 import {
   type PaymentState,
-  type PendingReview,
-  REFUSALS_LIMIT,
   type SubOperation,
   applyProviderEvent,
   applyProviderPayment,
+  closeReview,
   findSubOperation,
   initialState,
-  pushBounded,
+  keepAnswer,
   operationViews,
+  reviewOf,
   reviewSatisfied,
   setStatus,
 } from './payment-state';
@@ -87,8 +82,6 @@ import { whenSettled } from './settled';
 
 /** Patch: the status search attribute is upserted only when the status changed (histories before it upsert more). */
 const PUBLISH_ON_CHANGE = 'publish-status-on-change';
-/** Patch: an operator's `providerPaymentId` is looked up at the provider before it is accepted. */
-const VERIFY_OPERATOR_PAYMENT = 'verify-operator-payment-id';
 /** Patch: a provider event is applied only from the provider holding the payment (failover moves it). */
 const EVENTS_FROM_HOLDER = 'provider-events-from-holder';
 /** Patch: a run that continued as new while unknown publishes when the payment became unknown (`UnknownSince`). */
@@ -132,6 +125,7 @@ export class PaymentEntity {
   private acts: ProviderActivities | undefined;
   private publishedStatus: PaymentStatus;
   private readonly movements = new MoneyMovements(this);
+  private readonly verdicts = new OperatorReview(this);
 
   constructor(
     readonly input: ChargeWorkflowInput,
@@ -301,32 +295,23 @@ export class PaymentEntity {
     this.afterProviderNews();
   }
 
+  /** What the provider showed settles the review it answers: the payment leaves review, its operation is done. */
   private afterProviderNews(): void {
     const settled = reviewSatisfied(this.state);
     if (this.state.view.status === 'needs_review' && settled) {
-      this.state.pendingReview = undefined;
+      // The operation under review happened (the provider shows it): a repeat of its key answers it as succeeded.
+      closeReview(this.state, 'done');
       this.transition(settled);
+      this.syncOperations();
     }
     this.publish();
   }
 
   /** An operation whose outcome is unknown, or whose reconcile found nothing, waits for an operator. */
   sendToReview(op: SubOperation, reason: string): void {
-    const view = this.state.view;
     op.state = 'needs_review';
     op.reason = reason;
-    this.state.pendingReview = {
-      operation: op.kind,
-      key: op.key,
-      amount: op.amount,
-      expectAtLeast:
-        op.kind === 'capture'
-          ? view.amountCaptured + op.amount
-          : op.kind === 'refund'
-            ? view.amountRefunded + op.amount
-            : 0,
-      statusBefore: view.status,
-    };
+    this.state.pendingReview = reviewOf(op, this.state.view);
     this.transition('needs_review', reason);
     this.syncOperations();
   }
@@ -471,8 +456,8 @@ export class PaymentEntity {
       else await this.refund(args as RefundArgs);
     } catch (err) {
       if (!(err instanceof TemporalFailure)) throw err;
-      const refused = { kind, key, requestId: args.requestId, refusal: refusalOf(err) };
-      pushBounded((this.state.refusals ??= []), refused, REFUSALS_LIMIT);
+      const refused = { kind, key, requestId: args.requestId, refusal: refusalOf(err), atMs: Date.now() };
+      keepAnswer((this.state.refusals ??= []), refused, Date.now());
     }
   }
 
@@ -521,79 +506,13 @@ export class PaymentEntity {
       if (!(err instanceof TemporalFailure)) throw err;
       refusal = refusalOf(err);
     }
-    const handled = { requestId: args.requestId, ...(refusal ? { refusal } : {}) };
-    pushBounded((this.state.resolutions ??= []), handled, REFUSALS_LIMIT);
+    const handled = { requestId: args.requestId, ...(refusal ? { refusal } : {}), atMs: Date.now() };
+    keepAnswer((this.state.resolutions ??= []), handled, Date.now());
   }
 
-  /** `resolve`: an operator's verdict on the operation under review, checked at the provider where it names a payment. */
+  /** `resolve`: an operator's verdict on the operation under review, checked at the provider (see OperatorReview). */
   private resolve(args: ResolveArgs): Promise<PaymentView> {
-    return this.lock.run(async () => {
-      const { state, request } = this;
-      const review = state.pendingReview;
-      if (!review) return state.view;
-      let found: ProviderPayment | undefined;
-      if (args.outcome === 'succeeded' && args.providerPaymentId && patched(VERIFY_OPERATOR_PAYMENT)) {
-        // Nothing an operator types is trusted without the provider: the payment must exist and be this one.
-        found = await this.verifiedProviderPayment(args.providerPaymentId, review);
-      }
-      log.info('operator resolved a payment under review', { operation: review.operation, outcome: args.outcome });
-      if (args.outcome === 'succeeded') {
-        if (found) applyProviderPayment(state, found, nowIso());
-        if (review.operation === 'create') {
-          if (args.providerPaymentId && !found) state.view.providerPaymentId = args.providerPaymentId;
-          if (!found) {
-            state.view.amountAuthorized = state.view.amount.value;
-            if (request.capture === 'automatic') state.view.amountCaptured = state.view.amount.value;
-          }
-        } else if (review.operation === 'capture') {
-          state.view.amountCaptured = Math.max(state.view.amountCaptured, review.expectAtLeast);
-        } else if (review.operation === 'refund') {
-          state.view.amountRefunded = Math.max(state.view.amountRefunded, review.expectAtLeast);
-        }
-      }
-      const after = statusAfterResolve(review, args.outcome, request.capture === 'manual');
-      for (const op of state.subOperations)
-        if (op.state === 'needs_review') op.state = args.outcome === 'succeeded' ? 'done' : 'rejected';
-      state.pendingReview = undefined;
-      this.transition(after);
-      this.syncOperations();
-      return state.view;
-    });
-  }
-
-  /** Looks an operator-supplied provider payment id up and checks it is this payment (merchant, key, money). */
-  private async verifiedProviderPayment(providerPaymentId: string, review: PendingReview): Promise<ProviderPayment> {
-    const { input, request, state } = this;
-    const reject = (why: string) =>
-      ApplicationFailure.create({
-        type: ErrorType.ValidationError,
-        message: `providerPaymentId ${why}`,
-        nonRetryable: true,
-        details: [{ field: 'providerPaymentId' }],
-      });
-    if (
-      review.operation !== 'create' &&
-      state.view.providerPaymentId &&
-      providerPaymentId !== state.view.providerPaymentId
-    )
-      throw reject('is not the provider payment of this payment');
-    const found = await this.requireActs().lookup.lookupPayment({
-      provider: this.provider,
-      merchantId: input.merchantId,
-      key: input.key,
-      ...(this.keyProvider === undefined ? {} : { keyProvider: this.keyProvider }),
-      operation: 'create',
-      reference: request.orderId,
-      paymentId: providerPaymentId,
-    });
-    if (!found) throw reject('was not found at the provider');
-    const m = found.metadata;
-    if (m && (m.merchant_id !== input.merchantId || m.payment_key !== input.key))
-      throw reject('belongs to another payment at the provider');
-    if (found.amount !== request.amount.value || found.currency !== request.amount.currency)
-      throw reject('has another amount or currency at the provider');
-    if (!m && found.reference !== request.orderId) throw reject('has another reference at the provider');
-    return found;
+    return this.lock.run(() => this.verdicts.resolve(args));
   }
 
   /**

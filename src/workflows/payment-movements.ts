@@ -1,4 +1,4 @@
-import { WorkflowIdReusePolicy, condition, executeChild, log, startChild } from '@temporalio/workflow';
+import { WorkflowIdReusePolicy, condition, executeChild, log, patched, startChild } from '@temporalio/workflow';
 import { WorkflowExecutionAlreadyStartedError } from '@temporalio/common';
 import type { MovementCheck, MovementRefusal } from '../domain/definitions';
 import { ErrorType } from '../domain/errors';
@@ -13,6 +13,9 @@ import { keyReused } from './payment-guards';
 import { type SubOperation, findSubOperation } from './payment-state';
 import { reconcileWorkflow } from './reconcile';
 import { refundWorkflow } from './refund';
+
+/** Patch: a capture or refund records the payment's total before it (histories before it have none). */
+const OPERATION_TOTAL_BEFORE = 'operation-total-before';
 
 type MovementKind = 'capture' | 'refund';
 
@@ -74,6 +77,8 @@ export class MoneyMovements {
         delete earlier.reason;
         delete earlier.retryAfterMs;
       } else state.subOperations.push(op);
+      // What the provider's total must reach to show it (a review and the refundable amount read it).
+      if (patched(OPERATION_TOTAL_BEFORE)) op.totalBefore = before;
       payment.syncOperations();
       let result: MoneyMovementResult;
       try {

@@ -30,6 +30,11 @@ export interface SubOperation {
   firstCallSettled?: boolean;
   /** Its outcome was unknown and a reconcile child is checking the provider. */
   reconciling?: boolean;
+  /**
+   * The payment's captured (capture) or refunded (refund) total when it started: the provider's total shows it once it
+   * reaches `totalBefore + amount`. Absent in operations started before it was recorded.
+   */
+  totalBefore?: number;
 }
 
 /** What an operator is asked to decide while the payment is in `needs_review`. */
@@ -64,19 +69,36 @@ export interface PaymentState {
   /** Capture/refund requests (signals) refused before anything was sent, newest last, for their callers to read. */
   refusals?: RefusedRequest[];
   /** Operators' requests (signals) handled, newest last: a refusal, or none for one applied. */
-  resolutions?: { readonly requestId: string; readonly refusal?: MovementRefusal }[];
+  resolutions?: HandledResolve[];
+}
+
+/** An answer kept for the caller of one request (signal) to read by `requestId`; `atMs`: workflow time it was kept. */
+export interface KeptAnswer {
+  readonly requestId: string;
+  readonly atMs?: number;
 }
 
 /** A capture or refund request refused by the payment's rules; its caller reads it by `requestId`. */
-export interface RefusedRequest {
+export interface RefusedRequest extends KeptAnswer {
   readonly kind: 'capture' | 'refund';
   readonly key: string;
-  readonly requestId: string;
   readonly refusal: MovementRefusal;
 }
 
-/** How many refusals a payment keeps: each caller reads its own within its wait, so a short memory suffices. */
+/** An operator's request (signal) handled: its refusal, or none for a verdict applied. */
+export interface HandledResolve extends KeptAnswer {
+  readonly refusal?: MovementRefusal;
+}
+
+/** How many answers a payment keeps once they are older than {@link ANSWER_MEMORY_MS}. */
 export const REFUSALS_LIMIT = 32;
+/**
+ * How long an answer is kept whatever the count: longer than any caller waits for its own (the client's waits are
+ * seconds), so a burst of refusals never drops one its caller has not read yet.
+ */
+export const ANSWER_MEMORY_MS = 10 * 60_000;
+/** The bound of the memory even within {@link ANSWER_MEMORY_MS} (a flood of refused requests), for the state's size. */
+export const ANSWERS_HARD_LIMIT = 512;
 
 /** How many webhook event ids the dedup set keeps: enough for every redelivery window, bounded across continue-as-new. */
 export const SEEN_EVENTS_LIMIT = 256;
@@ -118,6 +140,30 @@ export function forwardStatus(ours: PaymentStatus, theirs: ProviderPayment['stat
   if (theirs === 'succeeded') return 'succeeded';
   if (theirs === 'voided') return 'voided';
   return ours === 'authorized' ? ours : 'authorized';
+}
+
+/**
+ * What an operator is asked about an operation the payment could not confirm: what the provider's total must reach
+ * to show it happened (its total before it started plus its amount: a webhook that already applied it does not
+ * count it twice).
+ */
+export function reviewOf(op: SubOperation, view: PaymentView): PendingReview {
+  const total = op.kind === 'capture' ? view.amountCaptured : view.amountRefunded;
+  // Operations from before `totalBefore` was recorded (and their histories) keep the old rule: the view's total now.
+  const before = op.totalBefore ?? total;
+  return {
+    operation: op.kind,
+    key: op.key,
+    amount: op.amount,
+    expectAtLeast: op.kind === 'void' ? 0 : before + op.amount,
+    statusBefore: view.status,
+  };
+}
+
+/** Ends the review: the operation under it becomes `done` (the provider shows it) or `rejected` (it did not happen). */
+export function closeReview(state: PaymentState, outcome: 'done' | 'rejected'): void {
+  for (const op of state.subOperations) if (op.state === 'needs_review') op.state = outcome;
+  state.pendingReview = undefined;
 }
 
 /** Whether what the provider shows now settles the operation an operator was asked about. */
@@ -164,6 +210,20 @@ export function pushBounded<T>(list: T[], item: T, limit: number): void {
   if (list.length > limit) list.splice(0, list.length - limit);
 }
 
+/**
+ * Keeps one request's answer for its caller: beyond {@link REFUSALS_LIMIT} the oldest are dropped only once older than
+ * {@link ANSWER_MEMORY_MS} (or beyond {@link ANSWERS_HARD_LIMIT}). Dropping by count alone lost the answers of a burst
+ * before their callers read them, and those callers answered 202 for requests that were refused.
+ */
+export function keepAnswer<T extends KeptAnswer>(list: T[], item: T, nowMs: number): void {
+  pushBounded(list, item, ANSWERS_HARD_LIMIT);
+  // Answers kept before they carried a time count as old.
+  const old = (a: T | undefined) => a?.atMs === undefined || nowMs - a.atMs >= ANSWER_MEMORY_MS;
+  let drop = 0;
+  while (list.length - drop > REFUSALS_LIMIT && old(list[drop])) drop += 1;
+  if (drop > 0) list.splice(0, drop);
+}
+
 /** Adds an event id to the dedup set, dropping the oldest beyond {@link SEEN_EVENTS_LIMIT}. */
 export function rememberEvent(state: PaymentState, eventId: string): void {
   pushBounded(state.seenEvents, eventId, SEEN_EVENTS_LIMIT);
@@ -180,12 +240,22 @@ export function setStatus(state: PaymentState, status: PaymentStatus, nowIso: st
   v.updatedAt = nowIso;
 }
 
-/** Captured minus refunded minus refunds still running: what a new refund may take at most. */
+/** Captured minus refunded minus what refunds still running may yet add: what a new refund may take at most. */
 export function refundable(state: PaymentState): number {
+  const refunded = state.view.amountRefunded;
   const running = state.subOperations
     .filter((o) => o.kind === 'refund' && o.state === 'running')
-    .reduce((sum, o) => sum + o.amount, 0);
-  return state.view.amountCaptured - state.view.amountRefunded - running;
+    .reduce((sum, o) => sum + notYetShown(o, refunded), 0);
+  return state.view.amountCaptured - refunded - running;
+}
+
+/**
+ * The part of a running refund the refunded total does not show yet: all of it, unless the provider's total (from its
+ * webhook) already covers it; then counting it again would refuse a valid refund.
+ */
+function notYetShown(op: SubOperation, refunded: number): number {
+  if (op.totalBefore === undefined) return op.amount;
+  return Math.min(op.amount, Math.max(0, op.totalBefore + op.amount - refunded));
 }
 
 /** The operations as the payment view shows them (`done` reads `succeeded`: the provider confirmed it). */

@@ -43,6 +43,31 @@ it('keeps the current details to status, amounts, attempts and the review reason
   expect(details).toContain('needs review: create not found');
 });
 
+it('keeps every operator verdict in the current details: who, what, the review it answered, when, the note', () => {
+  const details = paymentCurrentDetails({
+    status: 'authorized',
+    amount: { value: 1000, currency: 'EUR' },
+    amountAuthorized: 1000,
+    amountCaptured: 0,
+    amountRefunded: 0,
+    attempts: 1,
+    verdicts: [
+      {
+        operator: 'operator:ops_1',
+        outcome: 'failed',
+        note: 'not in the dashboard',
+        operation: 'capture',
+        reviewReason: 'capture not found at simulator after 2 checks',
+        at: '2030-01-01T00:00:00.000Z',
+      },
+    ],
+  });
+  expect(details).toContain(
+    '- verdict on the capture: **failed** by `operator:ops_1` at 2030-01-01T00:00:00.000Z, answering "capture not ' +
+      'found at simulator after 2 checks": not in the dashboard',
+  );
+});
+
 it('names activities and waits as an operator reads them', () => {
   expect(activitySummary('create', 'simulator')).toBe('create payment at simulator');
   expect(formatWait(30_000)).toBe('30 s');

@@ -405,8 +405,11 @@ export class OperatorResolve implements Cmd {
 
 /**
  * What an operator decides from the provider's records: the create happened iff the ledger has its effect; a capture
- * or refund under review happened iff the provider's total is above the payment's. `lie` claims another merchant's
- * provider payment for a create under review. Answers what happened to the resolve.
+ * or refund under review happened iff the provider's total covers it on top of the operations of its kind the payment
+ * shows succeeded. `lie` claims another merchant's provider payment for a create under review. The payment checks
+ * every verdict with a look-up of its own: while faults may be armed on look-ups (`lookupsMayFail`), a truthful verdict
+ * it cannot confirm may be refused (422 `provider_disagrees`, 503); without them it must be taken. Answers what
+ * happened to the resolve.
  */
 export async function operatorResolve(
   m: Model,
@@ -414,6 +417,7 @@ export async function operatorResolve(
   p: PaymentRec,
   mode: 'truth' | 'lie',
   label: string,
+  lookupsMayFail = true,
 ): Promise<'resolved' | 'resolved_lie' | 'refused' | 'not_in_review'> {
   const viewAnswer = await w.api('GET', `/v1/payments/${p.key}`, { merchant: p.merchant });
   const view = viewAnswer.body as unknown as PaymentView;
@@ -439,15 +443,27 @@ export async function operatorResolve(
   } else {
     // The ledger, not the provider API: faults still armed on lookups must not mislead the operator.
     const at = providerTotals(await w.sim.effects(), view.providerPaymentId, p.body.capture === 'automatic');
-    const reviewed = view.operations?.find((o) => o.state === 'needs_review')?.kind ?? reasonKind(view);
+    const op = view.operations?.find((o) => o.state === 'needs_review');
+    const reviewed = op?.kind ?? reasonKind(view);
+    // What the provider's total must reach: the operations of that kind already confirmed, plus this one (the view's
+    // own total may already show this one, from a webhook).
+    const confirmed = (kind: string) =>
+      (view.operations ?? [])
+        .filter((o) => o.kind === kind && o.state === 'succeeded')
+        .reduce((n, o) => n + o.amount, 0);
     const happened =
-      (reviewed === 'capture' && at.captured > view.amountCaptured) ||
-      (reviewed === 'refund' && at.refunded > view.amountRefunded) ||
-      (reviewed === 'void' && at.voided);
+      op === undefined
+        ? (reviewed === 'capture' && at.captured > view.amountCaptured) ||
+          (reviewed === 'refund' && at.refunded > view.amountRefunded)
+        : (op.kind === 'capture' && at.captured >= confirmed('capture') + op.amount) ||
+          (op.kind === 'refund' && at.refunded >= confirmed('refund') + op.amount) ||
+          (op.kind === 'void' && at.voided);
     body = { outcome: happened ? 'succeeded' : 'failed', note: `model: ${reviewed ?? '?'} at provider` };
   }
   const r = await w.operatorResolve(p.merchant, p.key, body);
   m.trace.push(`${label} [${p.merchant}/${p.key} ${view.status} -> ${JSON.stringify(body)}] -> ${describeAnswer(r)}`);
+  const unconfirmed = r.status === 503 || (r.status === 422 && r.body.error?.type === 'provider_disagrees');
+  if (inReview && mode === 'truth' && lookupsMayFail && unconfirmed) return 'refused';
   assertWellFormed(m, label, r);
   if (r.status === 200) {
     if (!inReview) violation(m, `${label}: resolve of a ${view.status} payment was accepted`);

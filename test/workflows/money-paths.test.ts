@@ -199,7 +199,7 @@ describe('a charge that never reaches the provider', () => {
 });
 
 describe('a void after authorization expiry', () => {
-  it('a void the provider refuses is reviewed as a void; resolving it never invents a captured amount', async () => {
+  it('a void the provider refuses is reviewed as a void; `succeeded` only once the provider shows it voided', async () => {
     const b = await t.bench();
     await b.run(async () => {
       const input = b.input(chargeRequest({ capture: 'manual' }), { timings: { authorizationExpiryMs: DAY } });
@@ -211,11 +211,28 @@ describe('a void after authorization expiry', () => {
       expect(review.review?.reason).toMatch(/void after authorization expiry failed/);
       expect(review.operations).toEqual([expect.objectContaining({ kind: 'void', state: 'needs_review' })]);
 
+      // The provider still shows it authorized: `succeeded` is refused, nothing recorded.
+      expect(
+        await updateFailureType(
+          handle.executeUpdate(resolveUpdate, { args: [{ outcome: 'succeeded', note: 'surely voided' }] }),
+        ),
+      ).toBe(ErrorType.ProviderDisagrees);
+      expect(await handle.query(paymentQuery)).toMatchObject({ status: 'needs_review', amountCaptured: 0 });
+      // The operator voids it in the provider's dashboard; now the provider confirms the verdict.
+      b.sim.clearFaults();
+      await b.provider.voidPayment(view.providerPaymentId as string, {
+        idempotencyKey: 'by-hand',
+        attempt: 1,
+        requestId: 'by-hand',
+      });
       const resolved = await handle.executeUpdate(resolveUpdate, {
         args: [{ outcome: 'succeeded', note: 'voided in the provider dashboard' }],
       });
       expect(resolved).toMatchObject({ status: 'voided', amountCaptured: 0, amountAuthorized: 1_000 });
-      expect(effectsOf(b, 'void')).toHaveLength(0);
+      expect(resolved.verdicts).toEqual([
+        expect.objectContaining({ outcome: 'succeeded', operation: 'void', note: 'voided in the provider dashboard' }),
+      ]);
+      expect(effectsOf(b, 'void')).toHaveLength(1);
       expect(await handle.result()).toMatchObject({ status: 'voided', amountCaptured: 0 });
       await recordHistories(b, 'void-review', [idOf(input)]);
     });

@@ -9,13 +9,17 @@ import type { ProviderEvent } from '../../src/domain/definitions';
 import { type PaymentStatus, PaymentStatus as PaymentStatusSchema } from '../../src/domain/payment';
 import type { ProviderPayment } from '../../src/providers/types';
 import {
+  ANSWER_MEMORY_MS,
   type PaymentState,
   type PendingReview,
+  REFUSALS_LIMIT,
   type SubOperation,
   applyProviderEvent,
   applyProviderPayment,
   forwardStatus,
+  keepAnswer,
   refundable,
+  reviewOf,
   reviewSatisfied,
   setStatus,
 } from '../../src/workflows/payment-state';
@@ -498,5 +502,72 @@ describe('refundable', () => {
         },
       ),
     );
+  });
+});
+
+describe('refundable with refunds that know their total before', () => {
+  it('counts a running refund once when its webhook already raised the refunded total', () => {
+    const running = { ...subOperation('refund', 600, 'running'), totalBefore: 0 };
+    const before = newState({ status: 'succeeded', amountCaptured: 1_000 }, { subOperations: [running] });
+    expect(refundable(before)).toBe(400);
+    const shown = newState(
+      { status: 'succeeded', amountCaptured: 1_000, amountRefunded: 600 },
+      { subOperations: [running] },
+    );
+    expect(refundable(shown)).toBe(400);
+  });
+
+  it('is captured minus the larger of what is shown and what the running refunds may reach (property)', () => {
+    fc.assert(
+      fc.property(
+        fc.integer({ min: 0, max: 5_000 }),
+        fc.integer({ min: 1, max: 5_000 }),
+        fc.boolean(),
+        (b, a, shown) => {
+          const op = { ...subOperation('refund', a, 'running'), totalBefore: b };
+          const s = newState(
+            { status: 'succeeded', amountCaptured: 20_000, amountRefunded: shown ? b + a : b },
+            { subOperations: [op] },
+          );
+          expect(refundable(s)).toBe(20_000 - b - a);
+        },
+      ),
+    );
+  });
+});
+
+describe('reviewOf', () => {
+  it('expects the total before the operation plus its amount, not the view’s total (a webhook may have applied it)', () => {
+    const view = newState({ status: 'succeeded', amountCaptured: 1_000 }).view;
+    const op = { ...subOperation('capture', 1_000, 'needs_review'), totalBefore: 0 };
+    expect(reviewOf(op, view)).toMatchObject({ operation: 'capture', expectAtLeast: 1_000, statusBefore: 'succeeded' });
+    // An operation recorded before totalBefore existed keeps the old rule.
+    expect(reviewOf(subOperation('capture', 1_000, 'needs_review'), view).expectAtLeast).toBe(2_000);
+    expect(reviewOf(subOperation('void', 1_000, 'needs_review'), view).expectAtLeast).toBe(0);
+  });
+});
+
+describe('keepAnswer', () => {
+  const answer = (i: number, atMs: number) => ({ requestId: `r${i}`, atMs });
+
+  it('keeps every answer younger than the memory, however many come at once', () => {
+    const list: { requestId: string; atMs: number }[] = [];
+    for (let i = 0; i < 100; i += 1) keepAnswer(list, answer(i, 1_000), 1_000);
+    expect(list).toHaveLength(100);
+    expect(list[0]?.requestId).toBe('r0');
+  });
+
+  it('drops the old ones beyond the limit, oldest first', () => {
+    const list: { requestId: string; atMs?: number }[] = [];
+    for (let i = 0; i < 40; i += 1) keepAnswer(list, answer(i, 0), 0);
+    keepAnswer(list, answer(40, ANSWER_MEMORY_MS), ANSWER_MEMORY_MS);
+    expect(list).toHaveLength(REFUSALS_LIMIT);
+    expect(list.at(-1)?.requestId).toBe('r40');
+    // Answers kept before they carried a time count as old.
+    const legacy: { requestId: string; atMs?: number }[] = Array.from({ length: 40 }, (_, i) => ({
+      requestId: `l${i}`,
+    }));
+    keepAnswer(legacy, answer(99, 5), 5);
+    expect(legacy).toHaveLength(REFUSALS_LIMIT);
   });
 });

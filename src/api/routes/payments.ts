@@ -190,13 +190,20 @@ export const paymentRoutes: FastifyPluginAsyncZod<PaymentRoutesOptions> = async 
         summary: 'An operator’s verdict on a payment in needs_review (operator tokens only)',
         description:
           'Operator tokens only: a merchant token is 403 `forbidden`, a missing or unknown token 401. The operator ' +
-          'names the payment by `merchantId` and key; the verdict is recorded as `operator:<operatorId>`. 409 unless ' +
-          'the payment is in `needs_review`.',
+          'names the payment by `merchantId` and key. Every verdict is checked against a look-up at the provider (by ' +
+          'the `providerPaymentId` given, else the provider payment the payment knows, else the payment’s own key), and the ' +
+          'payment takes the provider’s amounts and status, never the operator’s: **200** the verdict was applied and ' +
+          'recorded in `verdicts[]` as `operator:<operatorId>` with its note; **422 `provider_disagrees`** the provider ' +
+          'does not confirm it (`succeeded` for what it does not show, e.g. a create it never saw or a capture it does ' +
+          'not show; `failed` for what it shows): `providerPayment` is what it found, the verdict was not recorded (for ' +
+          'a `failed` the provider contradicts, the payment took the provider’s answer); **400** naming ' +
+          '`providerPaymentId` when that id is not this payment’s at the provider; **409 `invalid_transition`** unless ' +
+          'the payment is in `needs_review`; **503** the provider could not be asked (nothing recorded: send it again).',
         tags,
         params: PaymentKeyParams,
         querystring: ResolveQuery,
         body: ResolveRequest,
-        response: { 200: PaymentViewSchema, ...errors, 409: ApiError },
+        response: { 200: PaymentViewSchema, ...errors, 409: ApiError, 422: ApiError },
       },
       config: { roles: ['operator'] },
     },
