@@ -1,5 +1,5 @@
 /**
- * The payments HTTP API (CONTRACTS.md §1) over a {@link PaymentsClient}. zod schemas from `src/domain` validate every
+ * The payments HTTP API (docs/http-api.md) over a {@link PaymentsClient}. zod schemas from `src/domain` validate every
  * request and response and generate `/openapi.json`.
  */
 import { randomUUID } from 'node:crypto';
@@ -110,7 +110,9 @@ export async function buildApi({ client, config, logger, ...deps }: ApiDeps): Pr
       info: {
         title: 'payment-workflows',
         version: '1.0.0',
-        description: 'Charge, capture, refund and reconcile payments as Temporal workflows (CONTRACTS.md §1).',
+        description:
+          'Charge, capture, refund and reconcile payments as Temporal workflows. What each answer means: ' +
+          'docs/http-api.md in the repository.',
       },
       components: { securitySchemes: { bearerAuth: { type: 'http', scheme: 'bearer' } } },
       security: [{ bearerAuth: [] }],

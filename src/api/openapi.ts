@@ -6,9 +6,14 @@
  */
 import type { ApiErrorType } from '../domain/api-schemas';
 
-/** The `error.type` values each error status can carry. Together they are every {@link ApiErrorType}. */
-export const errorTypesByStatus: Readonly<Record<string, readonly ApiErrorType[]>> = {
-  '400': ['validation_error', 'invalid_signature'],
+type ErrorTypes = Readonly<Record<string, readonly ApiErrorType[]>>;
+
+/**
+ * The `error.type` values each error status carries unless {@link errorTypesByOperation} says otherwise. Together with
+ * those they are every {@link ApiErrorType}.
+ */
+export const errorTypesByStatus: ErrorTypes = {
+  '400': ['validation_error'],
   '401': ['unauthorized'],
   '403': ['forbidden'],
   '404': ['not_found'],
@@ -18,6 +23,16 @@ export const errorTypesByStatus: Readonly<Record<string, readonly ApiErrorType[]
   '422': ['idempotency_key_reused', 'amount_exceeded', 'provider_rejected'],
   '500': ['internal_error'],
   '503': ['unavailable'],
+};
+
+/** Operations (by `operationId`) that answer a status with other types than its default: only what they can answer. */
+export const errorTypesByOperation: Readonly<Record<string, ErrorTypes>> = {
+  createPayment: { '409': ['payment_in_flight'], '422': ['idempotency_key_reused'] },
+  capturePayment: { '409': ['invalid_transition', 'operation_in_flight'] },
+  refundPayment: { '409': ['invalid_transition', 'operation_in_flight'] },
+  resolvePayment: { '409': ['invalid_transition'] },
+  resolveReviewItem: { '409': ['invalid_transition'] },
+  receiveProviderWebhook: { '400': ['validation_error', 'invalid_signature'] },
 };
 
 const headers = {
@@ -73,7 +88,7 @@ export function describeHeadersAndErrors<T extends Json>(doc: T): T {
         if (keyed && (status === '200' || status === '202')) h['Idempotent-Replayed'] = ref('IdempotentReplayed');
         if (status === '503') h['Retry-After'] = ref('RetryAfter');
         response.headers = { ...(response.headers as Json | undefined), ...h };
-        const types = errorTypesByStatus[status];
+        const types = errorTypesByOperation[String(op.operationId)]?.[status] ?? errorTypesByStatus[status];
         if (types) {
           response['x-error-types'] = types;
           const base = typeof response.description === 'string' ? response.description : '';
