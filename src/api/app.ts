@@ -19,7 +19,7 @@ import { ApiError, Health, PaymentList, ReviewItemList, ReviewItemView, WebhookA
 import { PaymentView } from '../domain/payment';
 import { type ApiMetrics, createApiMetrics, registerRequestMetrics } from '../metrics/api-metrics';
 import { type OperatorTokenEntry, type Role, type TokenEntry, createTokenVerifier } from './auth';
-import { errorBody, handleError } from './errors';
+import { answerInvalidPath, errorBody, handleError } from './errors';
 import { registerRequestLog } from './request-log';
 import { describeHeadersAndErrors } from './openapi';
 import { codecRoutes } from './routes/codec';
@@ -73,6 +73,13 @@ export interface ApiDeps {
 /** Bodies above this are refused with 413 before they are read further. */
 export const BODY_LIMIT_BYTES = 16 * 1024;
 
+/**
+ * The router's bound on one path segment, decoded. Its default (100) cut idempotency keys of 101-255 characters off
+ * with its own 414; this is above anything an HTTP request line can carry (Node's 16 KiB header limit), so every
+ * segment reaches its route's schema, which answers a key over 255 with our 400 naming it.
+ */
+export const MAX_PATH_SEGMENT_LENGTH = 16 * 1024;
+
 /** Builds the Fastify app (not listening yet). */
 export async function buildApi({ client, config, logger, ...deps }: ApiDeps): Promise<FastifyInstance> {
   const metrics = deps.metrics ?? createApiMetrics();
@@ -84,6 +91,9 @@ export async function buildApi({ client, config, logger, ...deps }: ApiDeps): Pr
     // registerRequestLog writes one safe line per request instead of the default lines with raw URLs.
     logController: new LogController({ requestIdLogLabel: 'requestId', disableRequestLogging: true }),
     return503OnClosing: true,
+    routerOptions: { maxParamLength: MAX_PATH_SEGMENT_LENGTH },
+    // The router's own answers (a malformed or over-long path) echo the path: ours name the part, never its text.
+    frameworkErrors: answerInvalidPath,
   }).withTypeProvider<ZodTypeProvider>();
   app.setValidatorCompiler(validatorCompiler);
   app.setSerializerCompiler(serializerCompiler);

@@ -96,3 +96,10 @@ export function handleError(error: FastifyError, request: FastifyRequest, reply:
   }
   return reply.code(500).send(errorBody('internal_error', 'Internal error'));
 }
+
+/** The router's own errors (a malformed or over-long path): our 400, without the path it would echo. */
+export function answerInvalidPath(_error: FastifyError, _request: FastifyRequest, reply: FastifyReply): void {
+  void reply
+    .code(400)
+    .send(errorBody('validation_error', 'The request is invalid', [{ path: '(path)', message: 'invalid path' }]));
+}
