@@ -200,6 +200,11 @@ export const PaymentView = z.object({
   amountAuthorized: NonNegative,
   amountCaptured: NonNegative,
   amountRefunded: NonNegative,
+  /**
+   * What was authorized and will never be captured: the rest a partial capture released (a capture is final), or the
+   * whole authorization once voided. Absent while nothing was released.
+   */
+  amountReleased: NonNegative.optional(),
   provider: z.string(),
   providerPaymentId: z.string().optional(),
   attempts: NonNegative,

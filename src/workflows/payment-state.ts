@@ -170,6 +170,10 @@ export function setStatus(state: PaymentState, status: PaymentStatus, nowIso: st
   if (status === 'needs_review') v.review = { reason: reviewReason ?? 'outcome unknown' };
   else delete v.review;
   if (status !== 'unknown' && status !== 'needs_review') delete v.unknownSince;
+  // A capture is final (the provider releases the rest, as Stripe does) and a void releases all that was authorized.
+  const released = v.amountAuthorized - v.amountCaptured;
+  if ((status === 'succeeded' || status === 'voided') && released > 0) v.amountReleased = released;
+  else delete v.amountReleased;
   v.updatedAt = nowIso;
 }
 

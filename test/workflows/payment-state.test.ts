@@ -158,6 +158,19 @@ describe('setStatus', () => {
     });
   });
 
+  it('shows what a partial capture or a void released, and nothing while the authorization stands', () => {
+    const partial = newState({ status: 'authorized', amountAuthorized: AMOUNT });
+    applyProviderPayment(partial, payment({ amountCaptured: 400 }), T1);
+    expect(partial.view).toMatchObject({ status: 'succeeded', amountCaptured: 400, amountReleased: 600 });
+    const voided = newState({ status: 'authorized', amountAuthorized: AMOUNT });
+    expect(voided.view.amountReleased).toBeUndefined();
+    applyProviderPayment(voided, payment({ status: 'voided', amountCaptured: 0 }), T1);
+    expect(voided.view).toMatchObject({ status: 'voided', amountReleased: AMOUNT });
+    const full = newState({ status: 'authorized', amountAuthorized: AMOUNT });
+    applyProviderPayment(full, payment(), T1);
+    expect(full.view.amountReleased).toBeUndefined();
+  });
+
   it('gives a review a reason even when none is passed', () => {
     const s = newState({ status: 'unknown' });
     setStatus(s, 'needs_review', T1);
@@ -176,7 +189,7 @@ describe('setStatus', () => {
     },
   );
 
-  it('touches nothing but status, unknownSince, review and updatedAt (property)', () => {
+  it('touches nothing but status, unknownSince, review, amountReleased and updatedAt (property)', () => {
     fc.assert(
       fc.property(
         fc.constantFrom(...PaymentStatusSchema.options),
@@ -190,8 +203,15 @@ describe('setStatus', () => {
           });
           const before = clone(s);
           setStatus(s, st, T1, r);
-          const strip = ({ status, unknownSince, review: rv, updatedAt, ...v }: PaymentState['view']) => {
-            void [status, unknownSince, rv, updatedAt];
+          const strip = ({
+            status,
+            unknownSince,
+            review: rv,
+            amountReleased,
+            updatedAt,
+            ...v
+          }: PaymentState['view']) => {
+            void [status, unknownSince, rv, amountReleased, updatedAt];
             return v;
           };
           expect(strip(s.view)).toEqual(strip(before.view));

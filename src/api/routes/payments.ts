@@ -51,6 +51,13 @@ function sendView(reply: FastifyReply, view: PaymentView, completed = true) {
  * action (the operator names the merchant).
  */
 export const paymentRoutes: FastifyPluginAsyncZod<PaymentRoutesOptions> = async (app, { client }) => {
+  // An empty JSON body is no body (a capture without one captures everything authorized); scoped to these routes.
+  const json = app.getDefaultJsonParser('error', 'error');
+  app.removeContentTypeParser('application/json');
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) =>
+    body.length === 0 ? done(null, undefined) : json(request, body.toString(), done),
+  );
+
   app.post(
     '/v1/payments',
     {
@@ -118,6 +125,9 @@ export const paymentRoutes: FastifyPluginAsyncZod<PaymentRoutesOptions> = async 
         operationId: 'capturePayment',
         summary: 'Capture an authorized payment (all of it without an amount), once per Idempotency-Key',
         description:
+          'The body is optional: none, `{}` or `{ "amount": <integer minor units> }` (no amount: everything ' +
+          'authorized). A capture is final: what a partial capture leaves is released (`amountReleased`), and a ' +
+          'second capture is 409 `invalid_transition`. ' +
           'What each answer means for the money: **200** the provider confirmed this capture (`operations[]` shows it ' +
           '`succeeded`); **202** + `Location` it is still moving (its first call is slow, or its outcome was unknown and ' +
           'a reconcile is checking the provider: poll the payment, `operations[]` says `running` or `needs_review`); ' +
@@ -129,7 +139,8 @@ export const paymentRoutes: FastifyPluginAsyncZod<PaymentRoutesOptions> = async 
         tags,
         params: PaymentKeyParams,
         headers: IdempotencyKeyHeaders,
-        body: CaptureRequest.optional(),
+        // No body (or an empty one), `{}` and `{ amount }` in minor units: without an amount, everything authorized.
+        body: CaptureRequest.nullish(),
         response: { ...viewResponses, 409: ApiError, 422: ApiError },
       },
     },
