@@ -257,7 +257,8 @@ export class PaymentsClient {
    * One open payment per order (DESIGN.md "Identity and idempotency"), checked before the payment starts: refuses
    * with {@link PaymentInFlight} when another key of this order is being started in this process, or when Temporal
    * visibility lists another key's payment of this order as open. A repeat of the open payment's own key passes (it
-   * replays). What this cannot see, and so does not prevent:
+   * replays), and so does a repeat of any key that already has a payment (it replays its own first answer, e.g. an
+   * earlier decline, never the other key's 409). What this cannot see, and so does not prevent:
    * - visibility is eventually consistent: a payment started (in another process) a moment ago may not be indexed yet;
    *   its search attributes are set in its start request, so the gap is the server's indexing delay, not a workflow
    *   task, but it is not zero;
@@ -273,18 +274,36 @@ export class PaymentsClient {
   ): Promise<T> {
     if (this.options.orderSingleFlight === false || this.splitPaymentMerchants.has(merchant)) return start();
     const orderKey = `${merchant}\n${orderId}`;
+    const ownWorkflowId = chargeWorkflowId(merchant, paymentKey);
     const holder = this.startingOrders.get(orderKey);
-    if (holder !== undefined && holder.key !== paymentKey) throw new PaymentInFlight(holder.key);
+    if (holder !== undefined && holder.key !== paymentKey) {
+      if (await this.isKnownPayment(ownWorkflowId)) return start();
+      throw new PaymentInFlight(holder.key);
+    }
     const claim = holder ?? { key: paymentKey, requests: 0 };
     claim.requests += 1;
     this.startingOrders.set(orderKey, claim);
     try {
-      const open = await this.openPaymentOfOrder(merchant, orderId, chargeWorkflowId(merchant, paymentKey));
-      if (open !== undefined) throw new PaymentInFlight(open);
+      const open = await this.openPaymentOfOrder(merchant, orderId, ownWorkflowId);
+      if (open !== undefined && !(await this.isKnownPayment(ownWorkflowId))) throw new PaymentInFlight(open);
       return await start();
     } finally {
       claim.requests -= 1;
       if (claim.requests === 0) this.startingOrders.delete(orderKey);
+    }
+  }
+
+  /**
+   * Whether a payment exists under this workflow id: a known key replays its own first answer (or is refused as a
+   * reused key), whatever holds its order now. Asked only when the order check would refuse, so a new key costs no read.
+   */
+  private async isKnownPayment(workflowId: string): Promise<boolean> {
+    try {
+      await this.bounded(() => this.handle(workflowId).describe());
+      return true;
+    } catch (err) {
+      if (err instanceof WorkflowNotFoundError) return false;
+      throw err;
     }
   }
 
