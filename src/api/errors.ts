@@ -59,6 +59,7 @@ export function handleError(error: FastifyError, request: FastifyRequest, reply:
   if (isIdempotencyKeyReused(error)) return reply.code(422).send(errorBody('idempotency_key_reused', error.message));
   if (isAmountExceeded(error)) return reply.code(422).send(errorBody('amount_exceeded', error.message));
   if (isProviderRejected(error)) {
+    if (error.replayed) reply.header('idempotent-replayed', 'true');
     const body = errorBody('provider_rejected', error.message);
     if (error.providerCode !== undefined) body.error.providerCode = error.providerCode;
     return reply.code(422).send(body);

@@ -1,6 +1,6 @@
 /**
  * What the generated OpenAPI document cannot learn from the zod schemas: the response headers (`Request-Id` on every
- * answer, `Location` on a 202, `Idempotent-Replayed` on a keyed write's 200/202, `Retry-After` on a 503) as header
+ * answer, `Location` on a 202, `Idempotent-Replayed` on a keyed write's replayable answers, `Retry-After` on a 503) as header
  * objects, the error answers every route can give (500, 503; 413 and 415 where a body is read), and for each error
  * status the `error.type` values it carries (`x-error-types`, also named in the description).
  */
@@ -45,7 +45,9 @@ const headers = {
     schema: { type: 'string' },
   },
   IdempotentReplayed: {
-    description: '`true` when this answer replays an earlier request with the same Idempotency-Key and body.',
+    description:
+      '`true` when this answer replays the first final answer (or, while still moving, the progress) of an earlier ' +
+      'request with the same Idempotency-Key and body.',
     schema: { type: 'string', enum: ['true'] },
   },
   RetryAfter: {
@@ -83,12 +85,14 @@ export function describeHeadersAndErrors<T extends Json>(doc: T): T {
       }
       const keyed = (op.parameters ?? []).some((p) => p.in === 'header' && p.name?.toLowerCase() === 'idempotency-key');
       for (const [status, response] of Object.entries(responses)) {
+        const types = errorTypesByOperation[String(op.operationId)]?.[status] ?? errorTypesByStatus[status];
         const h: Json = { 'Request-Id': ref('RequestId') };
         if (status === '202') h.Location = ref('Location');
-        if (keyed && (status === '200' || status === '202')) h['Idempotent-Replayed'] = ref('IdempotentReplayed');
+        // A repeat replays the first final answer: a 200, a 202 while still moving, or the provider's refusal.
+        const replayable = status === '200' || status === '202' || types?.includes('provider_rejected') === true;
+        if (keyed && replayable) h['Idempotent-Replayed'] = ref('IdempotentReplayed');
         if (status === '503') h['Retry-After'] = ref('RetryAfter');
         response.headers = { ...(response.headers as Json | undefined), ...h };
-        const types = errorTypesByOperation[String(op.operationId)]?.[status] ?? errorTypesByStatus[status];
         if (types) {
           response['x-error-types'] = types;
           const base = typeof response.description === 'string' ? response.description : '';

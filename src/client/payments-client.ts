@@ -137,10 +137,14 @@ export interface ChargeResult {
   readonly completed?: boolean;
 }
 
-/** A capture's or refund's answer: the view, and whether the operation finished within the wait (else 202). */
+/**
+ * A capture's or refund's answer: the view, whether the operation finished within the wait (else 202), and whether it
+ * answers a repeat of the operation's key (its first final answer, or its progress while still moving).
+ */
 export interface OperationResult {
   readonly view: PaymentView;
   readonly completed: boolean;
+  readonly replayed?: boolean;
 }
 
 /** A page of payments, newest first; `nextPageToken` when there are more. */
@@ -497,8 +501,9 @@ export class PaymentsClient {
   }
 
   /**
-   * The running payment's view once its first provider call settled, read by query (nothing in history) until
-   * `answerBy`; past it the current view if a worker answered at all, undefined if none did.
+   * What a repeat of a running payment answers: its first final answer once it has one, else its view once its first
+   * provider call settled (its progress), read by query (nothing in history) until `answerBy`; past it the current
+   * view if a worker answered at all, undefined if none did.
    */
   private async firstAnswer(workflowId: string, answerBy: number): Promise<PaymentView | undefined> {
     const handle = this.handle(workflowId);
@@ -511,7 +516,9 @@ export class PaymentsClient {
         last = answer.view;
         return answer;
       };
-      return (await readUntil(read, (answer) => answer.settled, answerBy)).view;
+      const answer = await readUntil(read, (a) => a.settled, answerBy);
+      // Its first final answer once there is one; before that its progress (unknown, in review: a 202).
+      return answer.replay ?? answer.view;
     } catch (err) {
       // A payment started before this query existed answers the plain view (its first call settled long ago).
       if (err instanceof QueryNotRegisteredError) return this.bounded(() => handle.query(paymentQuery));
@@ -819,8 +826,27 @@ export class PaymentsClient {
         cause: original,
       });
     }
-    const view = description.status.name === 'COMPLETED' ? await handle.result() : await handle.query(paymentQuery);
-    return { view, replayed: true };
+    return { view: await this.closedFirstAnswer(handle, description), replayed: true };
+  }
+
+  /**
+   * A closed payment's first final answer. A declined or failed payment closed right after it (its result is that
+   * answer); any other is read by query from its history (a worker replays it), since its result is the view at close
+   * (after captures, refunds, a void). A run from before the answer was recorded answers what it has.
+   */
+  private async closedFirstAnswer(
+    handle: ChargeHandle,
+    description: WorkflowExecutionDescription,
+  ): Promise<PaymentView> {
+    const result = description.status.name === 'COMPLETED' ? await handle.result() : undefined;
+    if (result?.status === 'declined' || result?.status === 'failed') return result;
+    try {
+      const { replay, view } = await this.bounded(() => handle.query(firstAnswerQuery));
+      return replay ?? result ?? view;
+    } catch (err) {
+      if (err instanceof QueryNotRegisteredError && result !== undefined) return result;
+      throw err;
+    }
   }
 
   /** The fingerprint in the memo; a run that continued as new without its memo falls back to the chain's first run. */
@@ -851,11 +877,13 @@ export class PaymentsClient {
     const handle = this.handle(workflowId);
     await this.assertKeyNotUsedElsewhere(workflowId, kind, opKey);
     const requestId = randomUUID();
+    let known = false;
     try {
       const check = await this.bounded(() => handle.query(movementCheckQuery, kind, args));
       if (check.refusal) throw translateRefusal(check.refusal) ?? new Error(check.refusal.message);
+      known = check.known === true;
       // A repeat of a known key is answered from the workflow's record: nothing new goes into its history.
-      if (!check.known) await this.bounded(() => handle.signal(signal, { ...args, requestId }));
+      if (!known) await this.bounded(() => handle.signal(signal, { ...args, requestId }));
     } catch (err) {
       throw await this.translateClosedOrMissing(err, workflowId);
     }
@@ -863,14 +891,18 @@ export class PaymentsClient {
     if (answer?.refusal) throw translateRefusal(answer.refusal) ?? new Error(answer.refusal.message);
     const view = answer?.view ?? (await this.bounded(() => handle.query(paymentQuery)));
     const op = view.operations?.find((o) => o.kind === kind && o.key === opKey);
-    if (answer === null || op === undefined) return { view, completed: false }; // sent, not yet handled: still moving
+    // A repeat of a known key: its answer is the operation's first final one (its view when it succeeded, its
+    // refusal), or its progress while it is still moving.
+    const replayed = known;
+    if (answer === null || op === undefined) return { view, completed: false, replayed }; // not yet handled
     if (op.state === 'rejected') {
       throw new ProviderRejected(
         `The provider refused this ${kind}${op.reason === undefined ? '' : `: ${op.reason}`}`,
         op.providerCode,
+        { replayed },
       );
     }
-    return { view, completed: op.state === 'succeeded' };
+    return { view, completed: op.state === 'succeeded', replayed };
   }
 
   /**

@@ -20,6 +20,7 @@ export async function chargeWorkflow(input: ChargeWorkflowInput, carried?: Charg
   payment.publishAttributes();
   await payment.connectProvider();
   if (!carried) await createAtProvider(payment);
+  payment.firstCallAnswered();
 
   // The payment stays open while money can still move through it.
   for (;;) {

@@ -73,7 +73,7 @@ export class MoneyMovements {
         if (err instanceof WorkflowExecutionAlreadyStartedError) throw keyReused(kind); // used on another payment
         throw err;
       }
-      const op: SubOperation = { kind, key, fingerprint: args.fingerprint, amount, state: 'running' };
+      const op: SubOperation = { kind, key, fingerprint: args.fingerprint, amount, state: 'running', answer: null };
       state.subOperations.push(op);
       payment.syncOperations();
       let result: MoneyMovementResult;

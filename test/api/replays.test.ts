@@ -146,6 +146,25 @@ describe('a repeated capture or refund replays its first final answer', () => {
     expect(refundAgain.body).toMatchObject({ amountRefunded: 300 });
   }, 60_000);
 
+  it('replays a refusal by the provider (422 provider_rejected), marked replayed', async () => {
+    const { key, body } = await authorized();
+    h.sim.addFaults({
+      rules: [
+        { match: { operation: 'capture', reference: body.orderId as string }, fault: 'status', status: 400, times: 1 },
+      ],
+    });
+    const captureKey = newKey();
+    const first = await capture(key, captureKey);
+    expect({ status: first.status, type: first.body.error?.type, replayed: replayed(first) }).toEqual({
+      status: 422,
+      type: 'provider_rejected',
+      replayed: null,
+    });
+    const repeat = await capture(key, captureKey);
+    expect({ status: repeat.status, replayed: replayed(repeat) }).toEqual({ status: 422, replayed: 'true' });
+    expect(repeat.body).toEqual(first.body);
+  }, 60_000);
+
   it('answers a slow capture’s progress (202) until it settled, then the answer it settled with', async () => {
     const { key, body } = await authorized();
     // Longer than two of the client's waits (8 s each): the first answer and a repeat are 202s; the capture settles
@@ -167,9 +186,14 @@ describe('a repeated capture or refund replays its first final answer', () => {
     expect({ status: early.status, replayed: replayed(early) }).toEqual({ status: 202, replayed: 'true' });
     expect(early.body.operations).toEqual([expect.objectContaining({ key: captureKey, state: 'running' })]);
 
+    // The capture's own state, not the payment's: a webhook may show the money captured while the call still runs.
     await eventually(
       'the capture to settle',
-      async () => (await h.request('GET', `/v1/payments/${key}`)).body.status === 'succeeded',
+      async () => {
+        const view = await h.request('GET', `/v1/payments/${key}`);
+        const ops = (view.body.operations ?? []) as { key: string; state: string }[];
+        return ops.some((o) => o.key === captureKey && o.state === 'succeeded');
+      },
       60_000,
     );
     const settled = await capture(key, captureKey);

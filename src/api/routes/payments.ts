@@ -67,8 +67,9 @@ export const paymentRoutes: FastifyPluginAsyncZod<PaymentRoutesOptions> = async 
         description:
           '200 when the provider answered; 202 with `Location` while pending or unknown, also when no worker took the ' +
           'payment within SUBMIT_WAIT_MS + 2 s (it was durably started and goes on); 503 with `Retry-After` when it ' +
-          'could not be started (repeat with the same key). A repeat with the same key ' +
-          'and body answers the same payment with `Idempotent-Replayed: true`; another body under the same key is 422. ' +
+          'could not be started (repeat with the same key). A repeat with the same key and body replays the first ' +
+          'final answer (status and body as first answered, whatever happened to the payment since; while that was a ' +
+          '202, the payment’s progress) with `Idempotent-Replayed: true`; another body under the same key is 422. ' +
           'A `provider` that is not configured is 400 naming `provider`. One open payment per order: while a payment ' +
           'for the same `orderId` is pending or unknown (or in review with its charge undecided), a new key is 409 ' +
           '`payment_in_flight` whose `paymentKey` names the open payment (off for merchants that split payments). ' +
@@ -135,7 +136,9 @@ export const paymentRoutes: FastifyPluginAsyncZod<PaymentRoutesOptions> = async 
           'key answers the same); **409 `invalid_transition`** the payment is not authorized; **409 ' +
           '`operation_in_flight`** another capture or refund of this payment is being reconciled; **422 ' +
           '`amount_exceeded`** over what is still authorized; **422 `idempotency_key_reused`** the key was used for ' +
-          'another payment or amount. A repeat with the same key and body never moves money twice.',
+          'another payment or amount. A repeat with the same key and body never moves money twice: it replays the ' +
+          'first final answer (status and body as first answered) with `Idempotent-Replayed: true`, or, while the ' +
+          'operation is still moving, its progress (202, also marked).',
         tags,
         params: PaymentKeyParams,
         headers: IdempotencyKeyHeaders,
@@ -145,12 +148,13 @@ export const paymentRoutes: FastifyPluginAsyncZod<PaymentRoutesOptions> = async 
       },
     },
     async (request, reply) => {
-      const { view, completed } = await client.capture(
+      const { view, completed, replayed } = await client.capture(
         request.merchantId,
         request.params.key,
         request.headers['idempotency-key'],
         request.body ?? {},
       );
+      if (replayed) reply.header('idempotent-replayed', 'true');
       return sendView(reply, view, completed);
     },
   );
@@ -169,7 +173,9 @@ export const paymentRoutes: FastifyPluginAsyncZod<PaymentRoutesOptions> = async 
           'key answers the same); **409 `invalid_transition`** the payment is not captured, or its refund window has closed; **409 ' +
           '`operation_in_flight`** another capture or refund of this payment is being reconciled; **422 ' +
           '`amount_exceeded`** over what was captured and not yet refunded; **422 `idempotency_key_reused`** the key was used for ' +
-          'another payment or amount. A repeat with the same key and body never moves money twice.',
+          'another payment or amount. A repeat with the same key and body never moves money twice: it replays the ' +
+          'first final answer (status and body as first answered) with `Idempotent-Replayed: true`, or, while the ' +
+          'operation is still moving, its progress (202, also marked).',
         tags,
         params: PaymentKeyParams,
         headers: IdempotencyKeyHeaders,
@@ -178,12 +184,13 @@ export const paymentRoutes: FastifyPluginAsyncZod<PaymentRoutesOptions> = async 
       },
     },
     async (request, reply) => {
-      const { view, completed } = await client.refund(
+      const { view, completed, replayed } = await client.refund(
         request.merchantId,
         request.params.key,
         request.headers['idempotency-key'],
         request.body,
       );
+      if (replayed) reply.header('idempotent-replayed', 'true');
       return sendView(reply, view, completed);
     },
   );
