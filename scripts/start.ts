@@ -128,10 +128,12 @@ async function main() {
     : path.join(DEFAULT_CACHE_DIR, 'dev-server.sqlite');
   mkdirSync(path.dirname(dbFilename), { recursive: true });
   const shownDb = dbFilename.startsWith(PROJECT_ROOT + path.sep) ? path.relative(PROJECT_ROOT, dbFilename) : dbFilename;
-  const [operatorForUi] = config.OPERATOR_TOKENS;
-  const codecEndpoint = operatorForUi
-    ? `http://${HOST}:${apiPort}/codec/operator/${encodeURIComponent(operatorForUi.token)}`
-    : undefined;
+  // The web UI decodes payloads through the API's codec endpoint. Its browser sends no credential of ours (the dev
+  // server has no setting for one, and none belongs in a URL, an argument list or a log line): the API lets the UI's own
+  // origins decode without a token (CODEC_TRUSTED_ORIGINS, development only) and nothing else, so what the UI holds can
+  // neither resolve a review nor move money (docs/operations.md, "Encrypted payloads and the codec endpoint").
+  const uiOrigins = [`http://${HOST}:${uiPort}`, `http://localhost:${uiPort}`].join(',');
+  const codecEndpoint = `http://${HOST}:${apiPort}/codec`;
   log(`Starting the Temporal dev server (state in ${shownDb})...`);
   const started = Date.now();
   const temporal = await startDevServer({
@@ -141,8 +143,7 @@ async function main() {
     uiPort,
     dbFilename,
     log: { format: 'pretty', level: 'warn' },
-    // The web UI decodes payloads through the API's codec endpoint (it cannot send our bearer token: path token).
-    ...(codecEndpoint ? { extraArgs: ['--ui-codec-endpoint', codecEndpoint] } : {}),
+    extraArgs: ['--ui-codec-endpoint', codecEndpoint],
   });
   log(`Temporal dev server up in ${((Date.now() - started) / 1000).toFixed(1)} s`);
 
@@ -166,7 +167,8 @@ async function main() {
     LOG_LEVEL: process.env.LOG_LEVEL ?? 'warn',
     WORKER_METRICS_ADDRESS: workerMetricsAddress,
     SDK_METRICS_ADDRESS: sdkMetricsAddress,
-    CODEC_CORS_ORIGINS: process.env.CODEC_CORS_ORIGINS ?? `http://${HOST}:${uiPort},http://localhost:${uiPort}`,
+    CODEC_CORS_ORIGINS: process.env.CODEC_CORS_ORIGINS ?? uiOrigins,
+    CODEC_TRUSTED_ORIGINS: process.env.CODEC_TRUSTED_ORIGINS ?? uiOrigins,
   };
   let stopping = false;
   const writeStack = (services: ServiceStatus[]) => {
@@ -246,8 +248,7 @@ async function main() {
       `${workerMetricsAddress === 'off' ? 'off' : `http://${workerMetricsAddress}/metrics`} (worker), ` +
       `${sdkMetricsAddress === 'off' ? 'off' : `http://${sdkMetricsAddress}/metrics`} (Temporal SDK)`,
   );
-  if (codecEndpoint)
-    log(`Codec endpoint:        http://${HOST}:${apiPort}/codec (the web UI decodes payloads with it)`);
+  log(`Codec endpoint:        ${codecEndpoint} (the web UI decodes payloads with it, no token: its origin)`);
   if (token) {
     log(`Dev token (merchant ${token.merchantId}): ${token.token}`);
     log('First payment:');

@@ -196,6 +196,8 @@ export interface StackApi {
   readonly metrics?: ApiMetrics;
   /** Serve the stack's codec to operators at `/codec/*`, with these CORS origins; absent: no codec routes. */
   readonly codecCorsOrigins?: readonly string[];
+  /** Browser origins that may decode without a token (`CODEC_TRUSTED_ORIGINS`, development); default none. */
+  readonly codecTrustedOrigins?: readonly string[];
   /** Where it listens; default 127.0.0.1 on a free port. */
   readonly listen?: { readonly host: string; readonly port: number };
 }
@@ -301,7 +303,15 @@ export async function startStack(options: StackOptions): Promise<Stack> {
       logger,
       webhooks: api.webhooks,
       ...(api.metrics ? { metrics: api.metrics } : {}),
-      ...(codec && api.codecCorsOrigins ? { codec: { codec, corsOrigins: api.codecCorsOrigins } } : {}),
+      ...(codec && api.codecCorsOrigins
+        ? {
+            codec: {
+              codec,
+              corsOrigins: api.codecCorsOrigins,
+              trustedOrigins: api.codecTrustedOrigins ?? [],
+            },
+          }
+        : {}),
     });
     apps.push(app);
     const listen = api.listen ?? { port: 0, host: '127.0.0.1' };
@@ -453,6 +463,7 @@ export async function startConfiguredStack(
               config,
               webhooks: webhookVerifiers(config),
               codecCorsOrigins: config.CODEC_CORS_ORIGINS,
+              codecTrustedOrigins: config.CODEC_TRUSTED_ORIGINS,
               listen: { port: config.PORT, host: config.HOST },
             },
           }

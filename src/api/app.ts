@@ -18,7 +18,14 @@ import type { PaymentsClient } from '../client';
 import { ApiError, Health, PaymentList, ReviewItemList, ReviewItemView, WebhookAck } from '../domain/api-schemas';
 import { PaymentView } from '../domain/payment';
 import { type ApiMetrics, createApiMetrics, registerRequestMetrics } from '../metrics/api-metrics';
-import { type OperatorTokenEntry, type Role, type TokenEntry, createTokenVerifier } from './auth';
+import {
+  type CodecTokenEntry,
+  type OperatorTokenEntry,
+  type Principal,
+  type Role,
+  type TokenEntry,
+  createTokenVerifier,
+} from './auth';
 import { answerInvalidPath, errorBody, handleError } from './errors';
 import { registerRequestLog } from './request-log';
 import { describeHeadersAndErrors } from './openapi';
@@ -52,6 +59,8 @@ export interface ApiConfig {
   readonly API_TOKENS: readonly TokenEntry[];
   /** Operator tokens (config `OPERATOR_TOKENS`); none: no one can call the operator actions. */
   readonly OPERATOR_TOKENS?: readonly OperatorTokenEntry[];
+  /** Decode-only tokens (config `CODEC_TOKENS`): `POST /codec/decode` and nothing else. */
+  readonly CODEC_TOKENS?: readonly CodecTokenEntry[];
 }
 
 /** Dependencies of {@link buildApi}. */
@@ -61,8 +70,15 @@ export interface ApiDeps {
   readonly logger: FastifyBaseLogger;
   /** Request and webhook metrics served at `GET /metrics`; default a registry of their own. */
   readonly metrics?: ApiMetrics;
-  /** The payload codec served at `/codec/encode|decode` for operators (web UI, CLI); none: no codec routes. */
-  readonly codec?: { readonly codec: PayloadCodec; readonly corsOrigins: readonly string[] };
+  /**
+   * The payload codec served at `/codec/encode|decode` (web UI, CLI); none: no codec routes. `corsOrigins`: browsers
+   * that may read its answers; `trustedOrigins`: browsers that may decode without a token (development only).
+   */
+  readonly codec?: {
+    readonly codec: PayloadCodec;
+    readonly corsOrigins: readonly string[];
+    readonly trustedOrigins?: readonly string[];
+  };
   /**
    * The webhook verifier of each provider whose webhooks this API accepts (`POST /webhooks/:provider`; any other
    * provider is 404). Built from the configuration by src/stack.ts: the API never imports a provider.
@@ -79,6 +95,13 @@ export const BODY_LIMIT_BYTES = 16 * 1024;
  * segment reaches its route's schema, which answers a key over 255 with our 400 naming it.
  */
 export const MAX_PATH_SEGMENT_LENGTH = 16 * 1024;
+
+/** Why a valid token of each role is refused on a route that does not admit it. */
+const forbiddenMessage: Readonly<Record<Principal['role'], string>> = {
+  merchant: 'This is an operator action: a merchant token may not do it',
+  operator: 'An operator token only resolves reviews and uses the codec',
+  codec: 'A codec token only decodes payloads',
+};
 
 /** Builds the Fastify app (not listening yet). */
 export async function buildApi({ client, config, logger, ...deps }: ApiDeps): Promise<FastifyInstance> {
@@ -134,7 +157,7 @@ export async function buildApi({ client, config, logger, ...deps }: ApiDeps): Pr
       ) as unknown as ReturnType<ReturnType<typeof createJsonSchemaTransformObject>>,
   });
 
-  const principalOf = createTokenVerifier(config.API_TOKENS, config.OPERATOR_TOKENS ?? []);
+  const principalOf = createTokenVerifier(config.API_TOKENS, config.OPERATOR_TOKENS ?? [], config.CODEC_TOKENS ?? []);
   app.decorateRequest('merchantId', '');
   app.decorateRequest('operatorId', '');
   app.addHook('onRequest', async (request, reply) => {
@@ -146,19 +169,10 @@ export async function buildApi({ client, config, logger, ...deps }: ApiDeps): Pr
       return reply.code(401).header('www-authenticate', 'Bearer').send(errorBody('unauthorized'));
     }
     if (!(route.roles ?? ['merchant']).includes(principal.role)) {
-      return reply
-        .code(403)
-        .send(
-          errorBody(
-            'forbidden',
-            principal.role === 'operator'
-              ? 'An operator token only resolves reviews'
-              : 'This is an operator action: a merchant token may not do it',
-          ),
-        );
+      return reply.code(403).send(errorBody('forbidden', forbiddenMessage[principal.role]));
     }
     if (principal.role === 'merchant') request.merchantId = principal.merchantId;
-    else request.operatorId = principal.operatorId;
+    else if (principal.role === 'operator') request.operatorId = principal.operatorId;
   });
   registerRequestLog(app);
   registerRequestMetrics(app, metrics);
@@ -210,7 +224,8 @@ export async function buildApi({ client, config, logger, ...deps }: ApiDeps): Pr
     await app.register(codecRoutes, {
       codec: deps.codec.codec,
       corsOrigins: deps.codec.corsOrigins,
-      isOperatorToken: (token) => principalOf(`Bearer ${token}`)?.role === 'operator',
+      trustedOrigins: deps.codec.trustedOrigins ?? [],
+      principalOf,
     });
   }
   await app.register(paymentRoutes, { client });

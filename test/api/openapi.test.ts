@@ -54,8 +54,6 @@ describe('GET /openapi.json', () => {
         'GET /metrics',
         'POST /codec/encode',
         'POST /codec/decode',
-        'POST /codec/operator/{token}/encode',
-        'POST /codec/operator/{token}/decode',
       ].sort(),
     );
   });
