@@ -21,6 +21,7 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import { Connection } from '@temporalio/client';
 import { bundleWorkflowCode } from '@temporalio/worker';
+import { failureConverterPath } from '../src/codec';
 import { loadConfig } from '../src/config';
 import { paymentSearchAttributes } from '../src/domain/search-attributes';
 import { CrashPolicy } from './lib/crash-policy';
@@ -213,6 +214,7 @@ async function main() {
   const bundlePath = path.join(dir, 'workflow-bundle.js');
   const { code } = await bundleWorkflowCode({
     workflowsPath: require.resolve('../src/workflows'),
+    failureConverterPath,
     logger: { log() {}, trace() {}, debug() {}, info() {}, warn() {}, error: (m: string) => log(m) },
   });
   writeFileSync(bundlePath, code);

@@ -27,7 +27,7 @@ import { RedisCircuitBreaker, closeBreakerRedis, connectBreakerRedis, redisReady
 import { type SweepActivities, createSweepActivities } from './activities/sweep';
 import { type ApiConfig, type ApiDeps, buildApi } from './api/app';
 import { PaymentsClient, type PaymentsClientOptions } from './client';
-import { AesGcmPayloadCodec } from './codec';
+import { AesGcmPayloadCodec, encryptingDataConverter } from './codec';
 import type { Config, ProviderLimits } from './config';
 import { providerTaskQueue } from './domain/ids';
 import { ProviderOperation, type RetryOverrides, retrySpecFor } from './domain/retry';
@@ -208,7 +208,10 @@ export interface StackOptions {
   readonly namespace: string;
   /** The workflow task queue; each provider's activities have their own queue beside it. */
   readonly taskQueue: string;
-  /** Encrypts every payload the workers and the client write (src/codec); default none. */
+  /**
+   * Encrypts every payload the workers and the client write, failure messages and stack traces included (src/codec);
+   * default none. A prebuilt workflow bundle must be built with the same `failureConverterPath`.
+   */
   readonly codec?: PayloadCodec;
   /** Connected to for each side whose connection is not given (and closed with the stack). */
   readonly temporal?: TemporalTarget;
@@ -254,7 +257,8 @@ export interface Stack {
 /** Builds the stack of `options` (and starts what it says); `close()` undoes it, also after a failed start. */
 export async function startStack(options: StackOptions): Promise<Stack> {
   const { logger, namespace, taskQueue, codec } = options;
-  const dataConverter: DataConverter | undefined = codec === undefined ? undefined : { payloadCodecs: [codec] };
+  // Payloads and failure texts alike: the workers' and the API's client must convert the same way.
+  const dataConverter: DataConverter | undefined = codec === undefined ? undefined : encryptingDataConverter(codec);
   const owned: (() => Promise<void>)[] = [];
   const apps: FastifyInstance[] = [];
   let workers: Promise<Worker[]> | undefined;
