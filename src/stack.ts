@@ -39,6 +39,7 @@ import {
   paymentSinks,
   providerCallInterceptor,
 } from './metrics/worker-metrics';
+import { configureKeyHash, keyHash } from './providers/logging';
 import { createConfiguredProviders, webhookVerifiers } from './providers/registry';
 import type { PaymentProvider } from './providers/types';
 import { type TemporalTarget, connectionOptions } from './temporal-connection';
@@ -306,6 +307,7 @@ export async function startStack(options: StackOptions): Promise<Stack> {
       config: api.config,
       logger,
       webhooks: api.webhooks,
+      keyHash,
       ...(api.metrics ? { metrics: api.metrics } : {}),
       ...(codec && api.codecCorsOrigins
         ? {
@@ -417,6 +419,8 @@ export async function startConfiguredStack(
   logger: PinoLogger,
   parts: ConfiguredParts,
 ): Promise<ConfiguredStack> {
+  // Before anything logs a key's hash: this process's lines and the other processes' carry the same.
+  configureKeyHash(config.LOG_HASH_SECRET);
   const closers: (() => Promise<void>)[] = [];
   let providers: Record<string, PaymentProvider> = {};
   let metrics: WorkerMetrics | undefined;

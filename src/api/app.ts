@@ -84,6 +84,11 @@ export interface ApiDeps {
    * provider is 404). Built from the configuration by src/stack.ts: the API never imports a provider.
    */
   readonly webhooks: Readonly<Record<string, WebhookVerifier>>;
+  /**
+   * The keyed hash log lines carry instead of idempotency keys (src/providers/logging.ts, keyed by `LOG_HASH_SECRET`),
+   * handed in by src/stack.ts: the API never imports a provider module.
+   */
+  readonly keyHash: (key: string) => string;
 }
 
 /** Bodies above this are refused with 413 before they are read further. */
@@ -174,7 +179,7 @@ export async function buildApi({ client, config, logger, ...deps }: ApiDeps): Pr
     if (principal.role === 'merchant') request.merchantId = principal.merchantId;
     else if (principal.role === 'operator') request.operatorId = principal.operatorId;
   });
-  registerRequestLog(app);
+  registerRequestLog(app, deps.keyHash);
   registerRequestMetrics(app, metrics);
 
   app.get(
