@@ -51,6 +51,22 @@ afterAll(async () => {
   await env?.teardown();
 });
 
+/** The order's first create answers 503 (with the simulator's own error code), the next succeeds. */
+const fail503Once = (orderId: string) =>
+  h.sim.addFaults({
+    rules: [{ match: { operation: 'create', reference: orderId }, fault: 'status', status: 503, times: 1 }],
+  });
+
+/** A payload as the codec endpoint takes it (proto3 JSON: bytes base64). */
+function asJson(p: { metadata?: Record<string, Uint8Array | null> | null; data?: Uint8Array | null }) {
+  return {
+    metadata: Object.fromEntries(
+      Object.entries(p.metadata ?? {}).map(([k, v]) => [k, Buffer.from(v ?? []).toString('base64')]),
+    ),
+    data: Buffer.from(p.data ?? []).toString('base64'),
+  };
+}
+
 /** Every byte of a workflow's history as stored by the server. */
 async function rawHistory(workflowId: string): Promise<Buffer> {
   const history = await env.client.workflow.getHandle(workflowId).fetchHistory();
@@ -120,11 +136,7 @@ describe('encrypted failures', () => {
     const key = newKey();
     const body = chargeBody();
     // The provider's own words (its error code) go into the failure message of the attempt it answered.
-    h.sim.addFaults({
-      rules: [
-        { match: { operation: 'create', reference: body.orderId as string }, fault: 'status', status: 503, times: 1 },
-      ],
-    });
+    fail503Once(body.orderId as string);
     expect((await h.request('POST', '/v1/payments', { key, body })).status).toBe(200);
     const workflowId = chargeWorkflowId(h.a.id, key);
 
@@ -143,17 +155,10 @@ describe('encrypted failures', () => {
 
     // The codec endpoint decodes them for the web UI (which asks for `encodedAttributes` as any other payload).
     const attrs = failures[0]!.encodedAttributes!;
-    const asJson = {
-      payloads: [
-        {
-          metadata: Object.fromEntries(
-            Object.entries(attrs.metadata ?? {}).map(([k, v]) => [k, Buffer.from(v).toString('base64')]),
-          ),
-          data: Buffer.from(attrs.data ?? []).toString('base64'),
-        },
-      ],
-    };
-    const decoded = await h.request('POST', '/codec/decode', { body: asJson, token: h.operator.token });
+    const decoded = await h.request('POST', '/codec/decode', {
+      body: { payloads: [asJson(attrs)] },
+      token: h.operator.token,
+    });
     expect(decoded.status).toBe(200);
     const [opened] = decoded.body.payloads as { data: string }[];
     const restored = JSON.parse(Buffer.from(opened?.data ?? '', 'base64').toString()) as { message: string };
@@ -164,16 +169,7 @@ describe('encrypted failures', () => {
 describe('codec endpoints', () => {
   const sealed = async () => {
     const [p] = await codec.encode([defaultPayloadConverter.toPayload({ paymentMethod: 'pm_card_visa' })]);
-    return {
-      payloads: [
-        {
-          metadata: Object.fromEntries(
-            Object.entries(p!.metadata!).map(([k, v]) => [k, Buffer.from(v!).toString('base64')]),
-          ),
-          data: Buffer.from(p!.data!).toString('base64'),
-        },
-      ],
-    };
+    return { payloads: [asJson(p!)] };
   };
   const decodedText = (body: Record<string, unknown>) => {
     const [p] = (body.payloads as { data: string }[]) ?? [];
@@ -260,12 +256,7 @@ describe('codec endpoints', () => {
     const good = (await sealed()).payloads[0]!;
     const other = new AesGcmPayloadCodec(parsePayloadKeys(newPayloadKey('retired')));
     const [foreign] = await other.encode([defaultPayloadConverter.toPayload({ paymentMethod: 'pm_card_old' })]);
-    const unknownKey = {
-      metadata: Object.fromEntries(
-        Object.entries(foreign!.metadata!).map(([k, v]) => [k, Buffer.from(v!).toString('base64')]),
-      ),
-      data: Buffer.from(foreign!.data!).toString('base64'),
-    };
+    const unknownKey = asJson(foreign!);
     const res = await h.request('POST', '/codec/decode', {
       body: { payloads: [good, unknownKey, good] },
       token: h.operator.token,
@@ -335,11 +326,7 @@ describe('the payment tells its story', () => {
   it('names the create that takes over from a failed local first attempt, on the provider’s own queue', async () => {
     const key = newKey();
     const body = chargeBody();
-    h.sim.addFaults({
-      rules: [
-        { match: { operation: 'create', reference: body.orderId as string }, fault: 'status', status: 503, times: 1 },
-      ],
-    });
+    fail503Once(body.orderId as string);
     expect((await h.request('POST', '/v1/payments', { key, body })).status).toBe(200);
     const history = await decoding.workflow.getHandle(chargeWorkflowId(h.a.id, key)).fetchHistory();
     const create = history.events?.find((e) => e.activityTaskScheduledEventAttributes);
@@ -354,11 +341,7 @@ describe('metrics', () => {
   it('counts a 503-then-success payment as an original failed attempt, a retry that succeeded, and a retry delay', async () => {
     const key = newKey();
     const body = chargeBody();
-    h.sim.addFaults({
-      rules: [
-        { match: { operation: 'create', reference: body.orderId as string }, fault: 'status', status: 503, times: 1 },
-      ],
-    });
+    fail503Once(body.orderId as string);
     const before = await scrape(workerMetricsServer.url);
     const res = await h.request('POST', '/v1/payments', { key, body });
     expect(res.status).toBe(200);

@@ -11,7 +11,7 @@ import path from 'node:path';
 import { defaultPayloadConverter } from '@temporalio/common';
 import { AesGcmPayloadCodec, parsePayloadKeys } from '../../src/codec';
 import { developmentDefaults } from '../../src/config';
-import { HOST, Stack, descendants, freePorts } from '../helpers/npm-start';
+import { HOST, Stack, descendants, stackOnFreePorts } from '../helpers/npm-start';
 
 const START_TIMEOUT_MS = 120_000;
 const [merchantId, merchantToken] = developmentDefaults.API_TOKENS.split(':') as [string, string];
@@ -43,27 +43,10 @@ describe('npm start: the web UI decodes without a credential that can resolve (e
   }, 60_000);
 
   it('holds no token in the UI settings or any process arguments; the codec decodes for the UI; resolve refuses it', async () => {
-    const [temporalPort, uiPort, simulatorPort, apiPort, workerMetricsPort, sdkMetricsPort] = (await freePorts(6)) as [
-      number,
-      number,
-      number,
-      number,
-      number,
-      number,
-    ];
-    const ui = `http://${HOST}:${uiPort}`;
-    const api = `http://${HOST}:${apiPort}`;
-    stack = new Stack({
-      ...process.env,
-      TEMPORAL_PORT: String(temporalPort),
-      TEMPORAL_UI_PORT: String(uiPort),
-      SIMULATOR_PORT: String(simulatorPort),
-      PORT: String(apiPort),
-      TEMPORAL_DB_FILE: path.join(tmp, 'dev-server.sqlite'),
-      TASK_QUEUE: `e2e-codec-${randomUUID()}`,
-      WORKER_METRICS_ADDRESS: `${HOST}:${workerMetricsPort}`,
-      SDK_METRICS_ADDRESS: `${HOST}:${sdkMetricsPort}`,
-    });
+    const { ports, env } = await stackOnFreePorts(tmp, `e2e-codec-${randomUUID()}`);
+    const ui = `http://${HOST}:${ports.uiPort}`;
+    const api = `http://${HOST}:${ports.apiPort}`;
+    stack = new Stack(env);
     const s = stack;
     await s.until('"Press Ctrl-C to stop."', () => s.output.includes('Press Ctrl-C to stop.'), START_TIMEOUT_MS);
     s.snapshot();
