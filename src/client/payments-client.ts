@@ -877,13 +877,15 @@ export class PaymentsClient {
     const handle = this.handle(workflowId);
     await this.assertKeyNotUsedElsewhere(workflowId, kind, opKey);
     const requestId = randomUUID();
-    let known = false;
+    // A repeat of a known key: answered by the operation's first final answer (its view when it succeeded, its
+    // refusal), or its progress while it is still moving; all marked replayed.
+    let replayed = false;
     try {
       const check = await this.bounded(() => handle.query(movementCheckQuery, kind, args));
       if (check.refusal) throw translateRefusal(check.refusal) ?? new Error(check.refusal.message);
-      known = check.known === true;
+      replayed = check.known === true;
       // A repeat of a known key is answered from the workflow's record: nothing new goes into its history.
-      if (!known) await this.bounded(() => handle.signal(signal, { ...args, requestId }));
+      if (!replayed) await this.bounded(() => handle.signal(signal, { ...args, requestId }));
     } catch (err) {
       throw await this.translateClosedOrMissing(err, workflowId);
     }
@@ -891,9 +893,6 @@ export class PaymentsClient {
     if (answer?.refusal) throw translateRefusal(answer.refusal) ?? new Error(answer.refusal.message);
     const view = answer?.view ?? (await this.bounded(() => handle.query(paymentQuery)));
     const op = view.operations?.find((o) => o.kind === kind && o.key === opKey);
-    // A repeat of a known key: its answer is the operation's first final one (its view when it succeeded, its
-    // refusal), or its progress while it is still moving.
-    const replayed = known;
     if (answer === null || op === undefined) return { view, completed: false, replayed }; // not yet handled
     if (op.state === 'rejected') {
       throw new ProviderRejected(

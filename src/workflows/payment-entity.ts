@@ -210,7 +210,7 @@ export class PaymentEntity {
     setHandler(firstAnswerQuery, () => ({
       settled: this.state.firstCallSettled,
       view: this.state.view,
-      ...(this.state.firstAnswer === undefined ? {} : { replay: this.state.firstAnswer }),
+      ...(this.state.firstAnswer ? { replay: this.state.firstAnswer } : {}),
     }));
     setHandler(resolveSignal, (args) => this.requestResolve(args));
     setHandler(resolveCheckQuery, () => refusalOrNull(() => assertUnderReview(this.state)));

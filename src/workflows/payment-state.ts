@@ -66,8 +66,9 @@ export interface PaymentState {
   /**
    * The charge's first final answer: the view when the payment first reached a status the API answers 200 for, once its
    * first call settled. A repeat of the payment's key answers it, whatever happened since (captures, refunds, a void).
+   * `null` until then; absent in state carried from a run that did not record it (its repeats answer the current view).
    */
-  firstAnswer?: PaymentView;
+  firstAnswer?: PaymentView | null;
 }
 
 /** A capture or refund request refused by the payment's rules; its caller reads it by `requestId`. */
@@ -103,7 +104,7 @@ const snapshotOf = (view: PaymentView): PaymentView => JSON.parse(JSON.stringify
  * reached a status answered 200 (at once, or later from unknown or a review). Recorded once.
  */
 export function recordFirstAnswer(state: PaymentState): void {
-  if (state.firstAnswer === undefined && state.firstCallSettled && ANSWERED.has(state.view.status)) {
+  if (state.firstAnswer === null && state.firstCallSettled && ANSWERED.has(state.view.status)) {
     state.firstAnswer = snapshotOf(state.view);
   }
 }
@@ -264,5 +265,6 @@ export function initialState(
     seenEvents: [],
     subOperations: [],
     firstCallSettled: false,
+    firstAnswer: null,
   };
 }

@@ -15,6 +15,9 @@ import {
   applyProviderEvent,
   applyProviderPayment,
   forwardStatus,
+  initialState,
+  recordFirstAnswer,
+  recordOperationAnswers,
   refundable,
   reviewSatisfied,
   setStatus,
@@ -518,5 +521,62 @@ describe('refundable', () => {
         },
       ),
     );
+  });
+});
+
+describe('the answers repeats replay', () => {
+  const input = {
+    merchantId: 'm_1',
+    key: 'key_1',
+    fingerprint: 'fp',
+    request: { orderId: 'order_1', amount: { value: AMOUNT, currency: 'EUR' }, provider: 'simulator' },
+  };
+
+  it('records the charge’s first final answer once: not while pending or unknown, never overwritten', () => {
+    const s = initialState(input, CREATED);
+    recordFirstAnswer(s);
+    expect(s.firstAnswer).toBeNull();
+    s.firstCallSettled = true;
+    setStatus(s, 'unknown', T1);
+    recordFirstAnswer(s);
+    expect(s.firstAnswer).toBeNull();
+    applyProviderPayment(s, payment({ status: 'authorized', amountCaptured: 0 }), T2);
+    recordFirstAnswer(s);
+    expect(s.firstAnswer).toMatchObject({ status: 'authorized', amountCaptured: 0, updatedAt: T2 });
+    applyProviderPayment(s, payment(), T3);
+    recordFirstAnswer(s);
+    expect(s.firstAnswer).toMatchObject({ status: 'authorized', amountCaptured: 0 });
+    expect(s.view.status).toBe('succeeded');
+  });
+
+  it('records nothing for state carried from a run that did not record answers', () => {
+    const s = newState({ status: 'succeeded', amountAuthorized: AMOUNT, amountCaptured: AMOUNT });
+    recordFirstAnswer(s);
+    expect(s).not.toHaveProperty('firstAnswer');
+    const carried: SubOperation = { kind: 'refund', key: 'r0', fingerprint: 'f', amount: 1, state: 'done' };
+    s.subOperations.push(carried);
+    recordOperationAnswers(s);
+    expect(carried).not.toHaveProperty('answer');
+  });
+
+  it('records each capture’s or refund’s view when it succeeded, a copy later changes do not touch', () => {
+    const s = newState({ status: 'succeeded', amountAuthorized: AMOUNT, amountCaptured: AMOUNT });
+    const refund: SubOperation = {
+      kind: 'refund',
+      key: 'r1',
+      fingerprint: 'f',
+      amount: 300,
+      state: 'running',
+      answer: null,
+    };
+    s.subOperations.push(refund);
+    recordOperationAnswers(s);
+    expect(refund.answer).toBeNull();
+    refund.state = 'done';
+    s.view.amountRefunded = 300;
+    recordOperationAnswers(s);
+    s.view.amountRefunded = 500;
+    recordOperationAnswers(s);
+    expect(refund.answer).toMatchObject({ amountRefunded: 300 });
   });
 });
