@@ -5,10 +5,15 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { bundleWorkflowCode } from '@temporalio/worker';
+import { failureConverterPath } from '../src/codec';
 
 async function main() {
   const out = path.resolve(process.argv[2] ?? path.join(__dirname, '..', 'dist', 'workflow-bundle.js'));
-  const { code } = await bundleWorkflowCode({ workflowsPath: require.resolve('../src/workflows') });
+  // The workers' failure converter is part of the bundle: failure texts are encoded (encrypted by the codec).
+  const { code } = await bundleWorkflowCode({
+    workflowsPath: require.resolve('../src/workflows'),
+    failureConverterPath,
+  });
   mkdirSync(path.dirname(out), { recursive: true });
   writeFileSync(out, code);
   console.log(`workflow bundle: ${out} (${(code.length / 1024).toFixed(0)} KiB)`);

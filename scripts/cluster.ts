@@ -22,6 +22,7 @@ import { existsSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { bundleWorkflowCode } from '@temporalio/worker';
+import { failureConverterPath } from '../src/codec';
 import { loadConfig } from '../src/config';
 import { paymentSearchAttributes } from '../src/domain/search-attributes';
 import { CrashPolicy } from './lib/crash-policy';
@@ -155,6 +156,7 @@ async function main() {
   const bundlePath = path.join(dir, 'workflow-bundle.js');
   const { code } = await bundleWorkflowCode({
     workflowsPath: require.resolve('../src/workflows'),
+    failureConverterPath,
     logger: { log() {}, trace() {}, debug() {}, info() {}, warn() {}, error: (m: string) => log(m) },
   });
   writeFileSync(bundlePath, code);

@@ -187,10 +187,12 @@ async function main() {
   await assertPortsFree(stackPorts());
   const cli = await temporalCli();
 
-  const [operatorForUi] = config.OPERATOR_TOKENS;
-  const codecEndpoint = operatorForUi
-    ? `http://${HOST}:${apiPort}/codec/operator/${encodeURIComponent(operatorForUi.token)}`
-    : undefined;
+  // The web UI decodes payloads through the API's codec endpoint. Its browser sends no credential of ours (the dev
+  // server has no setting for one, and none belongs in a URL, an argument list or a log line): the API lets the UI's own
+  // origins decode without a token (CODEC_TRUSTED_ORIGINS, development only) and nothing else, so what the UI holds can
+  // neither resolve a review nor move money (docs/operations.md, "Encrypted payloads and the codec endpoint").
+  const uiOrigins = [`http://${HOST}:${uiPort}`, `http://localhost:${uiPort}`].join(',');
+  const codecEndpoint = `http://${HOST}:${apiPort}/codec`;
   const env: NodeJS.ProcessEnv = {
     ...process.env,
     TEMPORAL_ADDRESS: `${HOST}:${temporalPort}`,
@@ -203,7 +205,8 @@ async function main() {
     LOG_LEVEL: process.env.LOG_LEVEL ?? 'info',
     WORKER_METRICS_ADDRESS: workerMetricsAddress,
     SDK_METRICS_ADDRESS: sdkMetricsAddress,
-    CODEC_CORS_ORIGINS: process.env.CODEC_CORS_ORIGINS ?? `http://${HOST}:${uiPort},http://localhost:${uiPort}`,
+    CODEC_CORS_ORIGINS: process.env.CODEC_CORS_ORIGINS ?? uiOrigins,
+    CODEC_TRUSTED_ORIGINS: process.env.CODEC_TRUSTED_ORIGINS ?? uiOrigins,
   };
   const writeStack = (services: ServiceStatus[]) => {
     if (stopping) return;
@@ -252,8 +255,8 @@ async function main() {
         uiPort,
         dbFilename,
         logLevel: 'warn',
-        // The web UI decodes payloads through the API's codec endpoint (it cannot send our bearer token: path token).
-        ...(codecEndpoint ? { extraArgs: ['--ui-codec-endpoint', codecEndpoint] } : {}),
+        // The web UI decodes payloads through the API's codec endpoint, with no token (see codecEndpoint above).
+        extraArgs: ['--ui-codec-endpoint', codecEndpoint],
       }),
       cwd: PROJECT_ROOT,
       tier: 0,
@@ -303,8 +306,7 @@ async function main() {
       `${workerMetricsAddress === 'off' ? 'off' : `http://${workerMetricsAddress}/metrics`} (worker), ` +
       `${sdkMetricsAddress === 'off' ? 'off' : `http://${sdkMetricsAddress}/metrics`} (Temporal SDK)`,
   );
-  if (codecEndpoint)
-    log(`Codec endpoint:        http://${HOST}:${apiPort}/codec (the web UI decodes payloads with it)`);
+  log(`Codec endpoint:        ${codecEndpoint} (the web UI decodes payloads with it, no token: its origin)`);
   if (token) {
     log(`Dev token (merchant ${token.merchantId}): ${token.token}`);
     log('First payment:');

@@ -2,6 +2,7 @@
  * Every setting, read once from the environment and validated by zod (DESIGN.md layout). `loadConfig(env)` is pure:
  * tests pass a plain object. Defaults suit development; with `NODE_ENV=production` the secrets must be set explicitly.
  */
+import { hkdfSync } from 'node:crypto';
 import { z } from 'zod';
 import { type PayloadKeys, PayloadKeysError, parsePayloadKeys } from './codec';
 import { MerchantId } from './domain/payment';
@@ -110,6 +111,11 @@ const apiTokens = tokenPairs(MerchantId, 'merchantId').transform((pairs) =>
 /** `operatorId:token,operatorId:token` (config `OPERATOR_TOKENS`). */
 const operatorTokens = tokenPairs(OperatorId, 'operatorId').transform((pairs) =>
   pairs.map(({ id, token }) => ({ operatorId: id, token })),
+);
+
+/** `codecId:token,codecId:token` (config `CODEC_TOKENS`): decode-only tokens. */
+const codecTokens = tokenPairs(OperatorId, 'codecId').transform((pairs) =>
+  pairs.map(({ id, token }) => ({ codecId: id, token })),
 );
 
 /** `m1,m2`: merchant ids, comma separated. */
@@ -239,6 +245,15 @@ const EnvSchema = z.object({
   PAYLOAD_KEYS: z.string().optional(),
   /** The web UI origins allowed to call the codec endpoints (CORS), comma separated. */
   CODEC_CORS_ORIGINS: originList.default(['http://127.0.0.1:8233', 'http://localhost:8233']),
+  /** Decode-only tokens for `POST /codec/decode` (an auth proxy in front of the web UI, scripts): `codecId:token`. */
+  CODEC_TOKENS: z.string().optional(),
+  /**
+   * Browser origins whose requests may decode without any token (a web UI that sends no credential of ours, as
+   * `npm start`'s does); refused in production, where the UI's auth proxy presents a `CODEC_TOKENS` token instead.
+   */
+  CODEC_TRUSTED_ORIGINS: originList.default([]),
+  /** The key of the keyed hash (HMAC-SHA-256) that logs carry instead of idempotency keys; default derived. */
+  LOG_HASH_SECRET: z.string().min(16, { message: 'must be at least 16 characters' }).optional(),
   /** The worker's own metrics (prom-client) at http://<address>/metrics, or `off`. */
   WORKER_METRICS_ADDRESS: listenAddress.default('127.0.0.1:9465'),
   /** The Temporal SDK runtime's metrics (Prometheus exporter) at http://<address>/metrics, or `off`. */
@@ -285,6 +300,8 @@ export type Config = Omit<
   | 'WEBHOOK_SECRET'
   | 'SWEEP_LOOKBACK_MS'
   | 'PAYLOAD_KEYS'
+  | 'CODEC_TOKENS'
+  | 'LOG_HASH_SECRET'
 > & {
   /** The payload encryption keys (`PAYLOAD_KEYS`, parsed). */
   readonly payloadKeys: PayloadKeys;
@@ -294,6 +311,13 @@ export type Config = Omit<
   readonly API_TOKENS: readonly { readonly merchantId: string; readonly token: string }[];
   /** Empty in production unless set: no development operator token there. */
   readonly OPERATOR_TOKENS: readonly { readonly operatorId: string; readonly token: string }[];
+  /** Decode-only codec tokens; none unless set. */
+  readonly CODEC_TOKENS: readonly { readonly codecId: string; readonly token: string }[];
+  /**
+   * The key of the keyed hash of idempotency keys in logs: `LOG_HASH_SECRET`, else derived (HKDF-SHA-256) from the
+   * current payload key, a secret every deployment has (the development one is in this repository).
+   */
+  readonly LOG_HASH_SECRET: string;
   /** The provider names the worker serves (see {@link configuredProviders}); the API refuses any other (400). */
   readonly providers: readonly string[];
   /** The provider of a charge that names none. */
@@ -323,6 +347,12 @@ export type Config = Omit<
   /** By provider name in lower case (`PROVIDER_SIMULATOR_MAX_RPS` -> `simulator`). */
   readonly providerLimits: Readonly<Record<string, ProviderLimits>>;
 };
+
+/** A log-hash key derived from the current payload key (HKDF-SHA-256, its own label): never the key itself. */
+const derivedLogHashSecret = (keys: PayloadKeys): string =>
+  Buffer.from(hkdfSync('sha256', keys.current.key, Buffer.alloc(0), 'payment-workflows log key hash', 32)).toString(
+    'base64',
+  );
 
 const issuesOf = (error: z.ZodError, fallbackVariable?: string): ConfigIssue[] =>
   error.issues.map((issue) => ({
@@ -385,6 +415,23 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>> = p
     if (operators.data.some((o) => merchantTokens.has(o.token))) {
       issues.push({ variable: 'OPERATOR_TOKENS', message: 'a token is both a merchant token and an operator token' });
     }
+  }
+  const codecReaders = raw.CODEC_TOKENS === undefined ? undefined : codecTokens.safeParse(raw.CODEC_TOKENS);
+  if (codecReaders && !codecReaders.success) issues.push(...issuesOf(codecReaders.error, 'CODEC_TOKENS'));
+  if (codecReaders?.success) {
+    const others = new Set([
+      ...(tokens.success ? tokens.data.map((t) => t.token) : []),
+      ...(operators?.success ? operators.data.map((o) => o.token) : []),
+    ]);
+    if (codecReaders.data.some((c) => others.has(c.token))) {
+      issues.push({ variable: 'CODEC_TOKENS', message: 'a codec token is also a merchant or operator token' });
+    }
+  }
+  if (production && raw.CODEC_TRUSTED_ORIGINS !== undefined) {
+    issues.push({
+      variable: 'CODEC_TRUSTED_ORIGINS',
+      message: 'is for development only: in production the web UI’s auth proxy presents a CODEC_TOKENS token',
+    });
   }
   let payloadKeys: PayloadKeys | undefined;
   try {
@@ -494,12 +541,18 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>> = p
     });
   }
 
-  if (issues.length > 0 || !tokens.success || operators?.success === false || !timingsResult.success) {
+  if (
+    issues.length > 0 ||
+    !tokens.success ||
+    operators?.success === false ||
+    codecReaders?.success === false ||
+    !timingsResult.success
+  ) {
     throw new ConfigError(issues);
   }
 
   // The raw key string stays out of the config object (it may be printed); only the parsed ring goes on.
-  const { PAYLOAD_KEYS: _rawKeys, ...settings } = e;
+  const { PAYLOAD_KEYS: _rawKeys, CODEC_TOKENS: _rawCodecTokens, LOG_HASH_SECRET: logHashSecret, ...settings } = e;
   return {
     ...settings,
     SIMULATOR_URL: e.SIMULATOR_URL ?? `http://127.0.0.1:${e.SIMULATOR_PORT}`,
@@ -508,6 +561,8 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>> = p
     PROVIDER_API_KEY: e.PROVIDER_API_KEY ?? developmentDefaults.PROVIDER_API_KEY,
     API_TOKENS: tokens.data,
     OPERATOR_TOKENS: operators?.success ? operators.data : [],
+    CODEC_TOKENS: codecReaders?.success ? codecReaders.data : [],
+    LOG_HASH_SECRET: logHashSecret ?? derivedLogHashSecret(payloadKeys),
     providers: configuredProviders(e),
     defaultProvider: 'simulator',
     WEBHOOK_SECRET: e.WEBHOOK_SECRET ?? developmentDefaults.WEBHOOK_SECRET,

@@ -27,7 +27,7 @@ import { RedisCircuitBreaker, closeBreakerRedis, connectBreakerRedis, redisReady
 import { type SweepActivities, createSweepActivities } from './activities/sweep';
 import { type ApiConfig, type ApiDeps, buildApi } from './api/app';
 import { PaymentsClient, type PaymentsClientOptions } from './client';
-import { AesGcmPayloadCodec } from './codec';
+import { AesGcmPayloadCodec, encryptingDataConverter } from './codec';
 import type { Config, ProviderLimits } from './config';
 import { describeCapacity, providerCapacity } from './domain/capacity';
 import { providerTaskQueue } from './domain/ids';
@@ -40,6 +40,7 @@ import {
   paymentSinks,
   providerCallInterceptor,
 } from './metrics/worker-metrics';
+import { configureKeyHash, keyHash } from './providers/logging';
 import { configuredCapabilities, createConfiguredProviders, webhookVerifiers } from './providers/registry';
 import type { PaymentProvider } from './providers/types';
 import { type TemporalTarget, connectionOptions } from './temporal-connection';
@@ -231,6 +232,8 @@ export interface StackApi {
   readonly metrics?: ApiMetrics;
   /** Serve the stack's codec to operators at `/codec/*`, with these CORS origins; absent: no codec routes. */
   readonly codecCorsOrigins?: readonly string[];
+  /** Browser origins that may decode without a token (`CODEC_TRUSTED_ORIGINS`, development); default none. */
+  readonly codecTrustedOrigins?: readonly string[];
   /** Where it listens; default 127.0.0.1 on a free port. */
   readonly listen?: { readonly host: string; readonly port: number };
 }
@@ -241,7 +244,10 @@ export interface StackOptions {
   readonly namespace: string;
   /** The workflow task queue; each provider's activities have their own queue beside it. */
   readonly taskQueue: string;
-  /** Encrypts every payload the workers and the client write (src/codec); default none. */
+  /**
+   * Encrypts every payload the workers and the client write, failure messages and stack traces included (src/codec);
+   * default none. A prebuilt workflow bundle must be built with the same `failureConverterPath`.
+   */
   readonly codec?: PayloadCodec;
   /** Connected to for each side whose connection is not given (and closed with the stack). */
   readonly temporal?: TemporalTarget;
@@ -287,7 +293,8 @@ export interface Stack {
 /** Builds the stack of `options` (and starts what it says); `close()` undoes it, also after a failed start. */
 export async function startStack(options: StackOptions): Promise<Stack> {
   const { logger, namespace, taskQueue, codec } = options;
-  const dataConverter: DataConverter | undefined = codec === undefined ? undefined : { payloadCodecs: [codec] };
+  // Payloads and failure texts alike: the workers' and the API's client must convert the same way.
+  const dataConverter: DataConverter | undefined = codec === undefined ? undefined : encryptingDataConverter(codec);
   const owned: (() => Promise<void>)[] = [];
   const apps: FastifyInstance[] = [];
   let workers: Promise<Worker[]> | undefined;
@@ -335,8 +342,17 @@ export async function startStack(options: StackOptions): Promise<Stack> {
       config: api.config,
       logger,
       webhooks: api.webhooks,
+      keyHash,
       ...(api.metrics ? { metrics: api.metrics } : {}),
-      ...(codec && api.codecCorsOrigins ? { codec: { codec, corsOrigins: api.codecCorsOrigins } } : {}),
+      ...(codec && api.codecCorsOrigins
+        ? {
+            codec: {
+              codec,
+              corsOrigins: api.codecCorsOrigins,
+              trustedOrigins: api.codecTrustedOrigins ?? [],
+            },
+          }
+        : {}),
     });
     apps.push(app);
     const listen = api.listen ?? { port: 0, host: '127.0.0.1' };
@@ -438,6 +454,8 @@ export async function startConfiguredStack(
   logger: PinoLogger,
   parts: ConfiguredParts,
 ): Promise<ConfiguredStack> {
+  // Before anything logs a key's hash: this process's lines and the other processes' carry the same.
+  configureKeyHash(config.LOG_HASH_SECRET);
   const closers: (() => Promise<void>)[] = [];
   let providers: Record<string, PaymentProvider> = {};
   let metrics: WorkerMetrics | undefined;
@@ -488,6 +506,7 @@ export async function startConfiguredStack(
               config,
               webhooks: webhookVerifiers(config),
               codecCorsOrigins: config.CODEC_CORS_ORIGINS,
+              codecTrustedOrigins: config.CODEC_TRUSTED_ORIGINS,
               listen: { port: config.PORT, host: config.HOST },
             },
           }

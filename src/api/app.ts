@@ -1,5 +1,5 @@
 /**
- * The payments HTTP API (CONTRACTS.md §1) over a {@link PaymentsClient}. zod schemas from `src/domain` validate every
+ * The payments HTTP API (docs/http-api.md) over a {@link PaymentsClient}. zod schemas from `src/domain` validate every
  * request and response and generate `/openapi.json`.
  */
 import { randomUUID } from 'node:crypto';
@@ -18,8 +18,15 @@ import type { PaymentsClient } from '../client';
 import { ApiError, Health, PaymentList, ReviewItemList, ReviewItemView, WebhookAck } from '../domain/api-schemas';
 import { PaymentView } from '../domain/payment';
 import { type ApiMetrics, createApiMetrics, registerRequestMetrics } from '../metrics/api-metrics';
-import { type OperatorTokenEntry, type Role, type TokenEntry, createTokenVerifier } from './auth';
-import { errorBody, handleError } from './errors';
+import {
+  type CodecTokenEntry,
+  type OperatorTokenEntry,
+  type Principal,
+  type Role,
+  type TokenEntry,
+  createTokenVerifier,
+} from './auth';
+import { answerInvalidPath, errorBody, handleError } from './errors';
 import { registerRequestLog } from './request-log';
 import { describeHeadersAndErrors } from './openapi';
 import { codecRoutes } from './routes/codec';
@@ -52,6 +59,8 @@ export interface ApiConfig {
   readonly API_TOKENS: readonly TokenEntry[];
   /** Operator tokens (config `OPERATOR_TOKENS`); none: no one can call the operator actions. */
   readonly OPERATOR_TOKENS?: readonly OperatorTokenEntry[];
+  /** Decode-only tokens (config `CODEC_TOKENS`): `POST /codec/decode` and nothing else. */
+  readonly CODEC_TOKENS?: readonly CodecTokenEntry[];
 }
 
 /** Dependencies of {@link buildApi}. */
@@ -61,17 +70,43 @@ export interface ApiDeps {
   readonly logger: FastifyBaseLogger;
   /** Request and webhook metrics served at `GET /metrics`; default a registry of their own. */
   readonly metrics?: ApiMetrics;
-  /** The payload codec served at `/codec/encode|decode` for operators (web UI, CLI); none: no codec routes. */
-  readonly codec?: { readonly codec: PayloadCodec; readonly corsOrigins: readonly string[] };
+  /**
+   * The payload codec served at `/codec/encode|decode` (web UI, CLI); none: no codec routes. `corsOrigins`: browsers
+   * that may read its answers; `trustedOrigins`: browsers that may decode without a token (development only).
+   */
+  readonly codec?: {
+    readonly codec: PayloadCodec;
+    readonly corsOrigins: readonly string[];
+    readonly trustedOrigins?: readonly string[];
+  };
   /**
    * The webhook verifier of each provider whose webhooks this API accepts (`POST /webhooks/:provider`; any other
    * provider is 404). Built from the configuration by src/stack.ts: the API never imports a provider.
    */
   readonly webhooks: Readonly<Record<string, WebhookVerifier>>;
+  /**
+   * The keyed hash log lines carry instead of idempotency keys (src/providers/logging.ts, keyed by `LOG_HASH_SECRET`),
+   * handed in by src/stack.ts: the API never imports a provider module.
+   */
+  readonly keyHash: (key: string) => string;
 }
 
 /** Bodies above this are refused with 413 before they are read further. */
 export const BODY_LIMIT_BYTES = 16 * 1024;
+
+/**
+ * The router's bound on one path segment, decoded. Its default (100) cut idempotency keys of 101-255 characters off
+ * with its own 414; this is above anything an HTTP request line can carry (Node's 16 KiB header limit), so every
+ * segment reaches its route's schema, which answers a key over 255 with our 400 naming it.
+ */
+export const MAX_PATH_SEGMENT_LENGTH = 16 * 1024;
+
+/** Why a valid token of each role is refused on a route that does not admit it. */
+const forbiddenMessage: Readonly<Record<Principal['role'], string>> = {
+  merchant: 'This is an operator action: a merchant token may not do it',
+  operator: 'An operator token only resolves reviews and uses the codec',
+  codec: 'A codec token only decodes payloads',
+};
 
 /** Builds the Fastify app (not listening yet). */
 export async function buildApi({ client, config, logger, ...deps }: ApiDeps): Promise<FastifyInstance> {
@@ -84,6 +119,9 @@ export async function buildApi({ client, config, logger, ...deps }: ApiDeps): Pr
     // registerRequestLog writes one safe line per request instead of the default lines with raw URLs.
     logController: new LogController({ requestIdLogLabel: 'requestId', disableRequestLogging: true }),
     return503OnClosing: true,
+    routerOptions: { maxParamLength: MAX_PATH_SEGMENT_LENGTH },
+    // The router's own answers (a malformed or over-long path) echo the path: ours name the part, never its text.
+    frameworkErrors: answerInvalidPath,
   }).withTypeProvider<ZodTypeProvider>();
   app.setValidatorCompiler(validatorCompiler);
   app.setSerializerCompiler(serializerCompiler);
@@ -110,7 +148,9 @@ export async function buildApi({ client, config, logger, ...deps }: ApiDeps): Pr
       info: {
         title: 'payment-workflows',
         version: '1.0.0',
-        description: 'Charge, capture, refund and reconcile payments as Temporal workflows (CONTRACTS.md §1).',
+        description:
+          'Charge, capture, refund and reconcile payments as Temporal workflows. What each answer means: ' +
+          'docs/http-api.md in the repository.',
       },
       components: { securitySchemes: { bearerAuth: { type: 'http', scheme: 'bearer' } } },
       security: [{ bearerAuth: [] }],
@@ -122,7 +162,7 @@ export async function buildApi({ client, config, logger, ...deps }: ApiDeps): Pr
       ) as unknown as ReturnType<ReturnType<typeof createJsonSchemaTransformObject>>,
   });
 
-  const principalOf = createTokenVerifier(config.API_TOKENS, config.OPERATOR_TOKENS ?? []);
+  const principalOf = createTokenVerifier(config.API_TOKENS, config.OPERATOR_TOKENS ?? [], config.CODEC_TOKENS ?? []);
   app.decorateRequest('merchantId', '');
   app.decorateRequest('operatorId', '');
   app.addHook('onRequest', async (request, reply) => {
@@ -134,21 +174,12 @@ export async function buildApi({ client, config, logger, ...deps }: ApiDeps): Pr
       return reply.code(401).header('www-authenticate', 'Bearer').send(errorBody('unauthorized'));
     }
     if (!(route.roles ?? ['merchant']).includes(principal.role)) {
-      return reply
-        .code(403)
-        .send(
-          errorBody(
-            'forbidden',
-            principal.role === 'operator'
-              ? 'An operator token only resolves reviews'
-              : 'This is an operator action: a merchant token may not do it',
-          ),
-        );
+      return reply.code(403).send(errorBody('forbidden', forbiddenMessage[principal.role]));
     }
     if (principal.role === 'merchant') request.merchantId = principal.merchantId;
-    else request.operatorId = principal.operatorId;
+    else if (principal.role === 'operator') request.operatorId = principal.operatorId;
   });
-  registerRequestLog(app);
+  registerRequestLog(app, deps.keyHash);
   registerRequestMetrics(app, metrics);
 
   app.get(
@@ -198,7 +229,8 @@ export async function buildApi({ client, config, logger, ...deps }: ApiDeps): Pr
     await app.register(codecRoutes, {
       codec: deps.codec.codec,
       corsOrigins: deps.codec.corsOrigins,
-      isOperatorToken: (token) => principalOf(`Bearer ${token}`)?.role === 'operator',
+      trustedOrigins: deps.codec.trustedOrigins ?? [],
+      principalOf,
     });
   }
   await app.register(paymentRoutes, { client });

@@ -61,6 +61,7 @@ export function handleError(error: FastifyError, request: FastifyRequest, reply:
   if (isIdempotencyKeyReused(error)) return reply.code(422).send(errorBody('idempotency_key_reused', error.message));
   if (isAmountExceeded(error)) return reply.code(422).send(errorBody('amount_exceeded', error.message));
   if (isProviderRejected(error)) {
+    if (error.replayed) reply.header('idempotent-replayed', 'true');
     const body = errorBody('provider_rejected', error.message);
     if (error.providerCode !== undefined) body.error.providerCode = error.providerCode;
     return reply.code(422).send(body);
@@ -109,4 +110,11 @@ export function handleError(error: FastifyError, request: FastifyRequest, reply:
     return reply.code(503).header('retry-after', '1').send(errorBody('unavailable', 'Temporarily unavailable'));
   }
   return reply.code(500).send(errorBody('internal_error', 'Internal error'));
+}
+
+/** The router's own errors (a malformed or over-long path): our 400, without the path it would echo. */
+export function answerInvalidPath(_error: FastifyError, _request: FastifyRequest, reply: FastifyReply): void {
+  void reply
+    .code(400)
+    .send(errorBody('validation_error', 'The request is invalid', [{ path: '(path)', message: 'invalid path' }]));
 }

@@ -1,17 +1,19 @@
 /**
  * What the generated OpenAPI document cannot learn from the zod schemas: the response headers (`Request-Id` on every
- * answer, `Location` on a 202, `Idempotent-Replayed` on a keyed write's 200/202, `Retry-After` on a 503) as header
+ * answer, `Location` on a 202, `Idempotent-Replayed` on a keyed write's replayable answers, `Retry-After` on a 503) as header
  * objects, the error answers every route can give (500, 503; 413 and 415 where a body is read), and for each error
  * status the `error.type` values it carries (`x-error-types`, also named in the description).
  */
 import type { ApiErrorType } from '../domain/api-schemas';
 
+type ErrorTypes = Readonly<Record<string, readonly ApiErrorType[]>>;
+
 /**
- * The `error.type` values each error status can carry; with {@link errorTypesByOperation} they are every
- * {@link ApiErrorType}.
+ * The `error.type` values each error status carries unless {@link errorTypesByOperation} says otherwise. Together with
+ * those they are every {@link ApiErrorType}.
  */
-export const errorTypesByStatus: Readonly<Record<string, readonly ApiErrorType[]>> = {
-  '400': ['validation_error', 'invalid_signature'],
+export const errorTypesByStatus: ErrorTypes = {
+  '400': ['validation_error'],
   '401': ['unauthorized'],
   '403': ['forbidden'],
   '404': ['not_found'],
@@ -20,12 +22,23 @@ export const errorTypesByStatus: Readonly<Record<string, readonly ApiErrorType[]
   '415': ['unsupported_media_type'],
   '422': ['idempotency_key_reused', 'amount_exceeded', 'provider_rejected'],
   '500': ['internal_error'],
-  '503': ['unavailable', 'provider_unavailable'],
+  '503': ['unavailable'],
 };
 
-/** Operations whose error status carries types of its own instead of the status's common ones (by `operationId`). */
-export const errorTypesByOperation: Readonly<Record<string, Readonly<Record<string, readonly ApiErrorType[]>>>> = {
-  resolvePayment: { '422': ['provider_disagrees'] },
+/** Operations (by `operationId`) that answer a status with other types than its default: only what they can answer. */
+export const errorTypesByOperation: Readonly<Record<string, ErrorTypes>> = {
+  createPayment: { '409': ['payment_in_flight'], '422': ['idempotency_key_reused'] },
+  capturePayment: {
+    '409': ['invalid_transition', 'operation_in_flight'],
+    '503': ['unavailable', 'provider_unavailable'],
+  },
+  refundPayment: {
+    '409': ['invalid_transition', 'operation_in_flight'],
+    '503': ['unavailable', 'provider_unavailable'],
+  },
+  resolvePayment: { '409': ['invalid_transition'], '422': ['provider_disagrees'] },
+  resolveReviewItem: { '409': ['invalid_transition'] },
+  receiveProviderWebhook: { '400': ['validation_error', 'invalid_signature'] },
 };
 
 const headers = {
@@ -38,7 +51,9 @@ const headers = {
     schema: { type: 'string' },
   },
   IdempotentReplayed: {
-    description: '`true` when this answer replays an earlier request with the same Idempotency-Key and body.',
+    description:
+      '`true` when this answer replays the first final answer (or, while still moving, the progress) of an earlier ' +
+      'request with the same Idempotency-Key and body.',
     schema: { type: 'string', enum: ['true'] },
   },
   RetryAfter: {
@@ -69,24 +84,21 @@ export function describeHeadersAndErrors<T extends Json>(doc: T): T {
         responses[status] ??= { description, content: { 'application/json': { schema: errorSchema } } };
       };
       jsonError('500', 'Internal error (logged with the Request-Id)');
-      jsonError(
-        '503',
-        'Temporal is unavailable or the API is shutting down (`unavailable`), or a capture/refund never reached the ' +
-          'provider (`provider_unavailable`): repeat the same request after Retry-After',
-      );
+      jsonError('503', 'Temporal is unavailable or the API is shutting down: repeat after Retry-After');
       if (op.requestBody !== undefined) {
         jsonError('413', 'The body is larger than the limit');
         jsonError('415', 'The body is not JSON');
       }
       const keyed = (op.parameters ?? []).some((p) => p.in === 'header' && p.name?.toLowerCase() === 'idempotency-key');
       for (const [status, response] of Object.entries(responses)) {
+        const types = errorTypesByOperation[String(op.operationId)]?.[status] ?? errorTypesByStatus[status];
         const h: Json = { 'Request-Id': ref('RequestId') };
         if (status === '202') h.Location = ref('Location');
-        if (keyed && (status === '200' || status === '202')) h['Idempotent-Replayed'] = ref('IdempotentReplayed');
+        // A repeat replays the first final answer: a 200, a 202 while still moving, or the provider's refusal.
+        const replayable = status === '200' || status === '202' || types?.includes('provider_rejected') === true;
+        if (keyed && replayable) h['Idempotent-Replayed'] = ref('IdempotentReplayed');
         if (status === '503') h['Retry-After'] = ref('RetryAfter');
         response.headers = { ...(response.headers as Json | undefined), ...h };
-        const own = typeof op.operationId === 'string' ? errorTypesByOperation[op.operationId] : undefined;
-        const types = own?.[status] ?? errorTypesByStatus[status];
         if (types) {
           response['x-error-types'] = types;
           const base = typeof response.description === 'string' ? response.description : '';

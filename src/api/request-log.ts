@@ -1,14 +1,11 @@
-import { createHash } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
-
-/** A short SHA-256 of an idempotency key: correlates log lines without writing the key itself. */
-export const keyHash = (key: string): string => createHash('sha256').update(key).digest('hex').slice(0, 16);
 
 /**
  * One line per request with the route pattern (never the raw URL: it carries keys and order ids), the status, the
- * duration, the merchant and hashes of the keys involved. Headers and bodies (tokens, payment methods) never appear.
+ * duration, the merchant and keyed hashes (`keyHash`, the workers' own) of the keys involved. Headers and bodies
+ * (tokens, payment methods) never appear.
  */
-export function registerRequestLog(app: FastifyInstance): void {
+export function registerRequestLog(app: FastifyInstance, keyHash: (key: string) => string): void {
   app.addHook('onResponse', async (request, reply) => {
     const params = request.params as { key?: unknown } | undefined;
     const headerKey = request.headers['idempotency-key'];

@@ -63,13 +63,16 @@ export class AmountExceeded extends PaymentsClientError {
  */
 export class ProviderRejected extends PaymentsClientError {
   readonly code = 'provider_rejected';
+  /** This refusal answers a repeat of the operation's key (its first final answer, replayed). */
+  readonly replayed: boolean;
   constructor(
     message: string,
     readonly providerCode?: string,
-    options?: ErrorOptions,
+    options?: ErrorOptions & { readonly replayed?: boolean },
   ) {
     super(message, options);
     this.name = 'ProviderRejected';
+    this.replayed = options?.replayed === true;
   }
 }
 

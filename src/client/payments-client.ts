@@ -139,10 +139,14 @@ export interface ChargeResult {
   readonly completed?: boolean;
 }
 
-/** A capture's or refund's answer: the view, and whether the operation finished within the wait (else 202). */
+/**
+ * A capture's or refund's answer: the view, whether the operation finished within the wait (else 202), and whether it
+ * answers a repeat of the operation's key (its first final answer, or its progress while still moving).
+ */
 export interface OperationResult {
   readonly view: PaymentView;
   readonly completed: boolean;
+  readonly replayed?: boolean;
 }
 
 /** A page of payments, newest first; `nextPageToken` when there are more. */
@@ -259,7 +263,8 @@ export class PaymentsClient {
    * One open payment per order (DESIGN.md "Identity and idempotency"), checked before the payment starts: refuses
    * with {@link PaymentInFlight} when another key of this order is being started in this process, or when Temporal
    * visibility lists another key's payment of this order as open. A repeat of the open payment's own key passes (it
-   * replays). What this cannot see, and so does not prevent:
+   * replays), and so does a repeat of any key that already has a payment (it replays its own first answer, e.g. an
+   * earlier decline, never the other key's 409). What this cannot see, and so does not prevent:
    * - visibility is eventually consistent: a payment started (in another process) a moment ago may not be indexed yet;
    *   its search attributes are set in its start request, so the gap is the server's indexing delay, not a workflow
    *   task, but it is not zero;
@@ -275,18 +280,36 @@ export class PaymentsClient {
   ): Promise<T> {
     if (this.options.orderSingleFlight === false || this.splitPaymentMerchants.has(merchant)) return start();
     const orderKey = `${merchant}\n${orderId}`;
+    const ownWorkflowId = chargeWorkflowId(merchant, paymentKey);
     const holder = this.startingOrders.get(orderKey);
-    if (holder !== undefined && holder.key !== paymentKey) throw new PaymentInFlight(holder.key);
+    if (holder !== undefined && holder.key !== paymentKey) {
+      if (await this.isKnownPayment(ownWorkflowId)) return start();
+      throw new PaymentInFlight(holder.key);
+    }
     const claim = holder ?? { key: paymentKey, requests: 0 };
     claim.requests += 1;
     this.startingOrders.set(orderKey, claim);
     try {
-      const open = await this.openPaymentOfOrder(merchant, orderId, chargeWorkflowId(merchant, paymentKey));
-      if (open !== undefined) throw new PaymentInFlight(open);
+      const open = await this.openPaymentOfOrder(merchant, orderId, ownWorkflowId);
+      if (open !== undefined && !(await this.isKnownPayment(ownWorkflowId))) throw new PaymentInFlight(open);
       return await start();
     } finally {
       claim.requests -= 1;
       if (claim.requests === 0) this.startingOrders.delete(orderKey);
+    }
+  }
+
+  /**
+   * Whether a payment exists under this workflow id: a known key replays its own first answer (or is refused as a
+   * reused key), whatever holds its order now. Asked only when the order check would refuse, so a new key costs no read.
+   */
+  private async isKnownPayment(workflowId: string): Promise<boolean> {
+    try {
+      await this.bounded(() => this.handle(workflowId).describe());
+      return true;
+    } catch (err) {
+      if (err instanceof WorkflowNotFoundError) return false;
+      throw err;
     }
   }
 
@@ -480,8 +503,9 @@ export class PaymentsClient {
   }
 
   /**
-   * The running payment's view once its first provider call settled, read by query (nothing in history) until
-   * `answerBy`; past it the current view if a worker answered at all, undefined if none did.
+   * What a repeat of a running payment answers: its first final answer once it has one, else its view once its first
+   * provider call settled (its progress), read by query (nothing in history) until `answerBy`; past it the current
+   * view if a worker answered at all, undefined if none did.
    */
   private async firstAnswer(workflowId: string, answerBy: number): Promise<PaymentView | undefined> {
     const handle = this.handle(workflowId);
@@ -494,7 +518,9 @@ export class PaymentsClient {
         last = answer.view;
         return answer;
       };
-      return (await readUntil(read, (answer) => answer.settled, answerBy)).view;
+      const answer = await readUntil(read, (a) => a.settled, answerBy);
+      // Its first final answer once there is one; before that its progress (unknown, in review: a 202).
+      return answer.replay ?? answer.view;
     } catch (err) {
       // A payment started before this query existed answers the plain view (its first call settled long ago).
       if (err instanceof QueryNotRegisteredError) return this.bounded(() => handle.query(paymentQuery));
@@ -805,8 +831,27 @@ export class PaymentsClient {
         cause: original,
       });
     }
-    const view = description.status.name === 'COMPLETED' ? await handle.result() : await handle.query(paymentQuery);
-    return { view, replayed: true };
+    return { view: await this.closedFirstAnswer(handle, description), replayed: true };
+  }
+
+  /**
+   * A closed payment's first final answer. A declined or failed payment closed right after it (its result is that
+   * answer); any other is read by query from its history (a worker replays it), since its result is the view at close
+   * (after captures, refunds, a void). A run from before the answer was recorded answers what it has.
+   */
+  private async closedFirstAnswer(
+    handle: ChargeHandle,
+    description: WorkflowExecutionDescription,
+  ): Promise<PaymentView> {
+    const result = description.status.name === 'COMPLETED' ? await handle.result() : undefined;
+    if (result?.status === 'declined' || result?.status === 'failed') return result;
+    try {
+      const { replay, view } = await this.bounded(() => handle.query(firstAnswerQuery));
+      return replay ?? result ?? view;
+    } catch (err) {
+      if (err instanceof QueryNotRegisteredError && result !== undefined) return result;
+      throw err;
+    }
   }
 
   /** The fingerprint in the memo; a run that continued as new without its memo falls back to the chain's first run. */
@@ -838,12 +883,16 @@ export class PaymentsClient {
     await this.assertKeyNotUsedElsewhere(workflowId, kind, opKey);
     const requestId = randomUUID();
     let check: MovementCheck;
+    // A repeat of a known key: answered by the operation's first final answer (its view when it succeeded, its
+    // refusal), or its progress while it is still moving; all marked replayed.
+    let replayed = false;
     try {
       check = await this.bounded(() => handle.query(movementCheckQuery, kind, args));
       if (check.refusal) throw translateRefusal(check.refusal) ?? new Error(check.refusal.message);
+      replayed = check.known === true;
       // A repeat of a known key is answered from the workflow's record: nothing new goes into its history. (A key
       // whose try never left is not known: its repeat is sent, and tries again.)
-      if (!check.known) await this.bounded(() => handle.signal(signal, { ...args, requestId }));
+      if (!replayed) await this.bounded(() => handle.signal(signal, { ...args, requestId }));
     } catch (err) {
       throw await this.translateClosedOrMissing(err, workflowId);
     }
@@ -851,14 +900,15 @@ export class PaymentsClient {
     if (answer?.refusal) throw translateRefusal(answer.refusal) ?? new Error(answer.refusal.message);
     const view = answer?.view ?? (await this.bounded(() => handle.query(paymentQuery)));
     const op = view.operations?.find((o) => o.kind === kind && o.key === opKey);
-    if (answer === null || op === undefined) return { view, completed: false }; // sent, not yet handled: still moving
+    if (answer === null || op === undefined) return { view, completed: false, replayed }; // not yet handled
     if (op.state === 'rejected') {
       throw new ProviderRejected(
         `The provider refused this ${kind}${op.reason === undefined ? '' : `: ${op.reason}`}`,
         op.providerCode,
+        { replayed },
       );
     }
-    return { view, completed: op.state === 'succeeded' };
+    return { view, completed: op.state === 'succeeded', replayed };
   }
 
   /**

@@ -1,7 +1,7 @@
 /**
  * Payload encryption: an AES-256-GCM {@link PayloadCodec} for the worker's and the clients' data converters, so
- * Temporal's histories (workflow inputs, activity arguments, results, memos, summaries) hold ciphertext, never a
- * payment-method token in plain text. The key id travels in each payload's metadata: rotation is a new key first in
+ * Temporal's histories (workflow inputs, activity arguments, results, memos, summaries, failure messages) hold
+ * ciphertext, never a payment-method token or a provider's error text in plain text. The key id travels in each payload's metadata: rotation is a new key first in
  * `PAYLOAD_KEYS` (it encrypts from then on) with the old ones kept after it (they still decrypt). A payload without
  * our encoding (histories recorded before encryption, a client without the codec) passes through unchanged.
  *
@@ -158,9 +158,15 @@ export class AesGcmPayloadCodec implements PayloadCodec {
   }
 }
 
-/** The data converter the worker and every client use: the default payload converter, then encryption. */
-export function encryptingDataConverter(keys: PayloadKeys): DataConverter {
-  return { payloadCodecs: [new AesGcmPayloadCodec(keys)] };
+/**
+ * The module the worker, its workflow bundle (`bundleWorkflowCode({ failureConverterPath })`) and every client load the
+ * failure converter from: messages and stack traces encoded, so the codec encrypts them (./failure-converter.ts).
+ */
+export const failureConverterPath: string = require.resolve('./failure-converter');
+
+/** The data converter the worker and every client use: encryption of every payload, failure texts included. */
+export function encryptingDataConverter(codec: PayloadCodec): DataConverter {
+  return { payloadCodecs: [codec], failureConverterPath };
 }
 
 /** A fresh random key in `PAYLOAD_KEYS` form, e.g. for `npm run` one-liners and tests. */

@@ -1,17 +1,17 @@
 /**
- * Schemas of the payments HTTP API (CONTRACTS.md §1) beyond the request/response bodies in `payment.ts`: headers,
+ * Schemas of the payments HTTP API (docs/http-api.md) beyond the request/response bodies in `payment.ts`: headers,
  * paths, query strings, error bodies and list pages. They drive both validation and the generated OpenAPI document.
  */
 import { z } from 'zod';
-import { IdempotencyKey, OrderId, PaymentStatus, PaymentView, ProviderName } from './payment';
+import { IdempotencyKey, OrderId, PaymentStatus, PaymentView, ProviderName, idempotencyKeyRules } from './payment';
 import { ResolveReviewItemRequest } from './review-items';
 
 /** The `Idempotency-Key` header every write carries (header names arrive lower-cased). Other headers pass through. */
 export const IdempotencyKeyHeaders = z.looseObject({
-  'idempotency-key': z
-    .string({ error: 'the Idempotency-Key header is required (1-255 printable characters)' })
-    .pipe(IdempotencyKey)
-    .describe('The caller’s key for this intent: 1–255 printable ASCII characters, no leading or trailing space.'),
+  // The rules themselves, not a pipe into them: the document then carries the key's length and pattern.
+  'idempotency-key': idempotencyKeyRules(
+    z.string({ error: 'the Idempotency-Key header is required (1-255 printable characters)' }),
+  ).describe('The caller’s key for this intent: 1–255 printable ASCII characters, no leading or trailing space.'),
 });
 
 /** `/v1/payments/:key`: the payment's idempotency key, URL-encoded. */

@@ -60,7 +60,10 @@ export interface MovementRefusal {
   readonly details?: unknown[];
 }
 
-/** A capture or refund as the workflow has it for one request: refused, or its operation and the payment's view. */
+/**
+ * A capture or refund as the workflow has it for one request: refused, or its operation and the payment's view (once
+ * the operation succeeded, the view it succeeded with: what every repeat of its key answers).
+ */
 export interface MovementAnswer {
   readonly refusal?: MovementRefusal;
   /** The operation under this key has answered its first provider call (or was already known). */
@@ -96,8 +99,14 @@ export const movementAnswerQuery = defineQuery<
   [kind: 'capture' | 'refund', key: string, requestId: string, fingerprint: string, answeredByTry?: number]
 >('movementAnswer');
 
-/** Whether the first provider call settled (the early answer of `submit`), with the view: how a repeat is answered. */
-export const firstAnswerQuery = defineQuery<{ settled: boolean; view: PaymentView }>('firstAnswer');
+/**
+ * Whether the first provider call settled (the early answer of `submit`), with the current view and, once recorded,
+ * `replay`: the payment's first final answer, which a repeat of its key answers (absent while none was final yet, and
+ * in runs that did not record it).
+ */
+export const firstAnswerQuery = defineQuery<{ settled: boolean; view: PaymentView; replay?: PaymentView }>(
+  'firstAnswer',
+);
 
 /** An operator's verdict as a request in history (a signal, like capture and refund), answered by query. */
 export const resolveSignal = defineSignal<[ResolveArgs & MovementRequest]>('resolveRequested');

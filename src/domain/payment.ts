@@ -55,14 +55,17 @@ export const ProviderName = z.string().regex(/^[a-z][a-z0-9_-]{0,31}$/, {
   message: 'provider must be 1-32 characters of a-z, 0-9, _ or -, starting with a letter',
 });
 
+/** The rules of an idempotency key on a string schema (so a header can say it is missing in its own words). */
+export const idempotencyKeyRules = (s: z.ZodString) =>
+  s
+    .min(1, { message: 'idempotency key must not be empty' })
+    .max(255, { message: 'idempotency key must be at most 255 characters' })
+    .regex(/^[\x21-\x7E](?:[\x20-\x7E]*[\x21-\x7E])?$/, {
+      message: 'idempotency key must be printable ASCII without leading or trailing spaces',
+    });
+
 /** The order service's idempotency key: 1–255 printable ASCII characters, no leading or trailing space. */
-export const IdempotencyKey = z
-  .string()
-  .min(1, { message: 'idempotency key must not be empty' })
-  .max(255, { message: 'idempotency key must be at most 255 characters' })
-  .regex(/^[\x21-\x7E](?:[\x20-\x7E]*[\x21-\x7E])?$/, {
-    message: 'idempotency key must be printable ASCII without leading or trailing spaces',
-  });
+export const IdempotencyKey = idempotencyKeyRules(z.string());
 export type IdempotencyKey = z.infer<typeof IdempotencyKey>;
 
 /** The order id, sent to the provider as `reference` and stored as a search attribute: never card data. */
@@ -213,6 +216,11 @@ export const PaymentView = z.object({
   amountAuthorized: NonNegative,
   amountCaptured: NonNegative,
   amountRefunded: NonNegative,
+  /**
+   * What was authorized and will never be captured: the rest a partial capture released (a capture is final), or the
+   * whole authorization once voided. Absent while nothing was released.
+   */
+  amountReleased: NonNegative.optional(),
   provider: z.string(),
   providerPaymentId: z.string().optional(),
   attempts: NonNegative,

@@ -1,11 +1,25 @@
-import { createHash } from 'node:crypto';
+import { createHmac, randomBytes } from 'node:crypto';
 import { pino, type DestinationStream, type Logger } from 'pino';
 
 export type { Logger } from 'pino';
 
-/** First 16 hex digits of the SHA-256 of an idempotency key: enough to correlate attempts, useless to replay. */
+/** The key of {@link keyHash}: random per process until {@link configureKeyHash} sets the deployment's. */
+let keyHashSecret: Buffer = randomBytes(32);
+
+/**
+ * Sets the key of every later {@link keyHash} in this process: config `LOG_HASH_SECRET` (the configured stack sets it
+ * at start), so the API's and the workers' lines about one key carry the same hash.
+ */
+export const configureKeyHash = (secret: string): void => {
+  keyHashSecret = Buffer.from(secret, 'utf8');
+};
+
+/**
+ * First 16 hex digits of HMAC-SHA-256(`LOG_HASH_SECRET`, idempotency key): enough to correlate log lines, useless to
+ * replay, and, unlike a plain digest, no way back to a guessable key (`order-1001`) for whoever reads the logs.
+ */
 export const keyHash = (idempotencyKey: string): string =>
-  createHash('sha256').update(idempotencyKey).digest('hex').slice(0, 16);
+  createHmac('sha256', keyHashSecret).update(idempotencyKey).digest('hex').slice(0, 16);
 
 /** A path without its query string: query values (idempotency keys, references) stay out of the logs. */
 export const stripQuery = (path: string): string => {

@@ -36,6 +36,7 @@ async function runPayment(
   if (carried) payment.publishUnknownSince();
   await payment.connectProvider();
   if (!carried) await createAtProvider(payment);
+  payment.firstCallAnswered();
 
   // The payment stays open while money can still move through it.
   for (;;) {

@@ -74,6 +74,8 @@ import {
   initialState,
   keepAnswer,
   operationViews,
+  recordFirstAnswer,
+  recordOperationAnswers,
   reviewOf,
   reviewSatisfied,
   setStatus,
@@ -217,7 +219,11 @@ export class PaymentEntity {
     setHandler(movementAnswerQuery, (kind, key, requestId, fingerprint, answeredByTry) =>
       this.movementAnswer(kind, key, requestId, fingerprint, answeredByTry),
     );
-    setHandler(firstAnswerQuery, () => ({ settled: this.state.firstCallSettled, view: this.state.view }));
+    setHandler(firstAnswerQuery, () => ({
+      settled: this.state.firstCallSettled,
+      view: this.state.view,
+      ...(this.state.firstAnswer ? { replay: this.state.firstAnswer } : {}),
+    }));
     setHandler(resolveSignal, (args) => this.requestResolve(args));
     setHandler(resolveCheckQuery, () => refusalOrNull(() => assertUnderReview(this.state)));
     setHandler(resolveAnswerQuery, (requestId) => {
@@ -274,14 +280,22 @@ export class PaymentEntity {
   publish(): void {
     // The web UI's "current details": a query answer, no command, so no patch is needed.
     setCurrentDetails(paymentCurrentDetails(this.state.view));
+    // State only, no command: the answer repeats replay is recorded where the status changes.
+    recordFirstAnswer(this.state);
     if ((this.lean || patched(PUBLISH_ON_CHANGE)) && this.publishedStatus === this.state.view.status) return;
     this.publishedStatus = this.state.view.status;
     upsertSearchAttributes([{ key: PaymentStatusAttr, value: this.state.view.status }]);
   }
 
-  /** Keeps the view's list of captures, refunds and voids in step with the sub-operations. */
+  /** Keeps the view's list of captures, refunds and voids in step with the sub-operations (and records their answers). */
   syncOperations(): void {
     if (this.state.subOperations.length > 0) this.state.view.operations = operationViews(this.state);
+    recordOperationAnswers(this.state);
+  }
+
+  /** The first call settled: a final answer it gave is the one repeats of the payment's key replay. */
+  firstCallAnswered(): void {
+    recordFirstAnswer(this.state);
   }
 
   transition(status: PaymentStatus, reason?: string): void {
@@ -489,7 +503,8 @@ export class PaymentEntity {
     const op = findSubOperation(state, kind, key);
     if (!op || op.fingerprint !== fingerprint || (op.tries ?? 1) < answeredByTry) return null;
     if (op.state === 'failed') return { refusal: neverSentRefusal(op), settled: true, view: state.view };
-    return { settled: op.firstCallSettled === true || op.state !== 'running', view: state.view };
+    // Once it succeeded, the view it succeeded with: a repeat replays that, not what later operations made of it.
+    return { settled: op.firstCallSettled === true || op.state !== 'running', view: op.answer ?? state.view };
   }
 
   /**

@@ -71,7 +71,14 @@ export class MoneyMovements {
       const startedAtMs = Date.now();
       const tries = earlier === undefined ? 1 : (earlier.tries ?? 1) + 1;
       const child = await this.startTry(kind, key, tries, movement, before);
-      const op: SubOperation = earlier ?? { kind, key, fingerprint: args.fingerprint, amount, state: 'running' };
+      const op: SubOperation = earlier ?? {
+        kind,
+        key,
+        fingerprint: args.fingerprint,
+        amount,
+        state: 'running',
+        answer: null,
+      };
       if (earlier) {
         Object.assign(earlier, { state: 'running', tries, firstCallSettled: false });
         delete earlier.reason;

@@ -35,6 +35,11 @@ export interface SubOperation {
    * reaches `totalBefore + amount`. Absent in operations started before it was recorded.
    */
   totalBefore?: number;
+  /**
+   * The payment's view when the operation first succeeded: what a repeat of its key answers. `null` until then (set
+   * when a capture or refund is recorded); absent on operations carried from a run that did not record answers.
+   */
+  answer?: PaymentView | null;
 }
 
 /** What an operator is asked to decide while the payment is in `needs_review`. */
@@ -70,6 +75,12 @@ export interface PaymentState {
   refusals?: RefusedRequest[];
   /** Operators' requests (signals) handled, newest last: a refusal, or none for one applied. */
   resolutions?: HandledResolve[];
+  /**
+   * The charge's first final answer: the view when the payment first reached a status the API answers 200 for, once its
+   * first call settled. A repeat of the payment's key answers it, whatever happened since (captures, refunds, a void).
+   * `null` until then; absent in state carried from a run that did not record it (its repeats answer the current view).
+   */
+  firstAnswer?: PaymentView | null;
 }
 
 /** An answer kept for the caller of one request (signal) to read by `requestId`; `atMs`: workflow time it was kept. */
@@ -104,6 +115,38 @@ export const ANSWERS_HARD_LIMIT = 512;
 export const SEEN_EVENTS_LIMIT = 256;
 
 const TERMINAL: ReadonlySet<PaymentStatus> = new Set<PaymentStatus>(['declined', 'failed', 'voided']);
+
+/** The statuses the API answers 200 for: `settledStatuses` of domain/payment.ts, whose module carries zod. */
+const ANSWERED: ReadonlySet<PaymentStatus> = new Set<PaymentStatus>([
+  'authorized',
+  'succeeded',
+  'declined',
+  'failed',
+  'voided',
+]);
+
+/** A copy of the view as it is now, to answer repeats with later (plain JSON, as state is). */
+const snapshotOf = (view: PaymentView): PaymentView => JSON.parse(JSON.stringify(view)) as PaymentView;
+
+/**
+ * Records the charge's answer that repeats of its key replay, once it is final: the first call settled and the payment
+ * reached a status answered 200 (at once, or later from unknown or a review). Recorded once.
+ */
+export function recordFirstAnswer(state: PaymentState): void {
+  if (state.firstAnswer === null && state.firstCallSettled && ANSWERED.has(state.view.status)) {
+    state.firstAnswer = snapshotOf(state.view);
+  }
+}
+
+/**
+ * Records, for each capture or refund that just succeeded, the view that repeats of its key replay. Called once the
+ * view's `operations` are in step (it shows the operation succeeded); each is recorded once.
+ */
+export function recordOperationAnswers(state: PaymentState): void {
+  for (const op of state.subOperations) {
+    if (op.answer === null && op.state === 'done') op.answer = snapshotOf(state.view);
+  }
+}
 
 /** True when no more money can move through this payment (refund windows aside). */
 export function isClosedStatus(status: PaymentStatus): boolean {
@@ -237,6 +280,10 @@ export function setStatus(state: PaymentState, status: PaymentStatus, nowIso: st
   if (status === 'needs_review') v.review = { reason: reviewReason ?? 'outcome unknown' };
   else delete v.review;
   if (status !== 'unknown' && status !== 'needs_review') delete v.unknownSince;
+  // A capture is final (the provider releases the rest, as Stripe does) and a void releases all that was authorized.
+  const released = v.amountAuthorized - v.amountCaptured;
+  if ((status === 'succeeded' || status === 'voided') && released > 0) v.amountReleased = released;
+  else delete v.amountReleased;
   v.updatedAt = nowIso;
 }
 
@@ -295,5 +342,6 @@ export function initialState(
     seenEvents: [],
     subOperations: [],
     firstCallSettled: false,
+    firstAnswer: null,
   };
 }

@@ -88,6 +88,8 @@ export interface ApiHarness {
   readonly b: TestMerchant;
   /** An operator token: resolves reviews, nothing else. */
   readonly operator: TestOperator;
+  /** A decode-only codec token (config `CODEC_TOKENS`): `POST /codec/decode`, nothing else. */
+  readonly codecReader: { readonly id: string; readonly token: string };
   request(method: string, path: string, opts?: RequestOptions): Promise<ApiResponse>;
   /** Starts another API process-equivalent (own PaymentsClient) on the same workers; answers its URL. */
   anotherApi(): Promise<string>;
@@ -115,8 +117,15 @@ export interface HarnessOptions {
   readonly workers?: boolean;
   /** Merchants exempt from one open payment per order (`SPLIT_PAYMENT_MERCHANTS`); `'b'` names merchant B. */
   readonly splitPaymentMerchants?: readonly 'a'[] | readonly 'b'[] | readonly ('a' | 'b')[];
-  /** Payload encryption for the workers and the API's client, and the API's codec routes (CORS origins). */
-  readonly codec?: { readonly codec: PayloadCodec; readonly corsOrigins: readonly string[] };
+  /**
+   * Payload encryption for the workers and the API's client, and the API's codec routes (CORS origins; origins that
+   * decode without a token).
+   */
+  readonly codec?: {
+    readonly codec: PayloadCodec;
+    readonly corsOrigins: readonly string[];
+    readonly trustedOrigins?: readonly string[];
+  };
   /** Metrics registries of the API and the workers (default: their own, unread). */
   readonly apiMetrics?: ApiMetrics;
   readonly workerMetrics?: WorkerMetrics;
@@ -154,6 +163,7 @@ export async function startApiHarness(env: TestWorkflowEnvironment, opts: Harnes
   const a = { id: `ma_${randomUUID().slice(0, 8)}`, token: `tok_a_${randomUUID()}` };
   const b = { id: `mb_${randomUUID().slice(0, 8)}`, token: `tok_b_${randomUUID()}` };
   const operator = { id: `ops_${randomUUID().slice(0, 8)}`, token: `tok_ops_${randomUUID()}` };
+  const codecReader = { id: `ui_${randomUUID().slice(0, 8)}`, token: `tok_codec_${randomUUID()}` };
   const apiConnection = await Connection.connect({ address: env.address });
   const stack = await startStack({
     logger,
@@ -175,6 +185,7 @@ export async function startApiHarness(env: TestWorkflowEnvironment, opts: Harnes
       config: {
         API_TOKENS: [a, b].map((m) => ({ merchantId: m.id, token: m.token })),
         OPERATOR_TOKENS: [{ operatorId: operator.id, token: operator.token }],
+        CODEC_TOKENS: [{ codecId: codecReader.id, token: codecReader.token }],
       },
       webhooks: webhookVerifiers({
         WEBHOOK_SECRET,
@@ -182,7 +193,9 @@ export async function startApiHarness(env: TestWorkflowEnvironment, opts: Harnes
         ...(opts.stripeWebhookSecret === undefined ? {} : { STRIPE_WEBHOOK_SECRET: opts.stripeWebhookSecret }),
       }),
       ...(opts.apiMetrics ? { metrics: opts.apiMetrics } : {}),
-      ...(opts.codec ? { codecCorsOrigins: opts.codec.corsOrigins } : {}),
+      ...(opts.codec
+        ? { codecCorsOrigins: opts.codec.corsOrigins, codecTrustedOrigins: opts.codec.trustedOrigins ?? [] }
+        : {}),
     },
     workers: {
       providers: { simulator: provider, ...opts.extraProviders },
@@ -218,6 +231,7 @@ export async function startApiHarness(env: TestWorkflowEnvironment, opts: Harnes
     a,
     b,
     operator,
+    codecReader,
     async anotherApi() {
       return (await stack.startApi()).url;
     },

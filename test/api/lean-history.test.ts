@@ -250,7 +250,11 @@ describe('the worker owns the provider configuration and the retry presets', () 
     expect(input).not.toHaveProperty('capabilities');
     expect(input).not.toHaveProperty('retry');
     // One local activity (the worker's view, no create at a provider with limits), then the create on its queue.
-    expect(events.filter((e) => e.eventType === EventType.EVENT_TYPE_MARKER_RECORDED)).toHaveLength(1);
+    // (The capture's own patch marker, `operation-total-before`, is not a local activity.)
+    const localActivityMarkers = events.filter(
+      (e) => e.markerRecordedEventAttributes?.markerName === 'core_local_activity',
+    );
+    expect(localActivityMarkers).toHaveLength(1);
     const queues = events.flatMap((e) => e.activityTaskScheduledEventAttributes?.taskQueue?.name ?? []);
     expect(queues).toEqual([providerTaskQueue(w.taskQueue, 'simulator')]);
     expect(await scheduledPolicies(workflowId, 'createPayment')).toEqual([

@@ -20,6 +20,8 @@ import { connectDevServer } from '../helpers/servers';
 import { type ApiHarness, chargeBody, eventually, newKey, startApiHarness } from './harness';
 
 const UI_ORIGIN = 'http://127.0.0.1:18233';
+/** A web UI that sends no credential of ours (development): its origin may decode without a token. */
+const TRUSTED_UI_ORIGIN = 'http://127.0.0.1:18234';
 const codec = new AesGcmPayloadCodec(parsePayloadKeys(newPayloadKey('test1')));
 
 let env: TestWorkflowEnvironment;
@@ -33,7 +35,7 @@ beforeAll(async () => {
   const workerMetrics = createWorkerMetrics(new Registry());
   workerMetricsServer = await serveMetrics(workerMetrics.registry, '127.0.0.1', 0);
   h = await startApiHarness(env, {
-    codec: { codec, corsOrigins: [UI_ORIGIN] },
+    codec: { codec, corsOrigins: [UI_ORIGIN, TRUSTED_UI_ORIGIN], trustedOrigins: [TRUSTED_UI_ORIGIN] },
     apiMetrics: createApiMetrics(new Registry()),
     workerMetrics,
     // A create whose outcome stayed unknown is reconciled within seconds: checks after 1 s and 2 s, then (past the
@@ -48,6 +50,22 @@ afterAll(async () => {
   await workerMetricsServer?.close();
   await env?.teardown();
 });
+
+/** The order's first create answers 503 (with the simulator's own error code), the next succeeds. */
+const fail503Once = (orderId: string) =>
+  h.sim.addFaults({
+    rules: [{ match: { operation: 'create', reference: orderId }, fault: 'status', status: 503, times: 1 }],
+  });
+
+/** A payload as the codec endpoint takes it (proto3 JSON: bytes base64). */
+function asJson(p: { metadata?: Record<string, Uint8Array | null> | null; data?: Uint8Array | null }) {
+  return {
+    metadata: Object.fromEntries(
+      Object.entries(p.metadata ?? {}).map(([k, v]) => [k, Buffer.from(v ?? []).toString('base64')]),
+    ),
+    data: Buffer.from(p.data ?? []).toString('base64'),
+  };
+}
 
 /** Every byte of a workflow's history as stored by the server. */
 async function rawHistory(workflowId: string): Promise<Buffer> {
@@ -97,41 +115,130 @@ describe('encrypted payloads', () => {
   });
 });
 
+/** Every failure of a history's events (with their causes), as stored: activity failures, markers, children. */
+function failuresOf(history: temporal.api.history.v1.IHistory): temporal.api.failure.v1.IFailure[] {
+  const out: temporal.api.failure.v1.IFailure[] = [];
+  const walk = (v: unknown): void => {
+    if (Array.isArray(v)) v.forEach(walk);
+    else if (v !== null && typeof v === 'object' && !(v instanceof Uint8Array)) {
+      for (const [k, child] of Object.entries(v)) {
+        if ((k === 'failure' || k === 'cause') && child) out.push(child as temporal.api.failure.v1.IFailure);
+        walk(child);
+      }
+    }
+  };
+  walk(history.events);
+  return out;
+}
+
+describe('encrypted failures', () => {
+  it('keeps provider error text out of the stored history: failure messages and stacks are ciphertext too', async () => {
+    const key = newKey();
+    const body = chargeBody();
+    // The provider's own words (its error code) go into the failure message of the attempt it answered.
+    fail503Once(body.orderId as string);
+    expect((await h.request('POST', '/v1/payments', { key, body })).status).toBe(200);
+    const workflowId = chargeWorkflowId(h.a.id, key);
+
+    const stored = await rawHistory(workflowId);
+    expect(stored.includes('simulated_fault')).toBe(false);
+    expect(stored.includes('HTTP 503')).toBe(false);
+    expect(stored.includes('ProviderUnavailable on create')).toBe(false);
+    expect(stored.includes('.ts:')).toBe(false); // no stack trace (file:line) in plain text
+
+    const failures = failuresOf(await env.client.workflow.getHandle(workflowId).fetchHistory());
+    expect(failures.length).toBeGreaterThan(0);
+    for (const f of failures) {
+      expect({ message: f.message, stack: f.stackTrace ?? '' }).toEqual({ message: 'Encoded failure', stack: '' });
+      expect(f.encodedAttributes?.metadata?.encoding).toEqual(Buffer.from(ENCRYPTED_ENCODING));
+    }
+
+    // The codec endpoint decodes them for the web UI (which asks for `encodedAttributes` as any other payload).
+    const attrs = failures[0]!.encodedAttributes!;
+    const decoded = await h.request('POST', '/codec/decode', {
+      body: { payloads: [asJson(attrs)] },
+      token: h.operator.token,
+    });
+    expect(decoded.status).toBe(200);
+    const [opened] = decoded.body.payloads as { data: string }[];
+    const restored = JSON.parse(Buffer.from(opened?.data ?? '', 'base64').toString()) as { message: string };
+    expect(restored.message).toContain('simulated_fault');
+  });
+});
+
 describe('codec endpoints', () => {
   const sealed = async () => {
     const [p] = await codec.encode([defaultPayloadConverter.toPayload({ paymentMethod: 'pm_card_visa' })]);
-    return {
-      payloads: [
-        {
-          metadata: Object.fromEntries(
-            Object.entries(p!.metadata!).map(([k, v]) => [k, Buffer.from(v!).toString('base64')]),
-          ),
-          data: Buffer.from(p!.data!).toString('base64'),
-        },
-      ],
-    };
+    return { payloads: [asJson(p!)] };
   };
   const decodedText = (body: Record<string, unknown>) => {
     const [p] = (body.payloads as { data: string }[]) ?? [];
     return Buffer.from(p?.data ?? '', 'base64').toString('utf8');
   };
 
-  it('decodes for an operator token (header or path) and for nobody else', async () => {
+  it('decodes for an operator or codec token, and without one only for a trusted web UI origin', async () => {
     const payloads = await sealed();
-    const byHeader = await h.request('POST', '/codec/decode', { body: payloads, token: h.operator.token });
-    const byPath = await h.request('POST', `/codec/operator/${h.operator.token}/decode`, {
+    const byOperator = await h.request('POST', '/codec/decode', { body: payloads, token: h.operator.token });
+    const byCodecToken = await h.request('POST', '/codec/decode', { body: payloads, token: h.codecReader.token });
+    const byTrustedUi = await h.request('POST', '/codec/decode', {
       body: payloads,
       token: null,
+      headers: { origin: TRUSTED_UI_ORIGIN },
     });
     const merchant = await h.request('POST', '/codec/decode', { body: payloads });
     const anonymous = await h.request('POST', '/codec/decode', { body: payloads, token: null });
-    const wrongPath = await h.request('POST', `/codec/operator/${h.a.token}/decode`, { body: payloads, token: null });
+    const otherOrigin = await h.request('POST', '/codec/decode', {
+      body: payloads,
+      token: null,
+      headers: { origin: UI_ORIGIN },
+    });
+    const trustedWithBadToken = await h.request('POST', '/codec/decode', {
+      body: payloads,
+      token: 'tok_not_a_token_of_ours_0123',
+      headers: { origin: TRUSTED_UI_ORIGIN },
+    });
 
-    expect(byHeader.status).toBe(200);
-    expect(decodedText(byHeader.body)).toContain('pm_card_visa');
-    expect(byPath.status).toBe(200);
-    expect(byPath.body).toEqual(byHeader.body);
-    expect([merchant.status, anonymous.status, wrongPath.status]).toEqual([403, 401, 401]);
+    for (const ok of [byOperator, byCodecToken, byTrustedUi]) {
+      expect(ok.status).toBe(200);
+      expect(decodedText(ok.body)).toContain('pm_card_visa');
+    }
+    expect([merchant.status, anonymous.status, otherOrigin.status, trustedWithBadToken.status]).toEqual([
+      403, 401, 401, 401,
+    ]);
+    // No credential in a URL: the path-token route of old is gone (a token in the path is no credential), and the
+    // answer echoes nothing.
+    const pathToken = await h.request('POST', `/codec/operator/${h.operator.token}/decode`, {
+      body: payloads,
+      token: null,
+      headers: { origin: TRUSTED_UI_ORIGIN },
+    });
+    expect(pathToken.status).toBe(401);
+    expect(JSON.stringify(pathToken.body)).not.toContain(h.operator.token);
+  });
+
+  it('a codec token decodes and does nothing else: no encode, no resolve, no payment', async () => {
+    const asReader = { token: h.codecReader.token };
+    const encode = await h.request('POST', '/codec/encode', { ...asReader, body: await sealed() });
+    const resolve = await h.request('POST', `/v1/payments/${newKey()}/resolve?merchantId=${h.a.id}`, {
+      ...asReader,
+      body: { outcome: 'failed', note: 'a codec token tries' },
+    });
+    const charge = await h.request('POST', '/v1/payments', { ...asReader, key: newKey(), body: chargeBody() });
+    const read = await h.request('GET', `/v1/payments/${newKey()}`, asReader);
+    const items = await h.request('POST', `/v1/review-items/review:simulator:pay_1/resolve`, {
+      ...asReader,
+      body: { action: 'no_action', note: 'a codec token tries' },
+    });
+    for (const res of [encode, resolve, charge, read, items]) {
+      expect({ status: res.status, type: res.body.error?.type }).toEqual({ status: 403, type: 'forbidden' });
+    }
+    // The trusted origin alone (no token) is no credential anywhere else.
+    const fromUi = await h.request('POST', `/v1/payments/${newKey()}/resolve?merchantId=${h.a.id}`, {
+      token: null,
+      headers: { origin: TRUSTED_UI_ORIGIN },
+      body: { outcome: 'failed', note: 'the UI tries' },
+    });
+    expect(fromUi.status).toBe(401);
   });
 
   it('encodes with the current key, and decode passes unencrypted payloads through', async () => {
@@ -143,6 +250,23 @@ describe('codec endpoints', () => {
     expect(Buffer.from(meta.encoding ?? '', 'base64').toString()).toBe(ENCRYPTED_ENCODING);
     const passed = await h.request('POST', '/codec/decode', { body: plain, token: h.operator.token });
     expect(passed.body).toEqual(plain);
+  });
+
+  it('decodes a batch payload by payload: one of an unknown key comes back as it came, the others decoded', async () => {
+    const good = (await sealed()).payloads[0]!;
+    const other = new AesGcmPayloadCodec(parsePayloadKeys(newPayloadKey('retired')));
+    const [foreign] = await other.encode([defaultPayloadConverter.toPayload({ paymentMethod: 'pm_card_old' })]);
+    const unknownKey = asJson(foreign!);
+    const res = await h.request('POST', '/codec/decode', {
+      body: { payloads: [good, unknownKey, good] },
+      token: h.operator.token,
+    });
+    expect(res.status).toBe(200);
+    const out = res.body.payloads as { data: string }[];
+    expect(out).toHaveLength(3);
+    expect(decodedText({ payloads: [out[0]] })).toContain('pm_card_visa');
+    expect(out[1]).toEqual(unknownKey);
+    expect(decodedText({ payloads: [out[2]] })).toContain('pm_card_visa');
   });
 
   it('answers CORS for the web UI origin only, preflight included', async () => {
@@ -202,11 +326,7 @@ describe('the payment tells its story', () => {
   it('names the create that takes over from a failed local first attempt, on the provider’s own queue', async () => {
     const key = newKey();
     const body = chargeBody();
-    h.sim.addFaults({
-      rules: [
-        { match: { operation: 'create', reference: body.orderId as string }, fault: 'status', status: 503, times: 1 },
-      ],
-    });
+    fail503Once(body.orderId as string);
     expect((await h.request('POST', '/v1/payments', { key, body })).status).toBe(200);
     const history = await decoding.workflow.getHandle(chargeWorkflowId(h.a.id, key)).fetchHistory();
     const create = history.events?.find((e) => e.activityTaskScheduledEventAttributes);
@@ -221,11 +341,7 @@ describe('metrics', () => {
   it('counts a 503-then-success payment as an original failed attempt, a retry that succeeded, and a retry delay', async () => {
     const key = newKey();
     const body = chargeBody();
-    h.sim.addFaults({
-      rules: [
-        { match: { operation: 'create', reference: body.orderId as string }, fault: 'status', status: 503, times: 1 },
-      ],
-    });
+    fail503Once(body.orderId as string);
     const before = await scrape(workerMetricsServer.url);
     const res = await h.request('POST', '/v1/payments', { key, body });
     expect(res.status).toBe(200);

@@ -1,3 +1,5 @@
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import { startStubApi, stubClient } from './stub';
 import { ApiErrorType } from '../../src/domain/api-schemas';
@@ -52,8 +54,6 @@ describe('GET /openapi.json', () => {
         'GET /metrics',
         'POST /codec/encode',
         'POST /codec/decode',
-        'POST /codec/operator/{token}/encode',
-        'POST /codec/operator/{token}/decode',
       ].sort(),
     );
   });
@@ -133,5 +133,87 @@ describe('GET /openapi.json', () => {
     const params = doc.paths['/v1/payments']?.post?.parameters ?? [];
     const key = params.find((p) => p.in === 'header' && p.name.toLowerCase() === 'idempotency-key');
     expect(key?.description).toMatch(/printable ASCII/);
+  });
+
+  it('cites nothing outside the repository: its description points at docs/http-api.md', async () => {
+    const doc = (await fetchDoc()) as unknown as { info: { description: string } };
+    expect(doc.info.description).not.toMatch(/CONTRACTS\.md/);
+    expect(doc.info.description).toContain('docs/http-api.md');
+  });
+
+  it('lists per operation only the error types it can answer: no amount_exceeded or invalid_transition for a charge', async () => {
+    const doc = (await fetchDoc()) as unknown as {
+      paths: Record<string, Record<string, { responses: Record<string, { 'x-error-types'?: string[] }> }>>;
+    };
+    const charge = doc.paths['/v1/payments']?.post?.responses ?? {};
+    expect(charge['422']?.['x-error-types']).toEqual(['idempotency_key_reused']);
+    expect(charge['409']?.['x-error-types']).toEqual(['payment_in_flight']);
+    const refund = doc.paths['/v1/payments/{key}/refunds']?.post?.responses ?? {};
+    expect(refund['409']?.['x-error-types']).toEqual(['invalid_transition', 'operation_in_flight']);
+    const resolve = doc.paths['/v1/payments/{key}/resolve']?.post?.responses ?? {};
+    expect(resolve['409']?.['x-error-types']).toEqual(['invalid_transition']);
+    // invalid_signature is a webhook's answer only.
+    expect(charge['400']?.['x-error-types']).toEqual(['validation_error']);
+    expect(doc.paths['/webhooks/{provider}']?.post?.responses['400']?.['x-error-types']).toEqual([
+      'validation_error',
+      'invalid_signature',
+    ]);
+  });
+
+  it('gives the Idempotency-Key header and the key path parameter their length and pattern', async () => {
+    const doc = (await fetchDoc()) as unknown as {
+      paths: Record<
+        string,
+        Record<
+          string,
+          { parameters?: { name: string; in: string; required?: boolean; schema?: Record<string, unknown> }[] }
+        >
+      >;
+    };
+    const expected = { type: 'string', minLength: 1, maxLength: 255, pattern: expect.any(String) };
+    for (const [route, method] of [
+      ['/v1/payments', 'post'],
+      ['/v1/payments/{key}/capture', 'post'],
+      ['/v1/payments/{key}/refunds', 'post'],
+    ] as const) {
+      const header = doc.paths[route]?.[method]?.parameters?.find(
+        (p) => p.in === 'header' && p.name.toLowerCase() === 'idempotency-key',
+      );
+      expect({ route, required: header?.required, schema: header?.schema }).toEqual({
+        route,
+        required: true,
+        schema: expect.objectContaining(expected),
+      });
+      const pattern = new RegExp(String(header?.schema?.pattern));
+      expect([pattern.test('k'.repeat(255)), pattern.test(' leading'), pattern.test('tab\tkey')]).toEqual([
+        true,
+        false,
+        false,
+      ]);
+    }
+    const key = doc.paths['/v1/payments/{key}']?.get?.parameters?.find((p) => p.in === 'path' && p.name === 'key');
+    expect(key?.schema).toEqual(expect.objectContaining(expected));
+  });
+
+  it('every query parameter of the document is named in docs/http-api.md', async () => {
+    const doc = (await fetchDoc()) as unknown as {
+      paths: Record<string, Record<string, { parameters?: { name: string; in: string }[] }>>;
+    };
+    const page = readFileSync(path.join(__dirname, '..', '..', 'docs', 'http-api.md'), 'utf8');
+    for (const [route, ops] of Object.entries(doc.paths)) {
+      for (const [method, op] of Object.entries(ops)) {
+        for (const p of op.parameters ?? []) {
+          if (p.in !== 'query') continue;
+          const documented = page
+            .split('\n')
+            .some((line) => line.includes(route.replace(/\{(\w+)\}/g, ':$1')) && line.includes(`${p.name}=`));
+          expect({ operation: `${method.toUpperCase()} ${route}`, query: p.name, documented }).toEqual({
+            operation: `${method.toUpperCase()} ${route}`,
+            query: p.name,
+            documented: true,
+          });
+        }
+      }
+    }
   });
 });

@@ -133,6 +133,39 @@ describe('one open payment per order', () => {
     expect([afterDecline.status, afterDecline.body.status]).toEqual([200, 'succeeded']);
   }, 90_000);
 
+  it('replays a known key’s own first answer before any order check: a declined key repeats its decline while another key holds the order', async () => {
+    const orderId = `order_${randomUUID()}`;
+    const declinedKey = newKey();
+    const declinedBody = chargeBody({ orderId, paymentMethod: 'pm_decline_insufficient_funds' });
+    const declined = await h.request('POST', '/v1/payments', { key: declinedKey, body: declinedBody });
+    expect([declined.status, declined.body.status]).toEqual([200, 'declined']);
+
+    fail500(orderId); // the next key's create stays unknown: it holds the order
+    const holder = newKey();
+    const held = await h.request('POST', '/v1/payments', { key: holder, body: chargeBody({ orderId }) });
+    expect([held.status, held.body.status]).toEqual([202, 'unknown']);
+
+    const repeat = await h.request('POST', '/v1/payments', { key: declinedKey, body: declinedBody });
+    expect({ status: repeat.status, replayed: repeat.headers.get('idempotent-replayed') }).toEqual({
+      status: 200,
+      replayed: 'true',
+    });
+    expect(repeat.body).toEqual(declined.body);
+    // The same key with another body is still 422 (its own record answers), not the order's 409.
+    const reused = await h.request('POST', '/v1/payments', {
+      key: declinedKey,
+      body: { ...declinedBody, amount: { value: 7, currency: 'EUR' } },
+    });
+    expect({ status: reused.status, type: reused.body.error?.type }).toEqual({
+      status: 422,
+      type: 'idempotency_key_reused',
+    });
+    // A new key is still refused for the order.
+    const refused = await h.request('POST', '/v1/payments', { key: newKey(), body: chargeBody({ orderId }) });
+    expect(refused.body.error).toMatchObject({ type: 'payment_in_flight', paymentKey: holder });
+    h.sim.clearFaults();
+  }, 60_000);
+
   it('is off for a merchant that splits payments, and everywhere with orderSingleFlight: false', async () => {
     const splitOrder = `order_${randomUUID()}`;
     fail500(splitOrder, 2);

@@ -6,6 +6,7 @@ import { buildApi } from '../../src/api/app';
 import { AesGcmPayloadCodec, newPayloadKey, parsePayloadKeys } from '../../src/codec';
 import type { PaymentsClient } from '../../src/client';
 import { webhookVerifiers } from '../../src/providers';
+import { keyHash } from '../../src/providers/logging';
 
 export const STUB_TOKEN = 'tok_stub_merchant_0123456789';
 export const STUB_SECRET = 'whsec_stub_secret';
@@ -39,6 +40,7 @@ export async function startStubApi(client: PaymentsClient): Promise<{ app: Fasti
       STRIPE_WEBHOOK_SECRET: STUB_STRIPE_SECRET,
     }),
     logger: pino({ level: 'silent' }),
+    keyHash,
     codec: { codec: new AesGcmPayloadCodec(parsePayloadKeys(newPayloadKey('stub'))), corsOrigins: [] },
   });
   await app.listen({ port: 0, host: '127.0.0.1' });

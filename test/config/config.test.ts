@@ -188,6 +188,31 @@ describe('loadConfig', () => {
     expect(failingVariables({ SDK_METRICS_ADDRESS: '9464' })).toEqual(['SDK_METRICS_ADDRESS']);
   });
 
+  it('reads decode-only codec tokens and the trusted UI origins; the latter are refused in production', () => {
+    const c = loadConfig({
+      CODEC_TOKENS: 'ui_proxy:tok_codec_aaaaaaaaaaaa',
+      CODEC_TRUSTED_ORIGINS: 'http://127.0.0.1:8233',
+    });
+    expect(c.CODEC_TOKENS).toEqual([{ codecId: 'ui_proxy', token: 'tok_codec_aaaaaaaaaaaa' }]);
+    expect(c.CODEC_TRUSTED_ORIGINS).toEqual(['http://127.0.0.1:8233']);
+    expect(loadConfig({}).CODEC_TOKENS).toEqual([]);
+    expect(loadConfig({}).CODEC_TRUSTED_ORIGINS).toEqual([]);
+    expect(failingVariables({ CODEC_TOKENS: 'ui:short' })).toEqual(['CODEC_TOKENS']);
+    expect(
+      failingVariables({ OPERATOR_TOKENS: 'op:tok_aaaaaaaaaaaaaaaa', CODEC_TOKENS: 'ui:tok_aaaaaaaaaaaaaaaa' }),
+    ).toEqual(['CODEC_TOKENS']);
+    expect(
+      failingVariables({
+        NODE_ENV: 'production',
+        PROVIDER_API_KEY: 'sk_live_xxxxxxxx',
+        API_TOKENS: 'shop:tok_live_0123456789abcdef',
+        WEBHOOK_SECRET: 'whsec_live_xxxxxxxx',
+        PAYLOAD_KEYS: `live1:${Buffer.alloc(32, 1).toString('base64')}`,
+        CODEC_TRUSTED_ORIGINS: 'https://ui.example.com',
+      }),
+    ).toEqual(['CODEC_TRUSTED_ORIGINS']);
+  });
+
   it('refuses PAYLOAD_KEYS that do not parse, naming the variable', () => {
     expect(failingVariables({ PAYLOAD_KEYS: 'k1:c2hvcnQ=' })).toEqual(['PAYLOAD_KEYS']);
   });

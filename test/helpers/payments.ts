@@ -5,6 +5,7 @@
 import { createHash, randomUUID } from 'node:crypto';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { bundleWorkflowCode, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
+import { failureConverterPath } from '../../src/codec';
 import pino from 'pino';
 import { chargeWorkflowId } from '../../src/domain/ids';
 import { canonicalJson, significantFields, ChargeRequest, type ChargeRequestInput } from '../../src/domain/payment';
@@ -22,6 +23,8 @@ let bundle: Promise<WorkflowBundleWithSourceMap> | undefined;
 export function workflowBundle(): Promise<WorkflowBundleWithSourceMap> {
   bundle ??= bundleWorkflowCode({
     workflowsPath: require.resolve('../../src/workflows'),
+    // As the worker bundles it: failure texts encoded (and so encrypted where a codec is configured).
+    failureConverterPath,
     logger: { log() {}, trace() {}, debug() {}, info() {}, warn() {}, error: (m: string) => console.error(m) },
   });
   return bundle;

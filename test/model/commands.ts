@@ -188,7 +188,7 @@ export class RepeatCharge implements Cmd {
     if (id !== undefined && r.body.providerPaymentId !== id)
       violation(m, `${this}: provider payment ${String(r.body.providerPaymentId)}, first answer said ${id}`);
     m.seen.push(seenOf(m, 'charge', p.merchant, p.key, p.key, p.body.amount.value, r));
-    p.view = r.body as unknown as PaymentView;
+    p.view = newerView(p.view, r);
   }
   toString = () => `repeatCharge(#${this.index})`;
 }
@@ -225,8 +225,17 @@ async function sendOp(
   m.trace.push(`${label} -> ${describeAnswer(r)}`);
   assertWellFormed(m, label, r);
   m.seen.push(seenOf(m, kind, p.merchant, p.key, key, body.amount, r));
-  if (r.status >= 200 && r.status < 300) p.view = r.body as unknown as PaymentView;
+  if (r.status >= 200 && r.status < 300) p.view = newerView(p.view, r);
   return r;
+}
+
+/**
+ * The later of what the model knew and an answer's view: a repeat replays the write's first answer (docs/http-api.md
+ * "Repeats"), which may be older than what later writes showed.
+ */
+function newerView(known: PaymentView | undefined, r: ApiResponse): PaymentView {
+  const answered = r.body as unknown as PaymentView;
+  return known === undefined || answered.updatedAt >= known.updatedAt ? answered : known;
 }
 
 /** A capture (full, partial or over the authorization) under a new key, optionally with a fault armed. */

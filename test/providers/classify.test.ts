@@ -9,7 +9,7 @@ import {
   isProviderErrorOfType,
 } from '../../src/providers/errors';
 import { classifyResponse, classifyTransportError, headerValue, parseRetryAfter } from '../../src/providers/http';
-import { keyHash, stripQuery } from '../../src/providers/logging';
+import { configureKeyHash, keyHash, stripQuery } from '../../src/providers/logging';
 import { CreatedPaymentSchema, ProviderPaymentSchema } from '../../src/providers/simulator/wire';
 
 // Pure halves of the classification; every row is also produced over real HTTP in the other provider tests.
@@ -254,9 +254,12 @@ describe('ProviderError', () => {
 });
 
 describe('log helpers', () => {
-  it('keyHash is the first 16 hex digits of SHA-256', () => {
-    // sha256("abc") = ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad
-    expect(keyHash('abc')).toBe('ba7816bf8f01cfea');
+  it('keyHash is the first 16 hex digits of HMAC-SHA-256 under LOG_HASH_SECRET, never the plain SHA-256', () => {
+    configureKeyHash('log-hash-secret-for-tests');
+    // HMAC-SHA-256("log-hash-secret-for-tests", "abc") = 001b50cfce47c5833f0ef3147f88181999482405d45d1866d07704281bcd046d
+    expect(keyHash('abc')).toBe('001b50cfce47c583');
+    // sha256("abc") starts ba7816bf8f01cfea: a guessable key would be found from it.
+    expect(keyHash('abc')).not.toBe('ba7816bf8f01cfea');
   });
 
   it('stripQuery drops the query', () => {

@@ -17,7 +17,10 @@ import {
   applyProviderEvent,
   applyProviderPayment,
   forwardStatus,
+  initialState,
   keepAnswer,
+  recordFirstAnswer,
+  recordOperationAnswers,
   refundable,
   reviewOf,
   reviewSatisfied,
@@ -162,6 +165,19 @@ describe('setStatus', () => {
     });
   });
 
+  it('shows what a partial capture or a void released, and nothing while the authorization stands', () => {
+    const partial = newState({ status: 'authorized', amountAuthorized: AMOUNT });
+    applyProviderPayment(partial, payment({ amountCaptured: 400 }), T1);
+    expect(partial.view).toMatchObject({ status: 'succeeded', amountCaptured: 400, amountReleased: 600 });
+    const voided = newState({ status: 'authorized', amountAuthorized: AMOUNT });
+    expect(voided.view.amountReleased).toBeUndefined();
+    applyProviderPayment(voided, payment({ status: 'voided', amountCaptured: 0 }), T1);
+    expect(voided.view).toMatchObject({ status: 'voided', amountReleased: AMOUNT });
+    const full = newState({ status: 'authorized', amountAuthorized: AMOUNT });
+    applyProviderPayment(full, payment(), T1);
+    expect(full.view.amountReleased).toBeUndefined();
+  });
+
   it('gives a review a reason even when none is passed', () => {
     const s = newState({ status: 'unknown' });
     setStatus(s, 'needs_review', T1);
@@ -180,7 +196,7 @@ describe('setStatus', () => {
     },
   );
 
-  it('touches nothing but status, unknownSince, review and updatedAt (property)', () => {
+  it('touches nothing but status, unknownSince, review, amountReleased and updatedAt (property)', () => {
     fc.assert(
       fc.property(
         fc.constantFrom(...PaymentStatusSchema.options),
@@ -194,8 +210,15 @@ describe('setStatus', () => {
           });
           const before = clone(s);
           setStatus(s, st, T1, r);
-          const strip = ({ status, unknownSince, review: rv, updatedAt, ...v }: PaymentState['view']) => {
-            void [status, unknownSince, rv, updatedAt];
+          const strip = ({
+            status,
+            unknownSince,
+            review: rv,
+            amountReleased,
+            updatedAt,
+            ...v
+          }: PaymentState['view']) => {
+            void [status, unknownSince, rv, amountReleased, updatedAt];
             return v;
           };
           expect(strip(s.view)).toEqual(strip(before.view));
@@ -569,5 +592,62 @@ describe('keepAnswer', () => {
     }));
     keepAnswer(legacy, answer(99, 5), 5);
     expect(legacy).toHaveLength(REFUSALS_LIMIT);
+  });
+});
+
+describe('the answers repeats replay', () => {
+  const input = {
+    merchantId: 'm_1',
+    key: 'key_1',
+    fingerprint: 'fp',
+    request: { orderId: 'order_1', amount: { value: AMOUNT, currency: 'EUR' }, provider: 'simulator' },
+  };
+
+  it('records the charge’s first final answer once: not while pending or unknown, never overwritten', () => {
+    const s = initialState(input, CREATED);
+    recordFirstAnswer(s);
+    expect(s.firstAnswer).toBeNull();
+    s.firstCallSettled = true;
+    setStatus(s, 'unknown', T1);
+    recordFirstAnswer(s);
+    expect(s.firstAnswer).toBeNull();
+    applyProviderPayment(s, payment({ status: 'authorized', amountCaptured: 0 }), T2);
+    recordFirstAnswer(s);
+    expect(s.firstAnswer).toMatchObject({ status: 'authorized', amountCaptured: 0, updatedAt: T2 });
+    applyProviderPayment(s, payment(), T3);
+    recordFirstAnswer(s);
+    expect(s.firstAnswer).toMatchObject({ status: 'authorized', amountCaptured: 0 });
+    expect(s.view.status).toBe('succeeded');
+  });
+
+  it('records nothing for state carried from a run that did not record answers', () => {
+    const s = newState({ status: 'succeeded', amountAuthorized: AMOUNT, amountCaptured: AMOUNT });
+    recordFirstAnswer(s);
+    expect(s).not.toHaveProperty('firstAnswer');
+    const carried: SubOperation = { kind: 'refund', key: 'r0', fingerprint: 'f', amount: 1, state: 'done' };
+    s.subOperations.push(carried);
+    recordOperationAnswers(s);
+    expect(carried).not.toHaveProperty('answer');
+  });
+
+  it('records each capture’s or refund’s view when it succeeded, a copy later changes do not touch', () => {
+    const s = newState({ status: 'succeeded', amountAuthorized: AMOUNT, amountCaptured: AMOUNT });
+    const refund: SubOperation = {
+      kind: 'refund',
+      key: 'r1',
+      fingerprint: 'f',
+      amount: 300,
+      state: 'running',
+      answer: null,
+    };
+    s.subOperations.push(refund);
+    recordOperationAnswers(s);
+    expect(refund.answer).toBeNull();
+    refund.state = 'done';
+    s.view.amountRefunded = 300;
+    recordOperationAnswers(s);
+    s.view.amountRefunded = 500;
+    recordOperationAnswers(s);
+    expect(refund.answer).toMatchObject({ amountRefunded: 300 });
   });
 });

@@ -51,6 +51,13 @@ function sendView(reply: FastifyReply, view: PaymentView, completed = true) {
  * action (the operator names the merchant).
  */
 export const paymentRoutes: FastifyPluginAsyncZod<PaymentRoutesOptions> = async (app, { client }) => {
+  // An empty JSON body is no body (a capture without one captures everything authorized); scoped to these routes.
+  const json = app.getDefaultJsonParser('error', 'error');
+  app.removeContentTypeParser('application/json');
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) =>
+    body.length === 0 ? done(null, undefined) : json(request, body.toString(), done),
+  );
+
   app.post(
     '/v1/payments',
     {
@@ -60,8 +67,9 @@ export const paymentRoutes: FastifyPluginAsyncZod<PaymentRoutesOptions> = async 
         description:
           '200 when the provider answered; 202 with `Location` while pending or unknown, also when no worker took the ' +
           'payment within SUBMIT_WAIT_MS + 2 s (it was durably started and goes on); 503 with `Retry-After` when it ' +
-          'could not be started (repeat with the same key). A repeat with the same key ' +
-          'and body answers the same payment with `Idempotent-Replayed: true`; another body under the same key is 422. ' +
+          'could not be started (repeat with the same key). A repeat with the same key and body replays the first ' +
+          'final answer (status and body as first answered, whatever happened to the payment since; while that was a ' +
+          '202, the payment’s progress) with `Idempotent-Replayed: true`; another body under the same key is 422. ' +
           'A `provider` that is not configured is 400 naming `provider`. One open payment per order: while a payment ' +
           'for the same `orderId` is pending or unknown (or in review with its charge undecided), a new key is 409 ' +
           '`payment_in_flight` whose `paymentKey` names the open payment (off for merchants that split payments). ' +
@@ -118,6 +126,9 @@ export const paymentRoutes: FastifyPluginAsyncZod<PaymentRoutesOptions> = async 
         operationId: 'capturePayment',
         summary: 'Capture an authorized payment (all of it without an amount), once per Idempotency-Key',
         description:
+          'The body is optional: none, `{}` or `{ "amount": <integer minor units> }` (no amount: everything ' +
+          'authorized). A capture is final: what a partial capture leaves is released (`amountReleased`), and a ' +
+          'second capture is 409 `invalid_transition`. ' +
           'What each answer means for the money: **200** the provider confirmed this capture (`operations[]` shows it ' +
           '`succeeded`); **202** + `Location` it is still moving (its first call is slow, or its outcome was unknown and ' +
           'a reconcile is checking the provider: poll the payment, `operations[]` says `running` or `needs_review`); ' +
@@ -128,21 +139,25 @@ export const paymentRoutes: FastifyPluginAsyncZod<PaymentRoutesOptions> = async 
           'payment is not authorized; **409 ' +
           '`operation_in_flight`** another capture or refund of this payment is being reconciled; **422 ' +
           '`amount_exceeded`** over what is still authorized; **422 `idempotency_key_reused`** the key was used for ' +
-          'another payment or amount. A repeat with the same key and body never moves money twice.',
+          'another payment or amount. A repeat with the same key and body never moves money twice: it replays the ' +
+          'first final answer (status and body as first answered) with `Idempotent-Replayed: true`, or, while the ' +
+          'operation is still moving, its progress (202, also marked).',
         tags,
         params: PaymentKeyParams,
         headers: IdempotencyKeyHeaders,
-        body: CaptureRequest.optional(),
+        // No body (or an empty one), `{}` and `{ amount }` in minor units: without an amount, everything authorized.
+        body: CaptureRequest.nullish(),
         response: { ...viewResponses, 409: ApiError, 422: ApiError },
       },
     },
     async (request, reply) => {
-      const { view, completed } = await client.capture(
+      const { view, completed, replayed } = await client.capture(
         request.merchantId,
         request.params.key,
         request.headers['idempotency-key'],
         request.body ?? {},
       );
+      if (replayed) reply.header('idempotent-replayed', 'true');
       return sendView(reply, view, completed);
     },
   );
@@ -163,7 +178,9 @@ export const paymentRoutes: FastifyPluginAsyncZod<PaymentRoutesOptions> = async 
           'key tries again; **409 `invalid_transition`** the payment is not captured, or its refund window has closed; **409 ' +
           '`operation_in_flight`** another capture or refund of this payment is being reconciled; **422 ' +
           '`amount_exceeded`** over what was captured and not yet refunded; **422 `idempotency_key_reused`** the key was used for ' +
-          'another payment or amount. A repeat with the same key and body never moves money twice.',
+          'another payment or amount. A repeat with the same key and body never moves money twice: it replays the ' +
+          'first final answer (status and body as first answered) with `Idempotent-Replayed: true`, or, while the ' +
+          'operation is still moving, its progress (202, also marked).',
         tags,
         params: PaymentKeyParams,
         headers: IdempotencyKeyHeaders,
@@ -172,12 +189,13 @@ export const paymentRoutes: FastifyPluginAsyncZod<PaymentRoutesOptions> = async 
       },
     },
     async (request, reply) => {
-      const { view, completed } = await client.refund(
+      const { view, completed, replayed } = await client.refund(
         request.merchantId,
         request.params.key,
         request.headers['idempotency-key'],
         request.body,
       );
+      if (replayed) reply.header('idempotent-replayed', 'true');
       return sendView(reply, view, completed);
     },
   );
