@@ -68,7 +68,8 @@ export async function createAtProvider(payment: PaymentEntity): Promise<void> {
  */
 async function createOnce(payment: PaymentEntity, unaccounted: boolean): Promise<string | undefined> {
   const { state, input, request } = payment;
-  state.firstSentAtMs = Date.now();
+  // A lost attempt was sent before this task: the run's start bounds it (a look-up by reference counts from here).
+  state.firstSentAtMs = unaccounted ? workflowInfo().runStartTime.getTime() : Date.now();
   const firstProvider = payment.keyProvider === undefined;
   try {
     const result = await sendCreate(
