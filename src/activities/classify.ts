@@ -18,6 +18,8 @@ export interface AttemptHistory {
   readonly everSent: boolean;
   /** Whether any attempt's outcome was unknown. */
   readonly everUnknown: boolean;
+  /** How many of this activity's attempts may have reached the provider with the write (what the view counts). */
+  readonly sends?: number;
   /** What the earlier attempts left in the heartbeat details, as this attempt read them (absent on attempt 1). */
   readonly earlier?: AttemptRecord;
 }
@@ -41,6 +43,7 @@ export interface BudgetExhaustedInfo {
   readonly lastFailureType: ProviderFailureType;
   readonly everSent?: boolean;
   readonly everUnknown?: boolean;
+  readonly sends?: number;
 }
 
 export interface ClassifyContext {
@@ -104,7 +107,13 @@ export const toActivityFailure = (err: unknown, ctx: ClassifyContext): Applicati
       elapsedMs: ctx.elapsedMs,
       reason: delay.reason,
       lastFailureType: details.type,
-      ...(ctx.history === undefined ? {} : { everSent: ctx.history.everSent, everUnknown: ctx.history.everUnknown }),
+      ...(ctx.history === undefined
+        ? {}
+        : {
+            everSent: ctx.history.everSent,
+            everUnknown: ctx.history.everUnknown,
+            ...(ctx.history.sends === undefined ? {} : { sends: ctx.history.sends }),
+          }),
     };
     return ApplicationFailure.create({
       type: ErrorType.BudgetExhausted,

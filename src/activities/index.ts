@@ -103,8 +103,10 @@ export interface CreatePaymentArgs extends ScopedArgs {
    */
   readonly notBeforeMs?: number;
   /**
-   * The capabilities the workflow's starter configured for this provider (lean history shape). Checked against this
-   * worker's adapter before anything is sent: a mismatch fails the charge as not sent, never with the wrong safety.
+   * The capabilities the payment recorded for this provider (its starter's, or the worker's view its first step
+   * recorded). Checked against this worker's adapter before anything is sent, never sending with the wrong safety: with
+   * nothing sent before, the refusal is final (`ValidationError`); once an earlier attempt may have been sent, this
+   * worker refuses as not sent and the activity retries within its budget, for a worker that matches (see `execute`).
    */
   readonly expectCapabilities?: ProviderCapabilities;
   /**
@@ -161,7 +163,7 @@ export interface ListProviderPaymentsArgs {
 }
 
 /** A charge's answer: a payment (sent, replayed by the provider, or recovered by a look-up) or a decline. */
-export type CreatePaymentOutcome =
+export type CreatePaymentOutcome = (
   | {
       readonly outcome: 'succeeded' | 'authorized';
       readonly payment: ProviderPayment;
@@ -170,7 +172,14 @@ export type CreatePaymentOutcome =
       /** Found by the look-up-before-resend (provider without keys): nothing was sent this attempt. */
       readonly recovered: boolean;
     }
-  | { readonly outcome: 'declined'; readonly declineCode: string };
+  | { readonly outcome: 'declined'; readonly declineCode: string }
+) & {
+  /**
+   * How many create requests this activity's attempts may have sent, this one's included (what the payment's view
+   * counts as `attempts`). Absent in results recorded before it was counted: one.
+   */
+  readonly sends?: number;
+};
 
 /** A charge's local first create attempt (shape 3): the create's arguments and the starter's bound on the attempt. */
 export interface FirstCreateArgs extends CreatePaymentArgs {
@@ -204,6 +213,18 @@ export interface RefundOutcome {
   readonly refund: ProviderRefund | null;
   readonly payment: ProviderPayment;
   readonly recovered: boolean;
+}
+
+/** What one activity execution takes besides its body (see `execute`). */
+interface ExecuteOptions {
+  /** An earlier operation on this key had an unknown outcome (a reconcile's resubmission): start the record so. */
+  readonly afterUnknown?: boolean;
+  /** What an attempt outside this activity did first (a local first attempt): carried like an earlier attempt's. */
+  readonly before?: { readonly everSent: boolean; readonly everUnknown: boolean };
+  /** Aborts the provider call (default: the activity's cancellation; a local first attempt adds its own bound). */
+  readonly signal?: AbortSignal;
+  /** The provider's capabilities as the payment recorded them: a worker whose adapter differs refuses to send. */
+  readonly expectCapabilities?: ProviderCapabilities;
 }
 
 /** Builds the activities over injected providers, breaker, logger and clock (STYLE.md #3). */
@@ -262,19 +283,22 @@ export const createActivities = (deps: ActivityDeps) => {
     const write = async <T>(send: () => Promise<T>): Promise<T> => {
       record.current = { ...record.current, inFlight: true };
       beat();
+      const sends = record.current.sends ?? 0;
       try {
         const value = await send();
-        record.current = { ...record.current, everSent: true, inFlight: false };
+        record.current = { ...record.current, everSent: true, inFlight: false, sends: sends + 1 };
         record.wrote = true;
         return value;
       } catch (err) {
         const { type, reason } = failureDetailsOf(err, 'create');
         // Refused at connect, it still tested the provider; cut off by our own cancellation first, it did not.
         record.wrote ||= !(type === ErrorType.NotSent && reason === 'cancelled');
+        const left = type !== ErrorType.NotSent && type !== ErrorType.CircuitOpen;
         record.current = {
-          everSent: record.current.everSent || (type !== ErrorType.NotSent && type !== ErrorType.CircuitOpen),
+          everSent: record.current.everSent || left,
           everUnknown: record.current.everUnknown || type === ErrorType.OutcomeUnknown,
           inFlight: false,
+          sends: left ? sends + 1 : sends,
         };
         throw err;
       } finally {
@@ -323,6 +347,8 @@ export const createActivities = (deps: ActivityDeps) => {
     readonly scheduledAtMs: number;
     /** A provider without keys, on a retry: look before sending again. */
     readonly mustLookBeforeResend: boolean;
+    /** How many writes this activity's attempts may have sent so far (earlier attempts' included). */
+    sends(): number;
   }
 
   interface Outcome<T> {
@@ -348,13 +374,9 @@ export const createActivities = (deps: ActivityDeps) => {
         }
       | undefined,
     body: (step: Step) => Promise<Outcome<T>>,
-    /** An earlier operation on this key had an unknown outcome (a reconcile's resubmission): start the record so. */
-    afterUnknown = false,
-    /** What an attempt outside this activity did first (a local first attempt): carried like an earlier attempt's. */
-    before?: { readonly everSent: boolean; readonly everUnknown: boolean },
-    /** Aborts the provider call (default: the activity's cancellation; a local first attempt adds its own bound). */
-    signal?: AbortSignal,
+    opts: ExecuteOptions = {},
   ): Promise<T> => {
+    const { afterUnknown = false, before, signal, expectCapabilities } = opts;
     const provider = providerNamed(providerName);
     const context = Context.current();
     const { info } = context;
@@ -371,13 +393,14 @@ export const createActivities = (deps: ActivityDeps) => {
     // What earlier attempts did (their heartbeat details), and what this one adds as it goes.
     const earlier = AttemptRecord.safeParse(info.heartbeatDetails);
     const fromHeartbeat = carriedAttemptRecord(info.heartbeatDetails);
+    // `before` and `afterUnknown` say what was done outside this activity: they decide safety, not its own sends.
     const fromAttempts =
       before === undefined
         ? fromHeartbeat
         : {
+            ...fromHeartbeat,
             everSent: fromHeartbeat.everSent || before.everSent,
             everUnknown: fromHeartbeat.everUnknown || before.everUnknown,
-            inFlight: false,
           };
     const carried = afterUnknown ? { ...fromAttempts, everSent: true, everUnknown: true } : fromAttempts;
     const attempts = { current: carried, wrote: false };
@@ -387,6 +410,7 @@ export const createActivities = (deps: ActivityDeps) => {
         : {
             everSent: attempts.current.everSent,
             everUnknown: attempts.current.everUnknown,
+            sends: attempts.current.sends ?? 0,
             ...(earlier.success ? { earlier: earlier.data } : {}),
           };
     // A local activity (a charge's local first attempt) has no heartbeat: the core refuses one with a warning per call.
@@ -394,6 +418,8 @@ export const createActivities = (deps: ActivityDeps) => {
       if (!info.isLocal) context.heartbeat(attempts.current);
     };
 
+    // The retry spec follows the provider's capabilities as the payment recorded them where it says (this worker's may
+    // differ, and then this attempt refuses to send), else this worker's.
     const classify = (err: unknown) => {
       const h = history();
       return toActivityFailure(err, {
@@ -401,12 +427,18 @@ export const createActivities = (deps: ActivityDeps) => {
         safety,
         provider: provider.name,
         attempt,
-        spec: effectiveSpec(info, operation, provider.capabilities),
+        spec: effectiveSpec(info, operation, expectCapabilities ?? provider.capabilities),
         elapsedMs: now() - info.scheduledTimestampMs,
         random,
         ...(h === undefined ? {} : { history: h }),
       });
     };
+
+    // A worker whose adapter differs from the one the payment recorded never sends for it (wrong safety, wrong timeouts).
+    if (expectCapabilities !== undefined) {
+      const differs = capabilitiesDiffer(provider, expectCapabilities);
+      if (differs !== undefined) throw refuseToSend(operation, differs, attempts.current, classify, beat, log);
+    }
 
     // The breaker gates writes only: it exists to stop piling new, possibly-unknown effects onto a failing provider.
     // Reads are how a reconcile learns the truth; they go through (and still report their outcome to the breaker).
@@ -443,6 +475,7 @@ export const createActivities = (deps: ActivityDeps) => {
         ctx: { idempotencyKey: idempotencyKey ?? '', attempt, requestId },
         scheduledAtMs: info.scheduledTimestampMs,
         mustLookBeforeResend: attempt > 1 && safety === 'non-idempotent-write',
+        sends: () => attempts.current.sends ?? 0,
       });
       await record(provider.name, 'success', breakerReport(safety, decision, undefined, attempts.wrote), log);
       log.info({ outcome: result.outcome, durationMs: now() - started }, 'activity');
@@ -524,7 +557,6 @@ export const createActivities = (deps: ActivityDeps) => {
 
   /** The create: one attempt of `createPayment` (or a charge's local first attempt, bounded by `signal`). */
   const create = async (args: CreatePaymentArgs, signal?: AbortSignal): Promise<CreatePaymentOutcome> => {
-    if (args.expectCapabilities) assertSameCapabilities(providerNamed(args.provider), args.expectCapabilities);
     const scope = {
       merchantId: args.merchantId,
       operation: 'create' as const,
@@ -561,18 +593,23 @@ export const createActivities = (deps: ActivityDeps) => {
           const found = adoption.kind === 'adopt' ? adoption.payment : undefined;
           if (found) {
             const outcome = found.status === 'succeeded' ? 'succeeded' : 'authorized';
-            return { value: { outcome, payment: found, replayed: true, recovered: true }, outcome: 'recovered' };
+            const value = { outcome, payment: found, replayed: true, recovered: true, sends: step.sends() } as const;
+            return { value, outcome: 'recovered' };
           }
         }
         const result = await step.provider.createPayment(args.input, step.ctx);
         if (result.outcome === 'declined') {
-          return { value: { outcome: 'declined', declineCode: result.declineCode }, outcome: 'declined' };
+          const value = { outcome: 'declined', declineCode: result.declineCode, sends: step.sends() } as const;
+          return { value, outcome: 'declined' };
         }
-        return { value: { ...result, recovered: false }, outcome: 'succeeded' };
+        return { value: { ...result, recovered: false, sends: step.sends() }, outcome: 'succeeded' };
       },
-      args.afterUnknown === true,
-      args.earlier,
-      signal,
+      {
+        afterUnknown: args.afterUnknown === true,
+        ...(args.earlier === undefined ? {} : { before: args.earlier }),
+        ...(signal === undefined ? {} : { signal }),
+        ...(args.expectCapabilities === undefined ? {} : { expectCapabilities: args.expectCapabilities }),
+      },
     );
   };
 
@@ -741,10 +778,10 @@ const withSignal = (signal: AbortSignal | undefined): { signal?: AbortSignal } =
   signal === undefined ? {} : { signal };
 
 /**
- * The starter's view of a provider must be this worker's: idempotency keys and their lifetime decide whether a retry
- * is safe, and the call limits decide the attempt timeout. A mismatch is a configuration error, refused before sending.
+ * Why the payment's recorded view of a provider is not this worker's, or undefined when it is: idempotency keys and
+ * their lifetime decide whether a retry is safe, and the call limits decide the attempt timeout.
  */
-function assertSameCapabilities(provider: PaymentProvider, expected: ProviderCapabilities): void {
+function capabilitiesDiffer(provider: PaymentProvider, expected: ProviderCapabilities): string | undefined {
   const actual = provider.capabilities;
   const same =
     actual.idempotencyKeys === expected.idempotencyKeys &&
@@ -754,14 +791,41 @@ function assertSameCapabilities(provider: PaymentProvider, expected: ProviderCap
     (expected.callLimits === undefined ||
       (actual.callLimits?.callTimeoutMs === expected.callLimits.callTimeoutMs &&
         actual.callLimits.referencePages === expected.callLimits.referencePages));
-  if (!same) {
-    throw ApplicationFailure.create({
+  return same
+    ? undefined
+    : `provider "${provider.name}": the capabilities the payment was started with differ from this worker's (check the PROVIDER_* settings of the workers)`;
+}
+
+/**
+ * This worker refuses to send for a payment configured otherwise. With nothing sent before (no earlier attempt, no
+ * local first attempt that may have left, no unknown outcome on the key), that is a refusal before any attempt: a
+ * final `ValidationError` saying nothing was sent. Once an earlier attempt may have been sent, the payment's outcome is
+ * the provider's, not ours to call failed: a retryable NotSent (`worker_config_mismatch`) carrying that record, so
+ * the next attempt may land on a worker that matches, and a budget spent on refusals ends with `everSent` and the
+ * workflow reconciles.
+ */
+function refuseToSend(
+  operation: ProviderOperation,
+  why: string,
+  record: AttemptRecord,
+  classify: (err: unknown) => ApplicationFailure,
+  beat: () => void,
+  log: Logger,
+): ApplicationFailure {
+  if (!record.everSent) {
+    log.warn({ outcome: ErrorType.ValidationError }, why);
+    return ApplicationFailure.create({
       type: ErrorType.ValidationError,
-      message: `provider "${provider.name}": the capabilities the payment was started with differ from this worker's (check PROVIDER_* settings of the API and the worker); nothing was sent`,
+      message: `${why}; nothing was sent`,
       nonRetryable: true,
-      details: [{ expected, actual }],
+      details: [{ everSent: false, everUnknown: false, sends: 0 }],
     });
   }
+  // Keep what earlier attempts did for the next one.
+  beat();
+  const failure = classify(new NotSentError({ operation, reason: 'worker_config_mismatch' }));
+  log.warn({ outcome: ErrorType.NotSent, failure: failure.type, nextRetryDelay: failure.nextRetryDelay }, why);
+  return failure;
 }
 
 /**

@@ -51,7 +51,7 @@ export interface ResubmitCreate {
 }
 
 /** How a reconcile ended. It never guesses `failed`: only the provider's own answer or an operator says so. */
-export type ReconcileResult =
+export type ReconcileResult = (
   | {
       readonly outcome: 'found';
       readonly payment: ProviderPayment;
@@ -60,4 +60,8 @@ export type ReconcileResult =
     }
   | { readonly outcome: 'declined'; readonly declineCode: string; readonly checks: number }
   | { readonly outcome: 'rejected'; readonly reason: string; readonly checks: number }
-  | { readonly outcome: 'needs_review'; readonly reason: string; readonly checks: number };
+  | { readonly outcome: 'needs_review'; readonly reason: string; readonly checks: number }
+) & {
+  /** How many requests its resubmission may have sent to the provider (absent: none, or recorded before counting). */
+  readonly resubmissionSends?: number;
+};

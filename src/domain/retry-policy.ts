@@ -399,10 +399,15 @@ export interface AttemptRecord {
   everUnknown: boolean;
   /** A write was on its way at the last heartbeat: if its attempt ended there, nobody classified its outcome. */
   inFlight: boolean;
+  /**
+   * How many writes may have reached the provider (each send that began and did not end NotSent; what the view counts
+   * as `attempts`). Absent in records written before it was counted: at least one when `everSent`.
+   */
+  sends?: number | undefined;
 }
 
 /** Nothing done yet. */
-export const noAttempts: AttemptRecord = { everSent: false, everUnknown: false, inFlight: false };
+export const noAttempts: AttemptRecord = { everSent: false, everUnknown: false, inFlight: false, sends: 0 };
 
 /** `reason` of the OutcomeUnknown a rejection becomes when an earlier attempt's outcome was unknown. */
 export const RejectedAfterUnknown = 'rejected_after_unknown';

@@ -52,6 +52,7 @@ export const AttemptRecord = z.object({
   everSent: z.boolean(),
   everUnknown: z.boolean(),
   inFlight: z.boolean(),
+  sends: z.number().int().nonnegative().optional(),
 });
 export type AttemptRecord = AttemptRecordShape;
 
@@ -66,7 +67,8 @@ void sameShapes;
 
 /**
  * The record a new attempt starts from: what the earlier ones left (anything unreadable counts as nothing, as on a
- * first attempt), where a write still in flight when its attempt ended counts as sent with an unknown outcome.
+ * first attempt), where a write still in flight when its attempt ended counts as sent (one more send) with an unknown
+ * outcome.
  */
 export const carriedAttemptRecord = (heartbeatDetails: unknown): AttemptRecord => {
   const parsed = AttemptRecord.safeParse(heartbeatDetails);
@@ -76,5 +78,6 @@ export const carriedAttemptRecord = (heartbeatDetails: unknown): AttemptRecord =
     everSent: earlier.everSent || earlier.inFlight,
     everUnknown: earlier.everUnknown || earlier.inFlight,
     inFlight: false,
+    sends: (earlier.sends ?? (earlier.everSent ? 1 : 0)) + (earlier.inFlight ? 1 : 0),
   };
 };

@@ -60,7 +60,8 @@ export const RetryOverridesSchema = z.partialRecord(
 /**
  * A provider's capabilities as the starter's configuration has them (the same settings the worker reads). The worker
  * checks them against its own adapter before any call, so a drift between the API's and the worker's configuration
- * fails the payment before anything is sent instead of retrying with the wrong safety.
+ * never sends with the wrong safety: it fails the payment while nothing was sent, and after a request may have left it
+ * waits for a matching worker, then reconciles.
  */
 export const ProviderCapabilitiesInput = ProviderCapabilities;
 export type ProviderCapabilitiesInput = ProviderCapabilities;

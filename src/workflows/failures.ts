@@ -1,8 +1,9 @@
 /**
  * Reading the failures workflows get back from activities and children: the typed failure's `.type`, the provider's
- * own code, whether the write provably never left the machine, and a message an operator can read.
+ * own code, whether the write provably never left the machine, how many requests may have left, and a message an
+ * operator can read.
  */
-import { ActivityFailure, ApplicationFailure } from '@temporalio/workflow';
+import { ActivityFailure, ApplicationFailure, TimeoutFailure } from '@temporalio/workflow';
 import { ErrorType } from '../domain/errors';
 
 /** The ApplicationFailure type under an activity failure, if any. */
@@ -29,6 +30,21 @@ export function neverSent(err: unknown): boolean {
   if (!(err instanceof ActivityFailure) || !(err.cause instanceof ApplicationFailure)) return false;
   const info = err.cause.details?.[0] as { everSent?: unknown } | undefined;
   return info?.everSent === false;
+}
+
+/**
+ * How many requests an activity's failed attempts may have sent to the provider, as its final failure counts them
+ * (`sends`); a failure recorded before they were counted: none when it proves nothing left or is a worker's refusal
+ * (`ValidationError`), else one. Anything unreadable (Temporal cut the activity off) counts as one: it may have sent.
+ */
+export function sendsOf(err: unknown): number {
+  const failure = err instanceof ActivityFailure ? err.cause : err;
+  if (!(failure instanceof ApplicationFailure)) return 1;
+  const info = failure.details?.[0] as { sends?: unknown; everSent?: unknown } | undefined;
+  if (typeof info?.sends === 'number') return info.sends;
+  // A worker's refusal (this worker cannot or will not send for the payment) comes before any call.
+  if (failure.type === ErrorType.ValidationError) return 0;
+  return info?.everSent === false ? 0 : 1;
 }
 
 /** The failure an activity's last attempt threw, read through an ActivityFailure and a `BudgetExhausted` wrapper. */
@@ -60,6 +76,18 @@ export function waitAskedOf(err: unknown): number | undefined {
   if (!(failure instanceof ApplicationFailure)) return undefined;
   const info = failure.details?.[0] as { retryAfterMs?: unknown } | undefined;
   return typeof info?.retryAfterMs === 'number' && info.retryAfterMs > 0 ? info.retryAfterMs : undefined;
+}
+
+/**
+ * The type of the failure an activity ended with, for a reason an operator reads: the last attempt's (read through
+ * `BudgetExhausted`, and through a Temporal timeout to the attempt failure it carries), else `timeout` or `unknown`.
+ */
+export function lastFailureType(err: unknown): string {
+  const failure = attemptFailure(err);
+  if (failure instanceof ApplicationFailure) return failure.type ?? 'unknown';
+  if (failure instanceof TimeoutFailure)
+    return failure.cause instanceof ApplicationFailure ? (failure.cause.type ?? 'timeout') : 'timeout';
+  return 'unknown';
 }
 
 /** The innermost message, for a review reason an operator can read. */

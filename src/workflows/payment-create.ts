@@ -1,24 +1,53 @@
-import { ActivityFailure, ApplicationFailure, ParentClosePolicy, log, sleep, startChild } from '@temporalio/workflow';
+import {
+  ActivityFailure,
+  ApplicationFailure,
+  ParentClosePolicy,
+  log,
+  patched,
+  sleep,
+  startChild,
+  workflowInfo,
+} from '@temporalio/workflow';
 import type { CreatePaymentArgs, CreatePaymentOutcome, FirstCreateResult, WorkerConfigDetail } from '../activities';
 import type { WorkerProviderConfig } from '../domain/provider-payment';
 import { defaultLocalAttemptTimeoutMs, localFirstAttemptMs } from '../domain/retry-policy';
 import { ErrorType } from '../domain/errors';
 import { reconcileWorkflowId } from '../domain/ids';
 import type { ReconcileInput, ReconcileResult } from '../domain/operations';
+import { activitySummary, formatWait } from '../domain/summaries';
 import { describeWorkerProvider, firstCreateAttempt, paymentMetadata } from './activity-options';
-import { attemptFailure, failureType, messageOf, neverSent, notSentReason } from './failures';
+import { attemptFailure, failureType, messageOf, neverSent, notSentReason, sendsOf } from './failures';
 import type { PaymentEntity } from './payment-entity';
 import { reconcileWorkflow } from './reconcile';
+
+/**
+ * The history length of a payment's first workflow task on its first try: WorkflowExecutionStarted,
+ * WorkflowTaskScheduled, WorkflowTaskStarted (an update-with-start's update is a message, not an event).
+ */
+const FIRST_TASK_HISTORY_LENGTH = 3;
+
+/** Patch: a worker's refusal to send (`ValidationError`) after a request may have left is unknown, never `failed`. */
+const REFUSAL_AFTER_SEND_UNKNOWN = 'refusal-after-send-unknown';
+
+/** What an attempt that left no record may have done: sent, with an outcome nobody saw. */
+const possiblySent = { everSent: true, everUnknown: true } as const;
 
 /**
  * The charge's first provider call: a value (authorized, succeeded, declined), a refusal (failed), a write that
  * provably never left (failed, `provider_unavailable`), or an unknown outcome that the main loop reconciles. A write
  * that provably never left moves to the request's next provider, if it names one, under a key scoped to it; nothing
  * else does (an unknown outcome, an answer, a decline may have moved money at the provider that holds the payment).
+ * Once a request may have reached the provider, the payment is never `failed` but by the provider's own refusal.
  */
 export async function createAtProvider(payment: PaymentEntity): Promise<void> {
+  // Read in the first activation. Longer than a clean first task: an earlier try of this task failed or timed out (its
+  // worker died), and the local first attempt it may have made left no marker. Also when a signal came before the
+  // first task: a false "possibly sent" only reconciles; a false "never sent" could charge twice. No patch: it changes
+  // the local attempt's arguments and the view's count, never a command (the decisions follow the recorded results).
+  let unaccounted = payment.input.shape === 3 && workflowInfo().historyLength > FIRST_TASK_HISTORY_LENGTH;
   for (;;) {
-    const notSent = await createOnce(payment);
+    const notSent = await createOnce(payment, unaccounted);
+    unaccounted = false;
     if (notSent === undefined) break;
     const next = payment.nextProvider();
     if (next === undefined) {
@@ -33,31 +62,39 @@ export async function createAtProvider(payment: PaymentEntity): Promise<void> {
   payment.state.firstCallSettled = true;
 }
 
-/** One create at the provider holding the payment; answers why, when every attempt provably never left. */
-async function createOnce(payment: PaymentEntity): Promise<string | undefined> {
+/**
+ * One create at the provider holding the payment; answers why, when every attempt provably never left. `unaccounted`:
+ * an earlier try of the first workflow task may have sent a local first attempt.
+ */
+async function createOnce(payment: PaymentEntity, unaccounted: boolean): Promise<string | undefined> {
   const { state, input, request } = payment;
-  state.firstSentAtMs = Date.now();
+  // A lost attempt was sent before this task: the run's start bounds it (a look-up by reference counts from here).
+  state.firstSentAtMs = unaccounted ? workflowInfo().runStartTime.getTime() : Date.now();
   const firstProvider = payment.keyProvider === undefined;
   try {
-    const result = await sendCreate(payment, {
-      provider: payment.provider,
-      merchantId: input.merchantId,
-      key: input.key,
-      ...(firstProvider ? {} : { keyProvider: payment.provider }),
-      input: {
-        amount: request.amount.value,
-        currency: request.amount.currency,
-        reference: request.orderId,
-        paymentMethod: request.paymentMethod,
-        capture: request.capture,
-        metadata: paymentMetadata(input.merchantId, input.key),
+    const result = await sendCreate(
+      payment,
+      {
+        provider: payment.provider,
+        merchantId: input.merchantId,
+        key: input.key,
+        ...(firstProvider ? {} : { keyProvider: payment.provider }),
+        input: {
+          amount: request.amount.value,
+          currency: request.amount.currency,
+          reference: request.orderId,
+          paymentMethod: request.paymentMethod,
+          capture: request.capture,
+          metadata: paymentMetadata(input.merchantId, input.key),
+        },
+        notBeforeMs: state.firstSentAtMs,
+        // The worker checks the starter's view of the provider against its own before it sends anything (the starter's
+        // capabilities are the first provider's).
+        ...(payment.lean && input.capabilities && firstProvider ? { expectCapabilities: input.capabilities } : {}),
       },
-      notBeforeMs: state.firstSentAtMs,
-      // The worker checks the starter's view of the provider against its own before it sends anything (the starter's
-      // capabilities are the first provider's).
-      ...(payment.lean && input.capabilities && firstProvider ? { expectCapabilities: input.capabilities } : {}),
-    });
-    state.view.attempts += 1;
+      unaccounted,
+    );
+    state.view.attempts += result.sends ?? 1;
     if (result.outcome === 'declined') {
       state.view.declineCode = result.declineCode;
       payment.transition('declined');
@@ -65,13 +102,13 @@ async function createOnce(payment: PaymentEntity): Promise<string | undefined> {
       payment.learn(result.payment);
     }
   } catch (err) {
-    state.view.attempts += 1;
+    state.view.attempts += sendsOf(err);
     const type = failureType(err);
     if (
-      (type === ErrorType.ProviderRejected || type === ErrorType.ValidationError) &&
+      (type === ErrorType.ProviderRejected || (type === ErrorType.ValidationError && refusedBeforeAnySend(payment))) &&
       state.view.status === 'pending'
     ) {
-      // The provider said no, or the worker refused before sending: nothing happened, a real failure, not a guess.
+      // The provider said no, or a worker refused before anything was sent: nothing happened, a failure, not a guess.
       payment.transition('failed');
       log.warn('charge rejected', { reason: messageOf(err), type });
     } else if (neverSent(err) && state.view.status === 'pending') {
@@ -83,6 +120,14 @@ async function createOnce(payment: PaymentEntity): Promise<string | undefined> {
     }
   }
   return undefined;
+}
+
+/**
+ * A worker's refusal to send ends the charge `failed` only while no request may have reached the provider (the view's
+ * `attempts` counts those). After one, the refusal is the worker's, not the provider's answer: unknown, reconciled.
+ */
+function refusedBeforeAnySend(payment: PaymentEntity): boolean {
+  return payment.state.view.attempts === 0 || !patched(REFUSAL_AFTER_SEND_UNKNOWN);
 }
 
 /** What a local first attempt may have done, as its failure reports it; a timeout or anything unreadable: everything. */
@@ -108,9 +153,13 @@ function retryAfterOf(err: unknown): number | undefined {
  * One create, as the workflow sees it: the activity on the provider's queue with its retry policy. A shape-3 charge's
  * first create starts with `firstCreateAttempt` instead (see {@link firstCreate}).
  */
-async function sendCreate(payment: PaymentEntity, args: CreatePaymentArgs): Promise<CreatePaymentOutcome> {
+async function sendCreate(
+  payment: PaymentEntity,
+  args: CreatePaymentArgs,
+  unaccounted: boolean,
+): Promise<CreatePaymentOutcome> {
   // Shape 3 before its first step: the worker's view of the provider is not known yet (never after a failover).
-  if (payment.input.shape === 3 && payment.capabilities === undefined) return firstCreate(payment, args);
+  if (payment.input.shape === 3 && payment.capabilities === undefined) return firstCreate(payment, args, unaccounted);
   return payment.requireActs().write.createPayment(args);
 }
 
@@ -123,15 +172,23 @@ async function sendCreate(payment: PaymentEntity, args: CreatePaymentArgs): Prom
  * under the same key (derived from the scope), carrying what the local attempt may have sent, so a request that
  * reached the provider is answered by its stored answer, and only the activity's final failure is classified (one
  * code path: failover, never sent, unknown). The activity checks the recorded capabilities against its own worker's
- * adapter before it sends anything (a worker configured otherwise refuses).
+ * adapter before it sends anything (a worker configured otherwise refuses: finally only while nothing may have been
+ * sent). `unaccounted`: an earlier try of this first task may have sent an attempt that left no record: it is counted
+ * and carried as sent with an unknown outcome, so no later refusal can make the create look never sent.
  */
-async function firstCreate(payment: PaymentEntity, args: CreatePaymentArgs): Promise<CreatePaymentOutcome> {
+async function firstCreate(
+  payment: PaymentEntity,
+  args: CreatePaymentArgs,
+  unaccounted: boolean,
+): Promise<CreatePaymentOutcome> {
   const boundMs = payment.input.timings.localAttemptTimeoutMs ?? defaultLocalAttemptTimeoutMs;
   const localMs = (config: WorkerProviderConfig) =>
     localFirstAttemptMs(payment.input.timings.localAttemptTimeoutMs, config.capabilities, config.retry);
+  const lost = unaccounted ? { earlier: possiblySent } : {};
+  if (unaccounted) payment.state.view.attempts += 1;
   let first: FirstCreateResult;
   try {
-    first = await firstCreateAttempt(boundMs, payment.provider)({ ...args, boundMs });
+    first = await firstCreateAttempt(boundMs, payment.provider)({ ...args, ...lost, boundMs });
   } catch (err) {
     const type = failureType(err);
     const detail = workerDetailOf(err);
@@ -154,11 +211,17 @@ async function firstCreate(payment: PaymentEntity, args: CreatePaymentArgs): Pro
     // longer than the create budget ends the create as the activity's would (its outcome then reconciled).
     const wait = detail?.retryDelayMs ?? retryAfterOf(err);
     if (wait !== undefined && wait > acts.createBudgetMs) throw err;
-    if (wait !== undefined) await sleep(wait);
+    if (wait !== undefined) {
+      await sleep(wait, {
+        summary: `wait ${formatWait(wait)} before ${activitySummary('create', payment.provider)} takes over from the local first attempt`,
+      });
+    }
     log.info('local first create attempt did not settle; the activity takes over with the same key', {
       reason: messageOf(err),
       ...earlier,
     });
+    // The local attempt's requests are the create's first; the activity's are counted with its own answer.
+    payment.state.view.attempts += sendsOf(err);
     return after({ ...args, earlier, expectCapabilities: config.capabilities });
   }
   if (first.attempt === 'settled') {
@@ -168,7 +231,7 @@ async function firstCreate(payment: PaymentEntity, args: CreatePaymentArgs): Pro
   // A provider without keys or with limits of its own: the create runs on its queue only, with the worker's presets.
   payment.useWorkerConfig(first.config);
   log.info('no local first create attempt at this provider', { reason: first.reason });
-  return payment.requireActs().write.createPayment({ ...args, expectCapabilities: first.config.capabilities });
+  return payment.requireActs().write.createPayment({ ...args, ...lost, expectCapabilities: first.config.capabilities });
 }
 
 /** The worker's view of the provider (and the chosen retry delay) a local first attempt's failure carries, if any. */
@@ -234,6 +297,8 @@ export async function reconcileCreate(payment: PaymentEntity): Promise<void> {
   } finally {
     payment.reconcileRunning = false;
   }
+  // A resubmission's requests reached the provider too (a reconcile recorded before they were counted: none).
+  state.view.attempts += result.resubmissionSends ?? 0;
   if (state.view.status !== 'unknown') return; // a webhook already moved the payment on
   if (result.outcome === 'found') {
     payment.learn(result.payment);

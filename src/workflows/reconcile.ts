@@ -1,12 +1,15 @@
-import { condition, proxySinks, setHandler, workflowInfo } from '@temporalio/workflow';
+import { condition, log, patched, proxySinks, setHandler, workflowInfo } from '@temporalio/workflow';
 import { reconcileResolvedSignal } from '../domain/definitions';
 import { ErrorType } from '../domain/errors';
-import type { Expectation, ReconcileInput, ReconcileResult } from '../domain/operations';
+import type { Expectation, ReconcileInput, ReconcileResult, ResubmitCreate } from '../domain/operations';
 import type { PaymentSinks } from '../domain/sinks';
 import { reconcileWaitSummary } from '../domain/summaries';
 import type { ProviderPayment } from '../domain/provider-payment';
 import { paymentMetadata, providerActivities } from './activity-options';
-import { failureType, messageOf } from './failures';
+import { failureType, lastFailureType, messageOf, notSentReason, sendsOf } from './failures';
+import { type ReconcileTally, reconcileReviewReason } from './reconcile-reason';
+
+type ProviderActivities = ReturnType<typeof providerActivities>;
 
 /** Whether a provider payment shows that the write under reconciliation happened. */
 export function meetsExpectation(p: ProviderPayment, expect: Expectation): boolean {
@@ -23,10 +26,18 @@ export function meetsExpectation(p: ProviderPayment, expect: Expectation): boole
 }
 
 /**
+ * Patch: a look-up that failed (the provider unreachable for the look-up's whole budget) is a check that learned
+ * nothing: the reconcile goes on checking, past its schedule until the provider's key lifetime while the look-ups keep
+ * failing. Histories before it ended the reconcile with the look-up's failure.
+ */
+const CHECK_THROUGH_OUTAGES = 'reconcile-checks-through-outages';
+
+/**
  * Durable wait-and-check for one write whose outcome is unknown: wait (a webhook ends the wait early), look the write
  * up, and repeat on the schedule. After the settle window a provider that honours keys gets the same request again
- * with the same key while the key is alive. Ends `found`, with the provider's own answer, or `needs_review`; it never
- * guesses `failed`.
+ * with the same key while the key is alive. A look-up that fails is a check that learned nothing: an outage of any
+ * length is waited out, up to the provider's key lifetime. Ends `found`, with the provider's own answer, or
+ * `needs_review` with a reason that says what was checked, sent and refused; it never guesses `failed`.
  */
 export async function reconcileWorkflow(input: ReconcileInput): Promise<ReconcileResult> {
   // Metrics through a sink: no command, not called on replay.
@@ -46,75 +57,139 @@ async function waitAndCheck(input: ReconcileInput): Promise<ReconcileResult> {
   });
   const acts = providerActivities(workflowInfo().taskQueue, input.provider, input.capabilities, input.retry);
   const keyTtlMs = input.capabilities.keyTtlSeconds === null ? 0 : input.capabilities.keyTtlSeconds * 1000;
-  let checks = 0;
-  let resubmitted = false;
+  const startedAtMs = Date.now();
+  // How long to keep checking while the look-ups fail: the schedule, or the provider's key lifetime if that is later.
+  const scheduleEndsAtMs = startedAtMs + input.scheduleMs.reduce((a, b) => a + b, 0);
+  const horizonAtMs = Math.max(scheduleEndsAtMs, input.firstSentAtMs + keyTtlMs);
+  const tally: ReconcileTally = { checks: 0, notFound: 0, failedLookups: 0, untilKeyLifetime: false };
+  const done = (result: ReconcileResult): ReconcileResult =>
+    tally.resubmission && tally.resubmission.sends > 0
+      ? { ...result, resubmissionSends: tally.resubmission.sends }
+      : result;
 
-  for (const waitMs of input.scheduleMs) {
+  let waitMs: number | undefined = input.scheduleMs[0];
+  for (let next = 1; waitMs !== undefined; next += 1) {
     await condition(() => webhook.payment !== undefined, waitMs, {
       summary: reconcileWaitSummary(input.operation, input.provider, waitMs),
     });
-    if (webhook.payment) return { outcome: 'found', payment: webhook.payment, via: 'webhook', checks };
-    checks += 1;
-    const found = await acts.lookup.lookupPayment({
-      provider: input.provider,
-      merchantId: input.merchantId,
-      key: input.key,
-      ...(input.keyProvider === undefined ? {} : { keyProvider: input.keyProvider }),
-      operation: input.operation,
-      reference: input.reference,
-      paymentId: input.paymentId,
-      // By reference (no keys), only a payment that could be this charge counts: same amount, created after our send.
-      ...(input.expect.kind === 'created'
-        ? { match: { amount: input.expect.amount, currency: input.expect.currency, createdGteMs: input.firstSentAtMs } }
-        : {}),
-    });
+    const { checks } = tally;
+    if (webhook.payment) return done({ outcome: 'found', payment: webhook.payment, via: 'webhook', checks });
+    tally.checks += 1;
+    let found: ProviderPayment | null;
+    try {
+      found = await lookUp(acts, input);
+    } catch (err) {
+      if (!patched(CHECK_THROUGH_OUTAGES)) throw err;
+      // The provider could not be asked: nothing learned, not "not found". Wait and check again.
+      tally.failedLookups += 1;
+      tally.lastLookupFailure = lastFailureType(err);
+      log.warn('reconcile look-up failed; checking again later', { reason: messageOf(err) });
+      waitMs = nextWait(input.scheduleMs, next, waitMs, horizonAtMs);
+      tally.untilKeyLifetime = waitMs === undefined && horizonAtMs > scheduleEndsAtMs;
+      continue;
+    }
     if (found && meetsExpectation(found, input.expect))
-      return { outcome: 'found', payment: found, via: 'lookup', checks };
+      return done({ outcome: 'found', payment: found, via: 'lookup', checks: tally.checks });
+    tally.notFound += 1;
 
     const sinceFirstSend = Date.now() - input.firstSentAtMs;
     const keyAliveForResend = sinceFirstSend + acts.createBudgetMs < keyTtlMs;
     if (
       input.resubmit &&
-      !resubmitted &&
+      tally.resubmission === undefined &&
       input.capabilities.idempotencyKeys &&
       sinceFirstSend >= input.settleWindowMs &&
       keyAliveForResend
     ) {
       // Safe only because the provider stores the key: if the first request did commit, this replays its answer.
-      resubmitted = true;
-      const r = input.resubmit;
-      try {
-        const result = await acts.write.createPayment({
-          provider: input.provider,
-          merchantId: input.merchantId,
-          key: input.key,
-          ...(input.keyProvider === undefined ? {} : { keyProvider: input.keyProvider }),
-          input: {
-            amount: r.amount,
-            currency: r.currency,
-            reference: input.reference,
-            paymentMethod: r.paymentMethod,
-            capture: r.capture,
-            metadata: paymentMetadata(input.merchantId, input.key),
-          },
-          notBeforeMs: input.firstSentAtMs,
-          afterUnknown: true,
-        });
-        if (result.outcome === 'declined') return { outcome: 'declined', declineCode: result.declineCode, checks };
-        return { outcome: 'found', payment: result.payment, via: 'resubmit', checks };
-      } catch (err) {
-        const type = failureType(err);
-        if (type === ErrorType.ProviderRejected) return { outcome: 'rejected', reason: messageOf(err), checks };
-        // Unknown again: keep checking on the schedule.
-      }
+      const answer = await resubmit(acts, input, input.resubmit);
+      tally.resubmission = {
+        sends: answer.sends,
+        ...(answer.refusedWhy === undefined ? {} : { refusedWhy: answer.refusedWhy }),
+      };
+      if (answer.result) return done({ ...answer.result, checks: tally.checks });
+      // Unknown again: keep checking on the schedule.
     }
+    // A check that answered ends the reconcile at the schedule's end: past it, only failed look-ups go on.
+    waitMs = input.scheduleMs[next];
   }
-  const hours = input.scheduleMs.reduce((a, b) => a + b, 0) / 3_600_000;
-  return {
+  return done({
     outcome: 'needs_review',
-    reason: `${input.operation} not found at ${input.provider} after ${checks} checks over ${hours.toFixed(2)} h${
-      resubmitted ? ' and one resubmission with the same key' : ''
-    }`,
-    checks,
-  };
+    reason: reconcileReviewReason(input.operation, input.provider, tally, Date.now() - startedAtMs),
+    checks: tally.checks,
+  });
+}
+
+/**
+ * The wait before check `next + 1` after a failed look-up: the schedule's, then (past it) twice the last one, the last
+ * cut to end at `horizonAtMs`; undefined once the horizon is reached.
+ */
+function nextWait(
+  scheduleMs: readonly number[],
+  next: number,
+  lastMs: number,
+  horizonAtMs: number,
+): number | undefined {
+  if (next < scheduleMs.length) return scheduleMs[next];
+  const left = horizonAtMs - Date.now();
+  return left > 0 ? Math.min(2 * lastMs, left) : undefined;
+}
+
+/** One look-up of the write under reconciliation. */
+function lookUp(acts: ProviderActivities, input: ReconcileInput): Promise<ProviderPayment | null> {
+  return acts.lookup.lookupPayment({
+    provider: input.provider,
+    merchantId: input.merchantId,
+    key: input.key,
+    ...(input.keyProvider === undefined ? {} : { keyProvider: input.keyProvider }),
+    operation: input.operation,
+    reference: input.reference,
+    paymentId: input.paymentId,
+    // By reference (no keys), only a payment that could be this charge counts: same amount, created after our send.
+    ...(input.expect.kind === 'created'
+      ? { match: { amount: input.expect.amount, currency: input.expect.currency, createdGteMs: input.firstSentAtMs } }
+      : {}),
+  });
+}
+
+/** What a resubmission did: a result that ends the reconcile, if any, the requests that may have left, and why none. */
+interface ResubmitAnswer {
+  readonly result?:
+    | { readonly outcome: 'found'; readonly payment: ProviderPayment; readonly via: 'resubmit' }
+    | { readonly outcome: 'declined'; readonly declineCode: string }
+    | { readonly outcome: 'rejected'; readonly reason: string };
+  readonly sends: number;
+  readonly refusedWhy?: string;
+}
+
+/** The same create again, with the same key: the provider's stored answer if the first request did commit. */
+async function resubmit(acts: ProviderActivities, input: ReconcileInput, r: ResubmitCreate): Promise<ResubmitAnswer> {
+  try {
+    const result = await acts.write.createPayment({
+      provider: input.provider,
+      merchantId: input.merchantId,
+      key: input.key,
+      ...(input.keyProvider === undefined ? {} : { keyProvider: input.keyProvider }),
+      input: {
+        amount: r.amount,
+        currency: r.currency,
+        reference: input.reference,
+        paymentMethod: r.paymentMethod,
+        capture: r.capture,
+        metadata: paymentMetadata(input.merchantId, input.key),
+      },
+      notBeforeMs: input.firstSentAtMs,
+      afterUnknown: true,
+    });
+    const sends = result.sends ?? 1;
+    if (result.outcome === 'declined')
+      return { result: { outcome: 'declined', declineCode: result.declineCode }, sends };
+    return { result: { outcome: 'found', payment: result.payment, via: 'resubmit' }, sends };
+  } catch (err) {
+    const sends = sendsOf(err);
+    const refusedWhy = sends === 0 ? { refusedWhy: notSentReason(err) } : {};
+    if (failureType(err) === ErrorType.ProviderRejected)
+      return { result: { outcome: 'rejected', reason: messageOf(err) }, sends, ...refusedWhy };
+    return { sends, ...refusedWhy };
+  }
 }

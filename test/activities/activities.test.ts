@@ -166,6 +166,7 @@ describe('createPayment', () => {
     ).resolves.toEqual({
       outcome: 'declined',
       declineCode: 'insufficient_funds',
+      sends: 1,
     });
     expect(s.effects()).toHaveLength(0);
   });
@@ -539,11 +540,69 @@ describe('attempt safety: heartbeats, what earlier attempts did, cancellation', 
     const beats = beatsOf(env);
     const f = await failureOf(run(env, s.acts.createPayment, charge(s, 'h1')));
     expect(beats).toEqual([
-      { everSent: false, everUnknown: false, inFlight: true },
-      { everSent: true, everUnknown: true, inFlight: false },
+      { everSent: false, everUnknown: false, inFlight: true, sends: 0 },
+      { everSent: true, everUnknown: true, inFlight: false, sends: 1 },
     ]);
     expect(f).toMatchObject({ type: ErrorType.OutcomeUnknown, nonRetryable: false });
-    expect(f.details?.[0]).toMatchObject({ everSent: true, everUnknown: true });
+    expect(f.details?.[0]).toMatchObject({ everSent: true, everUnknown: true, sends: 1 });
+  });
+
+  it('counts the requests that may have left across attempts, never one refused before it was sent', async () => {
+    const s = await setup();
+    const earlier = { everSent: true, everUnknown: true, inFlight: false, sends: 2 };
+    const ok = await run(attemptEnv(3, 1_000, { heartbeatDetails: earlier }), s.acts.createPayment, charge(s, 'n1'));
+    expect(ok).toMatchObject({ outcome: 'succeeded', sends: 3 });
+    // The breaker refuses: nothing left this attempt, the earlier ones' count stands.
+    for (let i = 0; i < 3; i++) await s.breaker.record('simulator', ErrorType.ProviderUnavailable);
+    const refused = await failureOf(
+      run(attemptEnv(4, 1_000, { heartbeatDetails: earlier }), s.acts.createPayment, charge(s, 'n2')),
+    );
+    expect(refused.details?.[0]).toMatchObject({ type: ErrorType.CircuitOpen, everSent: true, sends: 2 });
+  });
+
+  describe('a worker configured otherwise than the payment recorded (PROVIDER_* drift)', () => {
+    const recorded = (s: Setup): ProviderCapabilities => ({
+      ...s.provider.capabilities,
+      callLimits: { callTimeoutMs: 9_000, referencePages: 5 },
+    });
+
+    it('with nothing sent before: a final ValidationError, nothing sent', async () => {
+      const s = await setup();
+      const f = await failureOf(
+        run(attemptEnv(1), s.acts.createPayment, { ...charge(s, 'd1'), expectCapabilities: recorded(s) }),
+      );
+      expect(f).toMatchObject({ type: ErrorType.ValidationError, nonRetryable: true });
+      expect(f.message).toMatch(/differ from this worker's.*nothing was sent/);
+      expect(f.details?.[0]).toMatchObject({ everSent: false, sends: 0 });
+      expect(sim.ledger(s.apiKey).requests).toHaveLength(0);
+    });
+
+    it('after an attempt that may have been sent (a local first attempt, an earlier attempt, an unknown outcome): a retryable refusal that keeps the record', async () => {
+      const s = await setup();
+      const refusals = [
+        run(attemptEnv(1), s.acts.createPayment, {
+          ...charge(s, 'd2'),
+          expectCapabilities: recorded(s),
+          earlier: { everSent: true, everUnknown: true },
+        }),
+        run(
+          attemptEnv(2, 1_000, { heartbeatDetails: { everSent: true, everUnknown: false, inFlight: false, sends: 1 } }),
+          s.acts.createPayment,
+          { ...charge(s, 'd3'), expectCapabilities: recorded(s) },
+        ),
+        run(attemptEnv(1), s.acts.createPayment, {
+          ...charge(s, 'd4'),
+          expectCapabilities: recorded(s),
+          afterUnknown: true,
+        }),
+      ];
+      for (const refusal of refusals) {
+        const f = await failureOf(refusal);
+        expect(f).toMatchObject({ type: ErrorType.NotSent, nonRetryable: false });
+        expect(f.details?.[0]).toMatchObject({ reason: 'worker_config_mismatch', everSent: true });
+      }
+      expect(sim.ledger(s.apiKey).requests).toHaveLength(0);
+    });
   });
 
   it('after an unknown attempt, a 401 on the retry is OutcomeUnknown rejected_after_unknown, non-retryable', async () => {

@@ -5,6 +5,7 @@
  * exactly as it did before (failed `provider_unavailable`). Every money claim is checked in the simulator's ledger.
  */
 import { createServer } from 'node:net';
+import { defaultPayloadConverter } from '@temporalio/common';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { temporal } from '@temporalio/proto';
 import pino from 'pino';
@@ -70,6 +71,11 @@ const creates = (orderId: string) =>
   h.ledger().effects.filter((e) => e.operation === 'create' && e.reference === orderId);
 const createRequests = (orderId: string) =>
   h.ledger().requests.filter((r) => r.operation === 'create' && r.reference === orderId);
+/** A history event's summary (user metadata), decoded; undefined when it has none. */
+const summaryOf = (event: temporal.api.history.v1.IHistoryEvent): string | undefined => {
+  const payload = event.userMetadata?.summary;
+  return payload ? defaultPayloadConverter.fromPayload<string>(payload) : undefined;
+};
 const settled = (key: string, status: PaymentView['status']) =>
   eventually(
     `payment ${key} ${status}`,
@@ -102,6 +108,8 @@ it('a local attempt that timed out with its request at the provider: the activit
   expect(requests.length).toBeGreaterThanOrEqual(1);
   expect(new Set(requests.map((r) => r.idempotency_key))).toEqual(new Set([expectedKey]));
   expect(creates(orderId)).toHaveLength(1);
+  // Every request the provider saw is an attempt of the payment's (the local one and the activity's alike).
+  expect((await settled(key, 'succeeded')).attempts).toBe(requests.length);
   await recordHistories({ env }, 'local-first-timed-out', [chargeWorkflowId(h.a.id, key)]);
 }, 30_000);
 
@@ -124,6 +132,8 @@ it('a local attempt whose response was lost after the provider committed (commit
     [null, true],
   ]);
   expect(creates(orderId)).toHaveLength(1);
+  // The provider saw the create twice (one dropped, one replayed): two attempts, not one.
+  expect(answer.body.attempts).toBe(2);
   const events = await historyOf(key);
   expect(count(events, EventType.EVENT_TYPE_MARKER_RECORDED)).toBe(1);
   expect(count(events, EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED)).toBe(1);
@@ -138,6 +148,8 @@ it('a refused connection on the local attempt and on every retry: failed provide
   expect(answer.status).toBeLessThan(300);
   const view = await settled(key, 'failed');
   expect(view.failureReason).toBe('provider_unavailable');
+  // Not one attempt reached the provider.
+  expect(view.attempts).toBe(0);
   const events = await historyOf(key);
   // The local attempt, then the activity's own attempts (the test retry policy's two) on the provider's queue.
   expect(count(events, EventType.EVENT_TYPE_MARKER_RECORDED)).toBe(1);
@@ -164,4 +176,11 @@ it('a 429 with Retry-After on the local attempt: the activity sends again only a
   const [first, second] = requests;
   expect((second?.at_ms ?? 0) - (first?.at_ms ?? 0)).toBeGreaterThanOrEqual(1_000);
   expect(creates(orderId)).toHaveLength(1);
+  // Every timer in the payment's history says what it waits for; the first is the wait before the activity takes over.
+  const timers = (await historyOf(key)).filter((e) => e.eventType === EventType.EVENT_TYPE_TIMER_STARTED);
+  expect(timers.map(summaryOf)).toEqual([
+    'wait 1 s before create payment at simulator takes over from the local first attempt',
+    expect.stringMatching(/^accept refunds until the refund window closes in /),
+  ]);
+  expect(answer.body.attempts).toBe(2); // the 429 reached the provider too
 }, 30_000);

@@ -244,21 +244,29 @@ describe('the attempt timeout covers every call one attempt can make', () => {
 
 describe('carriedAttemptRecord', () => {
   it('a write still in flight when its attempt ended counts as sent with an unknown outcome', () => {
-    expect(carriedAttemptRecord({ everSent: false, everUnknown: false, inFlight: true })).toEqual({
+    expect(carriedAttemptRecord({ everSent: false, everUnknown: false, inFlight: true, sends: 0 })).toEqual({
       everSent: true,
       everUnknown: true,
       inFlight: false,
+      sends: 1,
     });
-    expect(carriedAttemptRecord({ everSent: true, everUnknown: false, inFlight: false })).toEqual({
+    expect(carriedAttemptRecord({ everSent: true, everUnknown: false, inFlight: false, sends: 2 })).toEqual({
       everSent: true,
       everUnknown: false,
       inFlight: false,
+      sends: 2,
     });
+  });
+
+  it('a record written before sends were counted: at least one send when it says sent', () => {
+    expect(carriedAttemptRecord({ everSent: true, everUnknown: false, inFlight: false })).toMatchObject({ sends: 1 });
+    expect(carriedAttemptRecord({ everSent: true, everUnknown: true, inFlight: true })).toMatchObject({ sends: 2 });
+    expect(carriedAttemptRecord({ everSent: false, everUnknown: false, inFlight: false })).toMatchObject({ sends: 0 });
   });
 
   it('nothing recorded (a first attempt) or unreadable details: nothing done', () => {
     for (const details of [undefined, null, 'x', { everSent: 'yes' }]) {
-      expect(carriedAttemptRecord(details)).toEqual({ everSent: false, everUnknown: false, inFlight: false });
+      expect(carriedAttemptRecord(details)).toEqual({ everSent: false, everUnknown: false, inFlight: false, sends: 0 });
     }
   });
 });

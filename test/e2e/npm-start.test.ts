@@ -311,7 +311,8 @@ describeWithChromium(title, () => {
     // Summary, details and current details (payloads too, decoded the same way) on the User Metadata tab.
     await page.getByText('User Metadata').first().click();
     await waitForTextInFrames(page, summary, BROWSER_TIMEOUT_MS);
-    await waitForTextInFrames(page, 'after 1 provider attempt', BROWSER_TIMEOUT_MS);
+    // The provider saw two creates (the 503, then the retry's success): the story counts both.
+    await waitForTextInFrames(page, 'after 2 provider attempts', BROWSER_TIMEOUT_MS);
     await page.screenshot({ path: path.join(artifacts, 'workflow-user-metadata.png'), fullPage: true });
     await browser.close();
     browser = undefined;

@@ -2,7 +2,8 @@
  * A second worker process for multi-process tests (the SDK allows one worker per task queue per process): the real
  * `createBreaker` and the worker stack of src/stack.ts, configured by the JSON in PW_WORKER_SPEC. Prints `ready` once
  * polling, drains on SIGTERM, then prints `{"creates":N}`: how many creates this process sent to the provider. Its
- * pino log (level `logLevel`, default silent) goes to stderr, which `spawnWorkerProcess` collects.
+ * pino log (level `logLevel`, default silent) goes to stderr, which `spawnWorkerProcess` collects. A test may also
+ * SIGKILL it (a worker that dies mid-task, with whatever it was sending).
  */
 import { spawn } from 'node:child_process';
 import { DefaultLogger, NativeConnection, Runtime } from '@temporalio/worker';
@@ -19,8 +20,9 @@ export interface WorkerProcessSpec {
   readonly workflowBundlePath: string;
   readonly simulatorUrl: string;
   readonly apiKey: string;
-  readonly redisUrl: string;
-  readonly keyPrefix: string;
+  /** The shared breaker store; absent: the process's own in-process breaker. */
+  readonly redisUrl?: string;
+  readonly keyPrefix?: string;
   readonly breaker: Required<
     Pick<BreakerOptions, 'failureThreshold' | 'window' | 'cooldownMs' | 'probeTimeoutMs' | 'jitterMs'>
   >;
@@ -31,6 +33,8 @@ export interface WorkerProcessSpec {
 export interface WorkerProcess {
   /** SIGTERM, waits for the drain; answers how many creates the process sent. Fails when it exited non-zero. */
   stop(): Promise<number>;
+  /** SIGKILL: the process dies at once, mid-task (nothing drains); resolves once it exited. */
+  kill(): Promise<void>;
   /** The process's log so far: one parsed pino line each. */
   logs(): { level: number; msg: string; [field: string]: unknown }[];
 }
@@ -71,6 +75,10 @@ export async function spawnWorkerProcess(spec: WorkerProcessSpec): Promise<Worke
       if (code !== 0) throw new Error(`worker process exited ${code}: ${err.slice(-2_000)}`);
       const line = out.split('\n').find((l) => l.includes('"creates"'));
       return (JSON.parse(line ?? '{}') as { creates: number }).creates;
+    },
+    async kill() {
+      child.kill('SIGKILL');
+      await exited;
     },
     logs: () =>
       err
@@ -113,7 +121,7 @@ async function main() {
     pino.destination({ dest: 2, sync: true }),
   );
   const breaker = await createBreaker(
-    { REDIS_URL: spec.redisUrl, REDIS_KEY_PREFIX: spec.keyPrefix, breaker: spec.breaker },
+    { REDIS_URL: spec.redisUrl, REDIS_KEY_PREFIX: spec.keyPrefix ?? 'pw:breaker:', breaker: spec.breaker },
     logger,
   );
   const provider = simulatorProvider(spec.simulatorUrl, spec.apiKey, logger);

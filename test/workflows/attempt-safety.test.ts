@@ -117,7 +117,8 @@ it('keys honoured: a 500 (unknown) then a 401 on the retry: the payment is unkno
           status: 401,
           everSent: true,
           everUnknown: true,
-          earlier: { everSent: true, everUnknown: true, inFlight: false },
+          earlier: { everSent: true, everUnknown: true, inFlight: false, sends: 1 },
+          sends: 2,
         }),
       },
     ]);

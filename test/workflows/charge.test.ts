@@ -220,7 +220,8 @@ describe('chargeWorkflow: unknown outcomes', () => {
       await t.env.sleep('2 hours');
       const review = await waitForStatus(handle, 'needs_review');
       expect(review.review?.reason).toBe(
-        'create not found at simulator after 2 checks over 1.02 h and one resubmission with the same key',
+        'create not found at simulator after 2 checks over 1 h: 2 look-ups found nothing; ' +
+          'one resubmission with the same key was sent, its outcome unknown',
       );
       expect(effectsOf(b, 'create')).toHaveLength(0);
       // Resubmitted exactly once by the reconcile, after the settle window, with the payment's own key.

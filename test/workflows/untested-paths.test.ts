@@ -64,7 +64,9 @@ describe('the key-lifetime guard of a reconcile resubmission', () => {
       // The ledger is the witness: nothing was sent after the first create's own attempts.
       expect(requestsOf(b, 'create')).toHaveLength(createsBeforeReconcile);
       expect(await resubmissionsOf(input)).toBe(0);
-      expect(review.review?.reason).toBe('create not found at simulator after 2 checks over 3.00 h');
+      expect(review.review?.reason).toBe(
+        'create not found at simulator after 2 checks over 3 h: 2 look-ups found nothing',
+      );
       expect(effectsOf(b, 'create')).toHaveLength(0);
     });
   });
@@ -78,7 +80,8 @@ describe('the key-lifetime guard of a reconcile resubmission', () => {
       expect(await resubmissionsOf(input)).toBe(1);
       expect(new Set(requestsOf(b, 'create').map((r) => r.idempotency_key)).size).toBe(1);
       expect(review.review?.reason).toBe(
-        'create not found at simulator after 2 checks over 3.00 h and one resubmission with the same key',
+        'create not found at simulator after 2 checks over 3 h: 2 look-ups found nothing; ' +
+          'one resubmission with the same key was sent, its outcome unknown',
       );
     });
   });
@@ -183,7 +186,9 @@ describe('a reconcile resubmission answered by the provider', () => {
       });
       await t.env.sleep(2 * HOUR + 60_000);
       const review = await waitForStatus(handle, 'needs_review');
-      expect(review.review?.reason).toMatch(/after 2 checks .* and one resubmission with the same key$/);
+      expect(review.review?.reason).toMatch(
+        /after 2 checks .*; one resubmission with the same key was sent, its outcome unknown$/,
+      );
       expect(requestsOf(b, 'create')).toHaveLength(createsBefore + 1);
       expect(requestsOf(b, 'create').at(-1)).toMatchObject({ status: 401, fault: 'status' });
       expect(await resubmissionsOf(input)).toBe(1);
