@@ -489,7 +489,7 @@ async function main(): Promise<number> {
     `/_sim/ledger?api_key=${encodeURIComponent(stack.providerApiKey ?? config.PROVIDER_API_KEY)}`,
   )) as Ledger;
 
-  const verdict = checkSoak(merchant!.merchantId, payments, answers, views, ledger.effects);
+  const verdict = checkSoak(merchant!.merchantId, payments, answers, views, ledger);
   const throughput = N / ((loadEnded - loadStarted) / 1000);
   const ms = (x: number) => `${Math.round(x)} ms`;
   log('');
