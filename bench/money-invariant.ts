@@ -18,6 +18,9 @@
 import { providerIdempotencyKey } from '../src/activities/keys';
 import type { LedgerEffect, LedgerRequest } from '../src/simulator/server';
 
+/** The fields of a ledger effect the invariant reads. */
+export type InvariantEffect = Pick<LedgerEffect, 'operation' | 'idempotency_key' | 'reference' | 'payment_id' | 'amount'>;
+
 /** What a problem counts as in a verdict (the soak's `D double effects, S stuck, M mismatches`). */
 export type MoneyProblemKind = 'double' | 'stuck' | 'mismatch';
 
@@ -84,7 +87,10 @@ export interface InvariantInput {
   readonly payments: readonly InvariantPayment[];
   readonly answers: readonly InvariantAnswer[];
   /** The ledger of the harness's api key; without `requests` rule 6 is not checked. */
-  readonly ledger: { readonly effects: readonly LedgerEffect[]; readonly requests?: readonly LedgerRequest[] };
+  readonly ledger: {
+    readonly effects: readonly InvariantEffect[];
+    readonly requests?: readonly Pick<LedgerRequest, 'idempotency_key'>[];
+  };
   /**
    * True where an operator resolved every review before the final read (the model test): a final `needs_review` is
    * stuck. Otherwise a payment in review may not know yet what the provider did, so rule 3 skips it.
@@ -119,7 +125,7 @@ const is2xx = (status: number) => status >= 200 && status < 300;
 
 /** Everything the provider did to one payment: its create (under the payment's key) and the effects on it. */
 interface ProviderSide {
-  readonly create: LedgerEffect | undefined;
+  readonly create: InvariantEffect | undefined;
   readonly authorized: number;
   readonly captured: number;
   readonly refunded: number;
@@ -135,7 +141,7 @@ export function checkMoneyInvariant(input: InvariantInput): MoneyProblem[] {
     providerIdempotencyKey(merchantId, op, key);
 
   // 1. One effect per provider key.
-  const byKey = new Map<string, LedgerEffect[]>();
+  const byKey = new Map<string, InvariantEffect[]>();
   for (const e of effects) {
     if (e.idempotency_key === null) continue;
     const k = `${e.operation} ${e.idempotency_key}`;
@@ -146,7 +152,7 @@ export function checkMoneyInvariant(input: InvariantInput): MoneyProblem[] {
       add('double', `1: ${list.length} effects under one key (${k}): ${JSON.stringify(list.map(brief))}`);
   }
   const effectsOf = (op: string, providerKey: string) => byKey.get(`${op} ${providerKey}`) ?? [];
-  const onPayment = new Map<string, LedgerEffect[]>();
+  const onPayment = new Map<string, InvariantEffect[]>();
   for (const e of effects) onPayment.set(e.payment_id, [...(onPayment.get(e.payment_id) ?? []), e]);
 
   const sideOf = (p: Pick<InvariantPayment, 'merchantId' | 'key' | 'capture'>): ProviderSide => {
@@ -222,6 +228,8 @@ export function checkMoneyInvariant(input: InvariantInput): MoneyProblem[] {
       else if (!final.review?.reason) add('stuck', `7: ${name}: needs_review without a reason`);
       continue;
     }
+    // A failed or declined payment the provider holds: rule 2 told it already, rule 3 would only repeat it.
+    if (side.create && (final.status === 'failed' || final.status === 'declined')) continue;
     checkSettled(p, name, final, side, add, (op, key) => effectsOf(op, pk(p.merchantId, op, key)));
   }
 
@@ -236,7 +244,7 @@ function checkSettled(
   view: InvariantView,
   side: ProviderSide,
   add: (kind: MoneyProblemKind, message: string) => void,
-  own: (op: 'capture' | 'refund', key: string) => LedgerEffect[],
+  own: (op: 'capture' | 'refund', key: string) => InvariantEffect[],
 ): void {
   const got = { authorized: view.amountAuthorized, captured: view.amountCaptured, refunded: view.amountRefunded };
   const want = side.create
@@ -254,8 +262,7 @@ function checkSettled(
       : side.captured > 0
         ? ['succeeded']
         : ['authorized'];
-  // Rule 2 already told a failed or declined payment the provider holds.
-  if (!status.includes(view.status) && !(side.create && ['failed', 'declined'].includes(view.status)))
+  if (!status.includes(view.status))
     add('mismatch', `3: ${name} is ${view.status}, but the provider's payment says ${status.join(' or ')}`);
   if (side.create && view.providerPaymentId !== side.create.payment_id)
     add(
@@ -282,7 +289,7 @@ function checkAnswers(
   answers: readonly InvariantAnswer[],
   payments: ReadonlyMap<string, InvariantPayment>,
   sideOf: (p: Pick<InvariantPayment, 'merchantId' | 'key' | 'capture'>) => ProviderSide,
-  own: (merchantId: string, op: 'create' | 'capture' | 'refund', key: string) => LedgerEffect[],
+  own: (merchantId: string, op: 'create' | 'capture' | 'refund', key: string) => InvariantEffect[],
   add: (kind: MoneyProblemKind, message: string) => void,
 ): void {
   const taken = new Set<string>();
@@ -336,4 +343,4 @@ function checkAnswers(
   }
 }
 
-const brief = (e: LedgerEffect) => ({ op: e.operation, payment: e.payment_id, amount: e.amount, ref: e.reference });
+const brief = (e: InvariantEffect) => ({ op: e.operation, payment: e.payment_id, amount: e.amount, ref: e.reference });
