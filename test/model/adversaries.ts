@@ -6,8 +6,19 @@
  * (bench/money-invariant.ts) judges the money.
  */
 import { chargeWorkflowId } from '../../src/domain/ids';
-import { type Cmd, MOVING, arm, sendCharge, seenOf } from './commands';
-import { type ChargeBody, type Model, type PaymentRec, describeAnswer, fresh, pick, see, violation } from './model';
+import { type Cmd, MOVING, OP_ANSWERS, arm, sendCharge, sendOp, seenOf } from './commands';
+import {
+  type ChargeBody,
+  type Model,
+  type PaymentRec,
+  accepted,
+  assertOneOf,
+  describeAnswer,
+  fresh,
+  pick,
+  see,
+  violation,
+} from './model';
 import type { PaymentView } from '../../src/domain/payment';
 import type { MerchantName, OutageKind, World } from './world';
 
@@ -104,15 +115,34 @@ export class ProviderOutage implements Cmd {
 
 /**
  * One 429 with `Retry-After` longer than every budget (the model's minutes): the fleet's cool-down then holds every
- * write, captures and refunds included, which never leave (issue 19, defect 4).
+ * write. `then`: a capture (of a new manual payment authorized just before) or a refund (of a new automatic one) sent
+ * during the cool-down, which never leaves: a refusal the caller can act on, never an unknown outcome sent to review
+ * (issue 19, defect 4).
  */
 export class LongRetryAfter implements Cmd {
-  constructor(readonly merchant: MerchantName) {}
+  constructor(
+    readonly merchant: MerchantName,
+    readonly then: 'capture' | 'refund' | 'nothing',
+  ) {}
   check = () => true;
   async run(m: Model, w: World) {
-    await setCoolDown(m, w, this.merchant, this.toString());
+    const label = this.toString();
+    let target: PaymentRec | undefined;
+    if (this.then !== 'nothing') {
+      const body = newCharge(m, this.then === 'capture' ? 'manual' : 'automatic');
+      const r = await sendCharge(m, w, this.merchant, fresh(m, 'pay'), body, `${label} payment`);
+      target = r.status === 200 ? m.payments.at(-1) : undefined;
+    }
+    await setCoolDown(m, w, this.merchant, label);
+    if (!target || !['authorized', 'succeeded'].includes(target.view?.status ?? '')) return;
+    const kind = this.then === 'capture' ? 'capture' : 'refund';
+    const key = fresh(m, kind === 'capture' ? 'cap' : 'ref');
+    const body = kind === 'capture' ? {} : { amount: 400 };
+    const r = await sendOp(m, w, target, kind, key, body, `${label} ${kind} during the cool-down`);
+    assertOneOf(m, label, r, OP_ANSWERS);
+    m.ops.push({ kind, merchant: target.merchant, paymentKey: target.key, key, body, consumed: accepted(r) });
   }
-  toString = () => `longRetryAfter(${this.merchant}, ${LONG_RETRY_AFTER_S} s)`;
+  toString = () => `longRetryAfter(${this.merchant}, ${LONG_RETRY_AFTER_S} s, then ${this.then})`;
 }
 
 const settled = (v: PaymentView | undefined) =>

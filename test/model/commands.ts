@@ -226,7 +226,7 @@ const isManual = (p: PaymentRec) => p.body.capture === 'manual' && p.view?.statu
 const isCaptured = (p: PaymentRec) => p.view?.status === 'succeeded' && (p.view.amountCaptured ?? 0) > 0;
 
 /** Sends one capture or refund and records it. */
-async function sendOp(
+export async function sendOp(
   m: Model,
   w: World,
   p: PaymentRec,

@@ -231,7 +231,12 @@ export function commandArbs(exclude: readonly string[], heavy = 1): fc.Arbitrary
         .map(([mm, then]) => new CrashDuringCreate(mm, then)),
     ],
     ['providerOutage', fc.constantFrom<OutageKind>('refused', 'unavailable').map((kind) => new ProviderOutage(kind))],
-    ['longRetryAfter', merchant.map((mm) => new LongRetryAfter(mm))],
+    [
+      'longRetryAfter',
+      fc
+        .tuple(merchant, fc.constantFrom<'capture' | 'refund' | 'nothing'>('capture', 'refund', 'nothing'))
+        .map(([mm, then]) => new LongRetryAfter(mm, then)),
+    ],
   ];
   const weighted = [
     ...arbs.map(([name, arbitrary, weight]): [CommandName, fc.Arbitrary<Cmd>, number] => [
