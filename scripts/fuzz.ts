@@ -50,8 +50,8 @@ async function main(): Promise<number> {
   set('FUZZ_PATH', values.path);
   set('FUZZ_REPLAY_PATH', values['replay-path']);
   set('FUZZ_MAX_COMMANDS', values.commands);
-  // The heavy adversaries (deploys, crashes, outages, long Retry-After) ten times as often as in `npm test`.
-  env.FUZZ_HEAVY = values.heavy ?? '10';
+  // The heavy adversaries (deploys, crashes, outages, long Retry-After) 20 times as often as in `npm test`.
+  env.FUZZ_HEAVY = values.heavy ?? '20';
   set('FUZZ_EXCLUDE', values.exclude);
   set('FUZZ_ONLY', values.only);
   set('FUZZ_TIME_LIMIT_MS', values['time-limit']);
