@@ -19,7 +19,10 @@ import { providerIdempotencyKey } from '../src/activities/keys';
 import type { LedgerEffect, LedgerRequest } from '../src/simulator/server';
 
 /** The fields of a ledger effect the invariant reads. */
-export type InvariantEffect = Pick<LedgerEffect, 'operation' | 'idempotency_key' | 'reference' | 'payment_id' | 'amount'>;
+export type InvariantEffect = Pick<
+  LedgerEffect,
+  'operation' | 'idempotency_key' | 'reference' | 'payment_id' | 'amount'
+>;
 
 /** What a problem counts as in a verdict (the soak's `D double effects, S stuck, M mismatches`). */
 export type MoneyProblemKind = 'double' | 'stuck' | 'mismatch';

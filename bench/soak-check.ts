@@ -54,6 +54,8 @@ export function checkSoak(
   answers: readonly SoakAnswer[],
   views: ReadonlyMap<string, SoakView>,
   ledger: Pick<Ledger, 'effects'> & Partial<Pick<Ledger, 'requests'>>,
+  /** Views read before the final one (e.g. a review an operator then resolved). */
+  earlier: ReadonlyMap<string, readonly InvariantView[]> = new Map(),
 ): SoakVerdict {
   const refused = (p: SoakPayment) => {
     const charges = answers.filter((a) => a.payment === p.key && a.kind === 'charge');
@@ -66,6 +68,7 @@ export function checkSoak(
       key: p.key,
       capture: p.capture,
       ...(refused(p) ? {} : { final: views.get(p.key) ?? { error: 'never read' } }),
+      earlier: earlier.get(p.key) ?? [],
     })),
     answers: answers.map(({ payment, ...a }) => ({ ...a, merchantId, paymentKey: payment })),
     ledger,

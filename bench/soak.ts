@@ -26,7 +26,7 @@ import { mulberry32 } from '../src/simulator/faults';
 import type { Ledger } from '../src/simulator/server';
 import { DEFAULT_CACHE_DIR } from '../scripts/lib/temporal-binaries';
 import { providerIdempotencyKey } from '../src/activities/keys';
-import { invariantAnswer } from './money-invariant';
+import { type InvariantView, invariantAnswer } from './money-invariant';
 import { type SoakAnswer, type SoakPayment, type SoakView, checkSoak } from './soak-check';
 import { type SoakControls, longRetryAfter, outageAfterCrash, rollingDeploy, setFaults } from './soak-adversaries';
 import { summarize } from './stats';
@@ -141,6 +141,7 @@ const refused = new Set<string>();
 const answers: SoakAnswer[] = [];
 const settleMs: number[] = [];
 let completedScenarios = 0;
+let scenariosStarted = 0;
 let firstSuccessAfter: { at: number; resolve: (t: number) => void }[] = [];
 
 function noteSuccess() {
@@ -229,6 +230,8 @@ async function moveMoney(
 
 let reviewsResolved = 0;
 const resolveAnswers: string[] = [];
+/** The views an operator resolved, by payment: the verdict holds them too (a review may have been no review at all). */
+const reviewedViews = new Map<string, SoakView[]>();
 
 async function ledgerEffects(): Promise<Ledger['effects']> {
   const apiKey = stack.providerApiKey ?? config.PROVIDER_API_KEY;
@@ -241,6 +244,7 @@ async function ledgerEffects(): Promise<Ledger['effects']> {
  */
 async function resolveReview(p: SoakPayment, view: View): Promise<View | undefined> {
   if (!operator) return undefined;
+  reviewedViews.set(p.key, [...(reviewedViews.get(p.key) ?? []), view as SoakView]);
   const effects = await ledgerEffects();
   const has = (op: 'create' | 'capture' | 'refund' | 'void', key: string) =>
     effects.find(
@@ -248,7 +252,12 @@ async function resolveReview(p: SoakPayment, view: View): Promise<View | undefin
     );
   const op = view.operations?.find((o) => o.state === 'needs_review');
   let body: { outcome: 'succeeded' | 'failed'; providerPaymentId?: string; note: string };
-  if (op && (op.kind === 'capture' || op.kind === 'refund')) {
+  if (op && (op.kind === 'capture' || op.kind === 'refund') && random() < 0.2) {
+    // A careless operator: "it went through", naming this payment's provider payment. The payment must still end with
+    // the provider's amounts, whatever the verdict (issue 19, defect 3).
+    const id = typeof view.providerPaymentId === 'string' ? view.providerPaymentId : undefined;
+    body = { outcome: 'succeeded', ...(id ? { providerPaymentId: id } : {}), note: 'soak: mistaken, did not look' };
+  } else if (op && (op.kind === 'capture' || op.kind === 'refund')) {
     body = { outcome: has(op.kind, op.key) ? 'succeeded' : 'failed', note: `soak: ${op.kind} in the ledger?` };
   } else if (op) {
     const voided = effects.some((e) => e.operation === 'void' && e.payment_id === view.providerPaymentId);
@@ -269,6 +278,9 @@ async function resolveReview(p: SoakPayment, view: View): Promise<View | undefin
     }).catch(() => undefined),
   ]);
   resolveAnswers.push(`resolve ${r.status}`);
+  log(
+    `operator: ${p.key} ${op ? `${op.kind} ${op.key}` : 'create'} in review -> ${body.note}, ${body.outcome}: ${r.status}`,
+  );
   if (r.status !== 200) return undefined;
   reviewsResolved += 1;
   return r.body as View;
@@ -526,12 +538,13 @@ async function main(): Promise<number> {
   const running: Promise<void>[] = [];
   const loadStarted = Date.now();
   const progress = setInterval(
-    () => log(`${payments.length}/${N} started, ${completedScenarios} scenarios done, ${retried503} 503s repeated`),
+    () => log(`${scenariosStarted}/${N} started, ${completedScenarios} scenarios done, ${retried503} 503s repeated`),
     15_000,
   );
   for (let i = 0; i < N; i++) {
     const due = loadStarted + (i / RATE) * 1_000;
     if (due > Date.now()) await sleep(due - Date.now());
+    scenariosStarted += 1;
     running.push(
       scenario(i)
         .catch((err: unknown) => log(`scenario ${i} gave up: ${err instanceof Error ? err.message : String(err)}`))
@@ -588,7 +601,14 @@ async function main(): Promise<number> {
     `/_sim/ledger?api_key=${encodeURIComponent(stack.providerApiKey ?? config.PROVIDER_API_KEY)}`,
   )) as Ledger;
 
-  const verdict = checkSoak(merchant!.merchantId, payments, answers, views, ledger);
+  const verdict = checkSoak(
+    merchant!.merchantId,
+    payments,
+    answers,
+    views,
+    ledger,
+    reviewedViews as Map<string, InvariantView[]>,
+  );
   const throughput = N / ((loadEnded - loadStarted) / 1000);
   const ms = (x: number) => `${Math.round(x)} ms`;
   log('');
