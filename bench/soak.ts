@@ -12,9 +12,10 @@
  * into other `PROVIDER_*` settings (15 % of the load), every worker killed in the middle of local first creates and a
  * provider outage of SOAK_OUTAGE_MS right after (40 %), one 429 with a Retry-After of SOAK_RETRY_AFTER_S (65 %); an
  * operator resolves every review from the provider's ledger as soon as the soak sees it (racing webhooks and
- * reconciles) and after quiescence; 5 % of the payments, once settled, are repeated while a new key of their order is
- * pending.
- * Verdict: after quiescence, from the final views and the simulator's ledger (bench/soak-check.ts); it prints
+ * reconciles; one verdict in five on a capture or refund is a careless "succeeded") and after quiescence; 5 % of the
+ * payments, once settled, are repeated while a new key of their order is pending.
+ * Verdict: after quiescence, the money invariant (bench/money-invariant.ts) over the answers, the views and the
+ * simulator's ledger (bench/soak-check.ts); it prints
  * throughput, latency percentiles, recovery after each fault, and last
  * `soak: <N> payments, <D> double effects, <S> stuck, <M> mismatches`; exit 0 only when D, S and M are 0.
  */

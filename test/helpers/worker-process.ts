@@ -31,7 +31,11 @@ export interface WorkerProcessSpec {
    * The worker's provider settings (`PROVIDER_CONNECT_TIMEOUT_MS`, `PROVIDER_TOTAL_TIMEOUT_MS`, `PROVIDER_KEY_TTL_S`):
    * two processes with different ones are a fleet in the middle of a rolling deploy. Defaults 1000, 2000, 86400.
    */
-  readonly provider?: { readonly connectTimeoutMs?: number; readonly totalTimeoutMs?: number; readonly keyTtlS?: number };
+  readonly provider?: {
+    readonly connectTimeoutMs?: number;
+    readonly totalTimeoutMs?: number;
+    readonly keyTtlS?: number;
+  };
   /** The worker's retry presets (`RETRY_*`); default the production presets. */
   readonly retry?: RetryOverrides;
 }
