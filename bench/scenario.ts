@@ -2,6 +2,7 @@
  * One benchmark scenario: a fresh task queue, workers and API; a warm-up; N measured payments; then the money check
  * at the simulator (exactly one create effect per payment), a sample of histories, and memory before/after.
  */
+import { type MoneyProblem, checkMoneyInvariant } from './money-invariant';
 import {
   type HistorySummary,
   type PaymentHistoryStats,
@@ -233,6 +234,7 @@ export async function runScenario(
     await withTimeout(infra.sim.flushWebhooks(), 20_000, 'webhook flush');
     const all = [...warm.outcomes, ...measured.outcomes];
     const simulator = checkSimulator(infra, stack.apiKey, all, probe, faultHits, deliveriesBefore);
+    const money = spec.path === 'bare-workflow' || spec.path === 'no-engine' ? [] : moneyProblems(infra, stack, all);
 
     const ledger = infra.sim.ledger(stack.apiKey);
     const faultedRefs = new Set(
@@ -276,6 +278,8 @@ export async function runScenario(
       failures.push(`simulator create effects ${simulator.createEffects} != payments ${simulator.expectedEffects}`);
     }
     if (simulator.missing > 0) failures.push(`${simulator.missing} payments have no create effect`);
+    if (money.length > 0)
+      failures.push(`money invariant: ${money.length} problem(s), first: ${money[0]?.kind} ${money[0]?.message}`);
     if (errorOutcomes.length > 0) failures.push(`${errorOutcomes.length} payments had unexpected answers`);
     if (stillOpen > 0) failures.push(`${stillOpen} payments were still open after their refund window`);
     if (simulator.webhookNon2xx > 0) failures.push(`${simulator.webhookNon2xx} webhook deliveries were not 2xx`);
@@ -380,6 +384,36 @@ async function waitClosed(infra: BenchInfra, workflowIds: readonly string[], tim
   };
   await Promise.all(Array.from({ length: Math.min(4, workflowIds.length) }, lane));
   return open;
+}
+
+/**
+ * The money invariant every ledger harness holds (bench/money-invariant.ts), over the payments' last answers: the
+ * product's paths only (the peers send keys of their own).
+ */
+function moneyProblems(
+  infra: BenchInfra,
+  stack: Pick<ScenarioStack, 'apiKey' | 'merchantId'>,
+  outcomes: readonly PaymentOutcome[],
+): MoneyProblem[] {
+  return checkMoneyInvariant({
+    payments: outcomes.map((o) => ({ merchantId: stack.merchantId, key: o.key, capture: 'automatic' })),
+    answers: outcomes.flatMap((o) =>
+      o.finalStatus === undefined
+        ? []
+        : [
+            {
+              merchantId: stack.merchantId,
+              paymentKey: o.key,
+              kind: 'charge' as const,
+              opKey: o.key,
+              amount: undefined,
+              status: 200,
+              bodyStatus: o.finalStatus,
+            },
+          ],
+    ),
+    ledger: infra.sim.ledger(stack.apiKey),
+  });
 }
 
 /** Exactly one create effect per payment driven, and none twice for one reference. */

@@ -8,8 +8,14 @@
  * Faults: the simulator fails 5 % of calls with commit_then_drop, 5 % with 503 + Retry-After, 2 % with 429, 1 % with
  * reset_before_commit, and duplicates and reorders webhooks 10 % of the time; SIGKILL of a random worker every 30-60 s
  * (the supervisor restarts it); on the cluster one Temporal server restart, one Redis restart; one API process killed
- * (restarted by the supervisor).
- * Verdict: after quiescence, from the final views and the simulator's ledger (bench/soak-check.ts); it prints
+ * (restarted by the supervisor). Issue 19's adversaries (bench/soak-adversaries.ts): a rolling deploy of the workers
+ * into other `PROVIDER_*` settings (15 % of the load), every worker killed in the middle of local first creates and a
+ * provider outage of SOAK_OUTAGE_MS right after (40 %), one 429 with a Retry-After of SOAK_RETRY_AFTER_S (65 %); an
+ * operator resolves every review from the provider's ledger as soon as the soak sees it (racing webhooks and
+ * reconciles; one verdict in five on a capture or refund is a careless "succeeded") and after quiescence; 5 % of the
+ * payments, once settled, are repeated while a new key of their order is pending.
+ * Verdict: after quiescence, the money invariant (bench/money-invariant.ts) over the answers, the views and the
+ * simulator's ledger (bench/soak-check.ts); it prints
  * throughput, latency percentiles, recovery after each fault, and last
  * `soak: <N> payments, <D> double effects, <S> stuck, <M> mismatches`; exit 0 only when D, S and M are 0.
  */
@@ -20,7 +26,10 @@ import { loadConfig } from '../src/config';
 import { mulberry32 } from '../src/simulator/faults';
 import type { Ledger } from '../src/simulator/server';
 import { DEFAULT_CACHE_DIR } from '../scripts/lib/temporal-binaries';
+import { providerIdempotencyKey } from '../src/activities/keys';
+import { type InvariantView, invariantAnswer } from './money-invariant';
 import { type SoakAnswer, type SoakPayment, type SoakView, checkSoak } from './soak-check';
+import { type SoakControls, longRetryAfter, outageAfterCrash, rollingDeploy, setFaults } from './soak-adversaries';
 import { summarize } from './stats';
 
 const dev = process.argv.includes('--dev');
@@ -30,6 +39,10 @@ const SEED = Number(process.env.SOAK_SEED ?? 42);
 const QUIESCE_MS = Number(process.env.SOAK_QUIESCE_MS ?? 300_000);
 /** How long one payment's scenario may take before the soak stops driving it (the verdict still reads it). */
 const SCENARIO_LIMIT_MS = Number(process.env.SOAK_SCENARIO_LIMIT_MS ?? 180_000);
+/** The provider outage: longer than every retry budget of the workers (production's: 2-10 min; the CI cluster's less). */
+const OUTAGE_MS = Number(process.env.SOAK_OUTAGE_MS ?? 300_000);
+/** The Retry-After of the one long 429 (issue 19 saw a capture held for 180 s). */
+const RETRY_AFTER_S = Number(process.env.SOAK_RETRY_AFTER_S ?? 180);
 const stackFile =
   process.env.SOAK_STACK_FILE ??
   (dev ? path.join(DEFAULT_CACHE_DIR, 'dev-server.stack.json') : path.join(DEFAULT_CACHE_DIR, 'cluster', 'stack.json'));
@@ -40,6 +53,7 @@ interface StackInfo {
   readonly simulatorUrl: string;
   readonly apiUrls: readonly string[];
   readonly providerApiKey?: string;
+  readonly workerEnvFile?: string;
   readonly services: Record<string, { pid?: number; state: string; restarts: number }>;
 }
 
@@ -60,6 +74,7 @@ const pick = <T>(xs: readonly T[]): T => xs[Math.floor(random() * xs.length)] as
 const config = loadConfig();
 const [merchant] = config.API_TOKENS;
 if (!merchant) throw new Error('no API token configured');
+const [operator] = config.OPERATOR_TOKENS;
 let stack = readStack();
 
 interface Reply {
@@ -68,7 +83,7 @@ interface Reply {
   readonly ms: number;
 }
 
-const latencies: Record<string, number[]> = { charge: [], capture: [], refund: [], get: [] };
+const latencies: Record<string, number[]> = { charge: [], capture: [], refund: [], get: [], resolve: [] };
 let httpErrors = 0;
 let retried503 = 0;
 const other5xx: string[] = [];
@@ -78,7 +93,7 @@ async function call(
   kind: keyof typeof latencies,
   method: string,
   urlPath: string,
-  opts: { key?: string; body?: unknown } = {},
+  opts: { key?: string; body?: unknown; token?: string } = {},
 ): Promise<Reply> {
   const deadline = Date.now() + 120_000;
   for (let attempt = 0; ; attempt++) {
@@ -88,7 +103,7 @@ async function call(
       const res = await fetch(`${base}${urlPath}`, {
         method,
         headers: {
-          authorization: `Bearer ${merchant!.token}`,
+          authorization: `Bearer ${opts.token ?? merchant!.token}`,
           ...(opts.key === undefined ? {} : { 'idempotency-key': opts.key }),
           ...(opts.body === undefined ? {} : { 'content-type': 'application/json' }),
         },
@@ -127,6 +142,7 @@ const refused = new Set<string>();
 const answers: SoakAnswer[] = [];
 const settleMs: number[] = [];
 let completedScenarios = 0;
+let scenariosStarted = 0;
 let firstSuccessAfter: { at: number; resolve: (t: number) => void }[] = [];
 
 function noteSuccess() {
@@ -168,17 +184,15 @@ async function follow(key: string, until: (v: View) => boolean, limitMs: number)
 }
 
 const record = (payment: string, kind: SoakAnswer['kind'], opKey: string, amount: number | undefined, r: Reply) => {
-  const error = r.body.error as { type?: string } | undefined;
-  answers.push({
-    payment,
-    kind,
-    opKey,
-    amount,
-    status: r.status,
-    ...(typeof r.body.status === 'string' ? { bodyStatus: r.body.status } : {}),
-    ...(error?.type ? { errorType: error.type } : {}),
-    ...(typeof r.body.amountAuthorized === 'number' ? { amountAuthorized: r.body.amountAuthorized } : {}),
-  });
+  const {
+    merchantId: _m,
+    paymentKey: _p,
+    ...answer
+  } = invariantAnswer(
+    { merchantId: merchant!.merchantId, paymentKey: payment, kind, opKey, amount, status: r.status },
+    r.body,
+  );
+  answers.push({ payment, ...answer });
   if (r.status === 200) noteSuccess();
 };
 
@@ -206,9 +220,104 @@ async function moveMoney(
       (v) => (v.operations ?? []).some((o) => o.kind === kind && o.key === opKey && o.state !== 'running'),
       Math.max(1_000, deadline - Date.now()),
     );
-    return (done?.operations ?? []).some((o) => o.kind === kind && o.key === opKey && o.state === 'succeeded');
+    const op = done?.operations?.find((o) => o.kind === kind && o.key === opKey);
+    if (done && op?.state === 'needs_review') await resolveReview(p, done);
+    return op?.state === 'succeeded';
   }
 }
+
+// ---------------------------------------------------------------------------------------------------------------
+// The operator: resolves a review from the provider's ledger the moment the soak sees it, while webhooks are delivered.
+
+let reviewsResolved = 0;
+const resolveAnswers: string[] = [];
+/** The views an operator resolved, by payment: the verdict holds them too (a review may have been no review at all). */
+const reviewedViews = new Map<string, SoakView[]>();
+
+async function ledgerEffects(): Promise<Ledger['effects']> {
+  const apiKey = stack.providerApiKey ?? config.PROVIDER_API_KEY;
+  return ((await simulator(`/_sim/ledger?api_key=${encodeURIComponent(apiKey)}`)) as Ledger).effects;
+}
+
+/**
+ * An operator's truthful verdict: the operation under review happened iff the provider has an effect under its key;
+ * a create under review happened iff the provider has its create (named by its provider payment).
+ */
+async function resolveReview(p: SoakPayment, view: View): Promise<View | undefined> {
+  if (!operator) return undefined;
+  reviewedViews.set(p.key, [...(reviewedViews.get(p.key) ?? []), view as SoakView]);
+  const effects = await ledgerEffects();
+  const has = (op: 'create' | 'capture' | 'refund' | 'void', key: string) =>
+    effects.find(
+      (e) => e.operation === op && e.idempotency_key === providerIdempotencyKey(merchant!.merchantId, op, key),
+    );
+  const op = view.operations?.find((o) => o.state === 'needs_review');
+  let body: { outcome: 'succeeded' | 'failed'; providerPaymentId?: string; note: string };
+  if (op && (op.kind === 'capture' || op.kind === 'refund') && random() < 0.2) {
+    // A careless operator: "it went through", naming this payment's provider payment. The payment must still end with
+    // the provider's amounts, whatever the verdict (issue 19, defect 3).
+    const id = typeof view.providerPaymentId === 'string' ? view.providerPaymentId : undefined;
+    body = { outcome: 'succeeded', ...(id ? { providerPaymentId: id } : {}), note: 'soak: mistaken, did not look' };
+  } else if (op && (op.kind === 'capture' || op.kind === 'refund')) {
+    body = { outcome: has(op.kind, op.key) ? 'succeeded' : 'failed', note: `soak: ${op.kind} in the ledger?` };
+  } else if (op) {
+    const voided = effects.some((e) => e.operation === 'void' && e.payment_id === view.providerPaymentId);
+    body = { outcome: voided ? 'succeeded' : 'failed', note: 'soak: void in the ledger?' };
+  } else {
+    const created = has('create', p.key);
+    body = created
+      ? { outcome: 'succeeded', providerPaymentId: created.payment_id, note: 'soak: create in the ledger' }
+      : { outcome: 'failed', note: 'soak: no create in the ledger' };
+  }
+  const path = `/v1/payments/${encodeURIComponent(p.key)}/resolve?merchantId=${merchant!.merchantId}`;
+  const [r] = await Promise.all([
+    call('resolve', 'POST', path, { body, token: operator.token }),
+    simulator('/_sim/webhooks/flush', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: '{}',
+    }).catch(() => undefined),
+  ]);
+  resolveAnswers.push(`resolve ${r.status}`);
+  log(
+    `operator: ${p.key} ${op ? `${op.kind} ${op.key}` : 'create'} in review -> ${body.note}, ${body.outcome}: ${r.status}`,
+  );
+  if (r.status !== 200) return undefined;
+  reviewsResolved += 1;
+  return r.body as View;
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// One payment's scenario.
+
+/**
+ * A settled payment's exact repeat while a new key of its order is pending (its create held at the provider longer
+ * than the API's first wait): the repeat answers the payment's own first answer (issue 19, defect 7).
+ */
+async function repeatWhileOrderOpen(p: SoakPayment, deadline: number): Promise<void> {
+  const rule = { match: { operation: 'create', reference: p.orderId }, fault: 'latency', latency_ms: 10_000, times: 1 };
+  await simulator('/_sim/faults', {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ rules: [rule] }),
+  });
+  const second: SoakPayment = { ...p, key: `${p.key}-again` };
+  payments.push(second);
+  const r2 = await call('charge', 'POST', '/v1/payments', { key: second.key, body: chargeBody(second) });
+  record(second.key, 'charge', second.key, second.amount, r2);
+  if (r2.status >= 400 && r2.status < 500) refused.add(second.key);
+  const repeat = await call('charge', 'POST', '/v1/payments', { key: p.key, body: chargeBody(p) });
+  record(p.key, 'charge', p.key, p.amount, repeat);
+  if (r2.status === 202)
+    await follow(second.key, (v) => v.status !== 'pending' && v.status !== 'unknown', deadline - Date.now());
+}
+
+const chargeBody = (p: SoakPayment) => ({
+  orderId: p.orderId,
+  amount: { value: p.amount, currency: 'EUR' },
+  paymentMethod: p.declines ? 'pm_decline_insufficient_funds' : 'pm_card_visa',
+  capture: p.capture,
+});
 
 async function scenario(i: number): Promise<void> {
   const key = `soak-${SEED}-${t0}-${i}`;
@@ -219,18 +328,11 @@ async function scenario(i: number): Promise<void> {
   const wantCapture = random() < 0.85;
   const partialCapture = random() < 0.4;
   const wantRefund = random() < 0.35;
+  const repeatLater = random() < 0.05;
   payments.push(p);
   const deadline = Date.now() + SCENARIO_LIMIT_MS;
   const started = Date.now();
-  const charge = await call('charge', 'POST', '/v1/payments', {
-    key,
-    body: {
-      orderId: p.orderId,
-      amount: { value: amount, currency: 'EUR' },
-      paymentMethod: declines ? 'pm_decline_insufficient_funds' : 'pm_card_visa',
-      capture,
-    },
-  });
+  const charge = await call('charge', 'POST', '/v1/payments', { key, body: chargeBody(p) });
   record(key, 'charge', key, amount, charge);
   let view: View | undefined = charge.body as View;
   if (charge.status === 202) {
@@ -239,8 +341,10 @@ async function scenario(i: number): Promise<void> {
     refused.add(key); // refused (4xx): nothing started, there is no payment to read
     return;
   }
+  if (view?.status === 'needs_review') view = await resolveReview(p, view);
   if (!view) return;
   settleMs.push(Date.now() - started);
+  if (repeatLater && view.status !== 'needs_review') await repeatWhileOrderOpen(p, deadline);
   let captured = view.status === 'succeeded' ? (view.amountCaptured ?? 0) : 0;
   if (view.status === 'authorized' && wantCapture) {
     const captureAmount = partialCapture ? Math.max(1, Math.floor(amount * 0.6)) : undefined;
@@ -270,23 +374,6 @@ async function simulator(pathname: string, init?: RequestInit): Promise<unknown>
   const res = await fetch(`${stack.simulatorUrl}${pathname}`, { ...init, signal: AbortSignal.timeout(30_000) });
   if (!res.ok) throw new Error(`simulator ${pathname}: ${res.status} ${await res.text()}`);
   return res.json();
-}
-
-async function injectProviderFaults(): Promise<void> {
-  await simulator('/_sim/faults', {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({
-      seed: SEED,
-      // Each rule draws for itself, in order: 5 %, then 5 % of the rest, ...
-      rules: [
-        { fault: 'commit_then_drop', probability: 0.05 },
-        { fault: 'status', status: 503, retry_after_s: 1, probability: 0.05 },
-        { fault: 'status', status: 429, probability: 0.02 },
-        { fault: 'reset_before_commit', probability: 0.01 },
-      ],
-    }),
-  });
 }
 
 /** Webhooks duplicated and delivered in reverse batches during 10 % of the time: one second in every ten. */
@@ -388,6 +475,11 @@ async function chaos(loadMs: number, stop: () => boolean): Promise<void> {
     log('--dev: the dev server and Redis are not supervised by npm start; no Temporal or Redis restart');
   }
   once.push({ at: 0.7, run: () => killService('api kill', pick(apis), 'SIGKILL') });
+  // Issue 19's adversaries; each runs beside the others (an outage lasts minutes).
+  once.push({ at: 0.15, run: () => rollingDeploy(controls, 20_000) });
+  once.push({ at: 0.4, run: () => outageAfterCrash(controls, OUTAGE_MS) });
+  once.push({ at: 0.65, run: () => longRetryAfter(controls, RETRY_AFTER_S) });
+  const running: Promise<void>[] = [];
   let nextWorkerKill = Date.now() + 30_000 + random() * 30_000;
   while (!stop()) {
     await sleep(500);
@@ -395,7 +487,7 @@ async function chaos(loadMs: number, stop: () => boolean): Promise<void> {
     const due = once.filter((o) => o.at <= elapsed);
     for (const o of due) {
       once.splice(once.indexOf(o), 1);
-      await o.run();
+      running.push(o.run().catch((err: unknown) => log(`fault failed: ${err instanceof Error ? err.message : err}`)));
     }
     if (Date.now() >= nextWorkerKill && workers.length > 0) {
       await killService('worker kill', pick(workers), 'SIGKILL');
@@ -403,7 +495,20 @@ async function chaos(loadMs: number, stop: () => boolean): Promise<void> {
     }
   }
   for (const o of once) log(`fault at ${Math.round(o.at * 100)} % of the load not reached (the load ended first)`);
+  await Promise.all(running);
 }
+
+/** The adversaries' view of the soak (bench/soak-adversaries.ts). */
+const controls: SoakControls = {
+  log,
+  simulator,
+  killService: (fault, name, signal) => killService(fault, name, signal),
+  services: () => Object.keys(stack.services),
+  get workerEnvFile() {
+    return stack.workerEnvFile;
+  },
+  seed: SEED,
+};
 
 // ---------------------------------------------------------------------------------------------------------------
 
@@ -417,7 +522,7 @@ async function main(): Promise<number> {
     );
     if (!ok) throw new Error(`${url}/healthz does not answer: is the stack running?`);
   }
-  await injectProviderFaults();
+  await setFaults(controls);
   const loadMs = (N / RATE) * 1_000;
   let loadDone = false;
   let quiet = false;
@@ -434,12 +539,13 @@ async function main(): Promise<number> {
   const running: Promise<void>[] = [];
   const loadStarted = Date.now();
   const progress = setInterval(
-    () => log(`${payments.length}/${N} started, ${completedScenarios} scenarios done, ${retried503} 503s repeated`),
+    () => log(`${scenariosStarted}/${N} started, ${completedScenarios} scenarios done, ${retried503} 503s repeated`),
     15_000,
   );
   for (let i = 0; i < N; i++) {
     const due = loadStarted + (i / RATE) * 1_000;
     if (due > Date.now()) await sleep(due - Date.now());
+    scenariosStarted += 1;
     running.push(
       scenario(i)
         .catch((err: unknown) => log(`scenario ${i} gave up: ${err instanceof Error ? err.message : String(err)}`))
@@ -483,13 +589,27 @@ async function main(): Promise<number> {
     log(`${open.length} payments still moving`);
     await sleep(5_000);
   }
+  // The operator's last pass: every review still open is resolved from the ledger, and the view read again.
+  for (const p of payments) {
+    const v = views.get(p.key);
+    if (!v || !('status' in v) || v.status !== 'needs_review') continue;
+    const after = await resolveReview(p, v as View);
+    if (after) views.set(p.key, after as SoakView);
+  }
   const quiescedMs = Date.now() - loadEnded;
   clearInterval(refresh);
   const ledger = (await simulator(
     `/_sim/ledger?api_key=${encodeURIComponent(stack.providerApiKey ?? config.PROVIDER_API_KEY)}`,
   )) as Ledger;
 
-  const verdict = checkSoak(merchant!.merchantId, payments, answers, views, ledger.effects);
+  const verdict = checkSoak(
+    merchant!.merchantId,
+    payments,
+    answers,
+    views,
+    ledger,
+    reviewedViews as Map<string, InvariantView[]>,
+  );
   const throughput = N / ((loadEnded - loadStarted) / 1000);
   const ms = (x: number) => `${Math.round(x)} ms`;
   log('');
@@ -519,7 +639,9 @@ async function main(): Promise<number> {
     );
   }
   log(
-    `quiescence ${(quiescedMs / 1000).toFixed(0)} s after the load; needs_review (with reason): ${verdict.needsReview}`,
+    `quiescence ${(quiescedMs / 1000).toFixed(0)} s after the load; reviews resolved by the operator: ` +
+      `${reviewsResolved} (${[...counts(resolveAnswers)].map(([k, n]) => `${k} x ${n}`).join(', ') || 'none asked'}); ` +
+      `still in review (with reason): ${verdict.needsReview}`,
   );
   for (const problem of verdict.problems.slice(0, 30)) log(`problem: ${problem}`);
   if (verdict.problems.length > 30) log(`... and ${verdict.problems.length - 30} more problems`);

@@ -18,7 +18,7 @@
  * CLUSTER_DIR names another state directory; delete it for a clean slate.
  */
 import { execFile } from 'node:child_process';
-import { existsSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { bundleWorkflowCode } from '@temporalio/worker';
@@ -72,6 +72,19 @@ const ports = {
 };
 const dir = path.resolve(process.env.CLUSTER_DIR ?? path.join(DEFAULT_CACHE_DIR, 'cluster'));
 const logsDir = path.join(dir, 'logs');
+/**
+ * Per-worker settings over the stack's (`{ "worker-1": { "PROVIDER_TOTAL_TIMEOUT_MS": "9000" } }`), read at every
+ * (re)start of a worker: a soak's rolling deploy writes it, then stops the worker, and the supervisor starts it again
+ * with them.
+ */
+const workerEnvFile = path.join(dir, 'worker-env.json');
+const workerOverrides = (name: string): NodeJS.ProcessEnv => {
+  try {
+    return (JSON.parse(readFileSync(workerEnvFile, 'utf8')) as Record<string, NodeJS.ProcessEnv>)[name] ?? {};
+  } catch {
+    return {};
+  }
+};
 const temporalAddress = `${HOST}:${ports.temporal.frontend}`;
 
 function log(line: string) {
@@ -125,6 +138,7 @@ async function runSetupScript(script: string, env: NodeJS.ProcessEnv, output: (l
 async function main() {
   const started = Date.now();
   mkdirSync(dir, { recursive: true });
+  rmSync(workerEnvFile, { force: true });
   const config = loadConfig({ ...process.env, SIMULATOR_URL: `http://${HOST}:${ports.simulator}` });
   const logs = new LogFiles(logsDir);
   let stopping = false;
@@ -191,6 +205,7 @@ async function main() {
           taskQueue: config.TASK_QUEUE,
           simulatorUrl: `http://${HOST}:${ports.simulator}`,
           providerApiKey: config.PROVIDER_API_KEY,
+          workerEnvFile,
           apiUrls: ports.apis.map((p) => `http://${HOST}:${p}`),
           webUi: ui ? `http://${HOST}:${ports.ui}` : undefined,
           redisUrl: `redis://${HOST}:${ports.redis}`,
@@ -380,11 +395,15 @@ async function main() {
           command: process.execPath,
           args: node('src/worker.ts'),
           cwd: PROJECT_ROOT,
-          env: {
-            ...env,
-            LOG_LEVEL: process.env.LOG_LEVEL ?? 'info',
-            WORKER_METRICS_ADDRESS: `${HOST}:${ports.workerMetrics[i] as number}`,
-            SDK_METRICS_ADDRESS: `${HOST}:${ports.sdkMetrics[i] as number}`,
+          // A getter: the supervisor reads it at every (re)start, so a rolling deploy's settings take effect.
+          get env() {
+            return {
+              ...env,
+              LOG_LEVEL: process.env.LOG_LEVEL ?? 'info',
+              WORKER_METRICS_ADDRESS: `${HOST}:${ports.workerMetrics[i] as number}`,
+              SDK_METRICS_ADDRESS: `${HOST}:${ports.sdkMetrics[i] as number}`,
+              ...workerOverrides(`worker-${i + 1}`),
+            };
           },
           tier: 3,
           readyLine: workerReady,

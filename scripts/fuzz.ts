@@ -1,6 +1,6 @@
 /**
- * `npm run fuzz -- --runs N [--seed S] [--path P --replay-path R] [--commands K] [--exclude a,b] [--only a,b] [--time-limit MS]
- * [--verbose]`: the money model (test/model/money-model.test.ts) with more or longer sequences than `npm test` runs,
+ * `npm run fuzz -- --runs N [--seed S] [--path P --replay-path R] [--commands K] [--heavy W] [--exclude a,b] [--only a,b]
+ * [--time-limit MS] [--verbose]`: the money model (test/model/money-model.test.ts) with more or longer sequences than `npm test` runs,
  * or the replay of one counterexample (seed, path and replay path as a failure prints them). It runs the same jest
  * file with FUZZ_* variables, so the run has its own dev server like any test run.
  */
@@ -9,7 +9,7 @@ import { parseArgs } from 'node:util';
 import { TEMPORAL_CLI, TEMPORAL_TEST_SERVER, resolveBinary } from './lib/temporal-binaries';
 
 const usage =
-  'usage: npm run fuzz -- [--runs N] [--seed S] [--path P] [--replay-path R] [--commands K] ' +
+  'usage: npm run fuzz -- [--runs N] [--seed S] [--path P] [--replay-path R] [--commands K] [--heavy W] ' +
   '[--exclude name,fault:kind] [--only name,fault:kind] [--time-limit MS] [--verbose]';
 
 async function main(): Promise<number> {
@@ -20,6 +20,7 @@ async function main(): Promise<number> {
       path: { type: 'string' },
       'replay-path': { type: 'string' },
       commands: { type: 'string' },
+      heavy: { type: 'string' },
       exclude: { type: 'string' },
       only: { type: 'string' },
       'time-limit': { type: 'string' },
@@ -31,7 +32,7 @@ async function main(): Promise<number> {
     console.log(usage);
     return 0;
   }
-  for (const name of ['runs', 'seed', 'commands', 'time-limit'] as const) {
+  for (const name of ['runs', 'seed', 'commands', 'heavy', 'time-limit'] as const) {
     const v = values[name];
     if (v !== undefined && !/^-?\d+$/.test(v)) {
       console.error(`--${name} must be an integer\n${usage}`);
@@ -49,6 +50,8 @@ async function main(): Promise<number> {
   set('FUZZ_PATH', values.path);
   set('FUZZ_REPLAY_PATH', values['replay-path']);
   set('FUZZ_MAX_COMMANDS', values.commands);
+  // The heavy adversaries (deploys, crashes, outages, long Retry-After) 20 times as often as in `npm test`.
+  env.FUZZ_HEAVY = values.heavy ?? '20';
   set('FUZZ_EXCLUDE', values.exclude);
   set('FUZZ_ONLY', values.only);
   set('FUZZ_TIME_LIMIT_MS', values['time-limit']);

@@ -30,10 +30,29 @@ const cleanEffects = (): LedgerEffect[] => [
   effect('create', 'order-p2', 2_000, pk('create', 'p2')),
   effect('refund', 'order-p2', 500, pk('refund', 'p2-ref1')),
 ];
+const settled = { status: 'succeeded' } as const;
 const cleanViews = (): Map<string, SoakView> =>
   new Map<string, SoakView>([
-    ['p1', { status: 'succeeded', amountAuthorized: 1_000, amountCaptured: 600, amountRefunded: 200 }],
-    ['p2', { status: 'succeeded', amountAuthorized: 2_000, amountCaptured: 2_000, amountRefunded: 500 }],
+    [
+      'p1',
+      {
+        ...settled,
+        amountAuthorized: 1_000,
+        amountCaptured: 600,
+        amountRefunded: 200,
+        providerPaymentId: 'pay_order-p1',
+      },
+    ],
+    [
+      'p2',
+      {
+        ...settled,
+        amountAuthorized: 2_000,
+        amountCaptured: 2_000,
+        amountRefunded: 500,
+        providerPaymentId: 'pay_order-p2',
+      },
+    ],
   ]);
 const cleanAnswers = (): SoakAnswer[] => [
   {
@@ -59,7 +78,7 @@ const cleanAnswers = (): SoakAnswer[] => [
   { payment: 'p2', kind: 'refund', opKey: 'p2-ref1', amount: 500, status: 202, bodyStatus: 'succeeded' },
 ];
 const check = (effects = cleanEffects(), views = cleanViews(), answers = cleanAnswers()) =>
-  checkSoak(merchant, [manual, auto], answers, views, effects);
+  checkSoak(merchant, [manual, auto], answers, views, { effects });
 
 describe('the soak verdict (bench/soak-check.ts)', () => {
   it('finds nothing wrong in a clean run', () => {
@@ -73,14 +92,16 @@ describe('the soak verdict (bench/soak-check.ts)', () => {
       effect('capture', 'order-p1', 600, pk('capture', 'p1-cap')),
     ];
     const v = check(effects);
-    // Two keys repeated (create p2, capture p1-cap), two creates for p2, p1 captured 1200 > authorized 1000.
-    expect(v.doubleEffects).toBe(4);
+    // Two keys repeated (create p2, capture p1-cap), and p1 captured 1200 > authorized 1000 at the provider.
+    expect(v.doubleEffects).toBe(3);
   });
 
   it('counts a refund over what was captured as a double effect', () => {
     const v = check([...cleanEffects(), effect('refund', 'order-p1', 500, pk('refund', 'p1-ref2'))]);
     expect(v.doubleEffects).toBe(1);
     expect(v.problems.join('\n')).toContain('refunded 700 > captured 600');
+    // ... and p1's view no longer equals the provider's.
+    expect(v.mismatches).toBe(1);
   });
 
   it('counts pending, unknown, running operations, an unread view and a review without reason as stuck', () => {
@@ -109,7 +130,7 @@ describe('the soak verdict (bench/soak-check.ts)', () => {
 
   it('counts a view that differs from the ledger as a mismatch', () => {
     const views = cleanViews();
-    views.set('p1', { status: 'succeeded', amountAuthorized: 1_000, amountCaptured: 1_000, amountRefunded: 200 });
+    views.set('p1', { ...(views.get('p1') as object), amountCaptured: 1_000 } as SoakView);
     expect(check(cleanEffects(), views).mismatches).toBe(1);
   });
 
@@ -131,7 +152,8 @@ describe('the soak verdict (bench/soak-check.ts)', () => {
       status: 422,
       errorType: 'provider_rejected',
     });
-    expect(check(cleanEffects(), cleanViews(), answers).mismatches).toBe(2);
+    // The 200 without an effect (4); the refusal with an effect (4), which also contradicts the key's earlier 200 (5).
+    expect(check(cleanEffects(), cleanViews(), answers).mismatches).toBe(3);
   });
 
   it('a refused charge (4xx) has no view to wait for, and must have no create effect', () => {
@@ -140,11 +162,12 @@ describe('the soak verdict (bench/soak-check.ts)', () => {
       ...cleanAnswers(),
       { payment: 'p3', kind: 'charge', opKey: 'p3', amount: 100, status: 409, errorType: 'payment_in_flight' },
     ];
-    expect(checkSoak(merchant, [manual, auto, refused], answers, cleanViews(), cleanEffects())).toMatchObject({
-      stuck: 0,
-      mismatches: 0,
-    });
+    expect(
+      checkSoak(merchant, [manual, auto, refused], answers, cleanViews(), { effects: cleanEffects() }),
+    ).toMatchObject({ stuck: 0, mismatches: 0 });
     const withEffect = [...cleanEffects(), effect('create', 'order-p3', 100, pk('create', 'p3'))];
-    expect(checkSoak(merchant, [manual, auto, refused], answers, cleanViews(), withEffect).mismatches).toBe(1);
+    expect(
+      checkSoak(merchant, [manual, auto, refused], answers, cleanViews(), { effects: withEffect }).mismatches,
+    ).toBe(1);
   });
 });

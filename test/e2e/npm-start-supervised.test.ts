@@ -9,11 +9,13 @@ import { randomUUID } from 'node:crypto';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { type InvariantView, checkMoneyInvariant, invariantAnswer } from '../../bench/money-invariant';
 import { developmentDefaults } from '../../src/config';
+import type { Ledger } from '../../src/simulator/server';
 import { HOST, PROJECT_ROOT, Stack, descendants, npmStartEnvironment, readProc } from '../helpers/npm-start';
 
 const START_TIMEOUT_MS = 120_000;
-const [, token] = developmentDefaults.API_TOKENS.split(':') as [string, string];
+const [merchantId, token] = developmentDefaults.API_TOKENS.split(':') as [string, string];
 const PAYMENTS = 4;
 /** Holds each payment's create call at the provider long enough to kill the worker during it. */
 const CREATE_LATENCY_MS = 3_000;
@@ -95,6 +97,7 @@ describe('npm start supervises its children (end to end)', () => {
       });
     const answers = await Promise.all(keys.map(post));
     expect(answers.map((r) => r.status)).toEqual(keys.map(() => 202));
+    const answerBodies = await Promise.all(answers.map(async (r) => (await r.json()) as Record<string, unknown>));
 
     // The creates are at the provider (each held CREATE_LATENCY_MS): kill the worker in the middle of them.
     const ledgerOf = async () =>
@@ -150,6 +153,24 @@ describe('npm start supervises its children (end to end)', () => {
     console.log(`[e2e] all ${PAYMENTS} payments succeeded ${((Date.now() - killedAt) / 1000).toFixed(1)} s after kill`);
     const creates = (await ledgerOf()).effects.filter((e) => e.operation === 'create');
     for (const k of keys) expect(creates.filter((e) => e.reference === `order-${k}`)).toHaveLength(1);
+    // The money invariant every ledger harness holds (bench/money-invariant.ts): answers and views against the ledger.
+    const views = await Promise.all(
+      keys.map(async (k) => {
+        const res = await fetch(`${api}/v1/payments/${k}`, { headers: { authorization: `Bearer ${token}` } });
+        return (await res.json()) as InvariantView;
+      }),
+    );
+    const problems = checkMoneyInvariant({
+      payments: keys.map((key, i) => ({ merchantId, key, capture: 'automatic', final: views[i] as InvariantView })),
+      answers: keys.map((key, i) =>
+        invariantAnswer(
+          { merchantId, paymentKey: key, kind: 'charge', opKey: key, amount: 1500, status: 202 },
+          answerBodies[i],
+        ),
+      ),
+      ledger: (await ledgerOf()) as unknown as Ledger,
+    });
+    expect(problems).toEqual([]);
 
     // The simulator, killed too, comes back with its state: same effects, each payment still found by reference.
     expect(s.output).toContain(`state in ${path.join(tmp, 'dev-server.simulator.json')}`);

@@ -13,6 +13,7 @@ import type { RestProvider } from '../../src/providers/simulator/adapter';
 import type { PaymentProvider } from '../../src/providers/types';
 import { createBreaker, startStack } from '../../src/stack';
 import type { BreakerOptions } from '../../src/activities';
+import type { RetryOverrides } from '../../src/domain/retry';
 
 export interface WorkerProcessSpec {
   readonly temporalAddress: string;
@@ -28,9 +29,21 @@ export interface WorkerProcessSpec {
   >;
   /** pino level of the process's log, written to stderr as JSON lines. Default: silent. */
   readonly logLevel?: string;
+  /**
+   * The worker's provider settings (`PROVIDER_CONNECT_TIMEOUT_MS`, `PROVIDER_TOTAL_TIMEOUT_MS`, `PROVIDER_KEY_TTL_S`):
+   * two processes with different ones are a fleet in the middle of a rolling deploy. Defaults 1000, 2000, 86400.
+   */
+  readonly provider?: {
+    readonly connectTimeoutMs?: number;
+    readonly totalTimeoutMs?: number;
+    readonly keyTtlS?: number;
+  };
+  /** The worker's retry presets (`RETRY_*`); default the production presets. */
+  readonly retry?: RetryOverrides;
 }
 
 export interface WorkerProcess {
+  readonly pid: number;
   /** SIGTERM, waits for the drain; answers how many creates the process sent. Fails when it exited non-zero. */
   stop(): Promise<number>;
   /** SIGKILL: the process dies at once, mid-task (nothing drains); resolves once it exited. */
@@ -69,16 +82,17 @@ export async function spawnWorkerProcess(spec: WorkerProcessSpec): Promise<Worke
     void exited.then((code) => reject(new Error(`worker process exited ${code} before ready: ${err.slice(-2_000)}`)));
   });
   return {
+    pid: child.pid as number,
+    async kill() {
+      child.kill('SIGKILL');
+      await exited;
+    },
     async stop() {
       child.kill('SIGTERM');
       const code = await exited;
       if (code !== 0) throw new Error(`worker process exited ${code}: ${err.slice(-2_000)}`);
       const line = out.split('\n').find((l) => l.includes('"creates"'));
       return (JSON.parse(line ?? '{}') as { creates: number }).creates;
-    },
-    async kill() {
-      child.kill('SIGKILL');
-      await exited;
     },
     logs: () =>
       err
@@ -89,14 +103,19 @@ export async function spawnWorkerProcess(spec: WorkerProcessSpec): Promise<Worke
 }
 
 /** The simulator's adapter as the multi-process tests configure it, in this process and in the child. */
-export const simulatorProvider = (baseUrl: string, apiKey: string, logger: Logger): RestProvider =>
+export const simulatorProvider = (
+  baseUrl: string,
+  apiKey: string,
+  logger: Logger,
+  settings: WorkerProcessSpec['provider'] = {},
+): RestProvider =>
   createProvider({
     name: 'simulator',
     baseUrl,
     apiKey,
-    capabilities: simulatorCapabilities(86_400),
-    connectTimeoutMs: 1_000,
-    totalTimeoutMs: 2_000,
+    capabilities: simulatorCapabilities(settings.keyTtlS ?? 86_400),
+    connectTimeoutMs: settings.connectTimeoutMs ?? 1_000,
+    totalTimeoutMs: settings.totalTimeoutMs ?? 2_000,
     logger,
   });
 
@@ -124,7 +143,7 @@ async function main() {
     { REDIS_URL: spec.redisUrl, REDIS_KEY_PREFIX: spec.keyPrefix ?? 'pw:breaker:', breaker: spec.breaker },
     logger,
   );
-  const provider = simulatorProvider(spec.simulatorUrl, spec.apiKey, logger);
+  const provider = simulatorProvider(spec.simulatorUrl, spec.apiKey, logger, spec.provider);
   const calls = { creates: 0 };
   const connection = await NativeConnection.connect({ address: spec.temporalAddress });
   const stack = await startStack({
@@ -136,6 +155,7 @@ async function main() {
       providers: { simulator: counted(provider, calls) },
       workflows: { workflowBundle: { codePath: spec.workflowBundlePath } },
       breaker: breaker.breaker,
+      ...(spec.retry === undefined ? {} : { retry: spec.retry }),
       start: false,
     },
     closers: [() => breaker.close(), () => provider.close(), () => connection.close()],

@@ -18,6 +18,7 @@ import {
   describeAnswer,
   fresh,
   pick,
+  see,
   violation,
 } from './model';
 import type { MerchantName, SimEffect, World } from './world';
@@ -26,9 +27,12 @@ export type Cmd = fc.AsyncCommand<Model, World>;
 
 const AMOUNTS = [1_000, 2_500, 777] as const;
 const other = (m: MerchantName): MerchantName => (m === 'a' ? 'b' : 'a');
-const MOVING = ['200', '202'];
-const OP_ANSWERS = [
+/** A 503 with a typed error (provider unavailable, Retry-After) refuses a request that never left: repeat it later. */
+const REFUSED_FOR_NOW = ['503:provider_unavailable', '503:unavailable'];
+export const MOVING = ['200', '202'];
+export const OP_ANSWERS = [
   ...MOVING,
+  ...REFUSED_FOR_NOW,
   '409:invalid_transition',
   '409:operation_in_flight',
   '422:amount_exceeded',
@@ -37,18 +41,26 @@ const OP_ANSWERS = [
   '503:provider_unavailable',
 ];
 
-/** Sends a charge and records the payment when the API took it on. */
-async function sendCharge(m: Model, w: World, merchant: MerchantName, key: string, body: ChargeBody, label: string) {
+/** Sends a charge, records its answer, and records the payment when the API took it on. */
+export async function sendCharge(
+  m: Model,
+  w: World,
+  merchant: MerchantName,
+  key: string,
+  body: ChargeBody,
+  label: string,
+) {
   const r = await w.api('POST', '/v1/payments', { merchant, key, body });
   m.trace.push(`${label} -> ${describeAnswer(r)}`);
   if (r.status >= 200 && r.status < 300) {
-    m.payments.push({ merchant, key, body, view: r.body as unknown as PaymentView });
-    m.seen.push(seenOf(m, 'charge', merchant, key, key, body.amount.value, r));
+    const view = r.body as unknown as PaymentView;
+    m.payments.push({ merchant, key, body, view, views: [view] });
   }
+  m.seen.push(seenOf(m, 'charge', merchant, key, key, body.amount.value, r));
   return r;
 }
 
-function seenOf(
+export function seenOf(
   m: Model,
   what: 'charge' | 'capture' | 'refund',
   merchant: MerchantName,
@@ -60,7 +72,12 @@ function seenOf(
   return { step: m.trace.length, what, merchant, paymentKey, key, amount, status: r.status, body: r.body };
 }
 
-async function arm(w: World, fault: FaultSpec | undefined, op: 'create' | 'capture' | 'refund', reference: string) {
+export async function arm(
+  w: World,
+  fault: FaultSpec | undefined,
+  op: 'create' | 'capture' | 'refund',
+  reference: string,
+) {
   if (fault) await w.sim.addFaults(faultRules(fault, op, reference));
 }
 
@@ -188,7 +205,7 @@ export class RepeatCharge implements Cmd {
     if (id !== undefined && r.body.providerPaymentId !== id)
       violation(m, `${this}: provider payment ${String(r.body.providerPaymentId)}, first answer said ${id}`);
     m.seen.push(seenOf(m, 'charge', p.merchant, p.key, p.key, p.body.amount.value, r));
-    p.view = newerView(p.view, r);
+    see(p, r.body as unknown as PaymentView);
   }
   toString = () => `repeatCharge(#${this.index})`;
 }
@@ -211,7 +228,7 @@ const isManual = (p: PaymentRec) => p.body.capture === 'manual' && p.view?.statu
 const isCaptured = (p: PaymentRec) => p.view?.status === 'succeeded' && (p.view.amountCaptured ?? 0) > 0;
 
 /** Sends one capture or refund and records it. */
-async function sendOp(
+export async function sendOp(
   m: Model,
   w: World,
   p: PaymentRec,
@@ -225,7 +242,7 @@ async function sendOp(
   m.trace.push(`${label} -> ${describeAnswer(r)}`);
   assertWellFormed(m, label, r);
   m.seen.push(seenOf(m, kind, p.merchant, p.key, key, body.amount, r));
-  if (r.status >= 200 && r.status < 300) p.view = newerView(p.view, r);
+  if (r.status >= 200 && r.status < 300) see(p, r.body as unknown as PaymentView);
   return r;
 }
 
@@ -233,10 +250,6 @@ async function sendOp(
  * The later of what the model knew and an answer's view: a repeat replays the write's first answer (docs/http-api.md
  * "Repeats"), which may be older than what later writes showed.
  */
-function newerView(known: PaymentView | undefined, r: ApiResponse): PaymentView {
-  const answered = r.body as unknown as PaymentView;
-  return known === undefined || answered.updatedAt >= known.updatedAt ? answered : known;
-}
 
 /** A capture (full, partial or over the authorization) under a new key, optionally with a fault armed. */
 export class Capture implements Cmd {
@@ -388,34 +401,51 @@ export class ConcurrentOp implements Cmd {
   toString = () => `concurrent${this.kind === 'capture' ? 'Capture' : 'Refund'}(#${this.index})`;
 }
 
-/** An operator's truthful verdict on a payment in needs_review (or a refused resolve of a payment that is not). */
+/**
+ * What an operator says: `truth` from the provider's records; `lie` claims another merchant's provider payment for a
+ * create under review; `mistaken` says a capture or refund under review succeeded (naming this payment's provider
+ * payment) whatever the provider shows: the payment must still end with the provider's amounts (issue 19, defect 3).
+ */
+export type ResolveMode = 'truth' | 'lie' | 'mistaken';
+
+/**
+ * An operator's verdict on a payment in needs_review (or a refused resolve of a payment that is not). `race`: the
+ * verdict goes in the moment the payment shows needs_review, while held webhooks are delivered (issue 19: resolves
+ * racing webhooks and reconciles).
+ */
 export class OperatorResolve implements Cmd {
   constructor(
     readonly index: number,
-    readonly lie: boolean,
+    readonly mode: ResolveMode,
+    readonly race = false,
   ) {}
   check = (m: Readonly<Model>) => m.payments.length > 0;
   async run(m: Model, w: World) {
     const open = ['needs_review', 'unknown', 'pending'];
-    const p = pick(m, this.index, (x) => open.includes(x.view?.status ?? '')) as PaymentRec;
+    const p = pick(m, this.index, (x) => open.includes(x.view?.status ?? '') || reviewing(x.view)) as PaymentRec;
     // An operator looks at a payment once it shows up in review: wait (bounded) while its outcome is still open.
     const deadline = Date.now() + 15_000;
     while (Date.now() < deadline) {
       const r = await w.api('GET', `/v1/payments/${p.key}`, { merchant: p.merchant });
       if (r.body.status !== 'pending' && r.body.status !== 'unknown') break;
-      await new Promise((resolve) => setTimeout(resolve, 250));
+      // Racing: the verdict goes in the moment the reconcile gave up, not a quarter of a second later.
+      await new Promise((resolve) => setTimeout(resolve, this.race ? 50 : 250));
     }
-    const outcome = await operatorResolve(m, w, p, this.lie ? 'lie' : 'truth', this.toString());
+    const resolving = operatorResolve(m, w, p, this.mode, this.toString());
+    const [outcome] = await Promise.all([resolving, this.race ? w.sim.flushWebhooks() : undefined]);
     if (outcome === 'resolved_lie')
       violation(m, `${this}: a provider payment id was taken without a check at the provider (defect 5)`);
   }
-  toString = () => `operatorResolve(#${this.index}${this.lie ? ', wrong provider payment id' : ''})`;
+  toString = () =>
+    `operatorResolve(#${this.index}${this.mode === 'truth' ? '' : `, ${this.mode}`}${this.race ? ', racing webhooks' : ''})`;
 }
+
+const reviewing = (v: PaymentView | undefined) => v?.operations?.some((o) => o.state === 'needs_review') ?? false;
 
 /**
  * What an operator decides from the provider's records: the create happened iff the ledger has its effect; a capture
- * or refund under review happened iff the provider's total covers it on top of the operations of its kind the payment
- * shows succeeded. `lie` claims another merchant's provider payment for a create under review. The payment checks
+ * or refund under review happened iff the ledger has an effect under its key (not "the provider's total is above the
+ * view's": a webhook may already have shown it). `lie` and `mistaken` as {@link ResolveMode} says. The payment checks
  * every verdict with a look-up of its own: while faults may be armed on look-ups (`lookupsMayFail`), a truthful verdict
  * it cannot confirm may be refused (422 `provider_disagrees`, 503); without them it must be taken. Answers what
  * happened to the resolve.
@@ -424,12 +454,13 @@ export async function operatorResolve(
   m: Model,
   w: World,
   p: PaymentRec,
-  mode: 'truth' | 'lie',
+  mode: ResolveMode,
   label: string,
   lookupsMayFail = true,
 ): Promise<'resolved' | 'resolved_lie' | 'refused' | 'not_in_review'> {
   const viewAnswer = await w.api('GET', `/v1/payments/${p.key}`, { merchant: p.merchant });
   const view = viewAnswer.body as unknown as PaymentView;
+  if (viewAnswer.status === 200) see(p, view);
   const inReview = view.status === 'needs_review';
   let body: { outcome: 'succeeded' | 'failed'; providerPaymentId?: string; note: string };
   let lied = false;
@@ -451,23 +482,20 @@ export async function operatorResolve(
     }
   } else {
     // The ledger, not the provider API: faults still armed on lookups must not mislead the operator.
-    const at = providerTotals(await w.sim.effects(), view.providerPaymentId, p.body.capture === 'automatic');
+    const effects = await w.sim.effects();
     const op = view.operations?.find((o) => o.state === 'needs_review');
     const reviewed = op?.kind ?? reasonKind(view);
-    // What the provider's total must reach: the operations of that kind already confirmed, plus this one (the view's
-    // own total may already show this one, from a webhook).
-    const confirmed = (kind: string) =>
-      (view.operations ?? [])
-        .filter((o) => o.kind === kind && o.state === 'succeeded')
-        .reduce((n, o) => n + o.amount, 0);
+    const at = providerTotals(effects, view.providerPaymentId, p.body.capture === 'automatic');
     const happened =
-      op === undefined
-        ? (reviewed === 'capture' && at.captured > view.amountCaptured) ||
-          (reviewed === 'refund' && at.refunded > view.amountRefunded)
-        : (op.kind === 'capture' && at.captured >= confirmed('capture') + op.amount) ||
-          (op.kind === 'refund' && at.refunded >= confirmed('refund') + op.amount) ||
-          (op.kind === 'void' && at.voided);
-    body = { outcome: happened ? 'succeeded' : 'failed', note: `model: ${reviewed ?? '?'} at provider` };
+      op && op.kind !== 'void'
+        ? effects.some((e) => e.idempotency_key === w.providerKey(p.merchant, op.kind, op.key))
+        : (reviewed === 'capture' && at.captured > view.amountCaptured) ||
+          (reviewed === 'refund' && at.refunded > view.amountRefunded) ||
+          (reviewed === 'void' && at.voided);
+    body =
+      mode === 'mistaken' && reviewed !== 'void'
+        ? { outcome: 'succeeded', providerPaymentId: view.providerPaymentId, note: 'model: mistaken, did not look' }
+        : { outcome: happened ? 'succeeded' : 'failed', note: `model: ${reviewed ?? '?'} at provider` };
   }
   const r = await w.operatorResolve(p.merchant, p.key, body);
   m.trace.push(`${label} [${p.merchant}/${p.key} ${view.status} -> ${JSON.stringify(body)}] -> ${describeAnswer(r)}`);
@@ -476,7 +504,7 @@ export async function operatorResolve(
   assertWellFormed(m, label, r);
   if (r.status === 200) {
     if (!inReview) violation(m, `${label}: resolve of a ${view.status} payment was accepted`);
-    p.view = r.body as unknown as PaymentView;
+    see(p, r.body as unknown as PaymentView);
     return lied ? 'resolved_lie' : 'resolved';
   }
   if (!inReview) assertOneOf(m, label, r, ['409:invalid_transition']);
@@ -496,10 +524,11 @@ export function providerTotals(effects: readonly SimEffect[], paymentId: string,
   };
 }
 
-const reasonKind = (v: PaymentView): 'capture' | 'refund' | undefined => {
+const reasonKind = (v: PaymentView): 'capture' | 'refund' | 'void' | undefined => {
   const reason = v.review?.reason ?? '';
   if (reason.startsWith('capture')) return 'capture';
   if (reason.startsWith('refund')) return 'refund';
+  if (reason.startsWith('void')) return 'void';
   return undefined;
 };
 

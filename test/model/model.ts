@@ -21,8 +21,17 @@ export interface PaymentRec {
   readonly merchant: MerchantName;
   readonly key: string;
   readonly body: ChargeBody;
-  /** The last view an answer carried. */
+  /** The newest view an answer or a read carried (a replayed first answer does not take it back). */
   view?: PaymentView;
+  /** Every view read, oldest first (the invariant holds each, not only the last: see {@link see}). */
+  readonly views: PaymentView[];
+}
+
+/** Records a view of the payment read from an answer or a GET. */
+export function see(p: PaymentRec, view: PaymentView): void {
+  // A repeat replays its first answer, older than what later answers showed: the newest view stays the one known.
+  if (p.view === undefined || view.updatedAt >= p.view.updatedAt) p.view = view;
+  p.views.push(view);
 }
 
 /** A capture or refund request under its own key. */
@@ -87,8 +96,8 @@ export function describeAnswer(r: ApiResponse): string {
 }
 
 /**
- * Every answer: a 2xx carries a payment view, every refusal is a 4xx with a typed `error.type`, and nothing else
- * (5xx, untyped) is acceptable. Throws a {@link ModelViolation}.
+ * Every answer: a 2xx carries a payment view, every refusal is a 4xx (or a 503 the caller may repeat) with a typed
+ * `error.type`, and nothing else (another 5xx, untyped) is acceptable. Throws a {@link ModelViolation}.
  */
 export function assertWellFormed(m: Model, what: string, r: ApiResponse): void {
   if (r.status >= 200 && r.status < 300) {
@@ -96,7 +105,8 @@ export function assertWellFormed(m: Model, what: string, r: ApiResponse): void {
       violation(m, `${what}: ${r.status} without a payment view: ${JSON.stringify(r.body)}`);
     return;
   }
-  if (r.status < 400 || r.status >= 500) violation(m, `${what}: answered ${r.status}: ${JSON.stringify(r.body)}`);
+  if (r.status < 400 || (r.status >= 500 && r.status !== 503))
+    violation(m, `${what}: answered ${r.status}: ${JSON.stringify(r.body)}`);
   const type = r.body.error?.type;
   if (type === undefined || !errorTypes.has(type))
     violation(m, `${what}: a ${r.status} refusal without a typed error: ${JSON.stringify(r.body)}`);

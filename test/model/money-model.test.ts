@@ -1,8 +1,10 @@
 /**
  * A model-based money test (issue 8): random, seeded, shrinking sequences of charges, captures, refunds, repeats,
  * reused keys, provider faults, duplicated/reordered webhooks and operator resolves, across two merchants, against the
- * real stack (the run's dev server, the simulator over HTTP, the API, the workers). After each sequence settles, every
- * answer and every payment is held against the provider's ledger. `npm run fuzz -- --runs N` runs more of the same.
+ * real stack (the run's dev server, the simulator over HTTP, the API, two worker processes); and issue 19's
+ * adversaries: rolling deploys into other provider settings, a worker killed during a local first create attempt,
+ * provider outages and Retry-After longer than every budget. After each sequence settles, every answer and every view
+ * is held against the provider's ledger (bench/money-invariant.ts). `npm run fuzz -- --runs N` runs more of the same.
  */
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import fc from 'fast-check';
@@ -19,8 +21,9 @@ let world: World;
 
 beforeAll(async () => {
   env = await connectDevServer();
+  // Two worker processes and a redis-server besides the harness.
   world = await startWorld(env);
-}, 60_000);
+}, 180_000);
 
 afterAll(async () => {
   await world?.close();

@@ -16,18 +16,21 @@ import {
   MerchantResolve,
   OperatorResolve,
   Refund,
+  type ResolveMode,
   RepeatCharge,
   RepeatOp,
   ReuseChargeKey,
   ReuseOpKey,
   WebhookMode,
 } from './commands';
+import { CrashDuringCreate, LongRetryAfter, ProviderOutage, RepeatWhileOrderOpen, RollingDeploy } from './adversaries';
 import { type FaultKind, faultArb, faultKinds } from './faults';
 import { type Model, newModel } from './model';
 import { settleAndCheck } from './invariants';
-import type { World } from './world';
+import type { WorkerProfile } from './fleet';
+import type { OutageKind, World } from './world';
 
-/** The command names `FUZZ_EXCLUDE` / `--exclude` accept (faults as `fault:<kind>`). */
+/** The command names `FUZZ_EXCLUDE` / `--exclude` accept (faults as `fault:<kind>`, and {@link MIXED_FLEET}). */
 export const commandNames = [
   'charge',
   'chargeSameReference',
@@ -44,8 +47,16 @@ export const commandNames = [
   'merchantResolve',
   'webhooks',
   'flushWebhooks',
+  'repeatWhileOrderOpen',
+  'rollingDeploy',
+  'crashDuringCreate',
+  'providerOutage',
+  'longRetryAfter',
 ] as const;
 export type CommandName = (typeof commandNames)[number];
+
+/** A sequence that starts with its two workers on different provider settings (a rolling deploy half done). */
+export const MIXED_FLEET = 'mixedFleet';
 
 /** How many sequences, how long each, which seed, and what to leave out. */
 export interface FuzzSettings {
@@ -55,6 +66,12 @@ export interface FuzzSettings {
   readonly path?: string;
   /** The commands' own replay path (fast-check prints it as `replayPath` with a counterexample). */
   readonly replayPath?: string;
+  /**
+   * How often the heavy adversaries (a rolling deploy, a worker crash, a provider outage, a long Retry-After: seconds
+   * of wall clock each) and a sequence on a mixed fleet come, against 80 for a charge and 20 for a sequence on one
+   * configuration: `npm test` 1, `npm run fuzz` 20 by default.
+   */
+  readonly heavy: number;
   readonly exclude: readonly string[];
   /** How the caller named the selection (`--only ...` / `--exclude ...`), for the replay command. */
   readonly selection: string;
@@ -77,7 +94,7 @@ const list = (v: string | undefined): string[] =>
 const notIn = (only: readonly string[]): string[] =>
   only.length === 0
     ? []
-    : [...commandNames, ...faultKinds.map((k) => `fault:${k}`)].filter((name) => !only.includes(name));
+    : [...commandNames, MIXED_FLEET, ...faultKinds.map((k) => `fault:${k}`)].filter((name) => !only.includes(name));
 
 /** The seed CI runs (`CI` set and no `FUZZ_SEED`). */
 export const CI_SEED = 20_261_201;
@@ -89,6 +106,7 @@ export function settingsFromEnv(env: NodeJS.ProcessEnv = process.env): FuzzSetti
   const replayPath = env.FUZZ_REPLAY_PATH;
   return {
     runs: int(env.FUZZ_RUNS) ?? 25,
+    heavy: int(env.FUZZ_HEAVY) ?? 1,
     maxCommands: int(env.FUZZ_MAX_COMMANDS) ?? 10,
     // CI replays one fixed seed (a red CI is then a reproducible one); elsewhere every run explores a new one.
     seed: int(env.FUZZ_SEED) ?? (env.CI && env.CI !== 'false' ? CI_SEED : Date.now() ^ (Math.random() * 0x100000000)),
@@ -107,11 +125,14 @@ export function settingsFromEnv(env: NodeJS.ProcessEnv = process.env): FuzzSetti
 export function replayCommand(s: FuzzSettings, seed: number, path: string, replayPath?: string): string {
   const replay = replayPath ? ` --replay-path '${replayPath}'` : '';
   const selection = s.selection ? ` ${s.selection}` : '';
-  return `npm run fuzz -- --seed ${seed} --path ${path}${replay} --commands ${s.maxCommands}${selection}`;
+  return `npm run fuzz -- --seed ${seed} --path ${path}${replay} --commands ${s.maxCommands} --heavy ${s.heavy}${selection}`;
 }
 
-/** The command arbitraries, minus the excluded ones. */
-export function commandArbs(exclude: readonly string[]): fc.Arbitrary<Cmd>[] {
+/**
+ * The command arbitrary, minus the excluded ones: each command with its weight (an ordinary command 20 per unit of its
+ * weight below, a charge 80; each heavy adversary `heavy`).
+ */
+export function commandArbs(exclude: readonly string[], heavy = 1): fc.Arbitrary<Cmd> {
   const on = (name: CommandName) => !exclude.includes(name);
   const kinds = (allowed: readonly FaultKind[]) => allowed.filter((k) => !exclude.includes(`fault:${k}`));
   // A create whose reconcile fails stays unknown until the sweep, which this bench does not run: no lookup outage.
@@ -120,6 +141,7 @@ export function commandArbs(exclude: readonly string[]): fc.Arbitrary<Cmd>[] {
   const merchant = fc.constantFrom<'a' | 'b'>('a', 'b');
   const index = fc.nat({ max: 15 });
   const fraction = fc.constantFrom(0.25, 0.5, 0.75);
+  const slot = fc.constantFrom<0 | 1>(0, 1);
   const arbs: [CommandName, fc.Arbitrary<Cmd>, number][] = [
     [
       'charge',
@@ -182,7 +204,13 @@ export function commandArbs(exclude: readonly string[]): fc.Arbitrary<Cmd>[] {
         .map(([i, k]) => new ConcurrentOp(i, k)),
       1,
     ],
-    ['operatorResolve', fc.tuple(index, fc.boolean()).map(([i, lie]) => new OperatorResolve(i, lie)), 1],
+    [
+      'operatorResolve',
+      fc
+        .tuple(index, fc.constantFrom<ResolveMode>('truth', 'truth', 'lie', 'mistaken'), fc.boolean())
+        .map(([i, mode, race]) => new OperatorResolve(i, mode, race)),
+      2,
+    ],
     ['merchantResolve', index.map((i) => new MerchantResolve(i)), 1],
     [
       'webhooks',
@@ -193,22 +221,62 @@ export function commandArbs(exclude: readonly string[]): fc.Arbitrary<Cmd>[] {
       1,
     ],
     ['flushWebhooks', fc.constant(new FlushWebhooks()), 1],
+    ['repeatWhileOrderOpen', index.map((i) => new RepeatWhileOrderOpen(i)), 1],
   ];
-  // fc.commands has no weights: repeat an arbitrary to make its command more frequent.
-  return arbs.filter(([name]) => on(name)).flatMap(([, arb, weight]) => Array.from({ length: weight }, () => arb));
+  const heavies: [CommandName, fc.Arbitrary<Cmd>][] = [
+    ['rollingDeploy', slot.map((s) => new RollingDeploy(s))],
+    [
+      'crashDuringCreate',
+      fc
+        .tuple(merchant, fc.constantFrom<'refused' | 'coolDown' | 'none'>('refused', 'coolDown', 'none'))
+        .map(([mm, then]) => new CrashDuringCreate(mm, then)),
+    ],
+    ['providerOutage', fc.constantFrom<OutageKind>('refused', 'unavailable').map((kind) => new ProviderOutage(kind))],
+    [
+      'longRetryAfter',
+      fc
+        .tuple(merchant, fc.constantFrom<'capture' | 'refund' | 'nothing'>('capture', 'refund', 'nothing'))
+        .map(([mm, then]) => new LongRetryAfter(mm, then)),
+    ],
+  ];
+  const weighted = [
+    ...arbs.map(([name, arbitrary, weight]): [CommandName, fc.Arbitrary<Cmd>, number] => [
+      name,
+      arbitrary,
+      weight * 20,
+    ]),
+    ...heavies.map(([name, arbitrary]): [CommandName, fc.Arbitrary<Cmd>, number] => [name, arbitrary, heavy]),
+  ].filter(([name, , weight]) => on(name) && weight > 0);
+  return fc.oneof(...weighted.map(([, arbitrary, weight]) => ({ arbitrary, weight })));
 }
 
 /** How the provider sends webhooks when a sequence starts (a `webhooks` command may change it). */
 export type WebhookStart = WebhookMode['mode'];
 
-/** Runs one sequence from a clean slate (no faults, the given webhook mode) and checks it after it settled. */
-export async function runSequence(world: World, cmds: Iterable<Cmd>, webhooks: WebhookStart = 'plain'): Promise<Model> {
+/** How the worker fleet starts a sequence: one configuration, or two (a rolling deploy half done). */
+export type FleetStart = 'A,A' | 'A,B';
+
+/**
+ * Runs one sequence from a clean slate (no faults, the given webhook mode and worker fleet) and checks it after it
+ * settled.
+ */
+export async function runSequence(
+  world: World,
+  cmds: Iterable<Cmd>,
+  webhooks: WebhookStart = 'plain',
+  fleet: FleetStart = 'A,A',
+): Promise<Model> {
   const model = newModel(randomUUID().slice(0, 8));
-  await world.sim.clearFaults();
+  const started = Date.now();
+  await world.reset(fleet.split(',') as WorkerProfile[]);
+  if (fleet !== 'A,A') model.trace.push(`workers ${fleet} (a rolling deploy half done)`);
   await new WebhookMode(webhooks).run(model, world);
   await fc.asyncModelRun(() => ({ model, real: world }), cmds);
   await settleAndCheck(world, model);
-  if (process.env.FUZZ_VERBOSE) console.log(`sequence ${model.runId} passed:\n  ${model.trace.join('\n  ')}`);
+  if (process.env.FUZZ_VERBOSE) {
+    const seconds = ((Date.now() - started) / 1000).toFixed(1);
+    console.log(`sequence ${model.runId} passed in ${seconds} s:\n  ${model.trace.join('\n  ')}`);
+  }
   return model;
 }
 
@@ -218,9 +286,18 @@ const webhookStart = (exclude: readonly string[]): fc.Arbitrary<WebhookStart> =>
     ? fc.constant('plain')
     : fc.constantFrom<WebhookStart>('plain', 'off', 'duplicate', 'reorder', 'duplicate+reorder', 'off');
 
+/** The fleet a sequence starts with: mixed as often as a heavy adversary comes (never when deploys are excluded). */
+const fleetStart = (s: FuzzSettings): fc.Arbitrary<FleetStart> =>
+  s.exclude.includes(MIXED_FLEET) || s.heavy === 0
+    ? fc.constant('A,A')
+    : fc.oneof(
+        { arbitrary: fc.constant<FleetStart>('A,A'), weight: 20 },
+        { arbitrary: fc.constant<FleetStart>('A,B'), weight: s.heavy },
+      );
+
 /** What {@link checkMoneyProperty} answers: fast-check's details and how many sequences really ran. */
 export interface MoneyPropertyResult {
-  readonly details: fc.RunDetails<[WebhookStart, Iterable<Cmd>]>;
+  readonly details: fc.RunDetails<[WebhookStart, FleetStart, Iterable<Cmd>]>;
   /** Sequences run against the stack (runs and shrink steps); the rest passed unrun after the time limit. */
   readonly executed: number;
   readonly skippedAfterLimit: number;
@@ -228,7 +305,7 @@ export interface MoneyPropertyResult {
 
 /** The property over the settings; never throws for a counterexample (the details carry it). */
 export async function checkMoneyProperty(world: World, s: FuzzSettings): Promise<MoneyPropertyResult> {
-  const cmds = fc.commands(commandArbs(s.exclude), {
+  const cmds = fc.commands([commandArbs(s.exclude, s.heavy)], {
     maxCommands: s.maxCommands,
     ...(s.replayPath ? { replayPath: s.replayPath } : {}),
   });
@@ -239,13 +316,13 @@ export async function checkMoneyProperty(world: World, s: FuzzSettings): Promise
   let skippedAfterLimit = 0;
   const details = await fc.check(
     // Lost webhooks from the start as often as delivered ones: a webhook often repairs a wrong answer before the end.
-    fc.asyncProperty(webhookStart(s.exclude), cmds, async (webhooks, sequence) => {
+    fc.asyncProperty(webhookStart(s.exclude), fleetStart(s), cmds, async (webhooks, fleet, sequence) => {
       if (Date.now() > deadline) {
         skippedAfterLimit += 1;
         return;
       }
       executed += 1;
-      await runSequence(world, sequence, webhooks);
+      await runSequence(world, sequence, webhooks, fleet);
     }),
     { numRuns: s.runs, seed: s.seed, ...(s.path ? { path: s.path } : {}) },
   );

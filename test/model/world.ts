@@ -1,13 +1,26 @@
 /**
- * The real side of the money model: the API harness (API + simulator + workers on the run's dev server) with short
- * real timings, and the simulator's control and provider endpoints over HTTP.
+ * The real side of the money model: the API harness (API + simulator on the run's dev server) with short real timings,
+ * its workers in two child processes (test/model/fleet.ts) that reach the simulator through a proxy the model can take
+ * off the network and share one breaker through a redis-server, and the simulator's control and provider endpoints
+ * over HTTP.
  */
+import { randomUUID } from 'node:crypto';
+import { rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { providerIdempotencyKey } from '../../src/activities/keys';
+import { closeBreakerRedis, connectBreakerRedis } from '../../src/activities/breaker-redis';
 import type { ScopeOperation } from '../../src/domain/ids';
 import type { RetryOverrides } from '../../src/domain/retry';
 import type { PaymentTimings } from '../../src/domain/workflow-inputs';
+import type { LedgerRequest } from '../../src/simulator/server';
+import { startRedisServer } from '../../scripts/lib/redis-server';
 import { type ApiHarness, type ApiResponse, type TestMerchant, WEBHOOK_SECRET, startApiHarness } from '../api/harness';
+import { workflowBundle } from '../helpers/payments';
+import { DEV_SERVER_ADDRESS_ENV } from '../helpers/servers';
+import { type Fleet, type WorkerProfile, startFleet } from './fleet';
+import { type ProviderProxy, startProviderProxy } from './provider-proxy';
 
 /**
  * Short real timings: a reconcile checks after 1, 2.5 and 4.5 s and resubmits after the 1.5 s settle window, so an
@@ -23,7 +36,7 @@ export const modelTimings: PaymentTimings = {
   unknownSweepThresholdMs: 3_600_000,
 };
 
-/** Two attempts per write within seconds; the HTTP client's total timeout (1.5 s in the harness) bounds each call. */
+/** Two attempts per write within seconds; the HTTP client's total timeout (1.4-1.5 s, fleet.ts) bounds each call. */
 const shortWrite = {
   initialIntervalMs: 200,
   maximumIntervalMs: 500,
@@ -38,7 +51,7 @@ export const modelRetry: RetryOverrides = {
   capture: shortWrite,
   refund: shortWrite,
   void: shortWrite,
-  // One look-up attempt may read several pages (8.5 s at the harness's 1.5 s per call): a shorter attempt timeout is
+  // One look-up attempt may read several pages (8.5 s at 1.5 s per call): a shorter attempt timeout is
   // raised to that, and a budget below it would be refused.
   lookup: { initialIntervalMs: 200, maximumIntervalMs: 500, attemptTimeoutMs: 8_500, budgetMs: 10_000 },
 };
@@ -67,6 +80,9 @@ export interface SimEffect {
   readonly amount: number;
 }
 
+/** How the provider is down during an outage: connections refused (nothing leaves), or 503 to every request. */
+export type OutageKind = 'refused' | 'unavailable';
+
 /** A simulator fault rule (`POST /_sim/faults`). */
 export interface FaultRule {
   readonly match: { operation?: 'create' | 'capture' | 'void' | 'refund' | 'lookup'; reference?: string };
@@ -80,6 +96,15 @@ export interface FaultRule {
 /** The bench the commands drive. */
 export interface World {
   readonly h: ApiHarness;
+  /** The worker processes (rolling deploys, crashes). */
+  readonly fleet: Fleet;
+  /** Takes the provider down for `ms` (every operation, lookups too), then brings it back on its own. */
+  outage(kind: OutageKind, ms: number): Promise<void>;
+  /**
+   * A clean slate for a sequence: the provider back, no faults, a closed breaker, every worker alive with `fleet`'s
+   * profiles (default all A; `['A', 'B']`: a rolling deploy half done).
+   */
+  reset(fleet?: readonly WorkerProfile[]): Promise<void>;
   merchant(name: MerchantName): TestMerchant;
   /** The provider key the workers send for (merchant, operation, key): how the ledger names an intent. */
   providerKey(name: MerchantName, operation: ScopeOperation, key: string): string;
@@ -94,6 +119,8 @@ export interface World {
     addFaults(rules: readonly FaultRule[]): Promise<void>;
     clearFaults(): Promise<void>;
     effects(): Promise<SimEffect[]>;
+    /** Every request the provider received (the simulator records each before any fault). */
+    requests(): Promise<LedgerRequest[]>;
     flushWebhooks(): Promise<void>;
     /** `deliver: false`: the provider sends no webhooks at all. */
     setWebhooks(mode: { deliver: boolean; duplicate: boolean; reorder: boolean }): Promise<void>;
@@ -109,15 +136,96 @@ async function simCall(url: string, init: RequestInit = {}): Promise<unknown> {
   return res.status === 404 ? undefined : (JSON.parse(text) as unknown);
 }
 
-/** Starts the harness with the model's timings and wraps the simulator's HTTP endpoints. */
+/** Starts the harness with the model's timings (no workers of its own), the worker processes behind the proxy, Redis. */
 export async function startWorld(env: TestWorkflowEnvironment): Promise<World> {
-  const h = await startApiHarness(env, { timings: modelTimings, retry: modelRetry });
+  const h = await startApiHarness(env, { timings: modelTimings, retry: modelRetry, workers: false });
+  const closers: (() => Promise<void>)[] = [() => h.close()];
+  const close = async () => {
+    for (const c of closers.splice(0).reverse()) await c().catch(() => undefined);
+  };
+  try {
+    const redis = await startRedisServer();
+    closers.push(() => redis.stop());
+    const breakerStore = connectBreakerRedis(redis.url);
+    closers.push(() => closeBreakerRedis(breakerStore));
+    const proxy = await startProviderProxy(h.sim.url);
+    closers.push(() => proxy.close());
+    const bundlePath = path.join(os.tmpdir(), `pw-model-bundle-${randomUUID()}.js`);
+    writeFileSync(bundlePath, (await workflowBundle()).code);
+    closers.push(async () => rmSync(bundlePath, { force: true }));
+    const fleet = await startFleet(
+      {
+        temporalAddress: process.env[DEV_SERVER_ADDRESS_ENV] ?? '',
+        taskQueue: h.taskQueue,
+        workflowBundlePath: bundlePath,
+        providerUrl: proxy.url,
+        apiKey: h.apiKey,
+        redisUrl: redis.url,
+        keyPrefix: 'model:',
+        retry: modelRetry,
+      },
+      env.client,
+    );
+    closers.push(() => fleet.close());
+    const resetBreaker = async () => void (await breakerStore.flushdb());
+    return worldOver(h, fleet, proxy, resetBreaker, close);
+  } catch (err) {
+    await close();
+    throw err;
+  }
+}
+
+/** The world's operations over its running parts. */
+function worldOver(
+  h: ApiHarness,
+  fleet: Fleet,
+  proxy: ProviderProxy,
+  resetBreaker: () => Promise<void>,
+  close: () => Promise<void>,
+): World {
   const merchants = { a: h.a, b: h.b };
   const json = { 'content-type': 'application/json' };
+  const faultsUrl = `${h.sim.url}/_sim/faults`;
+  const clearFaults = async () => void (await simCall(faultsUrl, { method: 'DELETE' }));
+  const addFaults = async (rules: readonly FaultRule[] | readonly object[]) =>
+    void (await simCall(faultsUrl, { method: 'POST', headers: json, body: JSON.stringify({ rules }) }));
+  const ledger = async () =>
+    (await simCall(`${h.sim.url}/_sim/ledger?api_key=${encodeURIComponent(h.apiKey)}`)) as {
+      effects: SimEffect[];
+      requests: LedgerRequest[];
+    };
+  let outageTimer: NodeJS.Timeout | undefined;
+  let endOutage: (() => Promise<void>) | undefined;
+  const stopOutage = async () => {
+    clearTimeout(outageTimer);
+    const end = endOutage;
+    endOutage = undefined;
+    await end?.();
+  };
   return {
     h,
+    fleet,
     merchant: (name) => merchants[name],
     providerKey: (name, operation, key) => providerIdempotencyKey(merchants[name].id, operation, key),
+    async outage(kind, ms) {
+      await stopOutage();
+      if (kind === 'refused') {
+        await proxy.refuse();
+        endOutage = () => proxy.restore();
+      } else {
+        // Before any armed fault (the simulator takes the first live rule that matches): every request, 503.
+        await clearFaults();
+        await addFaults([{ match: {}, fault: 'status', status: 503, retry_after_s: 1 }]);
+        endOutage = clearFaults;
+      }
+      outageTimer = setTimeout(() => void stopOutage().catch(() => undefined), ms);
+    },
+    async reset(profiles) {
+      await stopOutage();
+      await clearFaults();
+      await resetBreaker();
+      await fleet.reset(profiles);
+    },
     api: (method, path, o) =>
       h.request(method, path, {
         token: merchants[o.merchant].token,
@@ -130,18 +238,10 @@ export async function startWorld(env: TestWorkflowEnvironment): Promise<World> {
         body,
       }),
     sim: {
-      async addFaults(rules) {
-        await simCall(`${h.sim.url}/_sim/faults`, { method: 'POST', headers: json, body: JSON.stringify({ rules }) });
-      },
-      async clearFaults() {
-        await simCall(`${h.sim.url}/_sim/faults`, { method: 'DELETE' });
-      },
-      async effects() {
-        const ledger = (await simCall(`${h.sim.url}/_sim/ledger?api_key=${encodeURIComponent(h.apiKey)}`)) as {
-          effects: SimEffect[];
-        };
-        return ledger.effects;
-      },
+      addFaults,
+      clearFaults,
+      effects: async () => (await ledger()).effects,
+      requests: async () => (await ledger()).requests,
       async flushWebhooks() {
         await simCall(`${h.sim.url}/_sim/webhooks/flush`, { method: 'POST', headers: json, body: '{}' });
       },
@@ -163,6 +263,9 @@ export async function startWorld(env: TestWorkflowEnvironment): Promise<World> {
         })) as SimPayment | undefined;
       },
     },
-    close: () => h.close(),
+    async close() {
+      await stopOutage();
+      await close();
+    },
   };
 }

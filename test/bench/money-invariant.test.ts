@@ -1,0 +1,165 @@
+import { type InvariantInput, checkMoneyInvariant } from '../../bench/money-invariant';
+import { providerIdempotencyKey } from '../../src/activities/keys';
+import type { LedgerEffect, LedgerRequest } from '../../src/simulator/server';
+
+const m = 'm1';
+const pk = (op: 'create' | 'capture' | 'refund', key: string) => providerIdempotencyKey(m, op, key);
+const effect = (
+  operation: LedgerEffect['operation'],
+  key: string,
+  amount: number,
+  paymentId = 'pay_1',
+): LedgerEffect => ({
+  api_key: 'sk',
+  operation,
+  idempotency_key: key,
+  reference: 'order-1',
+  payment_id: paymentId,
+  amount,
+  at: 0,
+});
+const request = (operation: LedgerRequest['operation'], key: string): LedgerRequest => ({
+  api_key: 'sk',
+  operation,
+  idempotency_key: key,
+  reference: 'order-1',
+  at: 0,
+  status: 200,
+});
+const authorized = {
+  status: 'authorized',
+  amountAuthorized: 1_000,
+  amountCaptured: 0,
+  amountRefunded: 0,
+  providerPaymentId: 'pay_1',
+};
+const problems = (input: Partial<InvariantInput>) =>
+  checkMoneyInvariant({ payments: [], answers: [], ledger: { effects: [] }, ...input }).map(
+    (p) => `${p.kind} ${p.message}`,
+  );
+
+describe('the money invariant every ledger harness holds (bench/money-invariant.ts)', () => {
+  it('rule 2: a payment answered or shown failed, or failed over, while the provider holds its create', () => {
+    const effects = [effect('create', pk('create', 'k1'), 1_000)];
+    const failed = { ...authorized, status: 'failed', amountAuthorized: 0, failureReason: 'provider_unavailable' };
+    const found = problems({
+      payments: [{ merchantId: m, key: 'k1', capture: 'manual', final: failed }],
+      answers: [
+        {
+          merchantId: m,
+          paymentKey: 'k1',
+          kind: 'charge',
+          opKey: 'k1',
+          amount: 1_000,
+          status: 200,
+          bodyStatus: 'failed',
+        },
+      ],
+      ledger: { effects },
+    });
+    expect(found.filter((p) => p.startsWith('mismatch 2:'))).toHaveLength(2);
+    const failedOver = problems({
+      payments: [{ merchantId: m, key: 'k1', capture: 'manual', final: { ...authorized, failovers: [{}] } }],
+      ledger: { effects },
+    });
+    expect(failedOver.join('\n')).toContain('2: m1/k1 failed over while the provider holds its create pay_1');
+  });
+
+  it('rule 3: a resolution that records money the provider does not show', () => {
+    const found = problems({
+      payments: [
+        {
+          merchantId: m,
+          key: 'k1',
+          capture: 'manual',
+          final: {
+            ...authorized,
+            status: 'succeeded',
+            amountCaptured: 1_000,
+            operations: [{ kind: 'capture', key: 'c1', state: 'succeeded' }],
+          },
+        },
+      ],
+      ledger: { effects: [effect('create', pk('create', 'k1'), 1_000)] },
+    });
+    expect(found).toEqual([
+      'mismatch 3: m1/k1 (succeeded): view {"authorized":1000,"captured":1000,"refunded":0} but the provider {"authorized":1000,"captured":0,"refunded":0}',
+      "mismatch 3: m1/k1 is succeeded, but the provider's payment says authorized",
+      'mismatch 3: m1/k1: capture c1 is succeeded, but the provider has no capture under its key',
+    ]);
+  });
+
+  it('rule 5: a repeat of a settled key answered 409 payment_in_flight naming another key', () => {
+    const found = problems({
+      answers: [
+        {
+          merchantId: m,
+          paymentKey: 'k1',
+          kind: 'charge',
+          opKey: 'k1',
+          amount: 1_000,
+          status: 200,
+          bodyStatus: 'declined',
+        },
+        {
+          merchantId: m,
+          paymentKey: 'k2',
+          kind: 'charge',
+          opKey: 'k2',
+          amount: 1_000,
+          status: 202,
+          bodyStatus: 'pending',
+        },
+        {
+          merchantId: m,
+          paymentKey: 'k1',
+          kind: 'charge',
+          opKey: 'k1',
+          amount: 1_000,
+          status: 409,
+          errorType: 'payment_in_flight',
+          namedKey: 'k2',
+        },
+      ],
+    });
+    expect(found).toEqual([
+      'mismatch 5: m1/k1: charge k1 answered 409 payment_in_flight naming k2, after a 200 for the same key',
+    ]);
+  });
+
+  it('rule 6: a capture in review that never reached the provider; one that did is the provider\u2019s to tell', () => {
+    const inReview = {
+      ...authorized,
+      status: 'needs_review',
+      review: { reason: 'capture not found after 2 checks' },
+      operations: [{ kind: 'capture', key: 'c1', state: 'needs_review', reason: 'not found after 2 checks' }],
+    };
+    const input = {
+      payments: [{ merchantId: m, key: 'k1', capture: 'manual' as const, final: inReview }],
+      ledger: {
+        effects: [effect('create', pk('create', 'k1'), 1_000)],
+        requests: [request('create', pk('create', 'k1'))],
+      },
+    };
+    expect(problems(input)).toEqual([
+      'mismatch 6: m1/k1: capture c1 never reached the provider (no request under its key), yet it is in review as an unknown outcome (not found after 2 checks)',
+    ]);
+    const reached = {
+      ...input,
+      ledger: { ...input.ledger, requests: [...input.ledger.requests, request('capture', pk('capture', 'c1'))] },
+    };
+    expect(problems(reached)).toEqual([]);
+  });
+
+  it('rule 7: with every review resolved, a payment still in review is stuck', () => {
+    const inReview = { ...authorized, status: 'needs_review', review: { reason: 'x' } };
+    const input = {
+      payments: [{ merchantId: m, key: 'k1', capture: 'manual' as const, final: inReview }],
+      ledger: { effects: [effect('create', pk('create', 'k1'), 1_000)] },
+    };
+    expect(problems(input)).toEqual([]);
+    expect(problems({ ...input, reviewsResolved: true })).toEqual([
+      'stuck 7: m1/k1 stays needs_review after every review was resolved',
+    ]);
+  });
+});
