@@ -1,6 +1,7 @@
 import {
   ActivityFailure,
   ApplicationFailure,
+  CancellationScope,
   ParentClosePolicy,
   log,
   patched,
@@ -19,6 +20,7 @@ import { describeWorkerProvider, firstCreateAttempt, paymentMetadata } from './a
 import { attemptFailure, failureType, messageOf, neverSent, notSentReason, sendsOf } from './failures';
 import type { PaymentEntity } from './payment-entity';
 import { reconcileWorkflow } from './reconcile';
+import { NEWS, unlessNews } from './unless-news';
 
 /**
  * The history length of a payment's first workflow task on its first try: WorkflowExecutionStarted,
@@ -28,6 +30,8 @@ const FIRST_TASK_HISTORY_LENGTH = 3;
 
 /** Patch: a worker's refusal to send (`ValidationError`) after a request may have left is unknown, never `failed`. */
 const REFUSAL_AFTER_SEND_UNKNOWN = 'refusal-after-send-unknown';
+/** Patch: the create's reconcile ends as soon as provider news moved the payment on (see unlessNews). */
+const CREATE_RECONCILE_ENDS_WITH_NEWS = 'create-reconcile-ends-with-news';
 
 /** What an attempt that left no record may have done: sent, with an outcome nobody saw. */
 const possiblySent = { everSent: true, everUnknown: true } as const;
@@ -280,15 +284,24 @@ export async function reconcileCreate(payment: PaymentEntity): Promise<void> {
       capture: request.capture,
     },
   };
-  const child = await startChild(reconcileWorkflow, {
-    workflowId: reconcileWorkflowId(input.merchantId, 'create', input.key),
-    args: [reconcileInput],
-    // A reconcile is pointless without its payment: it goes with it.
-    parentClosePolicy: ParentClosePolicy.TERMINATE,
-  });
+  const endsWithNews = patched(CREATE_RECONCILE_ENDS_WITH_NEWS);
+  const scope = new CancellationScope();
+  const child = await scope.run(() =>
+    startChild(reconcileWorkflow, {
+      workflowId: reconcileWorkflowId(input.merchantId, 'create', input.key),
+      args: [reconcileInput],
+      // A reconcile is pointless without its payment: it goes with it.
+      parentClosePolicy: ParentClosePolicy.TERMINATE,
+    }),
+  );
   let result: ReconcileResult;
   try {
-    result = await child.result();
+    // A webhook the payment applied moves it on from `unknown`: the reconcile's question is answered.
+    const ended = endsWithNews
+      ? await unlessNews(scope, child.result(), () => state.view.status !== 'unknown')
+      : await child.result();
+    if (ended === NEWS) return;
+    result = ended;
   } catch (err) {
     // A reconcile that failed or was terminated decided nothing: the payment stays unknown, never failed, and the
     // sweep's ensureReconcile starts a new one.

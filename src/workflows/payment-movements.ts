@@ -1,4 +1,12 @@
-import { WorkflowIdReusePolicy, condition, executeChild, log, patched, startChild } from '@temporalio/workflow';
+import {
+  CancellationScope,
+  WorkflowIdReusePolicy,
+  condition,
+  executeChild,
+  log,
+  patched,
+  startChild,
+} from '@temporalio/workflow';
 import { WorkflowExecutionAlreadyStartedError } from '@temporalio/common';
 import type { MovementCheck, MovementRefusal } from '../domain/definitions';
 import { ErrorType } from '../domain/errors';
@@ -10,10 +18,13 @@ import { messageOf } from './failures';
 import { type MoneyMovementInput, type MoneyMovementResult, movementReconcileInput } from './money-movement';
 import type { PaymentEntity } from './payment-entity';
 import { keyReused } from './payment-guards';
-import { type SubOperation, findSubOperation } from './payment-state';
+import { type SubOperation, findSubOperation, operationShown } from './payment-state';
 import { reconcileWorkflow } from './reconcile';
 import { refundWorkflow } from './refund';
+import { NEWS, unlessNews } from './unless-news';
 
+/** Patch: a capture's or refund's reconcile ends as soon as the provider's news shows the operation (see unlessNews). */
+const MOVEMENT_ENDS_WITH_NEWS = 'movement-reconcile-ends-with-news';
 /** Patch: a capture or refund records the payment's total before it (histories before it have none). */
 const OPERATION_TOTAL_BEFORE = 'operation-total-before';
 
@@ -194,11 +205,21 @@ export class MoneyMovements {
     void (async () => {
       let result: ReconcileResult | undefined;
       let failure: string | undefined;
+      const endsWithNews = patched(MOVEMENT_ENDS_WITH_NEWS);
+      const shown = () => operationShown(payment.state, op);
+      // A webhook already showed it (its signal found no reconcile to end): no reconcile at all.
+      if (endsWithNews && shown()) return this.settledByNews(op);
+      const scope = new CancellationScope();
       try {
-        result = await executeChild(reconcileWorkflow, {
-          workflowId: reconcileWorkflowId(payment.input.merchantId, kind, op.key),
-          args: [movementReconcileInput(kind, movement, before, sentAtMs)],
-        });
+        const running = scope.run(() =>
+          executeChild(reconcileWorkflow, {
+            workflowId: reconcileWorkflowId(payment.input.merchantId, kind, op.key),
+            args: [movementReconcileInput(kind, movement, before, sentAtMs)],
+          }),
+        );
+        const ended = endsWithNews ? await unlessNews(scope, running, shown) : await running;
+        if (ended === NEWS) return this.settledByNews(op);
+        result = ended;
       } catch (err) {
         failure = `reconcile of ${kind} ended without a result: ${messageOf(err)}`;
         log.warn('reconcile of a capture/refund ended without a result; it goes to review', { reason: failure });
@@ -215,6 +236,14 @@ export class MoneyMovements {
       }
       payment.syncOperations();
     })();
+  }
+
+  /** A webhook showed the provider's total covering the operation before its reconcile could say so: it is done. */
+  private settledByNews(op: SubOperation): void {
+    op.reconciling = false;
+    op.state = 'done';
+    this.payment.syncOperations();
+    this.payment.publish();
   }
 
   /**

@@ -203,6 +203,18 @@ export function reviewOf(op: SubOperation, view: PaymentView): PendingReview {
   };
 }
 
+/**
+ * Whether the provider's totals, as the view shows them, already show this capture or refund (a webhook may tell it
+ * before the operation's own reconcile does), or a void. Operations from before `totalBefore` was recorded: never
+ * (their reconcile decides, as it did).
+ */
+export function operationShown(state: PaymentState, op: SubOperation): boolean {
+  if (op.kind === 'void') return state.providerStatus === 'voided';
+  if (op.totalBefore === undefined) return false;
+  const total = op.kind === 'capture' ? state.view.amountCaptured : state.view.amountRefunded;
+  return total >= op.totalBefore + op.amount;
+}
+
 /** Ends the review: the operation under it becomes `done` (the provider shows it) or `rejected` (it did not happen). */
 export function closeReview(state: PaymentState, outcome: 'done' | 'rejected'): void {
   for (const op of state.subOperations) if (op.state === 'needs_review') op.state = outcome;
