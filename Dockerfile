@@ -14,4 +14,6 @@ WORKDIR /app
 COPY package.json package-lock.json ./
 RUN npm ci --omit=dev --no-audit --no-fund
 COPY --from=build /app/dist ./dist
+# The SQL migrations the worker and the API apply at start (tsc copies only TypeScript).
+COPY --from=build /app/src/db/migrations ./dist/db/migrations
 USER node

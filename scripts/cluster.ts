@@ -25,6 +25,7 @@ import { loadConfig } from '../src/config';
 import { paymentSearchAttributes } from '../src/domain/search-attributes';
 import { CrashPolicy } from './lib/crash-policy';
 import { preparePostgres } from './lib/postgres';
+import { ensurePaymentsDatabase } from './lib/payments-database';
 import { type RunningRedis, startRedisServer } from './lib/redis-server';
 import { type ServiceStatus, Supervisor } from './lib/supervisor';
 import { DEFAULT_CACHE_DIR, PROJECT_ROOT, TEMPORAL_CLI, resolveBinary } from './lib/temporal-binaries';
@@ -281,6 +282,8 @@ async function main() {
     await setupSchema(build.sql, build.moduleDir, pg, 'temporal', 'temporal');
     await setupSchema(build.sql, build.moduleDir, pg, 'temporal_visibility', 'visibility');
     log(`schemas temporal and temporal_visibility ready (${since(t)})`);
+    // Wallets and key records: database `payments` beside Temporal's (the workers and APIs migrate it at start).
+    const paymentsDatabaseUrl = await ensurePaymentsDatabase(pg);
 
     // 3. The Temporal server, its namespace and search attributes, its web UI.
     t = Date.now();
@@ -366,6 +369,7 @@ async function main() {
       SIMULATOR_STATE_PATH: path.join(dir, 'simulator.json'),
       WORKFLOW_BUNDLE_PATH: bundlePath,
       REDIS_URL: `redis://${HOST}:${ports.redis}`,
+      DATABASE_URL: paymentsDatabaseUrl,
     };
     t = Date.now();
     await supervisor.start({
@@ -440,7 +444,9 @@ async function main() {
   const cliHint = path.relative(PROJECT_ROOT, cli.path);
   log('');
   log(`Cluster up in ${since(started)}.`);
-  log(`PostgreSQL:            ${HOST}:${ports.postgres} (user postgres; databases temporal, temporal_visibility)`);
+  log(
+    `PostgreSQL:            ${HOST}:${ports.postgres} (user postgres; databases temporal, temporal_visibility, payments)`,
+  );
   log(`Temporal frontend:     ${temporalAddress} (namespace ${NAMESPACE}, ${NUM_HISTORY_SHARDS} history shards)`);
   log(
     ui

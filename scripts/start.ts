@@ -3,6 +3,8 @@
  *   - the Temporal dev server (embedded SQLite under .temporal/, so state survives a restart; env TEMPORAL_DB_FILE
  *     names another file) with its web UI,
  *     the payment search attributes registered;
+ *   - PostgreSQL for wallets and key records (data beside the SQLite file; the machine's binaries or the npm package's;
+ *     DATABASE_URL names one of your own instead), supervised like the rest;
  *   - the provider simulator (its state in a JSON file beside the SQLite file, so provider and Temporal state stay
  *     consistent across restarts), the worker and the payments API as supervised child processes: one that crashes
  *     is restarted with a backoff and a log line; only repeated crashes (5 within a minute) stop the stack.
@@ -14,6 +16,7 @@ import net from 'node:net';
 import path from 'node:path';
 import { type Config, loadConfig } from '../src/config';
 import { startDevServer } from './lib/dev-server';
+import { startLocalDatabase } from './lib/payments-database';
 import { type ServiceStatus, Supervisor } from './lib/supervisor';
 import { DEFAULT_CACHE_DIR, PROJECT_ROOT } from './lib/temporal-binaries';
 
@@ -157,6 +160,8 @@ async function main() {
   const env: NodeJS.ProcessEnv = {
     ...process.env,
     TEMPORAL_ADDRESS: `${HOST}:${temporalPort}`,
+    // Set once PostgreSQL is up (below).
+    DATABASE_URL: process.env.DATABASE_URL,
     TEMPORAL_NAMESPACE: 'default',
     SIMULATOR_PORT: String(simulatorPort),
     SIMULATOR_URL: process.env.SIMULATOR_URL ?? `http://${HOST}:${simulatorPort}`,
@@ -177,6 +182,7 @@ async function main() {
       namespace: 'default',
       taskQueue: config.TASK_QUEUE,
       simulatorUrl: env.SIMULATOR_URL,
+      databaseUrl: env.DATABASE_URL,
       apiUrls: [`http://${HOST}:${apiPort}`],
       webUi: `http://${HOST}:${uiPort}`,
       startPid: process.pid,
@@ -196,7 +202,7 @@ async function main() {
   const stop = async (code: number) => {
     if (stopping) return;
     stopping = true;
-    log('Stopping: API, worker and simulator drain first, then the Temporal dev server...');
+    log('Stopping: API, worker and simulator drain first, then PostgreSQL and the Temporal dev server...');
     await supervisor.stop();
     await temporal.teardown();
     log('Stopped.');
@@ -207,7 +213,12 @@ async function main() {
   // would kill this process mid-drain: no SIGKILL backstop for a child that hangs, no teardown, exit 130.
   process.on('SIGINT', () => void stop(0));
   process.on('SIGTERM', () => void stop(0));
+  let database: { url: string; own?: string } | undefined;
   try {
+    // PostgreSQL first (tier -1: stopped last), so the worker and the API migrate and use it from their start.
+    database = await startLocalDatabase({ supervisor, dir: `${stateBase}.postgres`, tier: -1, log });
+    env.DATABASE_URL = database.url;
+    log(`PostgreSQL ready (${database.own ?? 'DATABASE_URL'})`);
     for (const [tier, c] of components.entries()) {
       const ready = c.ready;
       await supervisor.start({
@@ -240,6 +251,8 @@ async function main() {
   log(`Temporal web UI:       http://${HOST}:${uiPort}`);
   log(`Temporal frontend:     ${HOST}:${temporalPort} (namespace default)`);
   log(`Provider simulator:    http://${HOST}:${simulatorPort}  (state in ${simulatorState})`);
+  if (database?.own)
+    log(`PostgreSQL (wallets):  ${database.url}  (data in ${shownDb.replace(/\.sqlite$/, '')}.postgres)`);
   log(`Payments API:          http://${HOST}:${apiPort}  (OpenAPI: http://${HOST}:${apiPort}/openapi.json)`);
   log(
     `Metrics:               http://${HOST}:${apiPort}/metrics (API), ` +

@@ -15,9 +15,14 @@ export const errorTypesByStatus: Readonly<Record<string, readonly ApiErrorType[]
   '409': ['invalid_transition', 'operation_in_flight', 'payment_in_flight'],
   '413': ['payload_too_large'],
   '415': ['unsupported_media_type'],
-  '422': ['idempotency_key_reused', 'amount_exceeded', 'provider_rejected'],
+  '422': ['idempotency_key_reused', 'amount_exceeded', 'provider_rejected', 'currency_mismatch'],
   '500': ['internal_error'],
   '503': ['unavailable', 'provider_unavailable'],
+};
+
+/** Error types only some operations answer with (by operationId); every other operation leaves them out. */
+const onlyOn: Readonly<Partial<Record<ApiErrorType, readonly string[]>>> = {
+  currency_mismatch: ['creditWallet'],
 };
 
 const headers = {
@@ -77,7 +82,10 @@ export function describeHeadersAndErrors<T extends Json>(doc: T): T {
         if (keyed && (status === '200' || status === '202')) h['Idempotent-Replayed'] = ref('IdempotentReplayed');
         if (status === '503') h['Retry-After'] = ref('RetryAfter');
         response.headers = { ...(response.headers as Json | undefined), ...h };
-        const types = errorTypesByStatus[status];
+        const types = errorTypesByStatus[status]?.filter((t) => {
+          const only = onlyOn[t];
+          return only === undefined || only.includes(String(op.operationId));
+        });
         if (types) {
           response['x-error-types'] = types;
           const base = typeof response.description === 'string' ? response.description : '';

@@ -4,7 +4,7 @@
  * (src/wallets) answers in these shapes.
  */
 import { z } from 'zod';
-import { Currency, Money } from './money';
+import { Money } from './money';
 import { walletEntryKinds } from './wallet-operations';
 
 /** The merchant's own name of a wallet: 1-64 characters of `A-Za-z0-9._:-`. */
@@ -30,7 +30,8 @@ const Iso = z.iso.datetime({ offset: true });
 export const WalletView = z.object({
   walletId: WalletId,
   merchantId: z.string(),
-  currency: Currency,
+  // The output is a plain string (the input schema's transform cannot serialize); it was an ISO 4217 code when stored.
+  currency: z.string().describe('ISO 4217, fixed by the first credit.'),
   balance: Amount.describe('Credits and refunds minus captures: always the sum of the entries of those kinds.'),
   held: Amount.describe('Holds neither captured nor released yet.'),
   available: Amount.describe('`balance - held`: what a new hold may take.'),

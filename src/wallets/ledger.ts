@@ -66,6 +66,11 @@ export class WalletLedger {
     private readonly observer?: WalletObserver,
   ) {}
 
+  /** The same ledger (same pool), reporting to `observer`: each process counts into its own metrics. */
+  withObserver(observer: WalletObserver): WalletLedger {
+    return new WalletLedger(this.pool, observer);
+  }
+
   /** Adds `request.amount` under the Idempotency-Key `key`; the first credit creates the wallet in its currency. */
   credit(
     merchantId: string,

@@ -1,5 +1,4 @@
 /** The ledger's rows and how they read as the API's views. */
-import type { Currency } from '../domain/money';
 import type { WalletEntry, WalletView } from '../domain/wallets';
 import type { WalletEntryKind } from '../domain/wallet-operations';
 
@@ -40,7 +39,7 @@ export function walletView(row: WalletRow): WalletView {
   return {
     walletId: row.wallet_id,
     merchantId: row.merchant_id,
-    currency: row.currency as Currency,
+    currency: row.currency,
     balance,
     held,
     available: balance - held,

@@ -34,6 +34,7 @@ it('has the production services', () => {
   expect(Object.keys(compose.services).sort()).toEqual(
     [
       'api',
+      'payments-db-setup',
       'postgresql',
       'redis',
       'simulator',
@@ -103,4 +104,14 @@ it('gives the worker the shared breaker store: a Redis service without persisten
       PAYLOAD_KEYS: `k1:${Buffer.alloc(32, 7).toString('base64')}`,
     }).REDIS_URL,
   ).toBe('redis://redis:6379');
+});
+
+it("gives the worker and the API the payments database, apart from Temporal's, created before they start", () => {
+  for (const name of ['worker', 'api'] as const) {
+    const service = compose.services[name];
+    expect(service?.environment?.DATABASE_URL).toBe('postgres://temporal:temporal@postgresql:5432/payments');
+    expect(service?.depends_on?.['payments-db-setup']).toEqual({ condition: 'service_completed_successfully' });
+  }
+  expect(JSON.stringify(compose.services['payments-db-setup']?.command)).toContain('CREATE DATABASE payments');
+  expect(dockerfile).toContain('COPY --from=build /app/src/db/migrations ./dist/db/migrations');
 });
