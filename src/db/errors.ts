@@ -54,13 +54,17 @@ const connectionMessages = [
 ];
 const poolTimeout = 'timeout exceeded when trying to connect';
 
+/** Fields of an error, read without `instanceof Error` (a socket's error comes from another realm under jest). */
+const fieldsOf = (err: unknown): { message?: unknown; code?: unknown; syscall?: unknown } =>
+  typeof err === 'object' && err !== null ? (err as Record<string, unknown>) : {};
+
 /** A failure of the driver or the server (as opposed to an error of the caller's own, which passes through). */
 export function isDriverError(err: unknown): boolean {
   if (err instanceof pg.DatabaseError) return true;
-  if (!(err instanceof Error)) return false;
-  const code = (err as NodeJS.ErrnoException).code;
-  if (typeof code === 'string' && typeof (err as NodeJS.ErrnoException).syscall === 'string') return true;
-  return err.message === poolTimeout || connectionMessages.includes(err.message);
+  const { message, code, syscall } = fieldsOf(err);
+  // A socket error (ECONNREFUSED, ECONNRESET, ...) names its system call.
+  if (typeof code === 'string' && typeof syscall === 'string') return true;
+  return typeof message === 'string' && (message === poolTimeout || connectionMessages.includes(message));
 }
 
 /** SQLSTATE classes that say the server rolled the transaction back (serialization, deadlock, constraint, aborted). */
@@ -72,17 +76,11 @@ const rolledBackClasses = ['40', '23', '25'];
  * or the server shutting down under it (57P01 may come after the commit record was written) leave it unknown.
  */
 export function classifyDatabaseError(err: unknown, phase: TransactionPhase): DatabaseError {
-  const code =
-    err instanceof pg.DatabaseError
-      ? err.code
-      : err instanceof Error
-        ? ((err as NodeJS.ErrnoException).code ?? undefined)
-        : undefined;
+  const fields = fieldsOf(err);
+  const code = typeof fields.code === 'string' ? fields.code : undefined;
   const notApplied = (reason: DatabaseFailureReason) =>
     new DatabaseError(WalletFailure.DatabaseNotApplied, reason, code, { cause: err });
-  if (phase === 'connect') {
-    return notApplied(err instanceof Error && err.message === poolTimeout ? 'pool_timeout' : 'connect_failed');
-  }
+  if (phase === 'connect') return notApplied(fields.message === poolTimeout ? 'pool_timeout' : 'connect_failed');
   if (phase === 'before_commit') {
     if (err instanceof pg.DatabaseError) return notApplied(code === '57014' ? 'statement_timeout' : 'server_error');
     return notApplied('connection_lost');

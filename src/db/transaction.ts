@@ -2,6 +2,24 @@
 import pg from 'pg';
 import { type TransactionPhase, classifyDatabaseError, isDriverError } from './errors';
 
+/**
+ * A pooled connection with an error listener for as long as it is checked out: a connection that dies between two
+ * statements (the server crashed) emits `error` on the client, which would otherwise crash the process; the statement
+ * in flight or the next one fails and is classified. Returns the release that also removes the listener.
+ */
+async function checkout(pool: pg.Pool): Promise<{ client: pg.PoolClient; release(destroy?: boolean): void }> {
+  const client = await pool.connect();
+  const ignore = () => undefined;
+  client.on('error', ignore);
+  return {
+    client,
+    release: (destroy = false) => {
+      client.off('error', ignore);
+      client.release(destroy ? true : undefined);
+    },
+  };
+}
+
 /** What a step may run its statements on. */
 export type Queryable = Pick<pg.PoolClient, 'query'>;
 
@@ -12,28 +30,28 @@ export type Queryable = Pick<pg.PoolClient, 'query'>;
  */
 export async function inTransaction<T>(pool: pg.Pool, work: (client: Queryable) => Promise<T>): Promise<T> {
   let phase: TransactionPhase = 'connect';
-  let client: pg.PoolClient | undefined;
+  let conn: Awaited<ReturnType<typeof checkout>> | undefined;
   try {
-    client = await pool.connect();
+    conn = await checkout(pool);
     phase = 'before_commit';
-    await client.query('BEGIN');
-    const result = await work(client);
+    await conn.client.query('BEGIN');
+    const result = await work(conn.client);
     phase = 'commit';
-    await client.query('COMMIT');
-    client.release();
+    await conn.client.query('COMMIT');
+    conn.release();
     return result;
   } catch (err) {
     const driver = isDriverError(err);
-    if (client !== undefined) {
+    if (conn !== undefined) {
       if (phase === 'before_commit' && (!driver || err instanceof pg.DatabaseError)) {
         // The caller's refusal or a statement the server refused: the connection is fine, the transaction just ends.
-        const rolledBack = await client.query('ROLLBACK').then(
+        const rolledBack = await conn.client.query('ROLLBACK').then(
           () => true,
           () => false,
         );
-        client.release(rolledBack ? undefined : true);
+        conn.release(!rolledBack);
       } else {
-        client.release(true);
+        conn.release(true);
       }
     }
     throw driver ? classifyDatabaseError(err, phase) : err;
@@ -42,19 +60,19 @@ export async function inTransaction<T>(pool: pg.Pool, work: (client: Queryable) 
 
 /** Runs reads on one pooled connection, outside a transaction; a driver or server error means nothing was read. */
 export async function withConnection<T>(pool: pg.Pool, work: (client: Queryable) => Promise<T>): Promise<T> {
-  let client: pg.PoolClient;
+  let conn: Awaited<ReturnType<typeof checkout>>;
   try {
-    client = await pool.connect();
+    conn = await checkout(pool);
   } catch (err) {
     throw isDriverError(err) ? classifyDatabaseError(err, 'connect') : err;
   }
   try {
-    const result = await work(client);
-    client.release();
+    const result = await work(conn.client);
+    conn.release();
     return result;
   } catch (err) {
     const driver = isDriverError(err);
-    client.release(driver && !(err instanceof pg.DatabaseError));
+    conn.release(driver && !(err instanceof pg.DatabaseError));
     throw driver ? classifyDatabaseError(err, 'before_commit') : err;
   }
 }
