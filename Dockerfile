@@ -16,4 +16,6 @@ RUN npm ci --omit=dev --no-audit --no-fund
 COPY --from=build /app/dist ./dist
 # The simulator keeps its state under /data (a named volume takes this directory's owner on first use).
 RUN mkdir -p /data && chown node:node /data
+# The SQL migrations the worker and the API apply at start (tsc copies only TypeScript).
+COPY --from=build /app/src/db/migrations ./dist/db/migrations
 USER node

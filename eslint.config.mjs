@@ -37,18 +37,22 @@ export const layers = {
   providers: { imports: ['domain'] },
   visibility: { file: true, imports: ['domain'] },
   config: { file: true, imports: ['domain', 'codec'] },
+  // PostgreSQL: the pool, migrations and failure classes; the ledger and the key records over it.
+  db: { imports: ['domain'] },
+  wallets: { imports: ['domain', 'db'] },
+  'key-records': { imports: ['db'] },
   workflows: { imports: ['domain'], types: ['activities'] },
-  activities: { imports: ['domain', 'providers', 'visibility'] },
-  metrics: { imports: ['domain'], types: ['activities', 'config'] },
+  activities: { imports: ['domain', 'providers', 'visibility', 'db', 'wallets'] },
+  metrics: { imports: ['domain'], types: ['activities', 'config', 'wallets'] },
   client: { imports: ['domain', 'visibility'], types: ['workflows'] },
   schedules: { file: true, imports: ['domain'], types: ['workflows'] },
-  api: { imports: ['domain', 'client', 'codec', 'metrics'] },
+  api: { imports: ['domain', 'client', 'codec', 'metrics', 'wallets'] },
   // The composition root wires every layer; only the process entries are above it.
   stack: {
     file: true,
     imports: [
       ...['domain', 'codec', 'temporal-connection', 'providers', 'visibility', 'config', 'workflows'],
-      ...['activities', 'metrics', 'client', 'schedules', 'api/app'],
+      ...['db', 'wallets', 'key-records', 'activities', 'metrics', 'client', 'schedules', 'api/app'],
     ],
   },
   // Process entries: they load the config and start the stack.

@@ -31,6 +31,7 @@ import { cliAttributeType } from './lib/dev-server';
 import { LogFiles } from './lib/log-files';
 import { type StackPort, assertPortsFree } from './lib/ports';
 import { preparePostgres } from './lib/postgres';
+import { ensurePaymentsDatabase } from './lib/payments-database';
 import { processStart } from './lib/processes';
 import { isUp, temporalServing } from './lib/readiness';
 import { type RunningRedis, startRedisServer } from './lib/redis-server';
@@ -259,6 +260,8 @@ async function main() {
       logs.writer('temporal-setup'),
     );
     log(`schemas temporal and temporal_visibility ready (${since(t)})`);
+    // Wallets and key records: database `payments` beside Temporal's (the workers and APIs migrate it at start).
+    const paymentsDatabaseUrl = await ensurePaymentsDatabase(pg);
 
     // 3. The Temporal server, its namespace and search attributes, its web UI.
     t = Date.now();
@@ -358,6 +361,7 @@ async function main() {
       SIMULATOR_STATE_PATH: path.join(dir, 'simulator.json'),
       WORKFLOW_BUNDLE_PATH: bundlePath,
       REDIS_URL: `redis://${HOST}:${ports.redis}`,
+      DATABASE_URL: paymentsDatabaseUrl,
     };
     t = Date.now();
     await supervisor.start({
@@ -439,7 +443,9 @@ async function main() {
   const cliHint = path.relative(PROJECT_ROOT, cli.path);
   log('');
   log(`Cluster up in ${since(started)}.`);
-  log(`PostgreSQL:            ${HOST}:${ports.postgres} (user postgres; databases temporal, temporal_visibility)`);
+  log(
+    `PostgreSQL:            ${HOST}:${ports.postgres} (user postgres; databases temporal, temporal_visibility, payments)`,
+  );
   log(
     `Temporal frontend:     ${temporalAddress} (namespace ${NAMESPACE}, retention ${deployment.namespaceRetention}, ` +
       `${NUM_HISTORY_SHARDS} history shards)`,

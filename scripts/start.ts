@@ -1,7 +1,10 @@
 /**
  * `npm start`: the whole local stack on one machine.
  *   - the Temporal dev server (embedded SQLite under .temporal/, so state survives a restart; env TEMPORAL_DB_FILE
- *     names another file) with its web UI, the payment search attributes registered;
+ *     names another file) with its web UI,
+ *     the payment search attributes registered;
+ *   - PostgreSQL for wallets and key records (data beside the SQLite file; the machine's binaries or the npm package's;
+ *     DATABASE_URL names one of your own instead), supervised like the rest;
  *   - the provider simulator (its state in a JSON file beside the SQLite file, so provider and Temporal state stay
  *     consistent across restarts), the worker and the payments API.
  * Every one is a supervised child process (scripts/lib/supervisor.ts): one that crashes is restarted with a backoff
@@ -21,6 +24,7 @@ import { type StackPort, assertPortsFree } from './lib/ports';
 import { isUp, temporalServing } from './lib/readiness';
 import { describeReclaim, reclaimStaleStack, recordStack } from './lib/stale-stack';
 import { onStopSignals } from './lib/stop-signals';
+import { startLocalDatabase } from './lib/payments-database';
 import { type ServiceStatus, Supervisor } from './lib/supervisor';
 import { DEFAULT_CACHE_DIR, PROJECT_ROOT, TEMPORAL_CLI, resolveBinary } from './lib/temporal-binaries';
 
@@ -196,6 +200,8 @@ async function main() {
   const env: NodeJS.ProcessEnv = {
     ...process.env,
     TEMPORAL_ADDRESS: `${HOST}:${temporalPort}`,
+    // Set once PostgreSQL is up (below).
+    DATABASE_URL: process.env.DATABASE_URL,
     TEMPORAL_NAMESPACE: 'default',
     SIMULATOR_PORT: String(simulatorPort),
     SIMULATOR_URL: process.env.SIMULATOR_URL ?? `http://${HOST}:${simulatorPort}`,
@@ -216,6 +222,7 @@ async function main() {
       namespace: 'default',
       taskQueue: config.TASK_QUEUE,
       simulatorUrl: env.SIMULATOR_URL,
+      databaseUrl: env.DATABASE_URL,
       apiUrls: [`http://${HOST}:${apiPort}`],
       webUi: `http://${HOST}:${uiPort}`,
       logs: logs.dir,
@@ -235,7 +242,7 @@ async function main() {
   stop = async (code: number) => {
     if (stopping) return;
     stopping = true;
-    log('Stopping: API, worker and simulator drain first, then the Temporal dev server...');
+    log('Stopping: API, worker and simulator drain first, then PostgreSQL and the Temporal dev server...');
     await supervisor.stop();
     // Nothing left to find: the next start has no stale stack to check.
     if (existsSync(stackFile)) rmSync(stackFile, { force: true });
@@ -243,6 +250,7 @@ async function main() {
     await logs.close();
     process.exit(code);
   };
+  let database: { url: string; own?: string } | undefined;
   try {
     log(`Starting the Temporal dev server (state in ${shownDb})...`);
     const started = Date.now();
@@ -266,6 +274,15 @@ async function main() {
       lastLines: () => logs.lastLines('temporal'),
     });
     log(`Temporal dev server up in ${((Date.now() - started) / 1000).toFixed(1)} s`);
+    // PostgreSQL before the worker and the API (tier -1: stopped last), so they migrate and use it from their start.
+    database = await startLocalDatabase({
+      supervisor,
+      dir: dbFilename.replace(/\.sqlite$/, '.postgres'),
+      tier: -1,
+      log,
+    });
+    env.DATABASE_URL = database.url;
+    log(`PostgreSQL ready (${database.own ?? 'DATABASE_URL'})`);
     for (const [i, c] of components.entries()) {
       const ready = c.ready;
       await supervisor.start({
@@ -300,6 +317,8 @@ async function main() {
   log(`Temporal web UI:       http://${HOST}:${uiPort}`);
   log(`Temporal frontend:     ${HOST}:${temporalPort} (namespace default)`);
   log(`Provider simulator:    http://${HOST}:${simulatorPort}  (state in ${simulatorState})`);
+  if (database?.own)
+    log(`PostgreSQL (wallets):  ${database.url}  (data in ${shownDb.replace(/\.sqlite$/, '')}.postgres)`);
   log(`Payments API:          http://${HOST}:${apiPort}  (OpenAPI: http://${HOST}:${apiPort}/openapi.json)`);
   log(
     `Metrics:               http://${HOST}:${apiPort}/metrics (API), ` +

@@ -256,6 +256,16 @@ const EnvSchema = z.object({
   LOG_HASH_SECRET: z.string().min(16, { message: 'must be at least 16 characters' }).optional(),
   /** The worker's own metrics (prom-client) at http://<address>/metrics, or `off`. */
   WORKER_METRICS_ADDRESS: listenAddress.default('127.0.0.1:9465'),
+  /** PostgreSQL of wallets and key records (`postgres://user:password@host:port/db`); absent: no wallets. */
+  DATABASE_URL: z.url({ protocol: /^postgres(ql)?$/, message: 'must be a postgres:// URL' }).optional(),
+  /** Connections of each worker and API process. */
+  DATABASE_POOL_SIZE: wholeNumber(1, 1_000).default(10),
+  /** Server-side bound on one statement, lock waits included. */
+  DATABASE_STATEMENT_TIMEOUT_MS: wholeNumber(100, 600_000).default(5_000),
+  /** How long a key's first answer is kept (key records), whatever the Temporal namespace retention. */
+  KEY_RETENTION_DAYS: wholeNumber(1, 3_650).default(31),
+  /** How often each worker deletes expired key records. */
+  KEY_RECORD_PRUNE_INTERVAL_MS: wholeNumber(60_000, 7 * 86_400_000).default(3_600_000),
   /** The Temporal SDK runtime's metrics (Prometheus exporter) at http://<address>/metrics, or `off`. */
   SDK_METRICS_ADDRESS: listenAddress.default('127.0.0.1:9464'),
   /** A prebuilt workflow bundle the worker loads (production, the cluster); absent: it bundles at start-up. */

@@ -25,6 +25,7 @@ import {
 import { FallbackCircuitBreaker } from './activities/breaker-fallback';
 import { RedisCircuitBreaker, closeBreakerRedis, connectBreakerRedis, redisReady } from './activities/breaker-redis';
 import { type SweepActivities, createSweepActivities } from './activities/sweep';
+import { createWalletActivities } from './activities/wallets';
 import { type ApiConfig, type ApiDeps, buildApi } from './api/app';
 import { PaymentsClient, type PaymentsClientOptions } from './client';
 import { AesGcmPayloadCodec, encryptingDataConverter } from './codec';
@@ -44,6 +45,10 @@ import { configureKeyHash, keyHash } from './providers/logging';
 import { configuredCapabilities, createConfiguredProviders, webhookVerifiers } from './providers/registry';
 import type { PaymentProvider } from './providers/types';
 import { type TemporalTarget, connectionOptions } from './temporal-connection';
+import { openDatabase } from './db';
+import { KeyRecords, startKeyRecordPruner } from './key-records';
+import { walletMetricsObserver } from './metrics/wallet-metrics';
+import { WalletLedger } from './wallets';
 
 export interface WorkerSetup {
   readonly connection: NativeConnection;
@@ -76,6 +81,11 @@ export interface WorkerSetup {
   readonly dataConverter?: DataConverter;
   /** Where provider calls and reconciles are counted; default a registry of their own. */
   readonly metrics?: WorkerMetrics;
+  /**
+   * The wallet ledger: its activities (`holdWallet`, ...) run on the workflow task queue (docs/architecture.md#where-
+   * balances-live says why). Absent: no wallet activities.
+   */
+  readonly wallets?: WalletLedger;
 }
 
 /** Activity slots of each provider's activity worker when neither its limits nor the setup say otherwise. */
@@ -124,6 +134,7 @@ export async function createWorkers(setup: WorkerSetup): Promise<Worker[]> {
       // Their creates run on their own queues only, where the limits apply (never as a local first attempt).
       providersWithLimits: Object.keys(setup.providerLimits ?? {}),
     }),
+    ...(setup.wallets === undefined ? {} : createWalletActivities({ ledger: setup.wallets, logger: setup.logger })),
     ...setup.activities,
   };
   const metrics = setup.metrics ?? createWorkerMetrics(new Registry());
@@ -236,6 +247,8 @@ export interface StackApi {
   readonly codecTrustedOrigins?: readonly string[];
   /** Where it listens; default 127.0.0.1 on a free port. */
   readonly listen?: { readonly host: string; readonly port: number };
+  /** The wallet ledger behind `/v1/wallets`; absent: those routes answer 404. */
+  readonly wallets?: WalletLedger;
 }
 
 /** What {@link startStack} builds and from which parts. */
@@ -344,6 +357,7 @@ export async function startStack(options: StackOptions): Promise<Stack> {
       webhooks: api.webhooks,
       keyHash,
       ...(api.metrics ? { metrics: api.metrics } : {}),
+      ...(api.wallets ? { wallets: api.wallets } : {}),
       ...(codec && api.codecCorsOrigins
         ? {
             codec: {
@@ -462,6 +476,20 @@ export async function startConfiguredStack(
   let workers: StackWorkers | undefined;
   let handedOver = false;
   try {
+    // Wallets and key records live in PostgreSQL when DATABASE_URL names one; migrated by whichever process opens it
+    // first. Its pool closes last, after the workers drained and the pruner stopped.
+    const database =
+      config.DATABASE_URL === undefined
+        ? undefined
+        : await openDatabase(
+            {
+              url: config.DATABASE_URL,
+              poolSize: config.DATABASE_POOL_SIZE,
+              statementTimeoutMs: config.DATABASE_STATEMENT_TIMEOUT_MS,
+              applicationName: `payment-workflows-${parts.workers ? 'worker' : 'api'}`,
+            },
+            logger,
+          );
     if (parts.workers) {
       // Our registry first: the breaker's observer counts into it from the first call on.
       const registry = new Registry();
@@ -483,8 +511,15 @@ export async function startConfiguredStack(
         retry: config.retry,
         metrics,
         start: false,
+        ...(database ? { wallets: new WalletLedger(database.pool, walletMetricsObserver(registry)) } : {}),
       };
+      if (database) {
+        const records = new KeyRecords(database.pool, config.KEY_RETENTION_DAYS);
+        const pruner = startKeyRecordPruner(records, logger, config.KEY_RECORD_PRUNE_INTERVAL_MS);
+        closers.push(() => pruner.stop());
+      }
     }
+    if (database) closers.push(() => database.close());
     const options: StackOptions = {
       logger,
       namespace: config.TEMPORAL_NAMESPACE,
@@ -508,6 +543,7 @@ export async function startConfiguredStack(
               codecCorsOrigins: config.CODEC_CORS_ORIGINS,
               codecTrustedOrigins: config.CODEC_TRUSTED_ORIGINS,
               listen: { port: config.PORT, host: config.HOST },
+              ...(database ? { wallets: new WalletLedger(database.pool) } : {}),
             },
           }
         : {}),

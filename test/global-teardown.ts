@@ -1,4 +1,4 @@
-/** Stops the shared dev server started by the global setup. */
+/** Stops the shared dev server and PostgreSQL server started by the global setup (and removes the latter's data). */
 export default async function globalTeardown(): Promise<void> {
-  await globalThis.__PW_DEV_SERVER__?.teardown();
+  await Promise.all([globalThis.__PW_DEV_SERVER__?.teardown(), globalThis.__PW_POSTGRES__?.close(true)]);
 }

@@ -32,8 +32,12 @@ import { describeHeadersAndErrors } from './openapi';
 import { codecRoutes } from './routes/codec';
 import { paymentRoutes } from './routes/payments';
 import { reviewItemRoutes } from './routes/review-items';
+import { walletRoutes } from './routes/wallets';
 import { webhookRoutes } from './routes/webhooks';
 import type { WebhookVerifier } from '../domain/webhooks';
+import { WalletEntryList, WalletView } from '../domain/wallets';
+import { walletMetricsObserver } from '../metrics/wallet-metrics';
+import type { WalletLedger } from '../wallets';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -89,6 +93,8 @@ export interface ApiDeps {
    * handed in by src/stack.ts: the API never imports a provider module.
    */
   readonly keyHash: (key: string) => string;
+  /** The wallet ledger (PostgreSQL) behind `/v1/wallets`; absent: those routes answer 404. */
+  readonly wallets?: WalletLedger;
 }
 
 /** Bodies above this are refused with 413 before they are read further. */
@@ -138,6 +144,8 @@ export async function buildApi({ client, config, logger, ...deps }: ApiDeps): Pr
     ReviewItemList,
     Error: ApiError,
     WebhookAck,
+    WalletView,
+    WalletEntryList,
   } as const;
   for (const [id, schema] of Object.entries(components)) {
     if (registry.get(schema)?.id !== id) registry.add(schema, { ...registry.get(schema), id });
@@ -236,5 +244,6 @@ export async function buildApi({ client, config, logger, ...deps }: ApiDeps): Pr
   await app.register(paymentRoutes, { client });
   await app.register(reviewItemRoutes, { client });
   await app.register(webhookRoutes, { client, verifiers: deps.webhooks, metrics });
+  await app.register(walletRoutes, { wallets: deps.wallets?.withObserver(walletMetricsObserver(metrics.registry)) });
   return app;
 }

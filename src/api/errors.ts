@@ -16,6 +16,8 @@ import {
   isValidationError,
 } from '../client';
 import type { ApiError, ApiErrorType, FieldError } from '../domain/api-schemas';
+import { WalletFailure } from '../domain/wallet-errors';
+import { isDatabaseError, isWalletError } from '../wallets';
 
 /** An error answer body; `extra` carries a type's own fields (`paymentKey` with `payment_in_flight`). */
 export const errorBody = (
@@ -78,6 +80,21 @@ export function handleError(error: FastifyError, request: FastifyRequest, reply:
       .code(503)
       .header('retry-after', String(seconds))
       .send(errorBody('provider_unavailable', error.message));
+  }
+  if (isWalletError(error)) {
+    if (error.type === WalletFailure.OperationConflict) {
+      return reply.code(422).send(errorBody('idempotency_key_reused', error.message));
+    }
+    if (error.type === WalletFailure.CurrencyMismatch) {
+      return reply.code(422).send(errorBody('currency_mismatch', error.message));
+    }
+    if (error.type === WalletFailure.WalletNotFound)
+      return reply.code(404).send(errorBody('not_found', 'No such wallet'));
+  }
+  if (isDatabaseError(error)) {
+    // Nothing applied, or unknown (a COMMIT's answer lost): either way the same request with the same key settles it.
+    request.log.warn({ reason: error.reason }, 'database unavailable');
+    return reply.code(503).header('retry-after', '1').send(errorBody('unavailable', 'Temporarily unavailable'));
   }
   if (isPaymentNotFound(error)) return reply.code(404).send(errorBody('not_found', 'No such payment'));
   if (isReviewItemNotFound(error)) return reply.code(404).send(errorBody('not_found', 'No such review item'));

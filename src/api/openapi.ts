@@ -39,6 +39,7 @@ export const errorTypesByOperation: Readonly<Record<string, ErrorTypes>> = {
   resolvePayment: { '409': ['invalid_transition'], '422': ['provider_disagrees'] },
   resolveReviewItem: { '409': ['invalid_transition'] },
   receiveProviderWebhook: { '400': ['validation_error', 'invalid_signature'] },
+  creditWallet: { '422': ['idempotency_key_reused', 'currency_mismatch'] },
 };
 
 const headers = {

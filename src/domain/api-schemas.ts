@@ -69,6 +69,8 @@ export const ApiErrorType = z.enum([
   /** The token is valid but its role may not do this (a merchant token on an operator action). */
   'forbidden',
   'invalid_signature',
+  /** A wallet credit in another currency than the wallet's (fixed by its first credit). */
+  'currency_mismatch',
   'payload_too_large',
   'unsupported_media_type',
   'unavailable',

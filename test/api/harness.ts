@@ -18,6 +18,7 @@ import { type RunningSimulator, startSimulator } from '../../src/simulator/serve
 import type { ApiMetrics } from '../../src/metrics/api-metrics';
 import type { WorkerMetrics } from '../../src/metrics/worker-metrics';
 import { type RunningApi, type WorkerSetup, startStack } from '../../src/stack';
+import type { WalletLedger } from '../../src/wallets';
 import { workflowBundle } from '../helpers/payments';
 
 /** Real-time timings: a reconcile waits a minute first, so an unknown payment stays unknown during a test. */
@@ -140,6 +141,8 @@ export interface HarnessOptions {
   readonly breaker?: CircuitBreaker;
   /** The longest Retry-After the simulator's adapter takes (`PROVIDER_MAX_RETRY_AFTER_MS`; default its own). */
   readonly maxRetryAfterMs?: number;
+  /** The wallet ledger (a test database's) for the API's `/v1/wallets` and the workers' wallet activities. */
+  readonly wallets?: WalletLedger;
 }
 
 /** Starts simulator, workers and API; every test file gets its own. */
@@ -196,6 +199,7 @@ export async function startApiHarness(env: TestWorkflowEnvironment, opts: Harnes
       ...(opts.codec
         ? { codecCorsOrigins: opts.codec.corsOrigins, codecTrustedOrigins: opts.codec.trustedOrigins ?? [] }
         : {}),
+      ...(opts.wallets ? { wallets: opts.wallets } : {}),
     },
     workers: {
       providers: { simulator: provider, ...opts.extraProviders },
@@ -212,6 +216,7 @@ export async function startApiHarness(env: TestWorkflowEnvironment, opts: Harnes
       // one test would fail the next test's payments fast. The breaker has its own tests (test/activities).
       breaker: opts.breaker ?? new InMemoryCircuitBreaker({ failureThreshold: Number.MAX_SAFE_INTEGER }),
       start: opts.workers !== false,
+      ...(opts.wallets ? { wallets: opts.wallets } : {}),
     },
   });
   const { app, payments, url } = stack.api as RunningApi;

@@ -167,14 +167,18 @@ describe('start order and health', () => {
     expect(waitsFor('temporal-namespace')).toEqual({ temporal: 'service_healthy' });
     expect(waitsFor('temporal-ui')).toEqual({ 'temporal-namespace': 'service_completed_successfully' });
     expect(waitsFor('simulator-setup')).toEqual({ simulator: 'service_healthy' });
+    // The wallets' database (`payments`, beside Temporal's) exists before a worker or an API migrates it.
+    expect(waitsFor('payments-db-setup')).toEqual({ postgresql: 'service_healthy' });
     expect(waitsFor('worker')).toEqual({
       'temporal-namespace': 'service_completed_successfully',
+      'payments-db-setup': 'service_completed_successfully',
       simulator: 'service_healthy',
       // A worker never waits for Redis: it starts on its in-process breaker and switches over.
       redis: 'service_started',
     });
     expect(waitsFor('api')).toEqual({
       'temporal-namespace': 'service_completed_successfully',
+      'payments-db-setup': 'service_completed_successfully',
       'simulator-setup': 'service_completed_successfully',
     });
     // Every service something waits on as healthy has a healthcheck; one-shot jobs are not restarted once done.

@@ -137,6 +137,17 @@ const forbidden: readonly [string, string, ('value' | 'type')?][] = [
   ['src/stack.ts', './api/main'],
   ['src/worker.ts', './providers'],
   ['src/api/main.ts', '../client'],
+  // PostgreSQL: the ledger and key records sit on src/db, below the activities and the API; workflows never reach it.
+  ['src/domain/x.ts', '../db'],
+  ['src/db/x.ts', '../wallets'],
+  ['src/db/x.ts', '../activities'],
+  ['src/wallets/x.ts', '../activities'],
+  ['src/wallets/x.ts', '../api/app'],
+  ['src/wallets/x.ts', '../key-records'],
+  ['src/key-records/x.ts', '../wallets'],
+  ['src/workflows/x.ts', '../wallets'],
+  ['src/workflows/x.ts', '../db'],
+  ['src/client/x.ts', '../wallets'],
   // Nothing in src/ reaches outside it.
   ['src/domain/x.ts', '../../test/helpers/payments'],
   ['src/stack.ts', '../scripts/lib/dev-server'],
@@ -163,6 +174,12 @@ const allowed: readonly [string, string, ('value' | 'type')?][] = [
   ['src/worker.ts', './stack'],
   ['src/api/main.ts', '../stack'],
   ['src/api/main.ts', './app'],
+  ['src/wallets/x.ts', '../db'],
+  ['src/key-records/x.ts', '../db'],
+  ['src/activities/x.ts', '../wallets'],
+  ['src/api/routes/x.ts', '../../wallets'],
+  ['src/metrics/x.ts', '../wallets', 'type'],
+  ['src/stack.ts', './key-records'],
 ];
 
 describe('the layer table, enforced by lint', () => {

@@ -1,0 +1,276 @@
+/**
+ * The wallet ledger: credits, two-phase debits (a hold, later captured or released, like TigerBeetle's pending
+ * transfers) and refunds, each one transaction that locks the wallet row, reads its operation id under that lock and
+ * writes one entry. The operation id (`<kind>:<merchant>:<key>`) is the idempotency barrier: a repeat answers what the
+ * first call answered, the same id with another amount is refused before any effect, and UNIQUE(merchant, operation_id)
+ * holds even for racers the lock does not order (two wallets).
+ */
+import { createHash } from 'node:crypto';
+import type pg from 'pg';
+import { type Queryable, inTransaction, isDatabaseError, withConnection } from '../db';
+import type { Currency } from '../domain/money';
+import { canonicalJson } from '../domain/payment';
+import { WalletFailure } from '../domain/wallet-errors';
+import { type WalletOperationKind, walletOperationId } from '../domain/wallet-operations';
+import type { CreditRequest, WalletEntryList, WalletEntriesQuery, WalletView } from '../domain/wallets';
+import { WalletError } from './errors';
+import type { WalletObserver, WalletOutcome } from './observer';
+import { listEntries, readWallet } from './reads';
+import { type EntryRow, type WalletRow, walletView, walletViewAfter } from './rows';
+import { appendEntry, entriesOf, lockWallet } from './steps';
+
+/** A hold of `amount` on a payment's wallet part. */
+export interface HoldArgs {
+  readonly merchantId: string;
+  readonly walletId: string;
+  /** The payment's key: the hold's operation id is `hold:<merchantId>:<paymentKey>`. */
+  readonly paymentKey: string;
+  readonly amount: number;
+  readonly currency: Currency;
+}
+
+/** What a hold did: held (now or before: `replayed`), or nothing because `available` was short. */
+export type HoldResult =
+  | { readonly status: 'held'; readonly replayed: boolean; readonly amount: number; readonly wallet: WalletView }
+  | { readonly status: 'insufficient_funds'; readonly available: number; readonly wallet: WalletView };
+
+/** The payment whose hold a capture or release ends. */
+export interface SettleArgs {
+  readonly merchantId: string;
+  readonly walletId: string;
+  readonly paymentKey: string;
+}
+
+/** What a capture, release or refund did; `amount` 0 for a release that found no hold (it bars a late one). */
+export interface SettleResult {
+  readonly replayed: boolean;
+  readonly amount: number;
+  readonly wallet: WalletView;
+}
+
+/** A refund of (part of) a payment's captured wallet part back to the wallet, under the refund's own key. */
+export interface RefundArgs extends SettleArgs {
+  readonly refundKey: string;
+  readonly amount: number;
+}
+
+const sha256 = (value: unknown): string => createHash('sha256').update(canonicalJson(value)).digest('hex');
+const refuse = (type: WalletError['type'], message: string): never => {
+  throw new WalletError(type, message);
+};
+
+/** The ledger over one pool; `observer` hears how each operation ended. */
+export class WalletLedger {
+  constructor(
+    private readonly pool: pg.Pool,
+    private readonly observer?: WalletObserver,
+  ) {}
+
+  /** The same ledger (same pool), reporting to `observer`: each process counts into its own metrics. */
+  withObserver(observer: WalletObserver): WalletLedger {
+    return new WalletLedger(this.pool, observer);
+  }
+
+  /** Adds `request.amount` under the Idempotency-Key `key`; the first credit creates the wallet in its currency. */
+  credit(
+    merchantId: string,
+    walletId: string,
+    key: string,
+    request: CreditRequest,
+  ): Promise<{ readonly wallet: WalletView; readonly replayed: boolean }> {
+    const operationId = walletOperationId('credit', merchantId, key);
+    const fingerprint = sha256({ walletId, amount: request.amount, reason: request.reason });
+    return this.step('credit', async (db) => {
+      await db.query(
+        'INSERT INTO wallets (merchant_id, wallet_id, currency) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING',
+        [merchantId, walletId, request.amount.currency],
+      );
+      const wallet = (await lockWallet(db, merchantId, walletId)) as WalletRow;
+      const [earlier] = await entriesOf(db, merchantId, [operationId]);
+      if (earlier !== undefined) {
+        if (earlier.fingerprint !== fingerprint) refuse(WalletFailure.OperationConflict, 'key used for another credit');
+        return { replayed: true, wallet: walletViewAfter(wallet, earlier) };
+      }
+      if (wallet.currency !== request.amount.currency) {
+        refuse(WalletFailure.CurrencyMismatch, `the wallet holds ${wallet.currency}`);
+      }
+      const { amount, reason } = request;
+      const after = await appendEntry(db, merchantId, walletId, {
+        operationId,
+        kind: 'credit',
+        amount: amount.value,
+        balanceDelta: amount.value,
+        heldDelta: 0,
+        fingerprint,
+        ...(reason === undefined ? {} : { reason }),
+      });
+      return { replayed: false, wallet: walletView(after.wallet) };
+    });
+  }
+
+  /** Holds `amount` (a pending debit) unless `available` is short; once per payment key. */
+  hold(args: HoldArgs): Promise<HoldResult> {
+    const { merchantId, walletId, paymentKey, amount } = args;
+    const holdId = walletOperationId('hold', merchantId, paymentKey);
+    return this.step('hold', async (db): Promise<HoldResult> => {
+      const wallet = await this.locked(db, merchantId, walletId);
+      const related = await entriesOf(db, merchantId, [holdId], holdId);
+      const earlier = related.find((e) => e.operation_id === holdId);
+      if (earlier !== undefined) {
+        if (earlier.wallet_id !== walletId || Number(earlier.amount) !== amount) {
+          refuse(WalletFailure.OperationConflict, 'this payment holds another amount or wallet');
+        }
+        return { status: 'held', replayed: true, amount, wallet: walletViewAfter(wallet, earlier) };
+      }
+      if (related.some((e) => e.kind === 'release')) refuse(WalletFailure.HoldSettled, 'released before it applied');
+      if (wallet.currency !== args.currency)
+        refuse(WalletFailure.CurrencyMismatch, `the wallet holds ${wallet.currency}`);
+      const available = Number(wallet.balance) - Number(wallet.held);
+      if (available < amount) return { status: 'insufficient_funds', available, wallet: walletView(wallet) };
+      const after = await appendEntry(db, merchantId, walletId, {
+        operationId: holdId,
+        kind: 'hold',
+        amount,
+        balanceDelta: 0,
+        heldDelta: amount,
+        paymentKey,
+      });
+      return { status: 'held', replayed: false, amount, wallet: walletView(after.wallet) };
+    });
+  }
+
+  /** Takes the held amount out of the balance: the payment's other part succeeded (or there was none). */
+  capture(args: SettleArgs): Promise<SettleResult> {
+    return this.settle('capture', args);
+  }
+
+  /**
+   * Gives the held amount back to `available`: the payment was declined or failed. A release of a hold that never
+   * applied (its attempt's outcome was unknown) records 0 and refuses that hold if it ever arrives.
+   */
+  release(args: SettleArgs): Promise<SettleResult> {
+    return this.settle('release', args);
+  }
+
+  /** Returns `amount` of the payment's captured wallet part to the wallet, once per refund key. */
+  refund(args: RefundArgs): Promise<SettleResult> {
+    const { merchantId, walletId, paymentKey, amount } = args;
+    const holdId = walletOperationId('hold', merchantId, paymentKey);
+    const refundId = walletOperationId('refund', merchantId, args.refundKey);
+    return this.step('refund', async (db) => {
+      const wallet = await this.locked(db, merchantId, walletId);
+      const related = await entriesOf(db, merchantId, [holdId, refundId], holdId);
+      const earlier = related.find((e) => e.operation_id === refundId);
+      if (earlier !== undefined) {
+        if (earlier.hold_id !== holdId || earlier.wallet_id !== walletId || Number(earlier.amount) !== amount) {
+          refuse(WalletFailure.OperationConflict, 'refund key used for another refund');
+        }
+        return this.replayed(wallet, earlier);
+      }
+      const capture = related.find((e) => e.kind === 'capture' && e.wallet_id === walletId);
+      if (capture === undefined) return refuse(WalletFailure.HoldNotFound, 'no captured hold of this payment');
+      const refunded = related.filter((e) => e.kind === 'refund').reduce((sum, e) => sum + Number(e.amount), 0);
+      if (refunded + amount > Number(capture.amount)) {
+        refuse(WalletFailure.AmountExceeded, `at most ${Number(capture.amount) - refunded} left to refund`);
+      }
+      const after = await appendEntry(db, merchantId, walletId, {
+        operationId: refundId,
+        kind: 'refund',
+        amount,
+        balanceDelta: amount,
+        heldDelta: 0,
+        holdId,
+        paymentKey,
+      });
+      return { replayed: false, amount, wallet: walletView(after.wallet) };
+    });
+  }
+
+  /** The wallet, or undefined when this merchant has none of that id. */
+  async get(merchantId: string, walletId: string): Promise<WalletView | undefined> {
+    return this.step('read', (db) => readWallet(db, merchantId, walletId), false);
+  }
+
+  /** A page of the wallet's entries, oldest first; undefined when this merchant has no such wallet. */
+  async entries(merchantId: string, walletId: string, query: WalletEntriesQuery): Promise<WalletEntryList | undefined> {
+    return this.step('read', (db) => listEntries(db, merchantId, walletId, query), false);
+  }
+
+  /** Capture or release: ends the hold once, whichever comes first. */
+  private settle(kind: 'capture' | 'release', { merchantId, walletId, paymentKey }: SettleArgs) {
+    const holdId = walletOperationId('hold', merchantId, paymentKey);
+    const ownId = walletOperationId(kind, merchantId, paymentKey);
+    return this.step(kind, async (db): Promise<SettleResult> => {
+      const wallet = await this.locked(db, merchantId, walletId);
+      const related = await entriesOf(db, merchantId, [holdId, ownId], holdId);
+      const earlier = related.find((e) => e.operation_id === ownId);
+      if (earlier !== undefined) return this.replayed(wallet, earlier);
+      const settled = related.find((e) => e.kind === 'capture' || e.kind === 'release');
+      if (settled !== undefined) refuse(WalletFailure.HoldSettled, `the hold was ${settled.kind}d`);
+      const hold = related.find((e) => e.operation_id === holdId);
+      if (hold !== undefined && hold.wallet_id !== walletId) {
+        refuse(WalletFailure.OperationConflict, 'the hold is on another wallet');
+      }
+      if (hold === undefined && kind === 'capture') refuse(WalletFailure.HoldNotFound, 'no hold of this payment');
+      const amount = hold === undefined ? 0 : Number(hold.amount);
+      const after = await appendEntry(db, merchantId, walletId, {
+        operationId: ownId,
+        kind,
+        amount,
+        balanceDelta: kind === 'capture' ? -amount : 0,
+        heldDelta: -amount,
+        holdId,
+        paymentKey,
+      });
+      return { replayed: false, amount, wallet: walletView(after.wallet) };
+    });
+  }
+
+  private replayed(wallet: WalletRow, earlier: EntryRow): SettleResult {
+    return { replayed: true, amount: Number(earlier.amount), wallet: walletViewAfter(wallet, earlier) };
+  }
+
+  private async locked(db: Queryable, merchantId: string, walletId: string): Promise<WalletRow> {
+    return (await lockWallet(db, merchantId, walletId)) ?? refuse(WalletFailure.WalletNotFound, 'no such wallet');
+  }
+
+  /**
+   * One transaction (a read needs none), reported to the observer. A UNIQUE violation means a racer the wallet lock
+   * did not order (the same operation id on another wallet) committed first: run once more, and its entry decides.
+   */
+  private async step<T>(kind: WalletOperationKind, work: (db: Queryable) => Promise<T>, write = true): Promise<T> {
+    const run = () => (write ? inTransaction(this.pool, work) : withConnection(this.pool, work));
+    try {
+      let result: T;
+      try {
+        result = await run();
+      } catch (err) {
+        if (!(isDatabaseError(err) && err.code === '23505')) throw err;
+        result = await run();
+      }
+      this.report(kind, outcomeOf(result));
+      return result;
+    } catch (err) {
+      this.report(kind, isDatabaseError(err) || err instanceof WalletError ? err.type : 'error');
+      throw err;
+    }
+  }
+
+  private report(kind: WalletOperationKind, outcome: WalletOutcome): void {
+    try {
+      this.observer?.onOperation(kind, outcome);
+    } catch {
+      // metrics never change an answer
+    }
+  }
+}
+
+/** The outcome label of a step's answer. */
+function outcomeOf(result: unknown): WalletOutcome {
+  if (result === undefined) return 'not_found';
+  const r = result as { status?: string; replayed?: boolean; entries?: unknown; walletId?: unknown };
+  if (r.status === 'insufficient_funds') return 'insufficient_funds';
+  if (r.replayed === true) return 'replayed';
+  if (r.replayed === false) return 'applied';
+  return 'read';
+}

@@ -1,0 +1,94 @@
+/**
+ * Database failures are classified like provider outcomes, on a real PostgreSQL: refused before the statement =
+ * nothing applied (retry is safe); the answer to a COMMIT lost = unknown, settled by reading the operation id back.
+ */
+import net from 'node:net';
+import { WalletFailure } from '../../src/domain/wallet-errors';
+import { createPool, inTransaction, type DatabaseError } from '../../src/db';
+import { WalletLedger } from '../../src/wallets';
+import { openTestDatabase } from '../helpers/database';
+import { startCommitCuttingProxy } from '../helpers/commit-cutting-proxy';
+
+let db: Awaited<ReturnType<typeof openTestDatabase>>;
+beforeAll(async () => {
+  db = await openTestDatabase();
+});
+afterAll(() => db.drop());
+
+const failureOf = (p: Promise<unknown>) =>
+  p.then(
+    () => undefined,
+    (err: DatabaseError) => ({ type: err.type, reason: err.reason }),
+  );
+
+/** A port on which nothing listens. */
+async function closedPort(): Promise<number> {
+  const s = net.createServer();
+  await new Promise<void>((r) => s.listen(0, '127.0.0.1', r));
+  const { port } = s.address() as net.AddressInfo;
+  await new Promise<void>((r) => s.close(() => r()));
+  return port;
+}
+
+it('classifies a refused connection and an exhausted pool as not applied', async () => {
+  const refused = createPool({ url: `postgres://postgres@127.0.0.1:${await closedPort()}/x`, connectTimeoutMs: 500 });
+  const one = createPool({ url: db.url, poolSize: 1, connectTimeoutMs: 200 });
+  const busy = await one.connect();
+  try {
+    expect(await failureOf(inTransaction(refused, (c) => c.query('SELECT 1')))).toEqual({
+      type: WalletFailure.DatabaseNotApplied,
+      reason: 'connect_failed',
+    });
+    expect(await failureOf(inTransaction(one, (c) => c.query('SELECT 1')))).toEqual({
+      type: WalletFailure.DatabaseNotApplied,
+      reason: 'pool_timeout',
+    });
+  } finally {
+    busy.release();
+    await Promise.all([refused.end(), one.end()]);
+  }
+});
+
+it('classifies a statement timeout inside the transaction as not applied, and nothing was', async () => {
+  const pool = createPool({ url: db.url, statementTimeoutMs: 200 });
+  try {
+    const failure = await failureOf(
+      inTransaction(pool, async (c) => {
+        await c.query(`CREATE TABLE IF NOT EXISTS t_timeout (x int)`);
+        await c.query('INSERT INTO t_timeout VALUES (1)');
+        await c.query('SELECT pg_sleep(1)');
+      }),
+    );
+    expect(failure).toEqual({ type: WalletFailure.DatabaseNotApplied, reason: 'statement_timeout' });
+    expect((await pool.query(`SELECT to_regclass('t_timeout') AS t`)).rows[0]).toEqual({ t: null });
+  } finally {
+    await pool.end();
+  }
+});
+
+it('classifies a COMMIT whose answer was lost as unknown; the retry reads the hold back and applies nothing more', async () => {
+  const url = new URL(db.url);
+  const proxy = await startCommitCuttingProxy({ host: url.hostname, port: Number(url.port) });
+  url.port = String(proxy.port);
+  const pool = createPool({ url: url.toString() });
+  const outcomes: string[] = [];
+  const ledger = new WalletLedger(pool, { onOperation: (kind, outcome) => void outcomes.push(`${kind}:${outcome}`) });
+  const hold = { merchantId: 'm1', walletId: 'w-lost', paymentKey: 'p-lost', amount: 300, currency: 'EUR' as const };
+  try {
+    await ledger.credit('m1', 'w-lost', 'fund', { amount: { value: 1_000, currency: 'EUR' } });
+    proxy.armed = true;
+    const failure = await failureOf(ledger.hold(hold));
+    const retried = await ledger.hold(hold);
+
+    expect(proxy.cut).toBe(1);
+    expect(failure).toEqual({ type: WalletFailure.DatabaseOutcomeUnknown, reason: 'commit_unanswered' });
+    // It had committed: the retry finds it and answers as the first attempt would have.
+    expect(retried).toMatchObject({ status: 'held', replayed: true, wallet: { held: 300, available: 700 } });
+    expect(outcomes).toEqual(['credit:applied', 'hold:DatabaseOutcomeUnknown', 'hold:replayed']);
+    const holds = await pool.query(`SELECT 1 FROM wallet_entries WHERE kind = 'hold' AND wallet_id = 'w-lost'`);
+    expect(holds.rowCount).toBe(1);
+  } finally {
+    await pool.end();
+    await proxy.close();
+  }
+});
