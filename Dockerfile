@@ -5,7 +5,9 @@ COPY package.json package-lock.json ./
 RUN npm ci --no-audit --no-fund
 COPY tsconfig.json tsconfig.build.json ./
 COPY src ./src
-# The worker loads a prebuilt workflow bundle in production instead of bundling at start-up.
+COPY scripts ./scripts
+# The worker loads a prebuilt workflow bundle in production instead of bundling at start-up (the build also copies the
+# wallets' SQL migrations, which tsc does not, into dist/db/migrations).
 RUN npm run build && npm run build:workflow-bundle
 
 FROM node:20-bookworm-slim
@@ -16,6 +18,4 @@ RUN npm ci --omit=dev --no-audit --no-fund
 COPY --from=build /app/dist ./dist
 # The simulator keeps its state under /data (a named volume takes this directory's owner on first use).
 RUN mkdir -p /data && chown node:node /data
-# The SQL migrations the worker and the API apply at start (tsc copies only TypeScript).
-COPY --from=build /app/src/db/migrations ./dist/db/migrations
 USER node

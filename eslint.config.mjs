@@ -58,6 +58,22 @@ export const layers = {
   // Process entries: they load the config and start the stack.
   worker: { file: true, imports: ['config', 'metrics', 'schedules', 'stack'] },
   'api/main': { file: true, imports: ['config', 'stack'] },
+  // The workers inside another program's process, from that program's connection and providers.
+  'payment-workers': { file: true, imports: ['domain', 'schedules', 'stack'] },
+  // The package's entry points (package.json `exports`): re-exports only, so a move inside src/ changes these alone.
+  package: {
+    imports: [
+      'domain',
+      'codec',
+      'providers',
+      'workflows',
+      'activities',
+      'metrics',
+      'client',
+      'stack',
+      'payment-workers',
+    ],
+  },
 };
 const targets = [...Object.keys(layers).filter((name) => name !== 'api/main')];
 const escape = (text) => text.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&');

@@ -20,6 +20,7 @@ import {
   type RetryOverrides,
   type RetrySpec,
 } from './domain/retry';
+import { defaultSweepIntervalMs, defaultSweepLookbackMs } from './domain/sweep';
 import { PaymentTimings, defaultPaymentTimings, reconcileWindowMs } from './domain/workflow-inputs';
 
 /** One problem with one variable. Values are never echoed: some variables are secrets. */
@@ -209,7 +210,7 @@ const EnvSchema = z.object({
   REFUND_WINDOW_MS: ms.default(defaultPaymentTimings.refundWindowMs),
   UNKNOWN_SWEEP_THRESHOLD_MS: ms.default(defaultPaymentTimings.unknownSweepThresholdMs),
   /** How often the reconcile sweep schedule runs (whole seconds: the schedule's resolution). */
-  SWEEP_INTERVAL_MS: wholeNumber(1_000, Number.MAX_SAFE_INTEGER).default(10 * 60_000),
+  SWEEP_INTERVAL_MS: wholeNumber(1_000, Number.MAX_SAFE_INTEGER).default(defaultSweepIntervalMs),
   /** How far behind each sweep run its provider window ends; default twice SETTLE_WINDOW_MS. */
   SWEEP_LOOKBACK_MS: ms.optional(),
   /** Retry overrides for every operation. */
@@ -543,7 +544,7 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>> = p
     }
   }
 
-  const sweepLookbackMs = e.SWEEP_LOOKBACK_MS ?? 2 * e.SETTLE_WINDOW_MS;
+  const sweepLookbackMs = e.SWEEP_LOOKBACK_MS ?? defaultSweepLookbackMs(e.SETTLE_WINDOW_MS);
   if (sweepLookbackMs < e.SETTLE_WINDOW_MS) {
     issues.push({
       variable: 'SWEEP_LOOKBACK_MS',

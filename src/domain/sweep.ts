@@ -47,6 +47,12 @@ export const SweepInput = z.strictObject({
 });
 export type SweepInput = z.infer<typeof SweepInput>;
 
+/** How often the sweep schedule runs unless configured (`SWEEP_INTERVAL_MS`). */
+export const defaultSweepIntervalMs = 10 * 60_000;
+
+/** How far behind a run its provider window ends unless configured (`SWEEP_LOOKBACK_MS`): twice the settle window. */
+export const defaultSweepLookbackMs = (settleWindowMs: number): number => 2 * settleWindowMs;
+
 /** What one sweep run did. */
 export interface SweepResult {
   /** Charge workflows still running in `unknown` for longer than the threshold. */

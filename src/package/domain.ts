@@ -1,0 +1,2 @@
+/** `payment-workflows/domain`: payment schemas and types, statuses, error types, ids, timings, Temporal definitions. */
+export * from '../domain';
