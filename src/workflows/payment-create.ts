@@ -74,15 +74,14 @@ async function createOnce(payment: PaymentEntity, unaccounted: boolean): Promise
   const { state, input, request } = payment;
   // A lost attempt was sent before this task: the run's start bounds it (a look-up by reference counts from here).
   state.firstSentAtMs = unaccounted ? workflowInfo().runStartTime.getTime() : Date.now();
-  const firstProvider = payment.keyProvider === undefined;
+  const scope = payment.keyScope;
+  const firstProvider = scope.keyProvider === undefined;
   try {
     const result = await sendCreate(
       payment,
       {
         provider: payment.provider,
-        merchantId: input.merchantId,
-        key: input.key,
-        ...(firstProvider ? {} : { keyProvider: payment.provider }),
+        ...scope,
         input: {
           amount: request.amount.value,
           currency: request.amount.currency,
@@ -264,11 +263,9 @@ export async function reconcileCreate(payment: PaymentEntity): Promise<void> {
   const { state, input, request } = payment;
   payment.reconcileRunning = true;
   const reconcileInput: ReconcileInput = {
-    merchantId: input.merchantId,
-    key: input.key,
+    ...payment.keyScope,
     operation: 'create',
     provider: payment.provider,
-    ...(payment.keyProvider === undefined ? {} : { keyProvider: payment.keyProvider }),
     reference: request.orderId,
     expect: { kind: 'created', amount: request.amount.value, currency: request.amount.currency },
     capabilities: payment.requireCapabilities(),

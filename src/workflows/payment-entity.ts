@@ -38,7 +38,7 @@ import {
   webhookSignal,
 } from '../domain/definitions';
 import { ErrorType } from '../domain/errors';
-import { reconcileWorkflowId } from '../domain/ids';
+import { type KeyScope, keyScope, reconcileWorkflowId } from '../domain/ids';
 import type { PaymentStatus, PaymentView } from '../domain/payment';
 import type {
   ProviderCapabilities,
@@ -155,11 +155,12 @@ export class PaymentEntity {
   }
 
   /**
-   * The provider the charge's key is scoped to: absent at the request's own provider (the plain key every payment had
-   * before failover existed), the holder after a failover, so the new provider gets a key of its own.
+   * The scope of the charge's provider key: the plain one at the request's own provider (the key every payment had
+   * before failover existed), the holder's after a failover, so the new provider gets a key of its own.
    */
-  get keyProvider(): string | undefined {
-    return this.provider === this.request.provider ? undefined : this.provider;
+  get keyScope(): KeyScope {
+    const { merchantId, key } = this.input;
+    return keyScope(merchantId, key, this.provider === this.request.provider ? undefined : this.provider);
   }
 
   /** The next provider of the request's list after the one holding the payment, if any. */

@@ -70,15 +70,13 @@ export class OperatorReview {
 
   /** The provider payment the verdict is checked against: the one the operator names (verified), else ours. */
   private async lookUp(args: ResolveArgs, review: PendingReview): Promise<ProviderPayment | null> {
-    const { input, request, state } = this.payment;
+    const { request, state } = this.payment;
     try {
       if (args.providerPaymentId !== undefined) return await this.verified(args.providerPaymentId, review);
       const known = state.view.providerPaymentId;
       return await this.payment.requireActs().lookup.lookupPayment({
         provider: this.payment.provider,
-        merchantId: input.merchantId,
-        key: input.key,
-        ...(this.payment.keyProvider === undefined ? {} : { keyProvider: this.payment.keyProvider }),
+        ...this.payment.keyScope,
         operation: 'create',
         reference: request.orderId,
         // Known: read by id. Not known (a create under review): by the payment's key, else by its order, as a
@@ -149,9 +147,7 @@ export class OperatorReview {
       throw reject('is not the provider payment of this payment');
     const found = await payment.requireActs().lookup.lookupPayment({
       provider: payment.provider,
-      merchantId: input.merchantId,
-      key: input.key,
-      ...(payment.keyProvider === undefined ? {} : { keyProvider: payment.keyProvider }),
+      ...payment.keyScope,
       operation: 'create',
       reference: request.orderId,
       paymentId: providerPaymentId,
