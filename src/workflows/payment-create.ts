@@ -11,7 +11,7 @@ import {
 } from '@temporalio/workflow';
 import type { CreatePaymentArgs, CreatePaymentOutcome, FirstCreateResult, WorkerConfigDetail } from '../activities';
 import type { WorkerProviderConfig } from '../domain/provider-payment';
-import { defaultLocalAttemptTimeoutMs, localFirstAttemptMs } from '../domain/retry-policy';
+import { defaultLocalAttemptTimeoutMs } from '../domain/retry-policy';
 import { ErrorType } from '../domain/errors';
 import { reconcileWorkflowId } from '../domain/ids';
 import type { ReconcileInput, ReconcileResult } from '../domain/operations';
@@ -19,6 +19,7 @@ import { activitySummary, formatWait } from '../domain/summaries';
 import { describeWorkerProvider, firstCreateAttempt, paymentMetadata } from './activity-options';
 import { attemptFailure, failureType, messageOf, neverSent, notSentReason, sendsOf } from './failures';
 import type { PaymentEntity } from './payment-entity';
+import { ProviderBinding } from './provider-binding';
 import { reconcileWorkflow } from './reconcile';
 import { NEWS, unlessNews } from './unless-news';
 
@@ -162,8 +163,8 @@ async function sendCreate(
   unaccounted: boolean,
 ): Promise<CreatePaymentOutcome> {
   // Shape 3 before its first step: the worker's view of the provider is not known yet (never after a failover).
-  if (payment.input.shape === 3 && payment.capabilities === undefined) return firstCreate(payment, args, unaccounted);
-  return payment.requireActs().write.createPayment(args);
+  if (payment.input.shape === 3 && payment.binding === undefined) return firstCreate(payment, args, unaccounted);
+  return payment.requireBinding().acts.write.createPayment(args);
 }
 
 /**
@@ -184,9 +185,11 @@ async function firstCreate(
   args: CreatePaymentArgs,
   unaccounted: boolean,
 ): Promise<CreatePaymentOutcome> {
-  const boundMs = payment.input.timings.localAttemptTimeoutMs ?? defaultLocalAttemptTimeoutMs;
-  const localMs = (config: WorkerProviderConfig) =>
-    localFirstAttemptMs(payment.input.timings.localAttemptTimeoutMs, config.capabilities, config.retry);
+  const { localAttemptTimeoutMs } = payment.input.timings;
+  const boundMs = localAttemptTimeoutMs ?? defaultLocalAttemptTimeoutMs;
+  // The payment runs every later activity, its reconcile and its continuation with the worker's view.
+  const bindAfterLocal = (config: WorkerProviderConfig) =>
+    (payment.binding = ProviderBinding.afterLocalAttempt(payment.provider, config, localAttemptTimeoutMs));
   const lost = unaccounted ? { earlier: possiblySent } : {};
   if (unaccounted) payment.state.view.attempts += 1;
   let first: FirstCreateResult;
@@ -198,13 +201,12 @@ async function firstCreate(
     const recorded = detail?.workerConfig;
     // A final answer: the local attempt's failure is the create's (nothing else runs against this provider).
     if (type === ErrorType.ProviderRejected || type === ErrorType.ValidationError) {
-      if (recorded !== undefined) payment.useWorkerConfig(recorded, localMs(recorded));
+      if (recorded !== undefined) bindAfterLocal(recorded);
       throw err;
     }
     // Cut off by Temporal itself (a stuck worker): the worker's view is read again, one more local activity.
     const config = recorded ?? (await describeWorkerProvider(payment.provider));
-    payment.useWorkerConfig(config, localMs(config));
-    const acts = payment.requireActs();
+    const { acts } = bindAfterLocal(config);
     const after = acts.createAfterLocal;
     // The only attempt the worker's retry policy allows: the local attempt's failure is the create's.
     if (after === undefined) throw err;
@@ -228,13 +230,13 @@ async function firstCreate(
     return after({ ...args, earlier, expectCapabilities: config.capabilities });
   }
   if (first.attempt === 'settled') {
-    payment.useWorkerConfig(first.config, localMs(first.config));
+    bindAfterLocal(first.config);
     return first.outcome;
   }
   // A provider without keys or with limits of its own: the create runs on its queue only, with the worker's presets.
-  payment.useWorkerConfig(first.config);
+  const { acts } = (payment.binding = ProviderBinding.of(payment.provider, first.config));
   log.info('no local first create attempt at this provider', { reason: first.reason });
-  return payment.requireActs().write.createPayment({ ...args, ...lost, expectCapabilities: first.config.capabilities });
+  return acts.write.createPayment({ ...args, ...lost, expectCapabilities: first.config.capabilities });
 }
 
 /** The worker's view of the provider (and the chosen retry delay) a local first attempt's failure carries, if any. */
@@ -262,17 +264,18 @@ function workerDetailOf(err: unknown): WorkerConfigDetail | undefined {
 export async function reconcileCreate(payment: PaymentEntity): Promise<void> {
   const { state, input, request } = payment;
   payment.reconcileRunning = true;
+  const binding = payment.requireBinding();
   const reconcileInput: ReconcileInput = {
     ...payment.keyScope,
     operation: 'create',
     provider: payment.provider,
     reference: request.orderId,
     expect: { kind: 'created', amount: request.amount.value, currency: request.amount.currency },
-    capabilities: payment.requireCapabilities(),
+    capabilities: binding.capabilities,
     scheduleMs: input.timings.reconcileScheduleMs,
     settleWindowMs: input.timings.settleWindowMs,
     firstSentAtMs: state.firstSentAtMs ?? Date.now(),
-    retry: payment.retry,
+    retry: binding.retry,
     resubmit: {
       kind: 'create',
       amount: request.amount.value,

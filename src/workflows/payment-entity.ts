@@ -40,12 +40,7 @@ import {
 import { ErrorType } from '../domain/errors';
 import { type KeyScope, keyScope, reconcileWorkflowId } from '../domain/ids';
 import type { PaymentStatus, PaymentView } from '../domain/payment';
-import type {
-  ProviderCapabilities,
-  ProviderEvent,
-  ProviderPayment,
-  WorkerProviderConfig,
-} from '../domain/provider-payment';
+import type { ProviderCapabilities, ProviderEvent, ProviderPayment } from '../domain/provider-payment';
 import type { RetryOverrides } from '../domain/retry-policy';
 import type { PaymentSinks } from '../domain/sinks';
 import {
@@ -57,12 +52,10 @@ import {
 } from '../domain/search-attributes';
 import { formatWait, paymentCurrentDetails } from '../domain/summaries';
 import type { ChargeWorkflowInput } from '../domain/workflow-inputs';
-import { describeProvider, providerActivities } from './activity-options';
 import { setHandlerIn } from './life-scope';
 import { Lock } from './lock';
-import { type MoneyMovementInput } from './money-movement';
 import { MoneyMovements, neverSentRefusal } from './payment-movements';
-import { assertCapturable, assertRefundable, assertUnderReview, requireCapabilities } from './payment-guards';
+import { assertCapturable, assertRefundable, assertUnderReview } from './payment-guards';
 import { OperatorReview } from './payment-review';
 import {
   type PaymentState,
@@ -80,6 +73,7 @@ import {
   reviewSatisfied,
   setStatus,
 } from './payment-state';
+import { ProviderBinding, type RecordedProviderConfig } from './provider-binding';
 import { whenSettled } from './settled';
 
 /** Patch: the status search attribute is upserted only when the status changed (histories before it upsert more). */
@@ -97,8 +91,6 @@ export interface ChargeContinuation {
   readonly retry?: RetryOverrides;
 }
 
-export type ProviderActivities = ReturnType<typeof providerActivities>;
-
 export const nowIso = () => new Date().toISOString();
 
 /**
@@ -111,9 +103,13 @@ export class PaymentEntity {
   readonly lock = new Lock();
   /** The lean shape (see HistoryShape) takes what it can from its input instead of recording it in history. */
   readonly lean: boolean;
-  capabilities: ProviderCapabilities | undefined;
-  /** The retry presets every activity runs with: the input's (older shapes), the worker's (shape 3, once recorded). */
-  retry: RetryOverrides | undefined;
+  /**
+   * The provider holding the payment, bound with the configuration the payment recorded for it; absent only in a
+   * shape-3 charge until its create's first step records the worker's view (see createAtProvider).
+   */
+  binding: ProviderBinding | undefined;
+  /** What the payment knows of its provider's configuration before it is bound: its continuation's or its input's. */
+  private readonly recorded: Partial<RecordedProviderConfig>;
   /** The create's reconcile child is running. */
   reconcileRunning = false;
   /** The main loop should start a reconcile of the create (an unknown first call, or the sweep asked). */
@@ -124,7 +120,6 @@ export class PaymentEntity {
   voidWanted = false;
   /** The main line is at one of its waits (for a capture, a timer, a reconcile's end): a request may act now. */
   private parked = false;
-  private acts: ProviderActivities | undefined;
   private publishedStatus: PaymentStatus;
   private readonly movements = new MoneyMovements(this);
   private readonly verdicts = new OperatorReview(this);
@@ -136,8 +131,11 @@ export class PaymentEntity {
     this.state = carried?.state ?? initialState(input, nowIso());
     this.lean = input.shape === 2 || input.shape === 3;
     // Shape 3 takes neither from its input: the worker's view comes with the create's first step.
-    this.capabilities = carried?.capabilities ?? (input.shape === 2 ? input.capabilities : undefined);
-    this.retry = carried?.retry ?? (input.shape === 3 ? undefined : input.retry);
+    this.recorded = {
+      capabilities: carried?.capabilities ?? (input.shape === 2 ? input.capabilities : undefined),
+      // The retry presets every activity runs with: the input's (older shapes), the worker's (shape 3, once recorded).
+      retry: carried?.retry ?? (input.shape === 3 ? undefined : input.retry),
+    };
     this.publishedStatus = this.state.view.status;
   }
 
@@ -186,18 +184,25 @@ export class PaymentEntity {
     // Metrics through a sink: no command (no history change, no patch), not called on replay.
     proxySinks<PaymentSinks>().paymentMetrics.failover({ from, to, reason });
     // The starter's capabilities describe the first provider only: the worker describes the new one.
-    this.capabilities = await describeProvider(to);
-    this.acts = providerActivities(workflowInfo().taskQueue, to, this.capabilities, this.retry);
+    this.binding = await ProviderBinding.described(to, (this.binding?.config ?? this.recorded).retry);
   }
 
-  /** The provider activities, once the provider's capabilities are known. */
-  requireActs(): ProviderActivities {
-    if (!this.acts) throw ApplicationFailure.create({ type: 'NotReady', message: 'Provider activities not ready yet' });
-    return this.acts;
+  /** The binding of the provider holding the payment; `NotReady` while it has none. */
+  requireBinding(): ProviderBinding {
+    if (!this.binding)
+      throw ApplicationFailure.create({ type: 'NotReady', message: 'Provider activities not ready yet' });
+    return this.binding;
   }
 
-  requireCapabilities(): ProviderCapabilities {
-    return requireCapabilities(this.capabilities);
+  /** What the next run carries (continue-as-new): the payment's state and what this run learnt of its provider. */
+  continuation(): ChargeContinuation {
+    const binding = this.requireBinding();
+    return {
+      state: this.state,
+      capabilities: binding.capabilities,
+      // Shape 3: the worker's presets its first run recorded go with the payment (the input has none).
+      ...(this.input.shape === 3 ? { retry: binding.retry ?? {} } : {}),
+    };
   }
 
   /**
@@ -258,22 +263,15 @@ export class PaymentEntity {
     upsertSearchAttributes([{ key: UnknownSinceAttr, value: new Date(since) }]);
   }
 
-  /** Learns the provider's capabilities (from the input, the continuation or a local activity) and binds its activities. */
+  /** Binds the provider with the capabilities the payment has (input, continuation), else as its worker describes it. */
   async connectProvider(): Promise<void> {
+    const { capabilities, retry } = this.recorded;
     // Shape 3's first run learns the worker's view with the create's first step (see createAtProvider).
-    if (this.input.shape === 3 && this.capabilities === undefined) return;
-    this.capabilities ??= await describeProvider(this.provider);
-    this.acts = providerActivities(workflowInfo().taskQueue, this.provider, this.capabilities, this.retry);
-  }
-
-  /**
-   * Shape 3: runs with the worker's view of the provider as its first step recorded it (capabilities and retry presets,
-   * for every later activity, the reconcile and the continuation); `localMs`: the first create attempt ran locally.
-   */
-  useWorkerConfig(config: WorkerProviderConfig, localMs?: number): void {
-    this.capabilities = config.capabilities;
-    this.retry = config.retry;
-    this.acts = providerActivities(workflowInfo().taskQueue, this.provider, config.capabilities, config.retry, localMs);
+    if (this.input.shape === 3 && capabilities === undefined) return;
+    this.binding =
+      capabilities === undefined
+        ? await ProviderBinding.described(this.provider, retry)
+        : ProviderBinding.of(this.provider, { capabilities, retry });
   }
 
   // ---- publishing what changed ----
@@ -329,21 +327,6 @@ export class PaymentEntity {
     this.state.pendingReview = reviewOf(op, this.state.view);
     this.transition('needs_review', reason);
     this.syncOperations();
-  }
-
-  /** What a capture or refund child needs to move money on this payment. */
-  movementInput(key: string, amount: number): MoneyMovementInput {
-    return {
-      merchantId: this.input.merchantId,
-      key,
-      provider: this.provider,
-      reference: this.request.orderId,
-      paymentId: this.state.view.providerPaymentId as string,
-      amount,
-      capabilities: this.requireCapabilities(),
-      timings: this.input.timings,
-      ...(this.retry === undefined ? {} : { retry: this.retry }),
-    };
   }
 
   // ---- handlers ----

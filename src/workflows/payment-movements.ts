@@ -78,7 +78,7 @@ export class MoneyMovements {
       assertAllowed();
       const amount = earlier?.amount ?? args.amount ?? state.view.amountAuthorized - state.view.amountCaptured;
       const before = this.totalBefore(kind);
-      const movement: MoneyMovementInput = { ...payment.movementInput(key, amount), firstCallOnly: true };
+      const movement: MoneyMovementInput = { ...this.movementInput(key, amount), firstCallOnly: true };
       const startedAtMs = Date.now();
       const tries = earlier === undefined ? 1 : (earlier.tries ?? 1) + 1;
       const child = await this.startTry(kind, key, tries, movement, before);
@@ -115,6 +115,23 @@ export class MoneyMovements {
     });
     await condition(() => op.firstCallSettled === true || op.state !== 'running');
     return state.view;
+  }
+
+  /** What a capture or refund child needs to move money on this payment. */
+  private movementInput(key: string, amount: number): MoneyMovementInput {
+    const { payment } = this;
+    const { capabilities, retry } = payment.requireBinding();
+    return {
+      merchantId: payment.input.merchantId,
+      key,
+      provider: payment.provider,
+      reference: payment.request.orderId,
+      paymentId: payment.state.view.providerPaymentId as string,
+      amount,
+      capabilities,
+      timings: payment.input.timings,
+      ...(retry === undefined ? {} : { retry }),
+    };
   }
 
   /**
@@ -271,7 +288,7 @@ export class MoneyMovements {
     op.state = 'running';
     payment.syncOperations();
     try {
-      const voided = await payment.requireActs().write.voidPayment({
+      const voided = await payment.requireBinding().acts.write.voidPayment({
         provider: payment.provider,
         merchantId: input.merchantId,
         key,

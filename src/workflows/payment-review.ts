@@ -74,7 +74,7 @@ export class OperatorReview {
     try {
       if (args.providerPaymentId !== undefined) return await this.verified(args.providerPaymentId, review);
       const known = state.view.providerPaymentId;
-      return await this.payment.requireActs().lookup.lookupPayment({
+      return await this.payment.requireBinding().acts.lookup.lookupPayment({
         provider: this.payment.provider,
         ...this.payment.keyScope,
         operation: 'create',
@@ -145,7 +145,7 @@ export class OperatorReview {
       providerPaymentId !== state.view.providerPaymentId
     )
       throw reject('is not the provider payment of this payment');
-    const found = await payment.requireActs().lookup.lookupPayment({
+    const found = await payment.requireBinding().acts.lookup.lookupPayment({
       provider: payment.provider,
       ...payment.keyScope,
       operation: 'create',
