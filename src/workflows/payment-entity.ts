@@ -6,7 +6,6 @@ import {
   getExternalWorkflowHandle,
   log,
   patched,
-  proxySinks,
   setCurrentDetails,
   upsertSearchAttributes,
   workflowInfo,
@@ -42,7 +41,6 @@ import { type KeyScope, keyScope, reconcileWorkflowId } from '../domain/ids';
 import type { PaymentStatus, PaymentView } from '../domain/payment';
 import type { ProviderCapabilities, ProviderEvent, ProviderPayment } from '../domain/provider-payment';
 import type { RetryOverrides } from '../domain/retry-policy';
-import type { PaymentSinks } from '../domain/sinks';
 import {
   MerchantIdAttr,
   OrderIdAttr,
@@ -54,12 +52,13 @@ import { formatWait, paymentCurrentDetails } from '../domain/summaries';
 import type { ChargeWorkflowInput } from '../domain/workflow-inputs';
 import { setHandlerIn } from './life-scope';
 import { Lock } from './lock';
-import { MoneyMovements, neverSentRefusal } from './payment-movements';
+import type { CreatePort } from './payment-create';
+import { MoneyMovements, type MovementsPort, neverSentRefusal } from './payment-movements';
 import { assertCapturable, assertRefundable, assertUnderReview } from './payment-guards';
+import { nowIso } from './payment-port';
 import { OperatorReview } from './payment-review';
 import {
   type PaymentState,
-  type SubOperation,
   applyProviderEvent,
   applyProviderPayment,
   closeReview,
@@ -69,7 +68,6 @@ import {
   operationViews,
   recordFirstAnswer,
   recordOperationAnswers,
-  reviewOf,
   reviewSatisfied,
   setStatus,
 } from './payment-state';
@@ -91,14 +89,12 @@ export interface ChargeContinuation {
   readonly retry?: RetryOverrides;
 }
 
-export const nowIso = () => new Date().toISOString();
-
 /**
  * One payment's serialized state and its message handlers (the entity of `chargeWorkflow`): the state, the lock that
  * serializes captures, refunds and resolves, one method per update and signal, and the helpers that publish what
  * changed. `chargeWorkflow` registers the handlers and runs the main loop.
  */
-export class PaymentEntity {
+export class PaymentEntity implements CreatePort, MovementsPort {
   readonly state: PaymentState;
   readonly lock = new Lock();
   /** The lean shape (see HistoryShape) takes what it can from its input instead of recording it in history. */
@@ -159,32 +155,6 @@ export class PaymentEntity {
   get keyScope(): KeyScope {
     const { merchantId, key } = this.input;
     return keyScope(merchantId, key, this.provider === this.request.provider ? undefined : this.provider);
-  }
-
-  /** The next provider of the request's list after the one holding the payment, if any. */
-  nextProvider(): string | undefined {
-    const list = [this.request.provider, ...(this.request.fallbackProviders ?? [])];
-    return list[list.indexOf(this.provider) + 1];
-  }
-
-  /**
-   * Moves the charge to `to` (every attempt at the holder provably never left): recorded in the view, the Provider
-   * search attribute follows, and the activities (own task queue, own breaker) are bound to the new provider.
-   */
-  async failOver(to: string, reason: string): Promise<void> {
-    const view = this.state.view;
-    const from = view.provider;
-    const at = nowIso();
-    view.failovers = [...(view.failovers ?? []), { from, to, reason, at }];
-    view.provider = to;
-    view.updatedAt = at;
-    upsertSearchAttributes([{ key: ProviderAttr, value: to }]);
-    setCurrentDetails(paymentCurrentDetails(view));
-    log.warn('charge failed over to the next provider', { from, to, reason });
-    // Metrics through a sink: no command (no history change, no patch), not called on replay.
-    proxySinks<PaymentSinks>().paymentMetrics.failover({ from, to, reason });
-    // The starter's capabilities describe the first provider only: the worker describes the new one.
-    this.binding = await ProviderBinding.described(to, (this.binding?.config ?? this.recorded).retry);
   }
 
   /** The binding of the provider holding the payment; `NotReady` while it has none. */
@@ -318,15 +288,6 @@ export class PaymentEntity {
       this.syncOperations();
     }
     this.publish();
-  }
-
-  /** An operation whose outcome is unknown, or whose reconcile found nothing, waits for an operator. */
-  sendToReview(op: SubOperation, reason: string): void {
-    op.state = 'needs_review';
-    op.reason = reason;
-    this.state.pendingReview = reviewOf(op, this.state.view);
-    this.transition('needs_review', reason);
-    this.syncOperations();
   }
 
   // ---- handlers ----
