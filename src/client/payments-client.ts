@@ -12,24 +12,21 @@ import {
   type WorkflowExecutionDescription,
   type WorkflowHandle,
 } from '@temporalio/client';
-import type { SignalDefinition } from '@temporalio/common';
 import { ResolveReviewItemBody, ReviewItemId, type ReviewItemView } from '../domain/api-schemas';
 import {
   type CaptureArgs,
   type MovementAnswer,
+  type MovementAnswerArgs,
   type MovementCheck,
-  type MovementRequest,
+  type MovementCheckArgs,
+  type PaymentRequest,
   type ProviderEvent,
   type RefundArgs,
-  captureSignal,
+  captureRequest,
   firstAnswerQuery,
-  movementAnswerQuery,
-  movementCheckQuery,
   paymentQuery,
-  refundSignal,
-  resolveAnswerQuery,
-  resolveCheckQuery,
-  resolveSignal,
+  refundRequest,
+  resolveRequest,
   submitUpdate,
 } from '../domain/definitions';
 import { captureWorkflowId, chargeWorkflowId, parseChargeWorkflowId, refundWorkflowId } from '../domain/ids';
@@ -590,7 +587,7 @@ export class PaymentsClient {
       fingerprint,
       ...(request.amount === undefined ? {} : { amount: request.amount }),
     };
-    return this.moveMoney(workflowId, captureSignal, args, 'capture', opKey, fingerprint);
+    return this.moveMoney(workflowId, captureRequest, args, 'capture', opKey, fingerprint);
   }
 
   /** Refunds part or all of what was captured, under its own idempotency key. */
@@ -600,7 +597,7 @@ export class PaymentsClient {
     const request = parseOrThrow(RefundRequest, body);
     const fingerprint = refundFingerprint(paymentKey, request);
     const args: RefundArgs = { refundKey: opKey, fingerprint, amount: request.amount };
-    return this.moveMoney(workflowId, refundSignal, args, 'refund', opKey, fingerprint);
+    return this.moveMoney(workflowId, refundRequest, args, 'refund', opKey, fingerprint);
   }
 
   /**
@@ -614,16 +611,20 @@ export class PaymentsClient {
     const requestId = randomUUID();
     // Asked first (nothing recorded for a refusal), then sent as a signal and answered by query, like capture/refund.
     try {
-      const refusal = await this.bounded(() => handle.query(resolveCheckQuery));
+      const refusal = await this.bounded(() => handle.query(resolveRequest.check));
       if (refusal) throw verdictRefusal(refusal);
       await this.bounded(() =>
-        handle.signal(resolveSignal, { ...request, ...(operator === undefined ? {} : { operator }), requestId }),
+        handle.signal(resolveRequest.requested, {
+          ...request,
+          ...(operator === undefined ? {} : { operator }),
+          requestId,
+        }),
       );
     } catch (err) {
       throw await this.translateClosedOrMissing(err, workflowId);
     }
     const answer = await readUntil(
-      () => this.bounded(() => handle.query(resolveAnswerQuery, requestId)),
+      () => this.bounded(() => handle.query(resolveRequest.answer, requestId)),
       (handled) => handled !== null,
       Date.now() + this.rpcTimeoutMs,
     );
@@ -873,7 +874,13 @@ export class PaymentsClient {
    */
   private async moveMoney(
     workflowId: string,
-    signal: SignalDefinition<[(CaptureArgs | RefundArgs) & MovementRequest]>,
+    request: PaymentRequest<
+      CaptureArgs | RefundArgs,
+      MovementCheck,
+      MovementAnswer,
+      MovementCheckArgs,
+      MovementAnswerArgs
+    >,
     args: CaptureArgs | RefundArgs,
     kind: 'capture' | 'refund',
     opKey: string,
@@ -887,12 +894,12 @@ export class PaymentsClient {
     // refusal), or its progress while it is still moving; all marked replayed.
     let replayed = false;
     try {
-      check = await this.bounded(() => handle.query(movementCheckQuery, kind, args));
+      check = await this.bounded(() => handle.query(request.check, kind, args));
       if (check.refusal) throw translateRefusal(check.refusal) ?? new Error(check.refusal.message);
       replayed = check.known === true;
       // A repeat of a known key is answered from the workflow's record: nothing new goes into its history. (A key
       // whose try never left is not known: its repeat is sent, and tries again.)
-      if (!replayed) await this.bounded(() => handle.signal(signal, { ...args, requestId }));
+      if (!replayed) await this.bounded(() => handle.signal(request.requested, { ...args, requestId }));
     } catch (err) {
       throw await this.translateClosedOrMissing(err, workflowId);
     }
@@ -924,7 +931,7 @@ export class PaymentsClient {
     answeredByTry: number | undefined,
   ): Promise<MovementAnswer | null> {
     return readUntil(
-      () => this.bounded(() => handle.query(movementAnswerQuery, kind, opKey, requestId, fingerprint, answeredByTry)),
+      () => this.bounded(() => handle.query(captureRequest.answer, kind, opKey, requestId, fingerprint, answeredByTry)),
       (answer) => answer?.settled === true,
       Date.now() + this.operationWaitMs,
     );

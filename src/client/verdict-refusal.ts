@@ -1,6 +1,6 @@
 /** How the client answers an operator's verdict the payment refused: the typed error for each refusal type. */
 import { ServiceError } from '@temporalio/client';
-import type { MovementRefusal } from '../domain/definitions';
+import type { RequestRefusal } from '../domain/definitions';
 import { ErrorType } from '../domain/errors';
 import { ProviderDisagrees, type ProviderPaymentShown } from './errors';
 import { translateRefusal } from './failures';
@@ -10,7 +10,7 @@ import { translateRefusal } from './failures';
  * be asked as a `ServiceError` (nothing recorded: the operator sends the verdict again); the payment's other rules as
  * for captures and refunds.
  */
-export function verdictRefusal(refusal: MovementRefusal): Error {
+export function verdictRefusal(refusal: RequestRefusal): Error {
   if (refusal.type === ErrorType.ProviderDisagrees) {
     const shown = (refusal.details?.[0] as { providerPayment?: ProviderPaymentShown } | undefined)?.providerPayment;
     return new ProviderDisagrees(refusal.message, shown, { cause: refusal });

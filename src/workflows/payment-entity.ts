@@ -1,7 +1,6 @@
 import {
   ApplicationFailure,
   type CancellationScope,
-  TemporalFailure,
   condition,
   getExternalWorkflowHandle,
   log,
@@ -14,24 +13,21 @@ import {
   type CaptureArgs,
   type MovementAnswer,
   type MovementCheck,
-  type MovementRefusal,
-  type MovementRequest,
   type RefundArgs,
+  type RequestId,
+  type RequestRefusal,
+  type ResolveAnswer,
   type ResolveArgs,
   type SubmitArgs,
-  captureSignal,
+  captureRequest,
   captureUpdate,
   ensureReconcileSignal,
   firstAnswerQuery,
-  movementAnswerQuery,
-  movementCheckQuery,
   paymentQuery,
   reconcileResolvedSignal,
-  refundSignal,
+  refundRequest,
   refundUpdate,
-  resolveAnswerQuery,
-  resolveCheckQuery,
-  resolveSignal,
+  resolveRequest,
   resolveUpdate,
   submitUpdate,
   webhookSignal,
@@ -56,6 +52,7 @@ import type { CreatePort } from './payment-create';
 import { MoneyMovements, type MovementsPort, neverSentRefusal } from './payment-movements';
 import { assertCapturable, assertRefundable, assertUnderReview } from './payment-guards';
 import { nowIso } from './payment-port';
+import { refusalOrNull, serveRequest } from './payment-requests';
 import { OperatorReview } from './payment-review';
 import {
   type PaymentState,
@@ -186,26 +183,42 @@ export class PaymentEntity implements CreatePort, MovementsPort {
     setHandler(submitUpdate, () => this.submit(), { validator: (args) => this.validateSubmit(args) });
     setHandler(webhookSignal, (event, from, handling) => this.onProviderEvent(event, from, handling?.whenReady));
     setHandler(ensureReconcileSignal, () => this.ensureReconcile());
-    // The updates stay for payments whose history has them; the client sends the signals (definitions.ts says why).
+    // The updates stay for payments whose history has them; the client sends requests (definitions.ts says why).
     setHandler(captureUpdate, (args) => this.capture(args), { validator: (args) => this.validateCapture(args) });
     setHandler(refundUpdate, (args) => this.refund(args), { validator: (args) => this.validateRefund(args) });
-    setHandler(captureSignal, (args) => this.requestMovement('capture', args.captureKey, args));
-    setHandler(refundSignal, (args) => this.requestMovement('refund', args.refundKey, args));
-    setHandler(movementCheckQuery, (kind, args) => this.checkMovement(kind, args));
-    setHandler(movementAnswerQuery, (kind, key, requestId, fingerprint, answeredByTry) =>
-      this.movementAnswer(kind, key, requestId, fingerprint, answeredByTry),
-    );
+    // A request acts only when the payment is ready for it (see readyForRequest).
+    const ready = () => this.readyForRequest();
+    const movementQueries = {
+      check: (kind: 'capture' | 'refund', args: CaptureArgs | RefundArgs) => this.checkMovement(kind, args),
+      answer: (...args: Parameters<PaymentEntity['movementAnswer']>) => this.movementAnswer(...args),
+    };
+    serveRequest(setHandler, captureRequest, ready, {
+      ...movementQueries,
+      act: (args) => this.capture(args),
+      keep: (args, refusal) => this.keepRefusal('capture', args.captureKey, args, refusal),
+    });
+    serveRequest(setHandler, refundRequest, ready, {
+      ...movementQueries,
+      act: (args) => this.refund(args),
+      keep: (args, refusal) => this.keepRefusal('refund', args.refundKey, args, refusal),
+    });
     setHandler(firstAnswerQuery, () => ({
       settled: this.state.firstCallSettled,
       view: this.state.view,
       ...(this.state.firstAnswer ? { replay: this.state.firstAnswer } : {}),
     }));
-    setHandler(resolveSignal, (args) => this.requestResolve(args));
-    setHandler(resolveCheckQuery, () => refusalOrNull(() => assertUnderReview(this.state)));
-    setHandler(resolveAnswerQuery, (requestId) => {
-      const handled = this.state.resolutions?.find((r) => r.requestId === requestId);
-      if (!handled) return null;
-      return { ...(handled.refusal ? { refusal: handled.refusal } : {}), view: this.state.view };
+    serveRequest(setHandler, resolveRequest, ready, {
+      check: () => refusalOrNull(() => assertUnderReview(this.state)),
+      // An operator's verdict: refused unless the payment is under review; a refused look-up is answered, not thrown.
+      act: (args) => {
+        assertUnderReview(this.state);
+        return this.resolve(args);
+      },
+      keep: (args, refusal) => {
+        const handled = { requestId: args.requestId, ...(refusal ? { refusal } : {}), atMs: Date.now() };
+        keepAnswer((this.state.resolutions ??= []), handled, Date.now());
+      },
+      answer: (requestId) => this.resolveAnswer(requestId),
     });
     setHandler(resolveUpdate, (args) => this.resolve(args), {
       validator: (_args: ResolveArgs) => assertUnderReview(this.state),
@@ -399,25 +412,10 @@ export class PaymentEntity implements CreatePort, MovementsPort {
     }
   }
 
-  /**
-   * A capture or refund request (signal): the same rules as the update, and a refusal is recorded for its caller
-   * instead of thrown (a failure thrown from a signal handler would fail the whole payment). It acts only when
-   * {@link readyForRequest}.
-   */
-  private async requestMovement(
-    kind: 'capture' | 'refund',
-    key: string,
-    args: (CaptureArgs | RefundArgs) & MovementRequest,
-  ): Promise<void> {
-    await this.readyForRequest();
-    try {
-      if (kind === 'capture') await this.capture(args as CaptureArgs);
-      else await this.refund(args as RefundArgs);
-    } catch (err) {
-      if (!(err instanceof TemporalFailure)) throw err;
-      const refused = { kind, key, requestId: args.requestId, refusal: refusalOf(err), atMs: Date.now() };
-      keepAnswer((this.state.refusals ??= []), refused, Date.now());
-    }
+  /** A capture or refund request the payment's rules refused: kept for its caller (its success is its operation's). */
+  private keepRefusal(kind: 'capture' | 'refund', key: string, { requestId }: RequestId, refusal?: RequestRefusal) {
+    if (!refusal) return;
+    keepAnswer((this.state.refusals ??= []), { kind, key, requestId, refusal, atMs: Date.now() }, Date.now());
   }
 
   /** The update validators' verdict on a capture or refund, as a query: the caller asks before it sends anything. */
@@ -452,22 +450,11 @@ export class PaymentEntity implements CreatePort, MovementsPort {
     return { settled: op.firstCallSettled === true || op.state !== 'running', view: op.answer ?? state.view };
   }
 
-  /**
-   * An operator's verdict as a request (signal): refused unless the payment is under review, and a refusal of the
-   * provider look-up is answered to the request instead of failing the payment.
-   */
-  private async requestResolve(args: ResolveArgs & MovementRequest): Promise<void> {
-    await this.readyForRequest();
-    let refusal: MovementRefusal | undefined;
-    try {
-      assertUnderReview(this.state);
-      await this.resolve(args);
-    } catch (err) {
-      if (!(err instanceof TemporalFailure)) throw err;
-      refusal = refusalOf(err);
-    }
-    const handled = { requestId: args.requestId, ...(refusal ? { refusal } : {}), atMs: Date.now() };
-    keepAnswer((this.state.resolutions ??= []), handled, Date.now());
+  /** One operator request's answer: its refusal, or the view after it; null before it was handled. */
+  private resolveAnswer(requestId: string): ResolveAnswer | null {
+    const handled = this.state.resolutions?.find((r) => r.requestId === requestId);
+    if (!handled) return null;
+    return { ...(handled.refusal ? { refusal: handled.refusal } : {}), view: this.state.view };
   }
 
   /** `resolve`: an operator's verdict on the operation under review, checked at the provider (see OperatorReview). */
@@ -481,29 +468,5 @@ export class PaymentEntity implements CreatePort, MovementsPort {
    */
   voidExpiredAuthorization(why?: string): Promise<void> {
     return this.lock.run(() => this.movements.voidExpired(why));
-  }
-}
-
-/**
- * A refusal as data a query can answer: an ApplicationFailure's type, message and details (what the update's validator
- * would have thrown); another Temporal failure (e.g. a failed provider look-up) by its name.
- */
-function refusalOf(err: TemporalFailure): MovementRefusal {
-  if (!(err instanceof ApplicationFailure)) return { type: err.name, message: err.message };
-  return {
-    type: err.type ?? 'Error',
-    message: err.message,
-    ...(err.details && err.details.length > 0 ? { details: [...err.details] } : {}),
-  };
-}
-
-/** The refusal `check` throws, or null. */
-function refusalOrNull(check: () => void): MovementRefusal | null {
-  try {
-    check();
-    return null;
-  } catch (err) {
-    if (err instanceof TemporalFailure) return refusalOf(err);
-    throw err;
   }
 }

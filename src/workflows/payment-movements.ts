@@ -8,7 +8,7 @@ import {
   startChild,
 } from '@temporalio/workflow';
 import { WorkflowExecutionAlreadyStartedError } from '@temporalio/common';
-import type { MovementCheck, MovementRefusal } from '../domain/definitions';
+import type { MovementCheck, RequestRefusal } from '../domain/definitions';
 import { ErrorType } from '../domain/errors';
 import { movementTryWorkflowId, reconcileWorkflowId } from '../domain/ids';
 import type { ReconcileResult } from '../domain/operations';
@@ -35,7 +35,7 @@ type MovementKind = 'capture' | 'refund';
 export const notSentRetryAfterMs = 5_000;
 
 /** The refusal a request answered by a try that never left gets: the provider is unavailable, repeat after the wait. */
-export function neverSentRefusal(op: SubOperation): MovementRefusal {
+export function neverSentRefusal(op: SubOperation): RequestRefusal {
   return {
     type: ErrorType.ProviderUnavailable,
     message: `This ${op.kind} never reached the provider (${op.reason ?? 'provider_unavailable'}); nothing moved. Repeat it after Retry-After`,
