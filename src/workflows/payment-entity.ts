@@ -10,12 +10,8 @@ import {
   workflowInfo,
 } from '@temporalio/workflow';
 import {
-  type CaptureArgs,
-  type MovementAnswer,
-  type MovementCheck,
-  type RefundArgs,
-  type RequestId,
-  type RequestRefusal,
+  type MovementAnswerArgs,
+  type MovementCheckArgs,
   type ResolveAnswer,
   type ResolveArgs,
   type SubmitArgs,
@@ -49,8 +45,9 @@ import type { ChargeWorkflowInput } from '../domain/workflow-inputs';
 import { setHandlerIn } from './life-scope';
 import { Lock } from './lock';
 import type { CreatePort } from './payment-create';
-import { MoneyMovements, type MovementsPort, neverSentRefusal } from './payment-movements';
-import { assertCapturable, assertRefundable, assertUnderReview } from './payment-guards';
+import { MoneyMovements, type MovementsPort } from './payment-movements';
+import { MovementRequests } from './movement-requests';
+import { assertUnderReview } from './payment-guards';
 import { nowIso } from './payment-port';
 import { refusalOrNull, serveRequest } from './payment-requests';
 import { OperatorReview } from './payment-review';
@@ -59,7 +56,6 @@ import {
   applyProviderEvent,
   applyProviderPayment,
   closeReview,
-  findSubOperation,
   initialState,
   keepAnswer,
   operationViews,
@@ -115,6 +111,7 @@ export class PaymentEntity implements CreatePort, MovementsPort {
   private parked = false;
   private publishedStatus: PaymentStatus;
   private readonly movements = new MoneyMovements(this);
+  private readonly movementRequests = new MovementRequests(this, this.movements);
   private readonly verdicts = new OperatorReview(this);
 
   constructor(
@@ -184,23 +181,26 @@ export class PaymentEntity implements CreatePort, MovementsPort {
     setHandler(webhookSignal, (event, from, handling) => this.onProviderEvent(event, from, handling?.whenReady));
     setHandler(ensureReconcileSignal, () => this.ensureReconcile());
     // The updates stay for payments whose history has them; the client sends requests (definitions.ts says why).
-    setHandler(captureUpdate, (args) => this.capture(args), { validator: (args) => this.validateCapture(args) });
-    setHandler(refundUpdate, (args) => this.refund(args), { validator: (args) => this.validateRefund(args) });
+    const requests = this.movementRequests;
+    setHandler(captureUpdate, (args) => requests.capture(args), {
+      validator: (args) => requests.validateCapture(args),
+    });
+    setHandler(refundUpdate, (args) => requests.refund(args), { validator: (args) => requests.validateRefund(args) });
     // A request acts only when the payment is ready for it (see readyForRequest).
     const ready = () => this.readyForRequest();
     const movementQueries = {
-      check: (kind: 'capture' | 'refund', args: CaptureArgs | RefundArgs) => this.checkMovement(kind, args),
-      answer: (...args: Parameters<PaymentEntity['movementAnswer']>) => this.movementAnswer(...args),
+      check: (...args: MovementCheckArgs) => requests.check(...args),
+      answer: (...args: MovementAnswerArgs) => requests.answer(...args),
     };
     serveRequest(setHandler, captureRequest, ready, {
       ...movementQueries,
-      act: (args) => this.capture(args),
-      keep: (args, refusal) => this.keepRefusal('capture', args.captureKey, args, refusal),
+      act: (args) => requests.capture(args),
+      keep: (args, refusal) => requests.keepRefusal('capture', args.captureKey, args, refusal),
     });
     serveRequest(setHandler, refundRequest, ready, {
       ...movementQueries,
-      act: (args) => this.refund(args),
-      keep: (args, refusal) => this.keepRefusal('refund', args.refundKey, args, refusal),
+      act: (args) => requests.refund(args),
+      keep: (args, refusal) => requests.keepRefusal('refund', args.refundKey, args, refusal),
     });
     setHandler(firstAnswerQuery, () => ({
       settled: this.state.firstCallSettled,
@@ -370,22 +370,6 @@ export class PaymentEntity implements CreatePort, MovementsPort {
     if (this.state.view.status === 'unknown' && !this.reconcileRunning) this.reconcileWanted = true;
   }
 
-  private capture(args: CaptureArgs): Promise<PaymentView> {
-    return this.movements.run('capture', args.captureKey, args, () => assertCapturable(this.state, args.amount));
-  }
-
-  private validateCapture(args: CaptureArgs): void {
-    this.movements.validate('capture', args.captureKey, args, () => assertCapturable(this.state, args.amount));
-  }
-
-  private refund(args: RefundArgs): Promise<PaymentView> {
-    return this.movements.run('refund', args.refundKey, args, () => assertRefundable(this.state, args.amount));
-  }
-
-  private validateRefund(args: RefundArgs): void {
-    this.movements.validate('refund', args.refundKey, args, () => assertRefundable(this.state, args.amount));
-  }
-
   /** Runs one of the main line's waits with {@link parked} set. */
   async park<T>(wait: () => Promise<T>): Promise<T> {
     this.parked = true;
@@ -410,44 +394,6 @@ export class PaymentEntity implements CreatePort, MovementsPort {
       await condition(() => true);
       if (ready()) return;
     }
-  }
-
-  /** A capture or refund request the payment's rules refused: kept for its caller (its success is its operation's). */
-  private keepRefusal(kind: 'capture' | 'refund', key: string, { requestId }: RequestId, refusal?: RequestRefusal) {
-    if (!refusal) return;
-    keepAnswer((this.state.refusals ??= []), { kind, key, requestId, refusal, atMs: Date.now() }, Date.now());
-  }
-
-  /** The update validators' verdict on a capture or refund, as a query: the caller asks before it sends anything. */
-  private checkMovement(kind: 'capture' | 'refund', args: CaptureArgs | RefundArgs): MovementCheck {
-    const key = kind === 'capture' ? (args as CaptureArgs).captureKey : (args as RefundArgs).refundKey;
-    const refusal = refusalOrNull(() =>
-      kind === 'capture' ? this.validateCapture(args as CaptureArgs) : this.validateRefund(args as RefundArgs),
-    );
-    if (refusal) return { refusal };
-    return this.movements.answeredBy(kind, key);
-  }
-
-  /**
-   * One request's answer: its refusal, or the operation under its key (with this request's fingerprint) and whether
-   * its first provider call settled; a try that never left answers as a refusal (the provider is unavailable). Null
-   * while the request is not handled yet, also while the try it waits for (`answeredByTry`) has not started.
-   */
-  private movementAnswer(
-    kind: 'capture' | 'refund',
-    key: string,
-    requestId: string,
-    fingerprint: string,
-    answeredByTry = 1,
-  ): MovementAnswer | null {
-    const { state } = this;
-    const refused = state.refusals?.find((r) => r.requestId === requestId && r.kind === kind && r.key === key);
-    if (refused) return { refusal: refused.refusal, settled: true, view: state.view };
-    const op = findSubOperation(state, kind, key);
-    if (!op || op.fingerprint !== fingerprint || (op.tries ?? 1) < answeredByTry) return null;
-    if (op.state === 'failed') return { refusal: neverSentRefusal(op), settled: true, view: state.view };
-    // Once it succeeded, the view it succeeded with: a repeat replays that, not what later operations made of it.
-    return { settled: op.firstCallSettled === true || op.state !== 'running', view: op.answer ?? state.view };
   }
 
   /** One operator request's answer: its refusal, or the view after it; null before it was handled. */
