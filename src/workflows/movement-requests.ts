@@ -10,7 +10,7 @@ import type { PaymentView } from '../domain/payment';
 import { assertCapturable, assertRefundable } from './payment-guards';
 import type { PaymentPort } from './payment-port';
 import { type MoneyMovements, neverSentRefusal } from './payment-movements';
-import { refusalOrNull } from './payment-requests';
+import { refusalOrNull } from './request-protocol';
 import { findSubOperation, keepAnswer } from './payment-state';
 
 /**

@@ -49,7 +49,7 @@ import { MoneyMovements, type MovementsPort } from './payment-movements';
 import { MovementRequests } from './movement-requests';
 import { assertUnderReview } from './payment-guards';
 import { nowIso } from './payment-port';
-import { refusalOrNull, serveRequest } from './payment-requests';
+import { refusalOrNull, serveRequest } from './request-protocol';
 import { OperatorReview } from './payment-review';
 import {
   type PaymentState,
@@ -84,8 +84,11 @@ export interface ChargeContinuation {
 
 /**
  * One payment's serialized state and its message handlers (the entity of `chargeWorkflow`): the state, the lock that
- * serializes captures, refunds and resolves, one method per update and signal, and the helpers that publish what
- * changed. `chargeWorkflow` registers the handlers and runs the main loop.
+ * serializes captures, refunds and resolves, the binding of the provider holding it, the handlers of its updates,
+ * signals and queries (requests served by request-protocol.ts, captures and refunds taken by movement-requests.ts),
+ * and the helpers that publish what changed. It owns the parts that move the payment (its create, its money movements,
+ * its operator review), each of which sees it through a port (payment-port.ts). `chargeWorkflow` registers the
+ * handlers and runs the main loop.
  */
 export class PaymentEntity implements CreatePort, MovementsPort {
   readonly state: PaymentState;
