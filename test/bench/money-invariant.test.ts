@@ -133,6 +133,7 @@ describe('the money invariant every ledger harness holds (bench/money-invariant.
       paymentKey: 'k1',
       kind: 'capture' as const,
       opKey: 'c1',
+      amount: 1_000,
       status,
       errorType,
     });
