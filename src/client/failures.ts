@@ -1,6 +1,8 @@
 /** Turns Temporal failures and zod errors into the typed client errors, keeping the original as `cause`. */
 import {
   ServiceError,
+  WorkflowExecutionAlreadyStartedError,
+  WorkflowNotFoundError,
   WorkflowUpdateFailedError,
   WorkflowUpdateRPCTimeoutOrCancelledError,
   isGrpcServiceError,
@@ -45,6 +47,15 @@ export function parseOrThrow<S extends z.ZodType>(schema: S, value: unknown, pre
 /** The ApplicationFailure an update validator or handler threw, if that is what `err` carries. */
 export const updateFailureOf = (err: unknown): ApplicationFailure | undefined =>
   err instanceof WorkflowUpdateFailedError && err.cause instanceof ApplicationFailure ? err.cause : undefined;
+
+/** The payment's run closed before (or while) the update or signal reached it. */
+export function closedBeforeUpdate(err: unknown): boolean {
+  return (
+    err instanceof WorkflowExecutionAlreadyStartedError ||
+    err instanceof WorkflowNotFoundError ||
+    updateFailureOf(err)?.type === 'AcceptedUpdateCompletedWorkflow'
+  );
+}
 
 /** The typed error for a rejected update; anything else comes back unchanged. */
 export function translateUpdateFailure(err: unknown): unknown {

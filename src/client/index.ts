@@ -1,11 +1,7 @@
-export {
-  PaymentsClient,
-  type ChargeResult,
-  type ListOptions,
-  type OperationResult,
-  type PaymentPage,
-  type PaymentsClientOptions,
-} from './payments-client';
+export { PaymentsClient, type PaymentsClientOptions } from './payments-client';
+export type { ChargeResult } from './charge-answers';
+export type { OperationResult } from './money-requests';
+export type { ListOptions, PaymentPage } from './reads';
 export type { OperatorReviewItemView, ReviewItemListOptions, ReviewItemPage } from './review-items';
 export * from './errors';
 export { captureFingerprint, chargeFingerprint, refundFingerprint } from './fingerprint';

@@ -2,7 +2,6 @@
  * Routing of verified provider events (webhooks) to the payment they belong to. An event is acknowledged only after
  * Temporal durably accepted it: signalled to the payment's workflow, or parked in a workflow of its own.
  */
-import { setTimeout as sleep } from 'node:timers/promises';
 import { type Client, WorkflowNotFoundError } from '@temporalio/client';
 import { type Attribution, attributeProviderPayment } from '../domain/adoption';
 import { type ProviderEvent, type ProviderPayment, paymentQuery, webhookSignal } from '../domain/definitions';
@@ -10,6 +9,7 @@ import { chargeWorkflowId, parseChargeWorkflowId } from '../domain/ids';
 import { type ParkReason, type ParkedEventInput, parkedEventWorkflowId } from '../domain/parked-events';
 import type { PaymentView } from '../domain/payment';
 import { isVisibilityLiteral, paymentsByReferenceQuery } from '../visibility';
+import { readUntil } from './read-until';
 
 /** Our payment named by the event's metadata. */
 export interface EventOwner {
@@ -122,19 +122,18 @@ export function reflects(view: PaymentView, payment: ProviderPayment): boolean {
 /** Charge workflows of this order at this provider; waits briefly for visibility to index a just-started one. */
 async function findByReference(ctx: EventRoutingContext, provider: string, reference: string): Promise<string[]> {
   if (!isVisibilityLiteral(reference)) return []; // not one of our order ids (OrderId is searchable), or unmatchable
-  const deadline = Date.now() + ctx.matchWaitMs;
-  for (;;) {
+  const list = async () => {
     const response = await ctx.client.workflowService.listWorkflowExecutions({
       namespace: ctx.namespace,
       query: paymentsByReferenceQuery(provider, reference),
       pageSize: 20,
     });
-    const ids = [
-      ...new Set(response.executions.flatMap((e) => (e.execution?.workflowId ? [e.execution.workflowId] : []))),
-    ];
-    if (ids.length > 0 || Date.now() >= deadline) return ids;
-    await sleep(MATCH_POLL_MS);
-  }
+    return [...new Set(response.executions.flatMap((e) => (e.execution?.workflowId ? [e.execution.workflowId] : [])))];
+  };
+  // Every MATCH_POLL_MS until one is listed; the last read once `matchWaitMs` has passed (readUntil reads no more once
+  // the next pause would end past its answer-by, so that is one pause beyond the wait).
+  const answerBy = Date.now() + ctx.matchWaitMs + MATCH_POLL_MS;
+  return readUntil(list, (ids) => ids.length > 0, answerBy, { firstMs: MATCH_POLL_MS, maxMs: MATCH_POLL_MS });
 }
 
 /**

@@ -2,7 +2,13 @@
  * Update, signal and query definitions: shared by the workflows (handlers) and the client (callers), so the client
  * never imports workflow code. Names are part of the history: never rename one, add a new one.
  */
-import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
+import {
+  type QueryDefinition,
+  type SignalDefinition,
+  defineQuery,
+  defineSignal,
+  defineUpdate,
+} from '@temporalio/workflow';
 import type { PaymentView, ResolveRequest } from './payment';
 import type { ProviderEvent, ProviderPayment } from './provider-payment';
 
@@ -41,20 +47,50 @@ export const captureUpdate = defineUpdate<PaymentView, [CaptureArgs]>('capture')
 export const refundUpdate = defineUpdate<PaymentView, [RefundArgs]>('refund');
 
 /**
- * Capture and refund as requests in history (signals), answered through queries. An update accepted in the same
- * workflow task as a provider result is replayed by the SDK (TypeScript 1.24.0) before that result although the first
- * execution handled it after (docs/operations.md, "Update-ordering nondeterminism"): a payment's mid-life requests are
- * therefore events, whose place in history replay cannot change. `requestId` names the HTTP request, so a refusal is
- * answered to the request it refused only. The update definitions above stay for payments that already recorded them.
+ * A request to a running payment (a capture, a refund, an operator's verdict) in three messages: the check query asks
+ * the payment's rules first (a refusal records nothing), the signal puts the request into the payment's history, and
+ * the answer query reads how the payment handled it, by the request's id (`requestId` names the HTTP request, so a
+ * refusal is answered to the request it refused only). Requests are signals, not updates: an update accepted in the
+ * same workflow task as a provider result is replayed by the SDK (TypeScript 1.24.0) before that result although the
+ * first execution handled it after (docs/operations.md, "Update-ordering nondeterminism"), while a signal is an event
+ * whose place in history replay cannot change. The update definitions above stay for payments that recorded them.
+ * Each kind keeps the names it was first sent under: running payments, old clients and recorded histories use them.
  */
-export interface MovementRequest {
+export interface PaymentRequest<Args, Check, Answer, CheckArgs extends unknown[], AnswerArgs extends unknown[]> {
+  readonly requested: SignalDefinition<[Args & RequestId]>;
+  readonly check: QueryDefinition<Check, CheckArgs>;
+  readonly answer: QueryDefinition<Answer | null, AnswerArgs>;
+}
+
+/** The check and answer queries of a {@link PaymentRequest}: capture and refund share theirs (the kind comes first). */
+export type RequestQueries<Check, Answer, CheckArgs extends unknown[], AnswerArgs extends unknown[]> = Omit<
+  PaymentRequest<never, Check, Answer, CheckArgs, AnswerArgs>,
+  'requested'
+>;
+
+/** Defines the check and answer queries of a kind of {@link PaymentRequest} under their names. */
+export function defineRequestQueries<Check, Answer, CheckArgs extends unknown[], AnswerArgs extends unknown[]>(
+  check: string,
+  answer: string,
+): RequestQueries<Check, Answer, CheckArgs, AnswerArgs> {
+  return { check: defineQuery(check), answer: defineQuery(answer) };
+}
+
+/** Defines a kind of {@link PaymentRequest}: its signal's name and its queries. */
+export function definePaymentRequest<Args, Check, Answer, CheckArgs extends unknown[], AnswerArgs extends unknown[]>(
+  requested: string,
+  queries: RequestQueries<Check, Answer, CheckArgs, AnswerArgs>,
+): PaymentRequest<Args, Check, Answer, CheckArgs, AnswerArgs> {
+  return { requested: defineSignal(requested), ...queries };
+}
+
+/** The id of one request (see {@link PaymentRequest}). */
+export interface RequestId {
   readonly requestId: string;
 }
-export const captureSignal = defineSignal<[CaptureArgs & MovementRequest]>('captureRequested');
-export const refundSignal = defineSignal<[RefundArgs & MovementRequest]>('refundRequested');
 
-/** Why a capture or refund was refused before anything was sent: the same type and details its validator throws. */
-export interface MovementRefusal {
+/** Why a request was refused: the type, message and details its update's validator (or handler) throws. */
+export interface RequestRefusal {
   readonly type: string;
   readonly message: string;
   readonly details?: unknown[];
@@ -65,7 +101,7 @@ export interface MovementRefusal {
  * the operation succeeded, the view it succeeded with: what every repeat of its key answers).
  */
 export interface MovementAnswer {
-  readonly refusal?: MovementRefusal;
+  readonly refusal?: RequestRefusal;
   /** The operation under this key has answered its first provider call (or was already known). */
   readonly settled: boolean;
   readonly view: PaymentView;
@@ -73,31 +109,73 @@ export interface MovementAnswer {
 
 /** A capture or refund checked against the payment's rules: refused, a repeat of a known key, or new and allowed. */
 export interface MovementCheck {
-  readonly refusal?: MovementRefusal;
+  readonly refusal?: RequestRefusal;
   /** The key names an operation with this fingerprint already: its answer is read, nothing is sent again. */
   readonly known?: boolean;
   /**
    * The try under the key that will answer this request (absent: the first): the one running or settled when `known`,
-   * the next one after a try that never left (the request is sent, and tries again). Passed to `movementAnswer`.
+   * the next one after a try that never left (the request is sent, and tries again). Passed to the answer query.
    */
   readonly answeredByTry?: number;
 }
 
-/** Checks a capture or refund against the current state without recording anything. */
-export const movementCheckQuery = defineQuery<
-  MovementCheck,
-  [kind: 'capture' | 'refund', args: CaptureArgs | RefundArgs]
->('movementCheck');
+/** The check query's arguments of a capture or refund: its kind and its args (the signal's, without the request id). */
+export type MovementCheckArgs = [kind: 'capture' | 'refund', args: CaptureArgs | RefundArgs];
 
 /**
- * The answer to one capture or refund request (`requestId`, with its fingerprint) under its key, once the workflow
- * handled it; null before. `answeredByTry` (from the check; absent: the first) keeps a request that tries again from
- * being answered by the earlier try that never left.
+ * The answer query's arguments of a capture or refund: one request (`requestId`, with its fingerprint) under its key.
+ * `answeredByTry` (from the check; absent: the first) keeps a request that tries again from being answered by the
+ * earlier try that never left.
  */
-export const movementAnswerQuery = defineQuery<
-  MovementAnswer | null,
-  [kind: 'capture' | 'refund', key: string, requestId: string, fingerprint: string, answeredByTry?: number]
->('movementAnswer');
+export type MovementAnswerArgs = [
+  kind: 'capture' | 'refund',
+  key: string,
+  requestId: string,
+  fingerprint: string,
+  answeredByTry?: number,
+];
+
+/** Capture and refund share their queries (`movementCheck`, `movementAnswer`), the kind first. */
+const movementQueries = defineRequestQueries<MovementCheck, MovementAnswer, MovementCheckArgs, MovementAnswerArgs>(
+  'movementCheck',
+  'movementAnswer',
+);
+
+/** A capture of an authorized payment (full or partial) under its own key and fingerprint. */
+export const captureRequest = definePaymentRequest<
+  CaptureArgs,
+  MovementCheck,
+  MovementAnswer,
+  MovementCheckArgs,
+  MovementAnswerArgs
+>('captureRequested', movementQueries);
+
+/** A refund of part or all of what was captured and not yet refunded, under its own key and fingerprint. */
+export const refundRequest = definePaymentRequest<
+  RefundArgs,
+  MovementCheck,
+  MovementAnswer,
+  MovementCheckArgs,
+  MovementAnswerArgs
+>('refundRequested', movementQueries);
+
+/** The answer to one operator request: its refusal, or the view after it. */
+export interface ResolveAnswer {
+  readonly refusal?: RequestRefusal;
+  readonly view: PaymentView;
+}
+
+/**
+ * An operator's verdict on a payment under review: the check (no arguments) answers the refusal or null, and the
+ * answer is read by the request's id alone.
+ */
+export const resolveRequest = definePaymentRequest<
+  ResolveArgs,
+  RequestRefusal | null,
+  ResolveAnswer,
+  [],
+  [requestId: string]
+>('resolveRequested', defineRequestQueries('resolveCheck', 'resolveAnswer'));
 
 /**
  * Whether the first provider call settled (the early answer of `submit`), with the current view and, once recorded,
@@ -107,18 +185,6 @@ export const movementAnswerQuery = defineQuery<
 export const firstAnswerQuery = defineQuery<{ settled: boolean; view: PaymentView; replay?: PaymentView }>(
   'firstAnswer',
 );
-
-/** An operator's verdict as a request in history (a signal, like capture and refund), answered by query. */
-export const resolveSignal = defineSignal<[ResolveArgs & MovementRequest]>('resolveRequested');
-
-/** Whether a payment takes an operator's verdict now (under review): the refusal, or null. Records nothing. */
-export const resolveCheckQuery = defineQuery<MovementRefusal | null>('resolveCheck');
-
-/** The answer to one operator request (`requestId`): its refusal, or the view after it; null before it was handled. */
-export const resolveAnswerQuery = defineQuery<
-  { readonly refusal?: MovementRefusal; readonly view: PaymentView } | null,
-  [requestId: string]
->('resolveAnswer');
 
 /** An operator resolves a payment in `needs_review`; rejected in any other status. */
 export const resolveUpdate = defineUpdate<PaymentView, [ResolveArgs]>('resolve');

@@ -17,6 +17,21 @@ export type ScopeOperation = WriteOperation;
 export const scopeOf = (merchantId: string, operation: ScopeOperation, key: string, keyProvider?: string): string =>
   keyProvider === undefined ? `${merchantId}:${operation}:${key}` : `${merchantId}:${operation}@${keyProvider}:${key}`;
 
+/**
+ * Whose provider key a write or a look-up is derived from, with its operation (see {@link scopeOf}): the merchant, the
+ * order service's key, and the provider a charge failed over to (absent at its first provider: the plain scope). One
+ * value travels into activity arguments and reconcile inputs, so `keyProvider` is never copied on its own.
+ */
+export interface KeyScope {
+  readonly merchantId: string;
+  readonly key: string;
+  readonly keyProvider?: string;
+}
+
+/** A {@link KeyScope}, holding `keyProvider` only when there is one (a first provider's payloads stay as they were). */
+export const keyScope = (merchantId: string, key: string, keyProvider?: string): KeyScope =>
+  keyProvider === undefined ? { merchantId, key } : { merchantId, key, keyProvider };
+
 /** The charge workflow (the payment's single serialized state): `charge:<merchantId>:<key>`. */
 export const chargeWorkflowId = (merchantId: string, key: string): string => `charge:${merchantId}:${key}`;
 

@@ -103,13 +103,7 @@ async function runPayment(
       );
       if (payment.voidWanted && state.view.status === 'authorized') continue;
       // The memo carries the fingerprint the client compares on closed runs: keep it on the new run.
-      const continuation: ChargeContinuation = {
-        state,
-        capabilities: payment.requireCapabilities(),
-        // Shape 3: the worker's presets its first run recorded go with the payment (the input has none).
-        ...(input.shape === 3 ? { retry: payment.retry ?? {} } : {}),
-      };
-      await makeContinueAsNewFunc<typeof chargeWorkflow>({ memo: workflowInfo().memo })(input, continuation);
+      await makeContinueAsNewFunc<typeof chargeWorkflow>({ memo: workflowInfo().memo })(input, payment.continuation());
     }
   }
   await payment.park(() => condition(() => allHandlersFinished() && !hasRunningOperation(state)));

@@ -1,26 +1,38 @@
 import {
-  ActivityFailure,
-  ApplicationFailure,
   CancellationScope,
   ParentClosePolicy,
   log,
   patched,
-  sleep,
+  proxySinks,
+  setCurrentDetails,
   startChild,
+  upsertSearchAttributes,
   workflowInfo,
 } from '@temporalio/workflow';
-import type { CreatePaymentArgs, CreatePaymentOutcome, FirstCreateResult, WorkerConfigDetail } from '../activities';
-import type { WorkerProviderConfig } from '../domain/provider-payment';
-import { defaultLocalAttemptTimeoutMs, localFirstAttemptMs } from '../domain/retry-policy';
+import type { CreatePaymentArgs, CreatePaymentOutcome } from '../activities';
 import { ErrorType } from '../domain/errors';
 import { reconcileWorkflowId } from '../domain/ids';
 import type { ReconcileInput, ReconcileResult } from '../domain/operations';
-import { activitySummary, formatWait } from '../domain/summaries';
-import { describeWorkerProvider, firstCreateAttempt, paymentMetadata } from './activity-options';
-import { attemptFailure, failureType, messageOf, neverSent, notSentReason, sendsOf } from './failures';
-import type { PaymentEntity } from './payment-entity';
+import { ProviderAttr } from '../domain/search-attributes';
+import type { PaymentSinks } from '../domain/sinks';
+import { paymentCurrentDetails } from '../domain/summaries';
+import { paymentMetadata } from './activity-options';
+import { type BindingPort, firstCreate } from './first-create';
+import { failureType, messageOf, neverSent, notSentReason, sendsOf } from './failures';
+import { nowIso } from './payment-port';
+import { ProviderBinding } from './provider-binding';
 import { reconcileWorkflow } from './reconcile';
 import { NEWS, unlessNews } from './unless-news';
+
+/** What the create needs of the payment beyond the {@link BindingPort}: its shape and its reconcile's flags. */
+export interface CreatePort extends BindingPort {
+  /** The lean history shape (2 and 3): the starter's view of the provider travels in the input. */
+  readonly lean: boolean;
+  /** The create's reconcile child is running. */
+  reconcileRunning: boolean;
+  /** The main loop should start a reconcile of the create. */
+  reconcileWanted: boolean;
+}
 
 /**
  * The history length of a payment's first workflow task on its first try: WorkflowExecutionStarted,
@@ -33,9 +45,6 @@ const REFUSAL_AFTER_SEND_UNKNOWN = 'refusal-after-send-unknown';
 /** Patch: the create's reconcile ends as soon as provider news moved the payment on (see unlessNews). */
 const CREATE_RECONCILE_ENDS_WITH_NEWS = 'create-reconcile-ends-with-news';
 
-/** What an attempt that left no record may have done: sent, with an outcome nobody saw. */
-const possiblySent = { everSent: true, everUnknown: true } as const;
-
 /**
  * The charge's first provider call: a value (authorized, succeeded, declined), a refusal (failed), a write that
  * provably never left (failed, `provider_unavailable`), or an unknown outcome that the main loop reconciles. A write
@@ -43,7 +52,7 @@ const possiblySent = { everSent: true, everUnknown: true } as const;
  * else does (an unknown outcome, an answer, a decline may have moved money at the provider that holds the payment).
  * Once a request may have reached the provider, the payment is never `failed` but by the provider's own refusal.
  */
-export async function createAtProvider(payment: PaymentEntity): Promise<void> {
+export async function createAtProvider(payment: CreatePort): Promise<void> {
   // Read in the first activation. Longer than a clean first task: an earlier try of this task failed or timed out (its
   // worker died), and the local first attempt it may have made left no marker. Also when a signal came before the
   // first task: a false "possibly sent" only reconciles; a false "never sent" could charge twice. No patch: it changes
@@ -53,7 +62,7 @@ export async function createAtProvider(payment: PaymentEntity): Promise<void> {
     const notSent = await createOnce(payment, unaccounted);
     unaccounted = false;
     if (notSent === undefined) break;
-    const next = payment.nextProvider();
+    const next = nextProvider(payment);
     if (next === undefined) {
       // Every attempt met an open breaker, a cool-down or a refused connection: the provider never saw it.
       payment.state.view.failureReason = 'provider_unavailable';
@@ -61,28 +70,56 @@ export async function createAtProvider(payment: PaymentEntity): Promise<void> {
       log.warn('charge never reached the provider', { reason: notSent });
       break;
     }
-    await payment.failOver(next, notSent);
+    await failOver(payment, next, notSent);
   }
   payment.state.firstCallSettled = true;
+}
+
+/** The next provider of the request's list after the one holding the payment, if any. */
+function nextProvider(payment: CreatePort): string | undefined {
+  const { request } = payment.input;
+  const list = [request.provider, ...(request.fallbackProviders ?? [])];
+  return list[list.indexOf(payment.provider) + 1];
+}
+
+/**
+ * Moves the charge to `to` (every attempt at the holder provably never left): recorded in the view, the Provider
+ * search attribute follows, and the activities (own task queue, own breaker) are bound to the new provider.
+ */
+async function failOver(payment: CreatePort, to: string, reason: string): Promise<void> {
+  const view = payment.state.view;
+  const from = view.provider;
+  const at = nowIso();
+  view.failovers = [...(view.failovers ?? []), { from, to, reason, at }];
+  view.provider = to;
+  view.updatedAt = at;
+  upsertSearchAttributes([{ key: ProviderAttr, value: to }]);
+  setCurrentDetails(paymentCurrentDetails(view));
+  log.warn('charge failed over to the next provider', { from, to, reason });
+  // Metrics through a sink: no command (no history change, no patch), not called on replay.
+  proxySinks<PaymentSinks>().paymentMetrics.failover({ from, to, reason });
+  // The starter's capabilities describe the first provider only: the worker describes the new one. The presets stay
+  // the payment's (none yet only where a shape-3 first step refused without the worker's view: the production ones).
+  payment.binding = await ProviderBinding.described(to, payment.binding?.retry);
 }
 
 /**
  * One create at the provider holding the payment; answers why, when every attempt provably never left. `unaccounted`:
  * an earlier try of the first workflow task may have sent a local first attempt.
  */
-async function createOnce(payment: PaymentEntity, unaccounted: boolean): Promise<string | undefined> {
-  const { state, input, request } = payment;
+async function createOnce(payment: CreatePort, unaccounted: boolean): Promise<string | undefined> {
+  const { state, input } = payment;
+  const { request } = input;
   // A lost attempt was sent before this task: the run's start bounds it (a look-up by reference counts from here).
   state.firstSentAtMs = unaccounted ? workflowInfo().runStartTime.getTime() : Date.now();
-  const firstProvider = payment.keyProvider === undefined;
+  const scope = payment.keyScope;
+  const firstProvider = scope.keyProvider === undefined;
   try {
     const result = await sendCreate(
       payment,
       {
         provider: payment.provider,
-        merchantId: input.merchantId,
-        key: input.key,
-        ...(firstProvider ? {} : { keyProvider: payment.provider }),
+        ...scope,
         input: {
           amount: request.amount.value,
           currency: request.amount.currency,
@@ -130,129 +167,22 @@ async function createOnce(payment: PaymentEntity, unaccounted: boolean): Promise
  * A worker's refusal to send ends the charge `failed` only while no request may have reached the provider (the view's
  * `attempts` counts those). After one, the refusal is the worker's, not the provider's answer: unknown, reconciled.
  */
-function refusedBeforeAnySend(payment: PaymentEntity): boolean {
+function refusedBeforeAnySend(payment: CreatePort): boolean {
   return payment.state.view.attempts === 0 || !patched(REFUSAL_AFTER_SEND_UNKNOWN);
-}
-
-/** What a local first attempt may have done, as its failure reports it; a timeout or anything unreadable: everything. */
-function attemptRecordOf(err: unknown): NonNullable<CreatePaymentArgs['earlier']> {
-  const failure = err instanceof ActivityFailure ? err.cause : err;
-  const info =
-    failure instanceof ApplicationFailure ? (failure.details?.[0] as Record<string, unknown> | undefined) : undefined;
-  if (typeof info?.everSent === 'boolean' && typeof info.everUnknown === 'boolean') {
-    return { everSent: info.everSent, everUnknown: info.everUnknown };
-  }
-  return { everSent: true, everUnknown: true };
-}
-
-/** The wait a provider asked for (429/503 with Retry-After) in answer to the local attempt, read through its wrapper. */
-function retryAfterOf(err: unknown): number | undefined {
-  const failure = attemptFailure(err);
-  if (!(failure instanceof ApplicationFailure) || failure.type !== ErrorType.ProviderUnavailable) return undefined;
-  const info = failure.details?.[0] as { retryAfterMs?: unknown } | undefined;
-  return typeof info?.retryAfterMs === 'number' && info.retryAfterMs > 0 ? info.retryAfterMs : undefined;
 }
 
 /**
  * One create, as the workflow sees it: the activity on the provider's queue with its retry policy. A shape-3 charge's
- * first create starts with `firstCreateAttempt` instead (see {@link firstCreate}).
+ * first create starts with a local attempt instead (see {@link firstCreate}).
  */
 async function sendCreate(
-  payment: PaymentEntity,
+  payment: CreatePort,
   args: CreatePaymentArgs,
   unaccounted: boolean,
 ): Promise<CreatePaymentOutcome> {
   // Shape 3 before its first step: the worker's view of the provider is not known yet (never after a failover).
-  if (payment.input.shape === 3 && payment.capabilities === undefined) return firstCreate(payment, args, unaccounted);
-  return payment.requireActs().write.createPayment(args);
-}
-
-/**
- * A shape-3 charge's first create: one local activity answers the worker's view of the provider (capabilities and
- * retry presets, recorded in its marker: the payment runs every later activity, its reconcile and its continuation
- * with them) and, against a provider that honours keys and has no limits of its own, makes the first attempt. That
- * attempt's value, decline or refusal is the charge's answer, exactly as an attempt 1 of the activity would be; any
- * other failure (not sent, unavailable, unknown, cut off at its bound) is just "attempt 1": the activity takes over
- * under the same key (derived from the scope), carrying what the local attempt may have sent, so a request that
- * reached the provider is answered by its stored answer, and only the activity's final failure is classified (one
- * code path: failover, never sent, unknown). The activity checks the recorded capabilities against its own worker's
- * adapter before it sends anything (a worker configured otherwise refuses: finally only while nothing may have been
- * sent). `unaccounted`: an earlier try of this first task may have sent an attempt that left no record: it is counted
- * and carried as sent with an unknown outcome, so no later refusal can make the create look never sent.
- */
-async function firstCreate(
-  payment: PaymentEntity,
-  args: CreatePaymentArgs,
-  unaccounted: boolean,
-): Promise<CreatePaymentOutcome> {
-  const boundMs = payment.input.timings.localAttemptTimeoutMs ?? defaultLocalAttemptTimeoutMs;
-  const localMs = (config: WorkerProviderConfig) =>
-    localFirstAttemptMs(payment.input.timings.localAttemptTimeoutMs, config.capabilities, config.retry);
-  const lost = unaccounted ? { earlier: possiblySent } : {};
-  if (unaccounted) payment.state.view.attempts += 1;
-  let first: FirstCreateResult;
-  try {
-    first = await firstCreateAttempt(boundMs, payment.provider)({ ...args, ...lost, boundMs });
-  } catch (err) {
-    const type = failureType(err);
-    const detail = workerDetailOf(err);
-    const recorded = detail?.workerConfig;
-    // A final answer: the local attempt's failure is the create's (nothing else runs against this provider).
-    if (type === ErrorType.ProviderRejected || type === ErrorType.ValidationError) {
-      if (recorded !== undefined) payment.useWorkerConfig(recorded, localMs(recorded));
-      throw err;
-    }
-    // Cut off by Temporal itself (a stuck worker): the worker's view is read again, one more local activity.
-    const config = recorded ?? (await describeWorkerProvider(payment.provider));
-    payment.useWorkerConfig(config, localMs(config));
-    const acts = payment.requireActs();
-    const after = acts.createAfterLocal;
-    // The only attempt the worker's retry policy allows: the local attempt's failure is the create's.
-    if (after === undefined) throw err;
-    const earlier = attemptRecordOf(err);
-    // The delay attempt 1's classification chose (Retry-After, else full jitter): the next attempt waits it, as the
-    // activity's own retry would. A failure recorded before it carried one: the provider's Retry-After only. A wait
-    // longer than the create budget ends the create as the activity's would (its outcome then reconciled).
-    const wait = detail?.retryDelayMs ?? retryAfterOf(err);
-    if (wait !== undefined && wait > acts.createBudgetMs) throw err;
-    if (wait !== undefined) {
-      await sleep(wait, {
-        summary: `wait ${formatWait(wait)} before ${activitySummary('create', payment.provider)} takes over from the local first attempt`,
-      });
-    }
-    log.info('local first create attempt did not settle; the activity takes over with the same key', {
-      reason: messageOf(err),
-      ...earlier,
-    });
-    // The local attempt's requests are the create's first; the activity's are counted with its own answer.
-    payment.state.view.attempts += sendsOf(err);
-    return after({ ...args, earlier, expectCapabilities: config.capabilities });
-  }
-  if (first.attempt === 'settled') {
-    payment.useWorkerConfig(first.config, localMs(first.config));
-    return first.outcome;
-  }
-  // A provider without keys or with limits of its own: the create runs on its queue only, with the worker's presets.
-  payment.useWorkerConfig(first.config);
-  log.info('no local first create attempt at this provider', { reason: first.reason });
-  return payment.requireActs().write.createPayment({ ...args, ...lost, expectCapabilities: first.config.capabilities });
-}
-
-/** The worker's view of the provider (and the chosen retry delay) a local first attempt's failure carries, if any. */
-function workerDetailOf(err: unknown): WorkerConfigDetail | undefined {
-  const failure = err instanceof ActivityFailure ? err.cause : err;
-  if (!(failure instanceof ApplicationFailure)) return undefined;
-  for (const detail of failure.details ?? []) {
-    const found = detail as Partial<WorkerConfigDetail> | null | undefined;
-    if (found?.workerConfig !== undefined) {
-      const { retryDelayMs } = found;
-      return {
-        workerConfig: found.workerConfig,
-        ...(typeof retryDelayMs === 'number' && retryDelayMs > 0 ? { retryDelayMs } : {}),
-      };
-    }
-  }
-  return undefined;
+  if (payment.input.shape === 3 && payment.binding === undefined) return firstCreate(payment, args, unaccounted);
+  return payment.requireBinding().acts.write.createPayment(args);
 }
 
 /**
@@ -260,22 +190,22 @@ function workerDetailOf(err: unknown): WorkerConfigDetail | undefined {
  * provider's payment, a decline, a refusal, or the payment in review; a reconcile that ended without a result leaves the
  * payment unknown for the sweep.
  */
-export async function reconcileCreate(payment: PaymentEntity): Promise<void> {
-  const { state, input, request } = payment;
+export async function reconcileCreate(payment: CreatePort): Promise<void> {
+  const { state, input } = payment;
+  const { request } = input;
   payment.reconcileRunning = true;
+  const binding = payment.requireBinding();
   const reconcileInput: ReconcileInput = {
-    merchantId: input.merchantId,
-    key: input.key,
+    ...payment.keyScope,
     operation: 'create',
     provider: payment.provider,
-    ...(payment.keyProvider === undefined ? {} : { keyProvider: payment.keyProvider }),
     reference: request.orderId,
     expect: { kind: 'created', amount: request.amount.value, currency: request.amount.currency },
-    capabilities: payment.requireCapabilities(),
+    capabilities: binding.capabilities,
     scheduleMs: input.timings.reconcileScheduleMs,
     settleWindowMs: input.timings.settleWindowMs,
     firstSentAtMs: state.firstSentAtMs ?? Date.now(),
-    retry: payment.retry,
+    retry: binding.retry,
     resubmit: {
       kind: 'create',
       amount: request.amount.value,

@@ -1,53 +1,38 @@
 import {
   ApplicationFailure,
   type CancellationScope,
-  TemporalFailure,
   condition,
   getExternalWorkflowHandle,
   log,
   patched,
-  proxySinks,
   setCurrentDetails,
   upsertSearchAttributes,
   workflowInfo,
 } from '@temporalio/workflow';
 import {
-  type CaptureArgs,
-  type MovementAnswer,
-  type MovementCheck,
-  type MovementRefusal,
-  type MovementRequest,
-  type RefundArgs,
+  type MovementAnswerArgs,
+  type MovementCheckArgs,
+  type ResolveAnswer,
   type ResolveArgs,
   type SubmitArgs,
-  captureSignal,
+  captureRequest,
   captureUpdate,
   ensureReconcileSignal,
   firstAnswerQuery,
-  movementAnswerQuery,
-  movementCheckQuery,
   paymentQuery,
   reconcileResolvedSignal,
-  refundSignal,
+  refundRequest,
   refundUpdate,
-  resolveAnswerQuery,
-  resolveCheckQuery,
-  resolveSignal,
+  resolveRequest,
   resolveUpdate,
   submitUpdate,
   webhookSignal,
 } from '../domain/definitions';
 import { ErrorType } from '../domain/errors';
-import { reconcileWorkflowId } from '../domain/ids';
+import { type KeyScope, keyScope, reconcileWorkflowId } from '../domain/ids';
 import type { PaymentStatus, PaymentView } from '../domain/payment';
-import type {
-  ProviderCapabilities,
-  ProviderEvent,
-  ProviderPayment,
-  WorkerProviderConfig,
-} from '../domain/provider-payment';
+import type { ProviderCapabilities, ProviderEvent, ProviderPayment } from '../domain/provider-payment';
 import type { RetryOverrides } from '../domain/retry-policy';
-import type { PaymentSinks } from '../domain/sinks';
 import {
   MerchantIdAttr,
   OrderIdAttr,
@@ -57,29 +42,29 @@ import {
 } from '../domain/search-attributes';
 import { formatWait, paymentCurrentDetails } from '../domain/summaries';
 import type { ChargeWorkflowInput } from '../domain/workflow-inputs';
-import { describeProvider, providerActivities } from './activity-options';
 import { setHandlerIn } from './life-scope';
 import { Lock } from './lock';
-import { type MoneyMovementInput } from './money-movement';
-import { MoneyMovements, neverSentRefusal } from './payment-movements';
-import { assertCapturable, assertRefundable, assertUnderReview, requireCapabilities } from './payment-guards';
+import type { CreatePort } from './payment-create';
+import { MoneyMovements, type MovementsPort } from './payment-movements';
+import { MovementRequests } from './movement-requests';
+import { assertUnderReview } from './payment-guards';
+import { nowIso } from './payment-port';
+import { refusalOrNull, serveRequest } from './request-protocol';
 import { OperatorReview } from './payment-review';
 import {
   type PaymentState,
-  type SubOperation,
   applyProviderEvent,
   applyProviderPayment,
   closeReview,
-  findSubOperation,
   initialState,
   keepAnswer,
   operationViews,
   recordFirstAnswer,
   recordOperationAnswers,
-  reviewOf,
   reviewSatisfied,
   setStatus,
 } from './payment-state';
+import { ProviderBinding, type RecordedProviderConfig } from './provider-binding';
 import { whenSettled } from './settled';
 
 /** Patch: the status search attribute is upserted only when the status changed (histories before it upsert more). */
@@ -97,23 +82,26 @@ export interface ChargeContinuation {
   readonly retry?: RetryOverrides;
 }
 
-export type ProviderActivities = ReturnType<typeof providerActivities>;
-
-export const nowIso = () => new Date().toISOString();
-
 /**
  * One payment's serialized state and its message handlers (the entity of `chargeWorkflow`): the state, the lock that
- * serializes captures, refunds and resolves, one method per update and signal, and the helpers that publish what
- * changed. `chargeWorkflow` registers the handlers and runs the main loop.
+ * serializes captures, refunds and resolves, the binding of the provider holding it, the handlers of its updates,
+ * signals and queries (requests served by request-protocol.ts, captures and refunds taken by movement-requests.ts),
+ * and the helpers that publish what changed. It owns the parts that move the payment (its create, its money movements,
+ * its operator review), each of which sees it through a port (payment-port.ts). `chargeWorkflow` registers the
+ * handlers and runs the main loop.
  */
-export class PaymentEntity {
+export class PaymentEntity implements CreatePort, MovementsPort {
   readonly state: PaymentState;
   readonly lock = new Lock();
   /** The lean shape (see HistoryShape) takes what it can from its input instead of recording it in history. */
   readonly lean: boolean;
-  capabilities: ProviderCapabilities | undefined;
-  /** The retry presets every activity runs with: the input's (older shapes), the worker's (shape 3, once recorded). */
-  retry: RetryOverrides | undefined;
+  /**
+   * The provider holding the payment, bound with the configuration the payment recorded for it; absent only in a
+   * shape-3 charge until its create's first step records the worker's view (see createAtProvider).
+   */
+  binding: ProviderBinding | undefined;
+  /** What the payment knows of its provider's configuration before it is bound: its continuation's or its input's. */
+  private readonly recorded: Partial<RecordedProviderConfig>;
   /** The create's reconcile child is running. */
   reconcileRunning = false;
   /** The main loop should start a reconcile of the create (an unknown first call, or the sweep asked). */
@@ -124,9 +112,9 @@ export class PaymentEntity {
   voidWanted = false;
   /** The main line is at one of its waits (for a capture, a timer, a reconcile's end): a request may act now. */
   private parked = false;
-  private acts: ProviderActivities | undefined;
   private publishedStatus: PaymentStatus;
   private readonly movements = new MoneyMovements(this);
+  private readonly movementRequests = new MovementRequests(this, this.movements);
   private readonly verdicts = new OperatorReview(this);
 
   constructor(
@@ -136,8 +124,11 @@ export class PaymentEntity {
     this.state = carried?.state ?? initialState(input, nowIso());
     this.lean = input.shape === 2 || input.shape === 3;
     // Shape 3 takes neither from its input: the worker's view comes with the create's first step.
-    this.capabilities = carried?.capabilities ?? (input.shape === 2 ? input.capabilities : undefined);
-    this.retry = carried?.retry ?? (input.shape === 3 ? undefined : input.retry);
+    this.recorded = {
+      capabilities: carried?.capabilities ?? (input.shape === 2 ? input.capabilities : undefined),
+      // The retry presets every activity runs with: the input's (older shapes), the worker's (shape 3, once recorded).
+      retry: carried?.retry ?? (input.shape === 3 ? undefined : input.retry),
+    };
     this.publishedStatus = this.state.view.status;
   }
 
@@ -155,48 +146,30 @@ export class PaymentEntity {
   }
 
   /**
-   * The provider the charge's key is scoped to: absent at the request's own provider (the plain key every payment had
-   * before failover existed), the holder after a failover, so the new provider gets a key of its own.
+   * The scope of the charge's provider key: the plain one at the request's own provider (the key every payment had
+   * before failover existed), the holder's after a failover, so the new provider gets a key of its own.
    */
-  get keyProvider(): string | undefined {
-    return this.provider === this.request.provider ? undefined : this.provider;
+  get keyScope(): KeyScope {
+    const { merchantId, key } = this.input;
+    return keyScope(merchantId, key, this.provider === this.request.provider ? undefined : this.provider);
   }
 
-  /** The next provider of the request's list after the one holding the payment, if any. */
-  nextProvider(): string | undefined {
-    const list = [this.request.provider, ...(this.request.fallbackProviders ?? [])];
-    return list[list.indexOf(this.provider) + 1];
+  /** The binding of the provider holding the payment; `NotReady` while it has none. */
+  requireBinding(): ProviderBinding {
+    if (!this.binding)
+      throw ApplicationFailure.create({ type: 'NotReady', message: 'Provider activities not ready yet' });
+    return this.binding;
   }
 
-  /**
-   * Moves the charge to `to` (every attempt at the holder provably never left): recorded in the view, the Provider
-   * search attribute follows, and the activities (own task queue, own breaker) are bound to the new provider.
-   */
-  async failOver(to: string, reason: string): Promise<void> {
-    const view = this.state.view;
-    const from = view.provider;
-    const at = nowIso();
-    view.failovers = [...(view.failovers ?? []), { from, to, reason, at }];
-    view.provider = to;
-    view.updatedAt = at;
-    upsertSearchAttributes([{ key: ProviderAttr, value: to }]);
-    setCurrentDetails(paymentCurrentDetails(view));
-    log.warn('charge failed over to the next provider', { from, to, reason });
-    // Metrics through a sink: no command (no history change, no patch), not called on replay.
-    proxySinks<PaymentSinks>().paymentMetrics.failover({ from, to, reason });
-    // The starter's capabilities describe the first provider only: the worker describes the new one.
-    this.capabilities = await describeProvider(to);
-    this.acts = providerActivities(workflowInfo().taskQueue, to, this.capabilities, this.retry);
-  }
-
-  /** The provider activities, once the provider's capabilities are known. */
-  requireActs(): ProviderActivities {
-    if (!this.acts) throw ApplicationFailure.create({ type: 'NotReady', message: 'Provider activities not ready yet' });
-    return this.acts;
-  }
-
-  requireCapabilities(): ProviderCapabilities {
-    return requireCapabilities(this.capabilities);
+  /** What the next run carries (continue-as-new): the payment's state and what this run learnt of its provider. */
+  continuation(): ChargeContinuation {
+    const binding = this.requireBinding();
+    return {
+      state: this.state,
+      capabilities: binding.capabilities,
+      // Shape 3: the worker's presets its first run recorded go with the payment (the input has none).
+      ...(this.input.shape === 3 ? { retry: binding.retry ?? {} } : {}),
+    };
   }
 
   /**
@@ -210,26 +183,45 @@ export class PaymentEntity {
     setHandler(submitUpdate, () => this.submit(), { validator: (args) => this.validateSubmit(args) });
     setHandler(webhookSignal, (event, from, handling) => this.onProviderEvent(event, from, handling?.whenReady));
     setHandler(ensureReconcileSignal, () => this.ensureReconcile());
-    // The updates stay for payments whose history has them; the client sends the signals (definitions.ts says why).
-    setHandler(captureUpdate, (args) => this.capture(args), { validator: (args) => this.validateCapture(args) });
-    setHandler(refundUpdate, (args) => this.refund(args), { validator: (args) => this.validateRefund(args) });
-    setHandler(captureSignal, (args) => this.requestMovement('capture', args.captureKey, args));
-    setHandler(refundSignal, (args) => this.requestMovement('refund', args.refundKey, args));
-    setHandler(movementCheckQuery, (kind, args) => this.checkMovement(kind, args));
-    setHandler(movementAnswerQuery, (kind, key, requestId, fingerprint, answeredByTry) =>
-      this.movementAnswer(kind, key, requestId, fingerprint, answeredByTry),
-    );
+    // The updates stay for payments whose history has them; the client sends requests (definitions.ts says why).
+    const requests = this.movementRequests;
+    setHandler(captureUpdate, (args) => requests.capture(args), {
+      validator: (args) => requests.validateCapture(args),
+    });
+    setHandler(refundUpdate, (args) => requests.refund(args), { validator: (args) => requests.validateRefund(args) });
+    // A request acts only when the payment is ready for it (see readyForRequest).
+    const ready = () => this.readyForRequest();
+    const movementQueries = {
+      check: (...args: MovementCheckArgs) => requests.check(...args),
+      answer: (...args: MovementAnswerArgs) => requests.answer(...args),
+    };
+    serveRequest(setHandler, captureRequest, ready, {
+      ...movementQueries,
+      act: (args) => requests.capture(args),
+      keep: (args, refusal) => requests.keepRefusal('capture', args.captureKey, args, refusal),
+    });
+    serveRequest(setHandler, refundRequest, ready, {
+      ...movementQueries,
+      act: (args) => requests.refund(args),
+      keep: (args, refusal) => requests.keepRefusal('refund', args.refundKey, args, refusal),
+    });
     setHandler(firstAnswerQuery, () => ({
       settled: this.state.firstCallSettled,
       view: this.state.view,
       ...(this.state.firstAnswer ? { replay: this.state.firstAnswer } : {}),
     }));
-    setHandler(resolveSignal, (args) => this.requestResolve(args));
-    setHandler(resolveCheckQuery, () => refusalOrNull(() => assertUnderReview(this.state)));
-    setHandler(resolveAnswerQuery, (requestId) => {
-      const handled = this.state.resolutions?.find((r) => r.requestId === requestId);
-      if (!handled) return null;
-      return { ...(handled.refusal ? { refusal: handled.refusal } : {}), view: this.state.view };
+    serveRequest(setHandler, resolveRequest, ready, {
+      check: () => refusalOrNull(() => assertUnderReview(this.state)),
+      // An operator's verdict: refused unless the payment is under review; a refused look-up is answered, not thrown.
+      act: (args) => {
+        assertUnderReview(this.state);
+        return this.resolve(args);
+      },
+      keep: (args, refusal) => {
+        const handled = { requestId: args.requestId, ...(refusal ? { refusal } : {}), atMs: Date.now() };
+        keepAnswer((this.state.resolutions ??= []), handled, Date.now());
+      },
+      answer: (requestId) => this.resolveAnswer(requestId),
     });
     setHandler(resolveUpdate, (args) => this.resolve(args), {
       validator: (_args: ResolveArgs) => assertUnderReview(this.state),
@@ -257,22 +249,15 @@ export class PaymentEntity {
     upsertSearchAttributes([{ key: UnknownSinceAttr, value: new Date(since) }]);
   }
 
-  /** Learns the provider's capabilities (from the input, the continuation or a local activity) and binds its activities. */
+  /** Binds the provider with the capabilities the payment has (input, continuation), else as its worker describes it. */
   async connectProvider(): Promise<void> {
+    const { capabilities, retry } = this.recorded;
     // Shape 3's first run learns the worker's view with the create's first step (see createAtProvider).
-    if (this.input.shape === 3 && this.capabilities === undefined) return;
-    this.capabilities ??= await describeProvider(this.provider);
-    this.acts = providerActivities(workflowInfo().taskQueue, this.provider, this.capabilities, this.retry);
-  }
-
-  /**
-   * Shape 3: runs with the worker's view of the provider as its first step recorded it (capabilities and retry presets,
-   * for every later activity, the reconcile and the continuation); `localMs`: the first create attempt ran locally.
-   */
-  useWorkerConfig(config: WorkerProviderConfig, localMs?: number): void {
-    this.capabilities = config.capabilities;
-    this.retry = config.retry;
-    this.acts = providerActivities(workflowInfo().taskQueue, this.provider, config.capabilities, config.retry, localMs);
+    if (this.input.shape === 3 && capabilities === undefined) return;
+    this.binding =
+      capabilities === undefined
+        ? await ProviderBinding.described(this.provider, retry)
+        : ProviderBinding.of(this.provider, { capabilities, retry });
   }
 
   // ---- publishing what changed ----
@@ -319,30 +304,6 @@ export class PaymentEntity {
       this.syncOperations();
     }
     this.publish();
-  }
-
-  /** An operation whose outcome is unknown, or whose reconcile found nothing, waits for an operator. */
-  sendToReview(op: SubOperation, reason: string): void {
-    op.state = 'needs_review';
-    op.reason = reason;
-    this.state.pendingReview = reviewOf(op, this.state.view);
-    this.transition('needs_review', reason);
-    this.syncOperations();
-  }
-
-  /** What a capture or refund child needs to move money on this payment. */
-  movementInput(key: string, amount: number): MoneyMovementInput {
-    return {
-      merchantId: this.input.merchantId,
-      key,
-      provider: this.provider,
-      reference: this.request.orderId,
-      paymentId: this.state.view.providerPaymentId as string,
-      amount,
-      capabilities: this.requireCapabilities(),
-      timings: this.input.timings,
-      ...(this.retry === undefined ? {} : { retry: this.retry }),
-    };
   }
 
   // ---- handlers ----
@@ -412,22 +373,6 @@ export class PaymentEntity {
     if (this.state.view.status === 'unknown' && !this.reconcileRunning) this.reconcileWanted = true;
   }
 
-  private capture(args: CaptureArgs): Promise<PaymentView> {
-    return this.movements.run('capture', args.captureKey, args, () => assertCapturable(this.state, args.amount));
-  }
-
-  private validateCapture(args: CaptureArgs): void {
-    this.movements.validate('capture', args.captureKey, args, () => assertCapturable(this.state, args.amount));
-  }
-
-  private refund(args: RefundArgs): Promise<PaymentView> {
-    return this.movements.run('refund', args.refundKey, args, () => assertRefundable(this.state, args.amount));
-  }
-
-  private validateRefund(args: RefundArgs): void {
-    this.movements.validate('refund', args.refundKey, args, () => assertRefundable(this.state, args.amount));
-  }
-
   /** Runs one of the main line's waits with {@link parked} set. */
   async park<T>(wait: () => Promise<T>): Promise<T> {
     this.parked = true;
@@ -454,75 +399,11 @@ export class PaymentEntity {
     }
   }
 
-  /**
-   * A capture or refund request (signal): the same rules as the update, and a refusal is recorded for its caller
-   * instead of thrown (a failure thrown from a signal handler would fail the whole payment). It acts only when
-   * {@link readyForRequest}.
-   */
-  private async requestMovement(
-    kind: 'capture' | 'refund',
-    key: string,
-    args: (CaptureArgs | RefundArgs) & MovementRequest,
-  ): Promise<void> {
-    await this.readyForRequest();
-    try {
-      if (kind === 'capture') await this.capture(args as CaptureArgs);
-      else await this.refund(args as RefundArgs);
-    } catch (err) {
-      if (!(err instanceof TemporalFailure)) throw err;
-      const refused = { kind, key, requestId: args.requestId, refusal: refusalOf(err), atMs: Date.now() };
-      keepAnswer((this.state.refusals ??= []), refused, Date.now());
-    }
-  }
-
-  /** The update validators' verdict on a capture or refund, as a query: the caller asks before it sends anything. */
-  private checkMovement(kind: 'capture' | 'refund', args: CaptureArgs | RefundArgs): MovementCheck {
-    const key = kind === 'capture' ? (args as CaptureArgs).captureKey : (args as RefundArgs).refundKey;
-    const refusal = refusalOrNull(() =>
-      kind === 'capture' ? this.validateCapture(args as CaptureArgs) : this.validateRefund(args as RefundArgs),
-    );
-    if (refusal) return { refusal };
-    return this.movements.answeredBy(kind, key);
-  }
-
-  /**
-   * One request's answer: its refusal, or the operation under its key (with this request's fingerprint) and whether
-   * its first provider call settled; a try that never left answers as a refusal (the provider is unavailable). Null
-   * while the request is not handled yet, also while the try it waits for (`answeredByTry`) has not started.
-   */
-  private movementAnswer(
-    kind: 'capture' | 'refund',
-    key: string,
-    requestId: string,
-    fingerprint: string,
-    answeredByTry = 1,
-  ): MovementAnswer | null {
-    const { state } = this;
-    const refused = state.refusals?.find((r) => r.requestId === requestId && r.kind === kind && r.key === key);
-    if (refused) return { refusal: refused.refusal, settled: true, view: state.view };
-    const op = findSubOperation(state, kind, key);
-    if (!op || op.fingerprint !== fingerprint || (op.tries ?? 1) < answeredByTry) return null;
-    if (op.state === 'failed') return { refusal: neverSentRefusal(op), settled: true, view: state.view };
-    // Once it succeeded, the view it succeeded with: a repeat replays that, not what later operations made of it.
-    return { settled: op.firstCallSettled === true || op.state !== 'running', view: op.answer ?? state.view };
-  }
-
-  /**
-   * An operator's verdict as a request (signal): refused unless the payment is under review, and a refusal of the
-   * provider look-up is answered to the request instead of failing the payment.
-   */
-  private async requestResolve(args: ResolveArgs & MovementRequest): Promise<void> {
-    await this.readyForRequest();
-    let refusal: MovementRefusal | undefined;
-    try {
-      assertUnderReview(this.state);
-      await this.resolve(args);
-    } catch (err) {
-      if (!(err instanceof TemporalFailure)) throw err;
-      refusal = refusalOf(err);
-    }
-    const handled = { requestId: args.requestId, ...(refusal ? { refusal } : {}), atMs: Date.now() };
-    keepAnswer((this.state.resolutions ??= []), handled, Date.now());
+  /** One operator request's answer: its refusal, or the view after it; null before it was handled. */
+  private resolveAnswer(requestId: string): ResolveAnswer | null {
+    const handled = this.state.resolutions?.find((r) => r.requestId === requestId);
+    if (!handled) return null;
+    return { ...(handled.refusal ? { refusal: handled.refusal } : {}), view: this.state.view };
   }
 
   /** `resolve`: an operator's verdict on the operation under review, checked at the provider (see OperatorReview). */
@@ -536,29 +417,5 @@ export class PaymentEntity {
    */
   voidExpiredAuthorization(why?: string): Promise<void> {
     return this.lock.run(() => this.movements.voidExpired(why));
-  }
-}
-
-/**
- * A refusal as data a query can answer: an ApplicationFailure's type, message and details (what the update's validator
- * would have thrown); another Temporal failure (e.g. a failed provider look-up) by its name.
- */
-function refusalOf(err: TemporalFailure): MovementRefusal {
-  if (!(err instanceof ApplicationFailure)) return { type: err.name, message: err.message };
-  return {
-    type: err.type ?? 'Error',
-    message: err.message,
-    ...(err.details && err.details.length > 0 ? { details: [...err.details] } : {}),
-  };
-}
-
-/** The refusal `check` throws, or null. */
-function refusalOrNull(check: () => void): MovementRefusal | null {
-  try {
-    check();
-    return null;
-  } catch (err) {
-    if (err instanceof TemporalFailure) return refusalOf(err);
-    throw err;
   }
 }

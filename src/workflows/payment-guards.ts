@@ -5,7 +5,6 @@
 import { ApplicationFailure } from '@temporalio/workflow';
 import { ErrorType } from '../domain/errors';
 import type { PaymentStatus } from '../domain/payment';
-import type { ProviderCapabilities } from '../domain/provider-payment';
 import { type PaymentState, type PendingReview, refundable } from './payment-state';
 
 /** The status an operator's verdict on the reviewed operation leads to. */
@@ -23,11 +22,6 @@ export function statusAfterResolve(
     default:
       return outcome === 'failed' ? review.statusBefore : 'succeeded';
   }
-}
-
-export function requireCapabilities(c: ProviderCapabilities | undefined): ProviderCapabilities {
-  if (!c) throw ApplicationFailure.create({ type: 'NotReady', message: 'Provider capabilities not loaded yet' });
-  return c;
 }
 
 export function keyReused(what: string) {

@@ -8,7 +8,7 @@ import {
   startChild,
 } from '@temporalio/workflow';
 import { WorkflowExecutionAlreadyStartedError } from '@temporalio/common';
-import type { MovementCheck, MovementRefusal } from '../domain/definitions';
+import type { MovementCheck, RequestRefusal } from '../domain/definitions';
 import { ErrorType } from '../domain/errors';
 import { movementTryWorkflowId, reconcileWorkflowId } from '../domain/ids';
 import type { ReconcileResult } from '../domain/operations';
@@ -16,9 +16,10 @@ import type { PaymentView } from '../domain/payment';
 import { captureWorkflow } from './capture';
 import { messageOf } from './failures';
 import { type MoneyMovementInput, type MoneyMovementResult, movementReconcileInput } from './money-movement';
-import type { PaymentEntity } from './payment-entity';
+import type { Lock } from './lock';
 import { keyReused } from './payment-guards';
-import { type SubOperation, findSubOperation, operationShown } from './payment-state';
+import type { PaymentPort } from './payment-port';
+import { type SubOperation, findSubOperation, operationShown, reviewOf } from './payment-state';
 import { reconcileWorkflow } from './reconcile';
 import { refundWorkflow } from './refund';
 import { NEWS, unlessNews } from './unless-news';
@@ -34,13 +35,22 @@ type MovementKind = 'capture' | 'refund';
 export const notSentRetryAfterMs = 5_000;
 
 /** The refusal a request answered by a try that never left gets: the provider is unavailable, repeat after the wait. */
-export function neverSentRefusal(op: SubOperation): MovementRefusal {
+export function neverSentRefusal(op: SubOperation): RequestRefusal {
   return {
     type: ErrorType.ProviderUnavailable,
     message: `This ${op.kind} never reached the provider (${op.reason ?? 'provider_unavailable'}); nothing moved. Repeat it after Retry-After`,
     details: [{ retryAfterMs: op.retryAfterMs ?? notSentRetryAfterMs }],
   };
 }
+
+/** What the money movements need of the payment beyond the {@link PaymentPort}: the lock they run under, publishing. */
+export interface MovementsPort extends PaymentPort {
+  /** Serializes captures, refunds, resolves and the expiry void. */
+  readonly lock: Lock;
+  /** Publishes the status (search attribute) and the web UI's current details. */
+  publish(): void;
+}
+
 interface MovementArgs {
   readonly fingerprint: string;
   readonly amount?: number;
@@ -52,7 +62,7 @@ interface MovementArgs {
  * the main line.
  */
 export class MoneyMovements {
-  constructor(private readonly payment: PaymentEntity) {}
+  constructor(private readonly payment: MovementsPort) {}
 
   private totalBefore(kind: MovementKind): number {
     const view = this.payment.state.view;
@@ -78,7 +88,7 @@ export class MoneyMovements {
       assertAllowed();
       const amount = earlier?.amount ?? args.amount ?? state.view.amountAuthorized - state.view.amountCaptured;
       const before = this.totalBefore(kind);
-      const movement: MoneyMovementInput = { ...payment.movementInput(key, amount), firstCallOnly: true };
+      const movement: MoneyMovementInput = { ...this.movementInput(key, amount), firstCallOnly: true };
       const startedAtMs = Date.now();
       const tries = earlier === undefined ? 1 : (earlier.tries ?? 1) + 1;
       const child = await this.startTry(kind, key, tries, movement, before);
@@ -115,6 +125,23 @@ export class MoneyMovements {
     });
     await condition(() => op.firstCallSettled === true || op.state !== 'running');
     return state.view;
+  }
+
+  /** What a capture or refund child needs to move money on this payment. */
+  private movementInput(key: string, amount: number): MoneyMovementInput {
+    const { payment } = this;
+    const { capabilities, retry } = payment.requireBinding();
+    return {
+      merchantId: payment.input.merchantId,
+      key,
+      provider: payment.provider,
+      reference: payment.input.request.orderId,
+      paymentId: payment.state.view.providerPaymentId as string,
+      amount,
+      capabilities,
+      timings: payment.input.timings,
+      ...(retry === undefined ? {} : { retry }),
+    };
   }
 
   /**
@@ -187,7 +214,7 @@ export class MoneyMovements {
     } else if (result.outcome === 'unknown') {
       this.reconcile(op, movement, before, result.firstSentAtMs);
     } else {
-      this.payment.sendToReview(op, result.reason);
+      this.sendToReview(op, result.reason);
     }
     this.payment.syncOperations();
   }
@@ -232,10 +259,20 @@ export class MoneyMovements {
         op.state = 'rejected';
         op.reason = result.outcome === 'rejected' ? result.reason : result.declineCode;
       } else {
-        payment.sendToReview(op, result?.outcome === 'needs_review' ? result.reason : (failure ?? 'reconcile ended'));
+        this.sendToReview(op, result?.outcome === 'needs_review' ? result.reason : (failure ?? 'reconcile ended'));
       }
       payment.syncOperations();
     })();
+  }
+
+  /** An operation whose outcome is unknown, or whose reconcile found nothing, waits for an operator. */
+  private sendToReview(op: SubOperation, reason: string): void {
+    const { payment } = this;
+    op.state = 'needs_review';
+    op.reason = reason;
+    payment.state.pendingReview = reviewOf(op, payment.state.view);
+    payment.transition('needs_review', reason);
+    payment.syncOperations();
   }
 
   /** A webhook showed the provider's total covering the operation before its reconcile could say so: it is done. */
@@ -271,7 +308,7 @@ export class MoneyMovements {
     op.state = 'running';
     payment.syncOperations();
     try {
-      const voided = await payment.requireActs().write.voidPayment({
+      const voided = await payment.requireBinding().acts.write.voidPayment({
         provider: payment.provider,
         merchantId: input.merchantId,
         key,
@@ -282,7 +319,7 @@ export class MoneyMovements {
       payment.syncOperations();
     } catch (err) {
       // A void that fails leaves an authorization that lapses at the provider on its own; an operator decides.
-      payment.sendToReview(op, `void after ${why} failed: ${messageOf(err)}`);
+      this.sendToReview(op, `void after ${why} failed: ${messageOf(err)}`);
     }
   }
 }

@@ -5,16 +5,14 @@ import type { PaymentView } from '../domain/payment';
 import type { ProviderPayment } from '../domain/provider-payment';
 import { describeProviderPayment, formatMoney, paymentCurrentDetails } from '../domain/summaries';
 import { messageOf } from './failures';
-import type { PaymentEntity } from './payment-entity';
 import { statusAfterResolve } from './payment-guards';
+import { type PaymentPort, nowIso } from './payment-port';
 import { type PendingReview, applyProviderPayment, closeReview, forwardStatus } from './payment-state';
 
 /** Patch: an operator's `providerPaymentId` is looked up at the provider before it is accepted. */
 const VERIFY_OPERATOR_PAYMENT = 'verify-operator-payment-id';
 /** Patch: every verdict is checked against a look-up at the provider, whose amounts and status the payment takes. */
 const RESOLVE_FROM_PROVIDER = 'resolve-from-provider';
-
-const nowIso = () => new Date().toISOString();
 
 /**
  * An operator's verdicts on the payment's reviews. Nothing an operator says is trusted without the provider: each
@@ -24,7 +22,7 @@ const nowIso = () => new Date().toISOString();
  * recorded in the view (`verdicts`). Runs under the payment's lock.
  */
 export class OperatorReview {
-  constructor(private readonly payment: PaymentEntity) {}
+  constructor(private readonly payment: PaymentPort) {}
 
   /** `resolve`: the operator's verdict on the operation under review. */
   async resolve(args: ResolveArgs): Promise<PaymentView> {
@@ -57,11 +55,11 @@ export class OperatorReview {
     // What the provider shows is news like a webhook's: the payment takes it, and it may settle the review by itself.
     if (found) payment.learn(found);
     const shown = state.pendingReview === undefined;
-    if (args.outcome === 'succeeded' && !shown) throw disagrees(notShown(review, found, payment.view), found);
-    if (args.outcome === 'failed' && shown) throw disagrees(shownAnyway(review, found, payment.view), found);
+    if (args.outcome === 'succeeded' && !shown) throw disagrees(notShown(review, found, state.view), found);
+    if (args.outcome === 'failed' && shown) throw disagrees(shownAnyway(review, found, state.view), found);
     if (shown) return;
     // `failed`, and the provider shows nothing of it: the operation did not happen; the status follows the provider's.
-    const told = statusAfterResolve(review, 'failed', payment.request.capture === 'manual');
+    const told = statusAfterResolve(review, 'failed', payment.input.request.capture === 'manual');
     const after = found ? forwardStatus(told, found.status) : told;
     closeReview(state, 'rejected');
     payment.transition(after);
@@ -70,15 +68,14 @@ export class OperatorReview {
 
   /** The provider payment the verdict is checked against: the one the operator names (verified), else ours. */
   private async lookUp(args: ResolveArgs, review: PendingReview): Promise<ProviderPayment | null> {
-    const { input, request, state } = this.payment;
+    const { input, state } = this.payment;
+    const { request } = input;
     try {
       if (args.providerPaymentId !== undefined) return await this.verified(args.providerPaymentId, review);
       const known = state.view.providerPaymentId;
-      return await this.payment.requireActs().lookup.lookupPayment({
+      return await this.payment.requireBinding().acts.lookup.lookupPayment({
         provider: this.payment.provider,
-        merchantId: input.merchantId,
-        key: input.key,
-        ...(this.payment.keyProvider === undefined ? {} : { keyProvider: this.payment.keyProvider }),
+        ...this.payment.keyScope,
         operation: 'create',
         reference: request.orderId,
         // Known: read by id. Not known (a create under review): by the payment's key, else by its order, as a
@@ -105,7 +102,8 @@ export class OperatorReview {
 
   /** Histories recorded before {@link RESOLVE_FROM_PROVIDER}: the verdict as the operator told it. */
   private async resolveAsTold(args: ResolveArgs, review: PendingReview): Promise<void> {
-    const { state, request } = this.payment;
+    const { state, input } = this.payment;
+    const { request } = input;
     let found: ProviderPayment | undefined;
     if (args.outcome === 'succeeded' && args.providerPaymentId && patched(VERIFY_OPERATOR_PAYMENT)) {
       found = await this.verified(args.providerPaymentId, review);
@@ -133,7 +131,8 @@ export class OperatorReview {
   /** Looks an operator-supplied provider payment id up and checks it is this payment (merchant, key, money). */
   private async verified(providerPaymentId: string, review: PendingReview): Promise<ProviderPayment> {
     const { payment } = this;
-    const { input, request, state } = payment;
+    const { input, state } = payment;
+    const { request } = input;
     const reject = (why: string) =>
       ApplicationFailure.create({
         type: ErrorType.ValidationError,
@@ -147,11 +146,9 @@ export class OperatorReview {
       providerPaymentId !== state.view.providerPaymentId
     )
       throw reject('is not the provider payment of this payment');
-    const found = await payment.requireActs().lookup.lookupPayment({
+    const found = await payment.requireBinding().acts.lookup.lookupPayment({
       provider: payment.provider,
-      merchantId: input.merchantId,
-      key: input.key,
-      ...(payment.keyProvider === undefined ? {} : { keyProvider: payment.keyProvider }),
+      ...payment.keyScope,
       operation: 'create',
       reference: request.orderId,
       paymentId: providerPaymentId,

@@ -4,7 +4,7 @@
  */
 import type { OperationView, PaymentStatus, PaymentView } from '../domain/payment';
 import { metadataVerdict } from '../domain/adoption';
-import type { MovementRefusal, ProviderEvent, ProviderPayment } from '../domain/definitions';
+import type { RequestRefusal, ProviderEvent, ProviderPayment } from '../domain/definitions';
 import { startingView } from '../domain/starting-view';
 
 /** A capture, refund or void, remembered by its own key so a repeat is answered instead of re-run. */
@@ -93,12 +93,12 @@ export interface KeptAnswer {
 export interface RefusedRequest extends KeptAnswer {
   readonly kind: 'capture' | 'refund';
   readonly key: string;
-  readonly refusal: MovementRefusal;
+  readonly refusal: RequestRefusal;
 }
 
 /** An operator's request (signal) handled: its refusal, or none for a verdict applied. */
 export interface HandledResolve extends KeptAnswer {
-  readonly refusal?: MovementRefusal;
+  readonly refusal?: RequestRefusal;
 }
 
 /** How many answers a payment keeps once they are older than {@link ANSWER_MEMORY_MS}. */

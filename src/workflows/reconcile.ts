@@ -1,6 +1,7 @@
 import { condition, log, patched, proxySinks, setHandler, workflowInfo } from '@temporalio/workflow';
 import { reconcileResolvedSignal } from '../domain/definitions';
 import { ErrorType } from '../domain/errors';
+import { type KeyScope, keyScope } from '../domain/ids';
 import type { Expectation, ReconcileInput, ReconcileResult, ResubmitCreate } from '../domain/operations';
 import type { PaymentSinks } from '../domain/sinks';
 import { reconcileWaitSummary } from '../domain/summaries';
@@ -135,13 +136,14 @@ function nextWait(
   return left > 0 ? Math.min(2 * lastMs, left) : undefined;
 }
 
+/** The scope the write's provider key is derived from (its operation aside). */
+const keyScopeOf = (input: ReconcileInput): KeyScope => keyScope(input.merchantId, input.key, input.keyProvider);
+
 /** One look-up of the write under reconciliation. */
 function lookUp(acts: ProviderActivities, input: ReconcileInput): Promise<ProviderPayment | null> {
   return acts.lookup.lookupPayment({
     provider: input.provider,
-    merchantId: input.merchantId,
-    key: input.key,
-    ...(input.keyProvider === undefined ? {} : { keyProvider: input.keyProvider }),
+    ...keyScopeOf(input),
     operation: input.operation,
     reference: input.reference,
     paymentId: input.paymentId,
@@ -167,9 +169,7 @@ async function resubmit(acts: ProviderActivities, input: ReconcileInput, r: Resu
   try {
     const result = await acts.write.createPayment({
       provider: input.provider,
-      merchantId: input.merchantId,
-      key: input.key,
-      ...(input.keyProvider === undefined ? {} : { keyProvider: input.keyProvider }),
+      ...keyScopeOf(input),
       input: {
         amount: r.amount,
         currency: r.currency,

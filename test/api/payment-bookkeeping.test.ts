@@ -7,7 +7,7 @@
 import { randomUUID } from 'node:crypto';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { refundFingerprint } from '../../src/client/fingerprint';
-import { refundSignal } from '../../src/domain/definitions';
+import { refundRequest } from '../../src/domain/definitions';
 import { chargeWorkflowId } from '../../src/domain/ids';
 import type { PaymentView } from '../../src/domain/payment';
 import { connectDevServer } from '../helpers/servers';
@@ -70,7 +70,7 @@ it('a refusal is answered to its request even when forty more are refused right 
   const handle = env.client.workflow.getHandle(chargeWorkflowId(h.a.id, key));
   // Other API processes' refund requests of 500 each, past their checks: signalled as the client signals them.
   const otherRequest = (refundKey = newKey()) =>
-    handle.signal(refundSignal, {
+    handle.signal(refundRequest.requested, {
       refundKey,
       fingerprint: refundFingerprint(key, { amount: 500 }),
       amount: 500,

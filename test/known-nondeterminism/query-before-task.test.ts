@@ -33,13 +33,7 @@ import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { Worker } from '@temporalio/worker';
 import pino from 'pino';
 import { deliverProviderEvent } from '../../src/client/provider-events';
-import {
-  movementAnswerQuery,
-  paymentQuery,
-  refundSignal,
-  refundUpdate,
-  submitUpdate,
-} from '../../src/domain/definitions';
+import { paymentQuery, refundRequest, refundUpdate, submitUpdate } from '../../src/domain/definitions';
 import { chargeWorkflowId } from '../../src/domain/ids';
 import { ChargeRequest, type PaymentView } from '../../src/domain/payment';
 import { MerchantIdAttr, OrderIdAttr, PaymentStatusAttr, ProviderAttr } from '../../src/domain/search-attributes';
@@ -367,9 +361,14 @@ it('the same race with the refund sent as a signal (as the client sends it now):
       expect(view.status).toBe('succeeded');
       // ...and the refund signal goes out at once: if the task has not reached B yet, B delivers it in an activation
       // after the result's, as it did the update.
-      await handle.signal(refundSignal, { refundKey, fingerprint: 'refund-fp', amount: 100, requestId: 'req-split' });
+      await handle.signal(refundRequest.requested, {
+        refundKey,
+        fingerprint: 'refund-fp',
+        amount: 100,
+        requestId: 'req-split',
+      });
       return until('the refund settled', async () => {
-        const a = await handle.query(movementAnswerQuery, 'refund', refundKey, 'req-split', 'refund-fp');
+        const a = await handle.query(refundRequest.answer, 'refund', refundKey, 'req-split', 'refund-fp');
         return a?.settled ? a : undefined;
       });
     });

@@ -7,7 +7,7 @@
  */
 import { Worker } from '@temporalio/worker';
 import { InMemoryCircuitBreaker } from '../../src/activities';
-import { captureSignal, movementAnswerQuery, movementCheckQuery, paymentQuery } from '../../src/domain/definitions';
+import { captureRequest, paymentQuery } from '../../src/domain/definitions';
 import { ErrorType } from '../../src/domain/errors';
 import { serverPerFile } from '../helpers/benches';
 import { opOf, within } from '../helpers/operations';
@@ -35,11 +35,11 @@ it("waits only the capped delay for a capture's own 429 asking for 180 s, then c
     b.sim.addFaults({
       rules: [{ match: { operation: 'capture' }, fault: 'status', status: 429, retry_after_s: 180, times: 1 }],
     });
-    await handle.signal(captureSignal, { captureKey: 'cap-1', fingerprint: 'f-1', requestId: 'req-1' });
+    await handle.signal(captureRequest.requested, { captureKey: 'cap-1', fingerprint: 'f-1', requestId: 'req-1' });
     const answer = await within(
       15_000,
       eventually('the capture settled', async () => {
-        const a = await handle.query(movementAnswerQuery, 'capture', 'cap-1', 'req-1', 'f-1');
+        const a = await handle.query(captureRequest.answer, 'capture', 'cap-1', 'req-1', 'f-1');
         return a?.settled ? a : undefined;
       }),
       'the capture',
@@ -68,14 +68,14 @@ it('a capture the open breaker kept from being sent is failed with the wait, loc
     breaker.record('simulator', ErrorType.NotSent);
     const answerOf = (key: string, requestId: string, fingerprint: string, answeredByTry?: number) =>
       eventually(`the answer to ${requestId}`, async () => {
-        const a = await handle.query(movementAnswerQuery, 'capture', key, requestId, fingerprint, answeredByTry);
+        const a = await handle.query(captureRequest.answer, 'capture', key, requestId, fingerprint, answeredByTry);
         return a?.settled ? a : undefined;
       });
 
-    await handle.signal(captureSignal, { captureKey: 'cap-1', fingerprint: 'f-1', requestId: 'req-1' });
+    await handle.signal(captureRequest.requested, { captureKey: 'cap-1', fingerprint: 'f-1', requestId: 'req-1' });
     const refused = await answerOf('cap-1', 'req-1', 'f-1');
     // Nothing locked: a second capture is not refused as in flight; the breaker keeps it from being sent too.
-    await handle.signal(captureSignal, { captureKey: 'cap-2', fingerprint: 'f-2', requestId: 'req-2' });
+    await handle.signal(captureRequest.requested, { captureKey: 'cap-2', fingerprint: 'f-2', requestId: 'req-2' });
     const second = await answerOf('cap-2', 'req-2', 'f-2');
     expect({ refused, second: second.refusal }).toMatchObject({
       refused: {
@@ -93,9 +93,9 @@ it('a capture the open breaker kept from being sent is failed with the wait, loc
     const waitMs = (refused.refusal?.details?.[0] as { retryAfterMs: number }).retryAfterMs;
     await new Promise((r) => setTimeout(r, waitMs));
     // The check names the next try (a key whose try never left is not known: the request is sent, as the client does).
-    const check = await handle.query(movementCheckQuery, 'capture', { captureKey: 'cap-1', fingerprint: 'f-1' });
+    const check = await handle.query(captureRequest.check, 'capture', { captureKey: 'cap-1', fingerprint: 'f-1' });
     expect(check).toEqual({ answeredByTry: 2 });
-    await handle.signal(captureSignal, { captureKey: 'cap-1', fingerprint: 'f-1', requestId: 'req-3' });
+    await handle.signal(captureRequest.requested, { captureKey: 'cap-1', fingerprint: 'f-1', requestId: 'req-3' });
     // That request is answered by its own try, never by the earlier failure.
     const again = await answerOf('cap-1', 'req-3', 'f-1', check.answeredByTry);
     expect(again.refusal).toBeUndefined();

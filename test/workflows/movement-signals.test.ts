@@ -4,13 +4,7 @@
  * first provider call settled waits for it (a signal is handled before the results of its workflow task).
  */
 import { Worker } from '@temporalio/worker';
-import {
-  captureSignal,
-  movementAnswerQuery,
-  movementCheckQuery,
-  paymentQuery,
-  refundSignal,
-} from '../../src/domain/definitions';
+import { captureRequest, paymentQuery, refundRequest } from '../../src/domain/definitions';
 import { ErrorType } from '../../src/domain/errors';
 import { serverPerFile } from '../helpers/benches';
 import { opOf, within } from '../helpers/operations';
@@ -38,10 +32,14 @@ it('a capture requested while the authorization is in flight waits for it, then 
     });
     const handle = await startChargeOn(b, input);
     // Sent before the provider answered the authorization: an update's validator would refuse it ("pending").
-    await handle.signal(captureSignal, { captureKey: 'cap-early', fingerprint: 'f-cap', requestId: 'req-1' });
+    await handle.signal(captureRequest.requested, {
+      captureKey: 'cap-early',
+      fingerprint: 'f-cap',
+      requestId: 'req-1',
+    });
     expect((await handle.query(paymentQuery)).status).toBe('pending');
     const answer = await eventually('the capture settled', async () => {
-      const a = await handle.query(movementAnswerQuery, 'capture', 'cap-early', 'req-1', 'f-cap');
+      const a = await handle.query(captureRequest.answer, 'capture', 'cap-early', 'req-1', 'f-cap');
       return a?.settled ? a : undefined;
     });
     expect(answer.refusal).toBeUndefined();
@@ -63,25 +61,30 @@ it('refuses a refund over the captured amount for its own request, with the vali
     await waitForStatus(handle, 'succeeded');
     const over = { refundKey: 'ref-over', fingerprint: 'f-over', amount: 1_001 };
     // The check a caller makes first answers the same refusal and records nothing.
-    const check = await handle.query(movementCheckQuery, 'refund', over);
+    const check = await handle.query(refundRequest.check, 'refund', over);
     expect(check.refusal?.type).toBe(ErrorType.AmountExceeded);
     // Sent anyway (a caller that skipped the check, or the state changed in between): refused in the workflow.
-    await handle.signal(refundSignal, { ...over, requestId: 'req-over' });
+    await handle.signal(refundRequest.requested, { ...over, requestId: 'req-over' });
     const refused = await eventually(
       'the refusal',
-      async () => (await handle.query(movementAnswerQuery, 'refund', 'ref-over', 'req-over', 'f-over')) ?? undefined,
+      async () => (await handle.query(refundRequest.answer, 'refund', 'ref-over', 'req-over', 'f-over')) ?? undefined,
     );
     expect(refused.refusal).toMatchObject({
       type: ErrorType.AmountExceeded,
       details: [{ field: 'amount', max: 1_000 }],
     });
     // Another request under the same key is not answered by that refusal, and the payment goes on.
-    expect(await handle.query(movementAnswerQuery, 'refund', 'ref-over', 'req-other', 'f-over')).toBeNull();
-    await handle.signal(refundSignal, { refundKey: 'ref-ok', fingerprint: 'f-ok', amount: 400, requestId: 'req-ok' });
+    expect(await handle.query(refundRequest.answer, 'refund', 'ref-over', 'req-other', 'f-over')).toBeNull();
+    await handle.signal(refundRequest.requested, {
+      refundKey: 'ref-ok',
+      fingerprint: 'f-ok',
+      amount: 400,
+      requestId: 'req-ok',
+    });
     const ok = await within(
       15_000,
       eventually('the refund', async () => {
-        const a = await handle.query(movementAnswerQuery, 'refund', 'ref-ok', 'req-ok', 'f-ok');
+        const a = await handle.query(refundRequest.answer, 'refund', 'ref-ok', 'req-ok', 'f-ok');
         return a?.settled ? a : undefined;
       }),
       'the second refund',

@@ -1,0 +1,127 @@
+import { ActivityFailure, ApplicationFailure, log, sleep } from '@temporalio/workflow';
+import type { CreatePaymentArgs, CreatePaymentOutcome, FirstCreateResult, WorkerConfigDetail } from '../activities';
+import { ErrorType } from '../domain/errors';
+import type { WorkerProviderConfig } from '../domain/provider-payment';
+import { defaultLocalAttemptTimeoutMs } from '../domain/retry-policy';
+import { activitySummary, formatWait } from '../domain/summaries';
+import { describeWorkerProvider, firstCreateAttempt } from './activity-options';
+import { attemptFailure, failureType, messageOf, sendsOf } from './failures';
+import type { PaymentPort } from './payment-port';
+import { ProviderBinding } from './provider-binding';
+
+/** What the first create needs of the payment: the {@link PaymentPort}, and the binding it sets. */
+export interface BindingPort extends PaymentPort {
+  /** The holder's binding: set here from the worker's view the first step recorded. */
+  binding: ProviderBinding | undefined;
+}
+
+/** What an attempt that left no record may have done: sent, with an outcome nobody saw. */
+const possiblySent = { everSent: true, everUnknown: true } as const;
+
+/**
+ * A shape-3 charge's first create: one local activity answers the worker's view of the provider (capabilities and
+ * retry presets, recorded in its marker: the payment runs every later activity, its reconcile and its continuation
+ * with them) and, against a provider that honours keys and has no limits of its own, makes the first attempt. That
+ * attempt's value, decline or refusal is the charge's answer, exactly as an attempt 1 of the activity would be; any
+ * other failure (not sent, unavailable, unknown, cut off at its bound) is just "attempt 1": the activity takes over
+ * under the same key (derived from the scope), carrying what the local attempt may have sent, so a request that
+ * reached the provider is answered by its stored answer, and only the activity's final failure is classified (one
+ * code path: failover, never sent, unknown). The activity checks the recorded capabilities against its own worker's
+ * adapter before it sends anything (a worker configured otherwise refuses: finally only while nothing may have been
+ * sent). `unaccounted`: an earlier try of this first task may have sent an attempt that left no record: it is counted
+ * and carried as sent with an unknown outcome, so no later refusal can make the create look never sent.
+ */
+export async function firstCreate(
+  payment: BindingPort,
+  args: CreatePaymentArgs,
+  unaccounted: boolean,
+): Promise<CreatePaymentOutcome> {
+  const { localAttemptTimeoutMs } = payment.input.timings;
+  const boundMs = localAttemptTimeoutMs ?? defaultLocalAttemptTimeoutMs;
+  // The payment runs every later activity, its reconcile and its continuation with the worker's view.
+  const bindAfterLocal = (config: WorkerProviderConfig) =>
+    (payment.binding = ProviderBinding.afterLocalAttempt(payment.provider, config, localAttemptTimeoutMs));
+  const lost = unaccounted ? { earlier: possiblySent } : {};
+  if (unaccounted) payment.state.view.attempts += 1;
+  let first: FirstCreateResult;
+  try {
+    first = await firstCreateAttempt(boundMs, payment.provider)({ ...args, ...lost, boundMs });
+  } catch (err) {
+    const type = failureType(err);
+    const detail = workerDetailOf(err);
+    const recorded = detail?.workerConfig;
+    // A final answer: the local attempt's failure is the create's (nothing else runs against this provider).
+    if (type === ErrorType.ProviderRejected || type === ErrorType.ValidationError) {
+      if (recorded !== undefined) bindAfterLocal(recorded);
+      throw err;
+    }
+    // Cut off by Temporal itself (a stuck worker): the worker's view is read again, one more local activity.
+    const config = recorded ?? (await describeWorkerProvider(payment.provider));
+    const { acts } = bindAfterLocal(config);
+    const after = acts.createAfterLocal;
+    // The only attempt the worker's retry policy allows: the local attempt's failure is the create's.
+    if (after === undefined) throw err;
+    const earlier = attemptRecordOf(err);
+    // The delay attempt 1's classification chose (Retry-After, else full jitter): the next attempt waits it, as the
+    // activity's own retry would. A failure recorded before it carried one: the provider's Retry-After only. A wait
+    // longer than the create budget ends the create as the activity's would (its outcome then reconciled).
+    const wait = detail?.retryDelayMs ?? retryAfterOf(err);
+    if (wait !== undefined && wait > acts.createBudgetMs) throw err;
+    if (wait !== undefined) {
+      await sleep(wait, {
+        summary: `wait ${formatWait(wait)} before ${activitySummary('create', payment.provider)} takes over from the local first attempt`,
+      });
+    }
+    log.info('local first create attempt did not settle; the activity takes over with the same key', {
+      reason: messageOf(err),
+      ...earlier,
+    });
+    // The local attempt's requests are the create's first; the activity's are counted with its own answer.
+    payment.state.view.attempts += sendsOf(err);
+    return after({ ...args, earlier, expectCapabilities: config.capabilities });
+  }
+  if (first.attempt === 'settled') {
+    bindAfterLocal(first.config);
+    return first.outcome;
+  }
+  // A provider without keys or with limits of its own: the create runs on its queue only, with the worker's presets.
+  const { acts } = (payment.binding = ProviderBinding.of(payment.provider, first.config));
+  log.info('no local first create attempt at this provider', { reason: first.reason });
+  return acts.write.createPayment({ ...args, ...lost, expectCapabilities: first.config.capabilities });
+}
+
+/** The worker's view of the provider (and the chosen retry delay) a local first attempt's failure carries, if any. */
+function workerDetailOf(err: unknown): WorkerConfigDetail | undefined {
+  const failure = err instanceof ActivityFailure ? err.cause : err;
+  if (!(failure instanceof ApplicationFailure)) return undefined;
+  for (const detail of failure.details ?? []) {
+    const found = detail as Partial<WorkerConfigDetail> | null | undefined;
+    if (found?.workerConfig !== undefined) {
+      const { retryDelayMs } = found;
+      return {
+        workerConfig: found.workerConfig,
+        ...(typeof retryDelayMs === 'number' && retryDelayMs > 0 ? { retryDelayMs } : {}),
+      };
+    }
+  }
+  return undefined;
+}
+
+/** What a local first attempt may have done, as its failure reports it; a timeout or anything unreadable: everything. */
+function attemptRecordOf(err: unknown): NonNullable<CreatePaymentArgs['earlier']> {
+  const failure = err instanceof ActivityFailure ? err.cause : err;
+  const info =
+    failure instanceof ApplicationFailure ? (failure.details?.[0] as Record<string, unknown> | undefined) : undefined;
+  if (typeof info?.everSent === 'boolean' && typeof info.everUnknown === 'boolean') {
+    return { everSent: info.everSent, everUnknown: info.everUnknown };
+  }
+  return { everSent: true, everUnknown: true };
+}
+
+/** The wait a provider asked for (429/503 with Retry-After) in answer to the local attempt, read through its wrapper. */
+function retryAfterOf(err: unknown): number | undefined {
+  const failure = attemptFailure(err);
+  if (!(failure instanceof ApplicationFailure) || failure.type !== ErrorType.ProviderUnavailable) return undefined;
+  const info = failure.details?.[0] as { retryAfterMs?: unknown } | undefined;
+  return typeof info?.retryAfterMs === 'number' && info.retryAfterMs > 0 ? info.retryAfterMs : undefined;
+}
