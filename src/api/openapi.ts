@@ -36,7 +36,11 @@ export const errorTypesByOperation: Readonly<Record<string, ErrorTypes>> = {
     '409': ['invalid_transition', 'operation_in_flight'],
     '503': ['unavailable', 'provider_unavailable'],
   },
-  resolvePayment: { '409': ['invalid_transition'], '422': ['provider_disagrees'] },
+  resolvePayment: {
+    '409': ['invalid_transition'],
+    '422': ['provider_disagrees'],
+    '503': ['unavailable', 'provider_unavailable'],
+  },
   resolveReviewItem: { '409': ['invalid_transition'] },
   receiveProviderWebhook: { '400': ['validation_error', 'invalid_signature'] },
   creditWallet: { '422': ['idempotency_key_reused', 'currency_mismatch'] },

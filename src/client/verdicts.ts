@@ -41,14 +41,13 @@ export async function resolve(
 
 /**
  * A refused verdict as a typed error: {@link ProviderDisagrees} with what the provider showed; a provider that could not
- * be asked as a `ServiceError` (nothing recorded: the operator sends the verdict again); the payment's other rules as
- * for captures and refunds.
+ * be asked as {@link ProviderUnavailable} with the wait (nothing recorded: the operator sends the verdict again after
+ * it), as for captures and refunds; the payment's other rules as for captures and refunds.
  */
 export function verdictRefusal(refusal: RequestRefusal): Error {
   if (refusal.type === ErrorType.ProviderDisagrees) {
     const shown = (refusal.details?.[0] as { providerPayment?: ProviderPaymentShown } | undefined)?.providerPayment;
     return new ProviderDisagrees(refusal.message, shown, { cause: refusal });
   }
-  if (refusal.type === ErrorType.ProviderUnavailable) return new ServiceError(refusal.message);
   return translateRefusal(refusal) ?? new Error(refusal.message);
 }

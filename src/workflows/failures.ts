@@ -70,6 +70,9 @@ export function notSentReason(err: unknown): string {
   return typeof info?.reason === 'string' ? info.reason : (failure.type ?? 'not_sent');
 }
 
+/** The wait answered for a try that never left when nothing said how long (a refused connection, say). */
+export const notSentRetryAfterMs = 5_000;
+
 /** The wait the last attempt was told to keep (a Retry-After, an open breaker's or cool-down's rest), if any. */
 export function waitAskedOf(err: unknown): number | undefined {
   const failure = attemptFailure(err);

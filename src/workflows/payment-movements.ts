@@ -14,7 +14,7 @@ import { movementTryWorkflowId, reconcileWorkflowId } from '../domain/ids';
 import type { ReconcileResult } from '../domain/operations';
 import type { PaymentView } from '../domain/payment';
 import { captureWorkflow } from './capture';
-import { messageOf } from './failures';
+import { messageOf, notSentRetryAfterMs } from './failures';
 import { type MoneyMovementInput, type MoneyMovementResult, movementReconcileInput } from './money-movement';
 import type { Lock } from './lock';
 import { keyReused } from './payment-guards';
@@ -30,9 +30,6 @@ const MOVEMENT_ENDS_WITH_NEWS = 'movement-reconcile-ends-with-news';
 const OPERATION_TOTAL_BEFORE = 'operation-total-before';
 
 type MovementKind = 'capture' | 'refund';
-
-/** The wait answered for a try that never left when nothing said how long (a refused connection, say). */
-export const notSentRetryAfterMs = 5_000;
 
 /** The refusal a request answered by a try that never left gets: the provider is unavailable, repeat after the wait. */
 export function neverSentRefusal(op: SubOperation): RequestRefusal {

@@ -4,7 +4,7 @@ import { ErrorType } from '../domain/errors';
 import type { PaymentView } from '../domain/payment';
 import type { ProviderPayment } from '../domain/provider-payment';
 import { describeProviderPayment, formatMoney, paymentCurrentDetails } from '../domain/summaries';
-import { messageOf } from './failures';
+import { messageOf, notSentRetryAfterMs, waitAskedOf } from './failures';
 import { statusAfterResolve } from './payment-guards';
 import { type PaymentPort, nowIso } from './payment-port';
 import { type PendingReview, applyProviderPayment, closeReview, forwardStatus } from './payment-state';
@@ -95,6 +95,8 @@ export class OperatorReview {
       throw ApplicationFailure.create({
         type: ErrorType.ProviderUnavailable,
         message: `The provider could not be asked (${messageOf(err)}); nothing was recorded: send the verdict again`,
+        // The wait the provider asked for (a cool-down's Retry-After), else the default: the API's Retry-After.
+        details: [{ retryAfterMs: waitAskedOf(err) ?? notSentRetryAfterMs }],
         nonRetryable: true,
       });
     }

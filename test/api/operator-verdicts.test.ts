@@ -238,6 +238,36 @@ describe('a create under review', () => {
     await recordHistories({ env }, 'resolve-create-refused-then-failed', [chargeWorkflowId(h.a.id, key)]);
   }, 60_000);
 
+  it('a verdict the provider cannot be asked about is 503 provider_unavailable with Retry-After, nothing recorded; then taken', async () => {
+    // The model test's final operator pass met this (seed 5, crashDuringCreate then coolDown): the verification's
+    // look-up could not reach the provider, and the answer was a bare 503 `unavailable` (or a 500), not the typed
+    // refusal captures and refunds answer, so an operator could not tell "repeat after the wait" from an outage of ours.
+    const key = newKey();
+    const body = chargeBody();
+    const orderId = body.orderId as string;
+    h.sim.addFaults({ rules: [{ match: { operation: 'create', reference: orderId }, fault: 'status', status: 500 }] });
+    expect((await h.request('POST', '/v1/payments', { key, body })).status).toBe(202);
+    await inReview(key);
+    h.sim.clearFaults();
+    // Every look-up (a create under review is looked up by its key, then by its order): this file's tests run one by one.
+    h.sim.addFaults({ rules: [{ match: { operation: 'lookup' }, fault: 'status', status: 503 }] });
+
+    const refused = await resolve(key, { outcome: 'failed', note: 'provider down' });
+    expect(refused.status).toBe(503);
+    expect(refused.body.error?.type).toBe('provider_unavailable');
+    expect(Number(refused.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
+    expect(errorMessage(refused)).toMatch(/send the verdict again/);
+    const after = await viewOf(key);
+    expect(after).toMatchObject({ status: 'needs_review' });
+    expect(after.verdicts).toBeUndefined();
+
+    h.sim.clearFaults();
+    const taken = await resolve(key, { outcome: 'failed', note: 'provider back: nothing there' });
+    expect(taken.status).toBe(200);
+    expect(taken.body).toMatchObject({ status: 'failed' });
+    expect(effectsOf(orderId)).toEqual([]);
+  }, 60_000);
+
   it('`failed` for a create the provider holds under this payment’s key is refused, naming what the provider shows', async () => {
     const key = newKey();
     const body = chargeBody();

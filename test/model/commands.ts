@@ -450,6 +450,9 @@ const reviewing = (v: PaymentView | undefined) => v?.operations?.some((o) => o.s
  * it cannot confirm may be refused (422 `provider_disagrees`, 503); without them it must be taken. Answers what
  * happened to the resolve.
  */
+/** A 503 `provider_unavailable`: the provider could not be asked; the same request after its Retry-After. */
+const providerUnavailable = (r: ApiResponse) => r.status === 503 && r.body.error?.type === 'provider_unavailable';
+
 export async function operatorResolve(
   m: Model,
   w: World,
@@ -497,8 +500,15 @@ export async function operatorResolve(
         ? { outcome: 'succeeded', providerPaymentId: view.providerPaymentId, note: 'model: mistaken, did not look' }
         : { outcome: happened ? 'succeeded' : 'failed', note: `model: ${reviewed ?? '?'} at provider` };
   }
-  const r = await w.operatorResolve(p.merchant, p.key, body);
+  let r = await w.operatorResolve(p.merchant, p.key, body);
   m.trace.push(`${label} [${p.merchant}/${p.key} ${view.status} -> ${JSON.stringify(body)}] -> ${describeAnswer(r)}`);
+  // An operator who may not be told "no" (the final pass) does what a 503 provider_unavailable asks: sends the same
+  // verdict again after its Retry-After (a cool-down or an open breaker outlives the faults), for at most a minute.
+  for (const until = Date.now() + 60_000; !lookupsMayFail && providerUnavailable(r) && Date.now() < until;) {
+    await new Promise((resolve) => setTimeout(resolve, Number(r.headers.get('retry-after') ?? '1') * 1_000));
+    r = await w.operatorResolve(p.merchant, p.key, body);
+    m.trace.push(`${label} again after Retry-After -> ${describeAnswer(r)}`);
+  }
   const unconfirmed = r.status === 503 || (r.status === 422 && r.body.error?.type === 'provider_disagrees');
   if (inReview && mode === 'truth' && lookupsMayFail && unconfirmed) return 'refused';
   assertWellFormed(m, label, r);

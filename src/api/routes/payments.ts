@@ -216,7 +216,8 @@ export const paymentRoutes: FastifyPluginAsyncZod<PaymentRoutesOptions> = async 
           'not show; `failed` for what it shows): `providerPayment` is what it found, the verdict was not recorded (for ' +
           'a `failed` the provider contradicts, the payment took the provider’s answer); **400** naming ' +
           '`providerPaymentId` when that id is not this payment’s at the provider; **409 `invalid_transition`** unless ' +
-          'the payment is in `needs_review`; **503** the provider could not be asked (nothing recorded: send it again).',
+          'the payment is in `needs_review`; **503 `provider_unavailable`** with `Retry-After` the provider could not be ' +
+          'asked (nothing recorded: send it again after the wait); **503 `unavailable`** the payment did not answer in time.',
         tags,
         params: PaymentKeyParams,
         querystring: ResolveQuery,
