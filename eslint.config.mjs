@@ -170,7 +170,17 @@ const layerConfigs = Object.keys(layers).flatMap((name) =>
 );
 
 export default tseslint.config(
-  { ignores: ['node_modules/', 'dist/', '.temporal/', 'coverage/', 'eslint.config.mjs', 'jest.config.js'] },
+  {
+    ignores: [
+      'node_modules/',
+      'dist/',
+      '.temporal/',
+      'coverage/',
+      'eslint.config.mjs',
+      'jest.config.js',
+      '.dependency-cruiser.cjs',
+    ],
+  },
   eslint.configs.recommended,
   ...tseslint.configs.recommended,
   {

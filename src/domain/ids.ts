@@ -4,7 +4,7 @@
  * a colon (see `MerchantId`), so the key is always everything after the second colon.
  */
 
-import type { WriteOperation } from './operations';
+import type { WriteOperation } from './retry-policy';
 
 /** The operations an idempotency key is scoped to: the provider writes (`create` is the charge). */
 export type ScopeOperation = WriteOperation;
