@@ -41,9 +41,11 @@ export const layers = {
   db: { imports: ['domain'] },
   wallets: { imports: ['domain', 'db'] },
   'key-records': { imports: ['db'] },
+  // The per-provider circuit breaker: its contract, counting, the in-process and Redis stores.
+  breaker: { imports: ['domain'], types: ['providers'] },
   workflows: { imports: ['domain'], types: ['activities'] },
-  activities: { imports: ['domain', 'providers', 'visibility', 'db', 'wallets'] },
-  metrics: { imports: ['domain'], types: ['activities', 'config', 'wallets'] },
+  activities: { imports: ['domain', 'providers', 'visibility', 'db', 'wallets', 'breaker'] },
+  metrics: { imports: ['domain'], types: ['breaker', 'config', 'wallets'] },
   client: { imports: ['domain', 'visibility'], types: ['workflows'] },
   schedules: { file: true, imports: ['domain'], types: ['workflows'] },
   api: { imports: ['domain', 'client', 'codec', 'metrics', 'wallets'] },
@@ -52,7 +54,7 @@ export const layers = {
     file: true,
     imports: [
       ...['domain', 'codec', 'temporal-connection', 'providers', 'visibility', 'config', 'workflows'],
-      ...['db', 'wallets', 'key-records', 'activities', 'metrics', 'client', 'schedules', 'api/app'],
+      ...['db', 'wallets', 'key-records', 'breaker', 'activities', 'metrics', 'client', 'schedules', 'api/app'],
     ],
   },
   // Process entries: they load the config and start the stack.
@@ -62,17 +64,7 @@ export const layers = {
   'payment-workers': { file: true, imports: ['domain', 'schedules', 'stack'] },
   // The package's entry points (package.json `exports`): re-exports only, so a move inside src/ changes these alone.
   package: {
-    imports: [
-      'domain',
-      'codec',
-      'providers',
-      'workflows',
-      'activities',
-      'metrics',
-      'client',
-      'stack',
-      'payment-workers',
-    ],
+    imports: ['domain', 'codec', 'providers', 'workflows', 'breaker', 'metrics', 'client', 'stack', 'payment-workers'],
   },
 };
 const targets = [...Object.keys(layers).filter((name) => name !== 'api/main')];

@@ -14,16 +14,15 @@ import { NativeConnection, Worker, type WorkerOptions } from '@temporalio/worker
 import type { FastifyInstance } from 'fastify';
 import { Registry, collectDefaultMetrics } from 'prom-client';
 import type { Logger as PinoLogger } from 'pino';
+import { type Activities, createActivities } from './activities';
 import {
-  type Activities,
   type BreakerObserver,
   type CircuitBreaker,
   type InspectableBreaker,
+  FallbackCircuitBreaker,
   InMemoryCircuitBreaker,
-  createActivities,
-} from './activities';
-import { FallbackCircuitBreaker } from './activities/breaker-fallback';
-import { RedisCircuitBreaker, closeBreakerRedis, connectBreakerRedis, redisReady } from './activities/breaker-redis';
+} from './breaker';
+import { RedisCircuitBreaker, closeBreakerRedis, connectBreakerRedis, redisReady } from './breaker/redis';
 import { type SweepActivities, createSweepActivities } from './activities/sweep';
 import { createWalletActivities } from './activities/wallets';
 import { type ApiConfig, type ApiDeps, buildApi } from './api/app';

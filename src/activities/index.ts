@@ -48,12 +48,10 @@ import {
   type BreakerReport,
   type CircuitBreaker,
   breakerReport,
-} from './breaker';
+} from '../breaker';
 import { failureDetailsOf, toActivityFailure, type AttemptHistory } from './classify';
 import { providerIdempotencyKey } from './keys';
 
-export * from './breaker';
-export * from './breaker-counting';
 export * from './classify';
 export * from './keys';
 

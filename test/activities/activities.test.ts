@@ -9,13 +9,8 @@ import { ApplicationFailure } from '@temporalio/common';
 import { MockActivityEnvironment } from '@temporalio/testing';
 import { DefaultLogger } from '@temporalio/worker';
 import { pino } from 'pino';
-import {
-  InMemoryCircuitBreaker,
-  createActivities,
-  providerIdempotencyKey,
-  type ActivityDeps,
-  type Activities,
-} from '../../src/activities';
+import { createActivities, providerIdempotencyKey, type ActivityDeps, type Activities } from '../../src/activities';
+import { InMemoryCircuitBreaker } from '../../src/breaker';
 import { ErrorType } from '../../src/domain/errors';
 import {
   RestProvider,

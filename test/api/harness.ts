@@ -9,7 +9,7 @@ import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { Connection } from '@temporalio/client';
 import type { FastifyInstance } from 'fastify';
 import pino from 'pino';
-import { type CircuitBreaker, InMemoryCircuitBreaker } from '../../src/activities';
+import { type CircuitBreaker, InMemoryCircuitBreaker } from '../../src/breaker';
 import type { PaymentsClient } from '../../src/client';
 import type { RetryOverrides } from '../../src/domain/retry';
 import type { PaymentTimings } from '../../src/domain/workflow-inputs';

@@ -14,7 +14,7 @@ import type { RetryOverrides } from '../../src/domain/retry';
 import { createProvider, simulatorCapabilities, simulatorCapabilitiesWithoutKeys } from '../../src/providers';
 import type { RestProvider } from '../../src/providers/simulator/adapter';
 import { type RunningSimulator, startSimulator } from '../../src/simulator/server';
-import type { CircuitBreaker } from '../../src/activities';
+import type { CircuitBreaker } from '../../src/breaker';
 import { startStack } from '../../src/stack';
 
 let bundle: Promise<WorkflowBundleWithSourceMap> | undefined;

@@ -12,7 +12,7 @@ import { createProvider, simulatorCapabilities } from '../../src/providers';
 import type { RestProvider } from '../../src/providers/simulator/adapter';
 import type { PaymentProvider } from '../../src/providers/types';
 import { createBreaker, startStack } from '../../src/stack';
-import type { BreakerOptions } from '../../src/activities';
+import type { BreakerOptions } from '../../src/breaker';
 import type { RetryOverrides } from '../../src/domain/retry';
 
 export interface WorkerProcessSpec {

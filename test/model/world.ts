@@ -10,7 +10,7 @@ import os from 'node:os';
 import path from 'node:path';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { providerIdempotencyKey } from '../../src/activities/keys';
-import { closeBreakerRedis, connectBreakerRedis } from '../../src/activities/breaker-redis';
+import { closeBreakerRedis, connectBreakerRedis } from '../../src/breaker/redis';
 import type { ScopeOperation } from '../../src/domain/ids';
 import type { RetryOverrides } from '../../src/domain/retry';
 import type { PaymentTimings } from '../../src/domain/workflow-inputs';

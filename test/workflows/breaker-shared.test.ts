@@ -6,7 +6,7 @@
  * Run once with the Redis store (one redis-server, two connections: two processes) and once with one in-process
  * breaker shared by both Worker sets (one process).
  */
-import { type InspectableBreaker, InMemoryCircuitBreaker } from '../../src/activities';
+import { type InspectableBreaker, InMemoryCircuitBreaker } from '../../src/breaker';
 import { chargeRequest } from '../helpers/payments';
 import { observeBreaker, redisFixture, startWorkerPair, startWorkersHere, until } from '../helpers/shared-breaker';
 import { effectsOf, requestsOf, startCharge, waitForStatus } from '../helpers/workflows';

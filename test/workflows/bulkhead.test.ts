@@ -10,7 +10,7 @@ import { randomUUID } from 'node:crypto';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import type { Worker } from '@temporalio/worker';
 import pino from 'pino';
-import { InMemoryCircuitBreaker } from '../../src/activities';
+import { InMemoryCircuitBreaker } from '../../src/breaker';
 import { PaymentsClient } from '../../src/client';
 import { providerTaskQueue } from '../../src/domain/ids';
 import { createProvider, simulatorCapabilities } from '../../src/providers';

@@ -4,7 +4,7 @@
  */
 import { captureUpdate, paymentQuery, refundUpdate, resolveUpdate } from '../../src/domain/definitions';
 import { ErrorType } from '../../src/domain/errors';
-import { InMemoryCircuitBreaker } from '../../src/activities';
+import { InMemoryCircuitBreaker } from '../../src/breaker';
 import { timeSkippingServerPerTest } from '../helpers/benches';
 import { opOf, unknownRefundRetry, waitForOperation } from '../helpers/operations';
 import { chargeRequest, idOf } from '../helpers/payments';

@@ -6,7 +6,7 @@
  *   wait, nothing locked, and the same key tries again once the breaker lets writes through.
  */
 import { Worker } from '@temporalio/worker';
-import { InMemoryCircuitBreaker } from '../../src/activities';
+import { InMemoryCircuitBreaker } from '../../src/breaker';
 import { captureSignal, movementAnswerQuery, movementCheckQuery, paymentQuery } from '../../src/domain/definitions';
 import { ErrorType } from '../../src/domain/errors';
 import { serverPerFile } from '../helpers/benches';

@@ -6,7 +6,7 @@
  * answering 503 to every look-up.
  */
 import { captureUpdate } from '../../src/domain/definitions';
-import { InMemoryCircuitBreaker } from '../../src/activities';
+import { InMemoryCircuitBreaker } from '../../src/breaker';
 import { reconcileWorkflowId } from '../../src/domain/ids';
 import type { ReconcileResult } from '../../src/domain/operations';
 import type { RetryOverrides } from '../../src/domain/retry';

@@ -6,7 +6,7 @@
  * used again: a trip recorded by the child's payment holds back a payment of this process, with no request sent.
  */
 import pino from 'pino';
-import type { BreakerStoreEvent } from '../../src/activities';
+import type { BreakerStoreEvent } from '../../src/breaker';
 import { ErrorType } from '../../src/domain/errors';
 import { chargeRequest } from '../helpers/payments';
 import { observeBreaker, redisFixture, startWorkerPair, until } from '../helpers/shared-breaker';
