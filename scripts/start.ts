@@ -77,7 +77,7 @@ const components: Component[] = [
   },
   {
     name: 'api',
-    entry: 'src/api/main.ts',
+    entry: 'src/api-main.ts',
     port: apiPort,
     purpose: 'payments API',
     change: 'set PORT to another port',

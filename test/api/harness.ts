@@ -172,7 +172,7 @@ export async function startApiHarness(env: TestWorkflowEnvironment, opts: Harnes
     logger,
     namespace: env.namespace ?? 'default',
     taskQueue,
-    // The API's client over a grpc-js connection of its own, as src/api/main.ts connects (src/stack.ts says why not
+    // The API's client over a grpc-js connection of its own, as src/api-main.ts connects (src/stack.ts says why not
     // a NativeConnection). With a codec it must encrypt too (the workers' results are ciphertext).
     ...(opts.codec ? { codec: opts.codec.codec } : {}),
     connection: apiConnection,

@@ -55,7 +55,7 @@ interface LintRun {
   readonly layers: Record<string, { readonly imports: string[]; readonly types?: string[] }>;
 }
 
-/** `src/domain/` -> `domain`, `src/api/main.ts` -> `api/main`. */
+/** `src/domain/` -> `domain`, `src/api-main.ts` -> `api-main`. */
 const layerName = (cell: string): string => cell.replace(/^src\//, '').replace(/(\/|\.ts)$/, '');
 
 /** docs/architecture.md's layer table: each layer's value imports and type-only imports. */
@@ -141,9 +141,12 @@ const forbidden: readonly [string, string, ('value' | 'type')?][] = [
   ['src/config.ts', './providers'],
   // Only the process entries are above the composition root.
   ['src/stack.ts', './worker'],
-  ['src/stack.ts', './api/main'],
+  ['src/stack.ts', './api-main'],
+  ['src/api/x.ts', '../api-main'],
   ['src/worker.ts', './providers'],
-  ['src/api/main.ts', '../client'],
+  ['src/api-main.ts', './client'],
+  // The API process goes through the composition root, never to the app straight.
+  ['src/api-main.ts', './api/app'],
   // PostgreSQL: the ledger and key records sit on src/db, below the activities and the API; workflows never reach it.
   ['src/domain/x.ts', '../db'],
   ['src/db/x.ts', '../wallets'],
@@ -190,8 +193,8 @@ const allowed: readonly [string, string, ('value' | 'type')?][] = [
   ['src/stack.ts', './api/app'],
   ['src/stack.ts', './providers/registry'],
   ['src/worker.ts', './stack'],
-  ['src/api/main.ts', '../stack'],
-  ['src/api/main.ts', './app'],
+  ['src/api-main.ts', './stack'],
+  ['src/api-main.ts', './config'],
   ['src/wallets/x.ts', '../db'],
   ['src/key-records/x.ts', '../db'],
   ['src/activities/x.ts', '../wallets'],
@@ -239,7 +242,7 @@ describe('the layer table, enforced by lint', () => {
     for (const [name, layer] of Object.entries(layers)) {
       const doc = documented[name];
       if (name === 'stack') {
-        const above = ['worker', 'api/main', 'payment-workers', 'package', 'stack', 'simulator'];
+        const above = ['worker', 'api-main', 'payment-workers', 'package', 'stack', 'simulator'];
         const below = Object.keys(layers).filter((l) => !above.includes(l));
         expect([...layer.imports].sort()).toEqual(below.map((l) => (l === 'api' ? 'api/app' : l)).sort());
         continue;
