@@ -12,9 +12,9 @@ import {
   callsPerAttempt,
   defaultMaxRetryAfterMs,
   defaultReferenceLookupPages,
+  checkRetryPresets,
   defaultRetrySpecs,
   minAttemptTimeoutMs,
-  retrySpecFor,
   writeOperations,
   type RetryCapabilities,
   type RetryOverrides,
@@ -371,17 +371,84 @@ const issuesOf = (error: z.ZodError, fallbackVariable?: string): ConfigIssue[] =
     message: issue.message,
   }));
 
+/** The variables that are set: an empty value (`FOO=` in a compose file) means "not set". */
+type RawEnv = Readonly<Record<string, string>>;
+
 /** Parses and cross-checks the configuration; throws a {@link ConfigError} listing every problem. */
 export function loadConfig(env: Readonly<Record<string, string | undefined>> = process.env): Config {
-  // An empty value (`FOO=` in a compose file) means "not set".
-  const raw = Object.fromEntries(
+  const raw: RawEnv = Object.fromEntries(
     Object.entries(env).filter((entry): entry is [string, string] => entry[1] !== undefined && entry[1].trim() !== ''),
   );
   const issues: ConfigIssue[] = [];
   const parsed = EnvSchema.safeParse(raw);
   if (!parsed.success) issues.push(...issuesOf(parsed.error));
+  const perOperation = readPerOperationRetry(raw, issues);
+  const providerLimits = readProviderLimits(raw, issues);
+  const production = raw.NODE_ENV === 'production';
+  requireProductionSecrets(raw, production, issues);
+  const credentials = readCredentials(raw, production, issues);
+  const payloadKeys = readPayloadKeys(raw, issues);
+  if (!parsed.success || payloadKeys === undefined) throw new ConfigError(issues);
+  const e = parsed.data;
 
-  // Per-operation retry overrides.
+  const retry = withSharedRetrySettings(perOperation, e);
+  const timings = readTimings(e, issues);
+  const providerCapabilities = simulatorProviderCapabilities(e);
+  if (e.PROVIDER_CONNECT_TIMEOUT_MS > e.PROVIDER_TOTAL_TIMEOUT_MS) {
+    issues.push({ variable: 'PROVIDER_CONNECT_TIMEOUT_MS', message: 'must not exceed PROVIDER_TOTAL_TIMEOUT_MS' });
+  }
+  checkRetrySettings(retry, providerCapabilities, e, issues);
+  const sweepLookbackMs = e.SWEEP_LOOKBACK_MS ?? defaultSweepLookbackMs(e.SETTLE_WINDOW_MS);
+  if (sweepLookbackMs < e.SETTLE_WINDOW_MS) {
+    issues.push({
+      variable: 'SWEEP_LOOKBACK_MS',
+      message: 'must be at least SETTLE_WINDOW_MS, or the sweep flags payments whose outcome is still in flight',
+    });
+  }
+  if (issues.length > 0 || credentials === undefined || timings === undefined) throw new ConfigError(issues);
+
+  // The raw key string stays out of the config object (it may be printed); only the parsed ring goes on.
+  const { PAYLOAD_KEYS: _rawKeys, CODEC_TOKENS: _rawCodecTokens, LOG_HASH_SECRET: logHashSecret, ...settings } = e;
+  return {
+    ...settings,
+    SIMULATOR_URL: e.SIMULATOR_URL ?? `http://127.0.0.1:${e.SIMULATOR_PORT}`,
+    SWEEP_LOOKBACK_MS: sweepLookbackMs,
+    payloadKeys,
+    PROVIDER_API_KEY: e.PROVIDER_API_KEY ?? developmentDefaults.PROVIDER_API_KEY,
+    ...credentials,
+    LOG_HASH_SECRET: logHashSecret ?? derivedLogHashSecret(payloadKeys),
+    providers: configuredProviders(e),
+    defaultProvider: 'simulator',
+    WEBHOOK_SECRET: e.WEBHOOK_SECRET ?? developmentDefaults.WEBHOOK_SECRET,
+    usingDevelopmentSecrets:
+      e.PROVIDER_API_KEY === undefined ||
+      e.API_TOKENS === undefined ||
+      e.WEBHOOK_SECRET === undefined ||
+      e.PAYLOAD_KEYS === undefined ||
+      (!production && e.OPERATOR_TOKENS === undefined),
+    timings,
+    retry,
+    providerCapabilities,
+    breaker: {
+      failureThreshold: e.BREAKER_FAILURE_THRESHOLD,
+      window: {
+        durationMs: e.BREAKER_WINDOW_MS,
+        failureRate: e.BREAKER_WINDOW_FAILURE_RATE,
+        minimumCalls: e.BREAKER_WINDOW_MIN_CALLS,
+      },
+      cooldownMs: e.BREAKER_OPEN_MS,
+      probeTimeoutMs: e.BREAKER_PROBE_TIMEOUT_MS ?? e.BREAKER_OPEN_MS,
+      jitterMs: e.BREAKER_JITTER_MS,
+    },
+    providerLimits,
+  };
+}
+
+/** `RETRY_<OPERATION>_<SETTING>`: each operation's own budget, attempt timeout and attempts. */
+function readPerOperationRetry(
+  raw: RawEnv,
+  issues: ConfigIssue[],
+): Partial<Record<ProviderOperation, Partial<RetrySpec>>> {
   const retry: Partial<Record<ProviderOperation, Partial<RetrySpec>>> = {};
   const perOpNumber = wholeNumber(1, Number.MAX_SAFE_INTEGER);
   for (const op of ProviderOperation.options) {
@@ -394,6 +461,25 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>> = p
       else issues.push(...issuesOf(result.error, variable));
     }
   }
+  return retry;
+}
+
+/** The `RETRY_*` settings of every operation under each operation's own (`RETRY_<OPERATION>_*` wins). */
+function withSharedRetrySettings(perOperation: RetryOverrides, e: Env): RetryOverrides {
+  const shared: Partial<RetrySpec> = {
+    ...(e.RETRY_INITIAL_INTERVAL_MS === undefined ? {} : { initialIntervalMs: e.RETRY_INITIAL_INTERVAL_MS }),
+    ...(e.RETRY_MAX_INTERVAL_MS === undefined ? {} : { maximumIntervalMs: e.RETRY_MAX_INTERVAL_MS }),
+    ...(e.RETRY_BACKOFF_COEFFICIENT === undefined ? {} : { backoffCoefficient: e.RETRY_BACKOFF_COEFFICIENT }),
+    ...(e.RETRY_JITTER === undefined ? {} : { jitter: e.RETRY_JITTER }),
+  };
+  if (Object.keys(shared).length === 0) return perOperation;
+  const retry: Partial<Record<ProviderOperation, Partial<RetrySpec>>> = { ...perOperation };
+  for (const op of ProviderOperation.options) retry[op] = { ...shared, ...perOperation[op] };
+  return retry;
+}
+
+/** `PROVIDER_<NAME>_MAX_RPS` / `PROVIDER_<NAME>_MAX_CONCURRENCY`, by provider name in lower case. */
+function readProviderLimits(raw: RawEnv, issues: ConfigIssue[]): Record<string, ProviderLimits> {
   const providerLimits: Record<string, { maxRps?: number; maxConcurrency?: number }> = {};
   const rps = z
     .string()
@@ -409,12 +495,24 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>> = p
     else
       providerLimits[name] = { ...providerLimits[name], [m[2] === 'RPS' ? 'maxRps' : 'maxConcurrency']: result.data };
   }
-  const production = raw.NODE_ENV === 'production';
+  return providerLimits;
+}
+
+/** In production every secret is set explicitly: the development defaults are in this repository. */
+function requireProductionSecrets(raw: RawEnv, production: boolean, issues: ConfigIssue[]): void {
   for (const name of ['PROVIDER_API_KEY', 'API_TOKENS', 'WEBHOOK_SECRET', 'PAYLOAD_KEYS'] as const) {
     if (production && raw[name] === undefined) {
       issues.push({ variable: name, message: 'is required when NODE_ENV=production (no development default)' });
     }
   }
+}
+
+/** The bearer tokens of merchants, operators and codec readers; no token may open two doors. Undefined: refused. */
+function readCredentials(
+  raw: RawEnv,
+  production: boolean,
+  issues: ConfigIssue[],
+): Pick<Config, 'API_TOKENS' | 'OPERATOR_TOKENS' | 'CODEC_TOKENS'> | undefined {
   const tokens = apiTokens.safeParse(raw.API_TOKENS ?? developmentDefaults.API_TOKENS);
   if (!tokens.success) issues.push(...issuesOf(tokens.error, 'API_TOKENS'));
   // In production no operator token unless one is configured: a development default there would be a known password.
@@ -444,27 +542,28 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>> = p
       message: 'is for development only: in production the web UI’s auth proxy presents a CODEC_TOKENS token',
     });
   }
-  let payloadKeys: PayloadKeys | undefined;
+  if (!tokens.success || operators?.success === false || codecReaders?.success === false) return undefined;
+  return {
+    API_TOKENS: tokens.data,
+    OPERATOR_TOKENS: operators?.success ? operators.data : [],
+    CODEC_TOKENS: codecReaders?.success ? codecReaders.data : [],
+  };
+}
+
+/** `PAYLOAD_KEYS` (or the development key), parsed into the key ring. */
+function readPayloadKeys(raw: RawEnv, issues: ConfigIssue[]): PayloadKeys | undefined {
   try {
-    payloadKeys = parsePayloadKeys(raw.PAYLOAD_KEYS ?? developmentDefaults.PAYLOAD_KEYS);
+    return parsePayloadKeys(raw.PAYLOAD_KEYS ?? developmentDefaults.PAYLOAD_KEYS);
   } catch (err) {
     if (!(err instanceof PayloadKeysError)) throw err;
     issues.push({ variable: 'PAYLOAD_KEYS', message: err.message });
+    return undefined;
   }
-  if (!parsed.success || payloadKeys === undefined) throw new ConfigError(issues);
-  const e = parsed.data;
+}
 
-  const shared: Partial<RetrySpec> = {
-    ...(e.RETRY_INITIAL_INTERVAL_MS === undefined ? {} : { initialIntervalMs: e.RETRY_INITIAL_INTERVAL_MS }),
-    ...(e.RETRY_MAX_INTERVAL_MS === undefined ? {} : { maximumIntervalMs: e.RETRY_MAX_INTERVAL_MS }),
-    ...(e.RETRY_BACKOFF_COEFFICIENT === undefined ? {} : { backoffCoefficient: e.RETRY_BACKOFF_COEFFICIENT }),
-    ...(e.RETRY_JITTER === undefined ? {} : { jitter: e.RETRY_JITTER }),
-  };
-  if (Object.keys(shared).length > 0) {
-    for (const op of ProviderOperation.options) retry[op] = { ...shared, ...retry[op] };
-  }
-
-  const timingsResult = PaymentTimings.safeParse({
+/** Every delay of the payment workflows, checked against each other (the reconcile schedule against the sweep's). */
+function readTimings(e: Env, issues: ConfigIssue[]): PaymentTimings | undefined {
+  const timings = PaymentTimings.safeParse({
     submitWaitMs: e.SUBMIT_WAIT_MS,
     reconcileScheduleMs: e.RECONCILE_SCHEDULE_MS,
     settleWindowMs: e.SETTLE_WINDOW_MS,
@@ -472,17 +571,20 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>> = p
     refundWindowMs: e.REFUND_WINDOW_MS,
     unknownSweepThresholdMs: e.UNKNOWN_SWEEP_THRESHOLD_MS,
   });
-  if (!timingsResult.success) {
-    issues.push(
-      ...timingsResult.error.issues.map((i) => ({
-        variable: i.path[0] === 'unknownSweepThresholdMs' ? 'UNKNOWN_SWEEP_THRESHOLD_MS' : 'RECONCILE_SCHEDULE_MS',
-        message: i.message,
-      })),
-    );
-  }
+  if (timings.success) return timings.data;
+  issues.push(
+    ...timings.error.issues.map((i) => ({
+      variable: i.path[0] === 'unknownSweepThresholdMs' ? 'UNKNOWN_SWEEP_THRESHOLD_MS' : 'RECONCILE_SCHEDULE_MS',
+      message: i.message,
+    })),
+  );
+  return undefined;
+}
 
+/** The capabilities of the REST provider at SIMULATOR_URL as the worker's adapter has them. */
+function simulatorProviderCapabilities(e: Env): Config['providerCapabilities'] {
   const callLimits = { callTimeoutMs: e.PROVIDER_TOTAL_TIMEOUT_MS, referencePages: defaultReferenceLookupPages };
-  const providerCapabilities = e.PROVIDER_IDEMPOTENCY
+  return e.PROVIDER_IDEMPOTENCY
     ? {
         idempotencyKeys: true,
         keyTtlSeconds: e.PROVIDER_KEY_TTL_S,
@@ -491,18 +593,28 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>> = p
         callLimits,
       }
     : { idempotencyKeys: false, keyTtlSeconds: null, lookupByKey: false, lookupByReference: true, callLimits };
+}
 
-  if (e.PROVIDER_CONNECT_TIMEOUT_MS > e.PROVIDER_TOTAL_TIMEOUT_MS) {
-    issues.push({ variable: 'PROVIDER_CONNECT_TIMEOUT_MS', message: 'must not exceed PROVIDER_TOTAL_TIMEOUT_MS' });
-  }
+/**
+ * The retry presets against the configured provider, per operation, naming the variable to change: an explicit attempt
+ * timeout below what one attempt's calls may take (workflow code would raise it silently), a budget that cannot hold
+ * one such attempt, a spec {@link checkRetryPresets} refuses, and a last resend of a write after the provider forgot
+ * its key.
+ */
+function checkRetrySettings(
+  retry: RetryOverrides,
+  capabilities: Config['providerCapabilities'],
+  e: Env,
+  issues: ConfigIssue[],
+): void {
+  const { specs, refusals } = checkRetryPresets(capabilities, retry);
   const resubmitWindowMs = reconcileWindowMs({ reconcileScheduleMs: e.RECONCILE_SCHEDULE_MS });
   for (const op of ProviderOperation.options) {
-    const variable = retry[op] === undefined ? 'RETRY_*' : `RETRY_${op.toUpperCase()}_*`;
     // One attempt may make several calls (look-up pages before a resend, the write, the read after a refund), each
     // bounded by the HTTP deadline: an attempt timeout below their sum lets Temporal give an attempt up while its
     // calls still go out, and the next attempt's look-up can miss them.
-    const calls = callsPerAttempt(op, providerCapabilities);
-    const minimumMs = minAttemptTimeoutMs(op, providerCapabilities) ?? 0;
+    const calls = callsPerAttempt(op, capabilities);
+    const minimumMs = minAttemptTimeoutMs(op, capabilities) ?? 0;
     const why = `one ${op} attempt may make ${calls} call(s) of up to PROVIDER_TOTAL_TIMEOUT_MS (${e.PROVIDER_TOTAL_TIMEOUT_MS} ms) each, so it needs at least ${minimumMs} ms`;
     const explicitAttemptMs = retry[op]?.attemptTimeoutMs;
     if (explicitAttemptMs !== undefined && explicitAttemptMs < minimumMs) {
@@ -525,16 +637,16 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>> = p
       );
       continue;
     }
-    let spec: RetrySpec;
-    try {
-      spec = retrySpecFor(op, providerCapabilities, retry[op]);
-    } catch (err) {
-      issues.push({ variable, message: err instanceof Error ? err.message : String(err) });
+    const refused = refusals.find((r) => r.operation === op);
+    const spec = specs[op];
+    if (refused !== undefined || spec === undefined) {
+      const variable = retry[op] === undefined ? 'RETRY_*' : `RETRY_${op.toUpperCase()}_*`;
+      issues.push({ variable, message: refused?.message ?? '' });
       continue;
     }
     if ((writeOperations as readonly string[]).includes(op)) {
       try {
-        assertResendWindowWithinKeyTtl(spec, providerCapabilities, resubmitWindowMs);
+        assertResendWindowWithinKeyTtl(spec, capabilities, resubmitWindowMs);
       } catch (err) {
         issues.push({
           variable: `PROVIDER_KEY_TTL_S`,
@@ -543,60 +655,4 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>> = p
       }
     }
   }
-
-  const sweepLookbackMs = e.SWEEP_LOOKBACK_MS ?? defaultSweepLookbackMs(e.SETTLE_WINDOW_MS);
-  if (sweepLookbackMs < e.SETTLE_WINDOW_MS) {
-    issues.push({
-      variable: 'SWEEP_LOOKBACK_MS',
-      message: 'must be at least SETTLE_WINDOW_MS, or the sweep flags payments whose outcome is still in flight',
-    });
-  }
-
-  if (
-    issues.length > 0 ||
-    !tokens.success ||
-    operators?.success === false ||
-    codecReaders?.success === false ||
-    !timingsResult.success
-  ) {
-    throw new ConfigError(issues);
-  }
-
-  // The raw key string stays out of the config object (it may be printed); only the parsed ring goes on.
-  const { PAYLOAD_KEYS: _rawKeys, CODEC_TOKENS: _rawCodecTokens, LOG_HASH_SECRET: logHashSecret, ...settings } = e;
-  return {
-    ...settings,
-    SIMULATOR_URL: e.SIMULATOR_URL ?? `http://127.0.0.1:${e.SIMULATOR_PORT}`,
-    SWEEP_LOOKBACK_MS: sweepLookbackMs,
-    payloadKeys,
-    PROVIDER_API_KEY: e.PROVIDER_API_KEY ?? developmentDefaults.PROVIDER_API_KEY,
-    API_TOKENS: tokens.data,
-    OPERATOR_TOKENS: operators?.success ? operators.data : [],
-    CODEC_TOKENS: codecReaders?.success ? codecReaders.data : [],
-    LOG_HASH_SECRET: logHashSecret ?? derivedLogHashSecret(payloadKeys),
-    providers: configuredProviders(e),
-    defaultProvider: 'simulator',
-    WEBHOOK_SECRET: e.WEBHOOK_SECRET ?? developmentDefaults.WEBHOOK_SECRET,
-    usingDevelopmentSecrets:
-      e.PROVIDER_API_KEY === undefined ||
-      e.API_TOKENS === undefined ||
-      e.WEBHOOK_SECRET === undefined ||
-      e.PAYLOAD_KEYS === undefined ||
-      (!production && e.OPERATOR_TOKENS === undefined),
-    timings: timingsResult.data,
-    retry,
-    providerCapabilities,
-    breaker: {
-      failureThreshold: e.BREAKER_FAILURE_THRESHOLD,
-      window: {
-        durationMs: e.BREAKER_WINDOW_MS,
-        failureRate: e.BREAKER_WINDOW_FAILURE_RATE,
-        minimumCalls: e.BREAKER_WINDOW_MIN_CALLS,
-      },
-      cooldownMs: e.BREAKER_OPEN_MS,
-      probeTimeoutMs: e.BREAKER_PROBE_TIMEOUT_MS ?? e.BREAKER_OPEN_MS,
-      jitterMs: e.BREAKER_JITTER_MS,
-    },
-    providerLimits,
-  };
 }

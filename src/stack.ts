@@ -31,7 +31,7 @@ import { AesGcmPayloadCodec, encryptingDataConverter } from './codec';
 import type { Config, ProviderLimits } from './config';
 import { describeCapacity, providerCapacity } from './domain/capacity';
 import { providerTaskQueue } from './domain/ids';
-import { ProviderOperation, type RetryOverrides, retrySpecFor } from './domain/retry';
+import { type RetryOverrides, checkRetryPresets } from './domain/retry';
 import type { ApiMetrics } from './metrics/api-metrics';
 import {
   type WorkerMetrics,
@@ -182,15 +182,11 @@ function assertRetryPresets(
   retry: RetryOverrides | undefined,
 ): void {
   for (const [name, provider] of Object.entries(providers)) {
-    for (const operation of ProviderOperation.options) {
-      try {
-        retrySpecFor(operation, provider.capabilities, retry?.[operation]);
-      } catch (err) {
-        throw new TypeError(
-          `retry settings for ${operation} at ${name}: ${err instanceof Error ? err.message : String(err)}`,
-          { cause: err },
-        );
-      }
+    const [refused] = checkRetryPresets(provider.capabilities, retry).refusals;
+    if (refused !== undefined) {
+      throw new TypeError(`retry settings for ${refused.operation} at ${name}: ${refused.message}`, {
+        cause: refused.cause,
+      });
     }
   }
 }
