@@ -36,7 +36,7 @@ export const layers = {
   simulator: { imports: ['domain'] },
   providers: { imports: ['domain'] },
   visibility: { file: true, imports: ['domain'] },
-  config: { file: true, imports: ['domain', 'codec'] },
+  config: { imports: ['domain', 'codec'] },
   // PostgreSQL: the pool, migrations and failure classes; the ledger and the key records over it.
   db: { imports: ['domain'] },
   wallets: { imports: ['domain', 'db'] },

@@ -10,7 +10,7 @@ import { StripeProvider, stripeCapabilities } from './stripe/adapter';
 import { StripeWebhookVerifier } from './stripe/webhook';
 import type { PaymentProvider, WebhookVerifier } from './types';
 
-/** The settings the adapters are built from (a subset of src/config.ts's `Config`). */
+/** The settings the adapters are built from (a subset of src/config/'s `Config`). */
 export interface ProvidersConfig {
   readonly SIMULATOR_URL: string;
   readonly PROVIDER_API_KEY: string;

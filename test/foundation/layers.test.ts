@@ -138,7 +138,8 @@ const forbidden: readonly [string, string, ('value' | 'type')?][] = [
   ['src/domain/x.ts', '../breaker', 'type'],
   ['src/visibility.ts', './client'],
   ['src/codec/x.ts', '../domain'],
-  ['src/config.ts', './providers'],
+  ['src/config/x.ts', '../providers'],
+  ['src/config/x.ts', '../stack'],
   // Only the process entries are above the composition root.
   ['src/stack.ts', './worker'],
   ['src/stack.ts', './api-main'],
