@@ -1,5 +1,5 @@
 /**
- * The whole stack, wired in one place (STYLE.md #14): the Temporal connections, the payload codec, the providers and
+ * The whole stack, wired in one place: the Temporal connections, the payload codec, the providers and
  * their activities, the workers (one workflow worker, one activity worker per provider task queue: bulkheads), the
  * client and the HTTP API. The worker and API processes build theirs from the configuration
  * ({@link startConfiguredStack}); the tests' helpers and the bench call {@link startStack} with parts of their own (a

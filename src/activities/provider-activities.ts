@@ -43,7 +43,7 @@ export interface ActivityDeps extends AttemptDeps {
   readonly clockSkewToleranceMs?: number;
 }
 
-/** Builds the activities over injected providers, breaker, logger and clock (docs/architecture.md#layers). */
+/** Builds the activities over injected providers, breaker, logger and clock (tests pass fakes, the worker the real ones). */
 export const createActivities = (deps: ActivityDeps) => {
   const { providerNamed, execute } = createAttemptPipeline(deps);
   const skewMs = deps.clockSkewToleranceMs ?? 60_000;

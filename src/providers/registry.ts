@@ -3,8 +3,8 @@
  * `STRIPE_SECRET_KEY` is set; and their webhook verifiers for the API (`POST /webhooks/:provider`).
  */
 import type { Logger } from './logging';
-import { createProvider } from './simulator/adapter';
-import { SimulatorWebhookVerifier } from './simulator/webhook';
+import { createProvider } from './rest/adapter';
+import { SimulatorWebhookVerifier } from './rest/webhook';
 import { defaultReferenceLookupPages } from '../domain/retry';
 import { StripeProvider, stripeCapabilities } from './stripe/adapter';
 import { StripeWebhookVerifier } from './stripe/webhook';

@@ -16,7 +16,7 @@ import {
   RestProvider,
   simulatorCapabilities,
   simulatorCapabilitiesWithoutKeys,
-} from '../../src/providers/simulator/adapter';
+} from '../../src/providers/rest/adapter';
 import type { PaymentProvider, ProviderCapabilities } from '../../src/providers/types';
 import { startSimulator, type RunningSimulator } from '../../src/simulator/server';
 

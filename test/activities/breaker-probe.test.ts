@@ -20,7 +20,7 @@ import {
   RestProvider,
   simulatorCapabilities,
   simulatorCapabilitiesWithoutKeys,
-} from '../../src/providers/simulator/adapter';
+} from '../../src/providers/rest/adapter';
 import { type RunningSimulator, startSimulator } from '../../src/simulator/server';
 import { type RunningRedis, startRedisServer } from '../../scripts/lib/redis-server';
 

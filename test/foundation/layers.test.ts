@@ -98,9 +98,9 @@ const forbidden: readonly [string, string, ('value' | 'type')?][] = [
   ['src/providers/x.ts', '../api/app'],
   ['src/providers/x.ts', '../client'],
   ['src/providers/x.ts', '../simulator/server'],
-  ['src/providers/stripe/x.ts', '../../activities/classify'],
+  ['src/providers/stripe/x.ts', '../../activities/attempt/failure'],
   ['src/providers/stripe/x.ts', '../../simulator/signature'],
-  ['src/simulator/x.ts', '../providers/simulator/adapter'],
+  ['src/simulator/x.ts', '../providers/rest/adapter'],
   ['src/simulator/x.ts', '../api/app'],
   // Workflows: the domain, and activities as types only.
   ['src/workflows/x.ts', '../activities'],

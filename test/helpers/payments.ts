@@ -12,7 +12,7 @@ import { canonicalJson, significantFields, ChargeRequest, type ChargeRequestInpu
 import type { ChargeWorkflowInput, PaymentTimings } from '../../src/domain/workflow-inputs';
 import type { RetryOverrides } from '../../src/domain/retry';
 import { createProvider, simulatorCapabilities, simulatorCapabilitiesWithoutKeys } from '../../src/providers';
-import type { RestProvider } from '../../src/providers/simulator/adapter';
+import type { RestProvider } from '../../src/providers/rest/adapter';
 import { type RunningSimulator, startSimulator } from '../../src/simulator/server';
 import type { CircuitBreaker } from '../../src/breaker';
 import { startStack } from '../../src/stack';

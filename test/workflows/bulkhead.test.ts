@@ -14,7 +14,7 @@ import { InMemoryCircuitBreaker } from '../../src/breaker';
 import { PaymentsClient } from '../../src/client';
 import { providerTaskQueue } from '../../src/domain/ids';
 import { createProvider, simulatorCapabilities } from '../../src/providers';
-import type { RestProvider } from '../../src/providers/simulator/adapter';
+import type { RestProvider } from '../../src/providers/rest/adapter';
 import type { PaymentProvider } from '../../src/providers/types';
 import { type RunningSimulator, startSimulator } from '../../src/simulator/server';
 import { type Stack, startStack } from '../../src/stack';
