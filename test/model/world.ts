@@ -93,7 +93,7 @@ export interface FaultRule {
   readonly times?: number;
 }
 
-/** The bench the commands drive. */
+/** The rig the commands drive. */
 export interface World {
   readonly h: ApiHarness;
   /** The worker processes (rolling deploys, crashes). */
@@ -113,7 +113,7 @@ export interface World {
     path: string,
     opts: { merchant: MerchantName; key?: string; body?: unknown },
   ): Promise<ApiResponse>;
-  /** `POST /v1/payments/:key/resolve?merchantId=` with the bench's operator token (`OPERATOR_TOKENS`). */
+  /** `POST /v1/payments/:key/resolve?merchantId=` with the rig's operator token (`OPERATOR_TOKENS`). */
   operatorResolve(merchant: MerchantName, key: string, body: unknown): Promise<ApiResponse>;
   sim: {
     addFaults(rules: readonly FaultRule[]): Promise<void>;

@@ -5,7 +5,7 @@
 import { captureUpdate, paymentQuery, refundUpdate } from '../../src/domain/definitions';
 import { ErrorType } from '../../src/domain/errors';
 import { captureWorkflowId, refundWorkflowId } from '../../src/domain/ids';
-import { timeSkippingServerPerTest } from '../helpers/benches';
+import { timeSkippingServerPerTest } from '../helpers/rigs';
 import { chargeRequest, idOf } from '../helpers/payments';
 import { effectsOf, recordHistories, requestsOf, startCharge, updateFailureType } from '../helpers/workflows';
 
@@ -15,7 +15,7 @@ const DAY = 24 * 3_600_000;
 
 describe('manual capture', () => {
   it('captures part of the authorization once per capture key, then refunds within what was captured', async () => {
-    const b = await t.bench();
+    const b = await t.rig();
     await b.run(async () => {
       const input = b.input(chargeRequest({ capture: 'manual' }));
       const { handle, view } = await startCharge(b, input);
@@ -74,7 +74,7 @@ describe('manual capture', () => {
   });
 
   it('concurrent refunds are serialized: each starts from the total the previous one left, together never over', async () => {
-    const b = await t.bench();
+    const b = await t.rig();
     await b.run(async () => {
       const input = b.input(chargeRequest());
       const { handle } = await startCharge(b, input);
@@ -112,7 +112,7 @@ describe('manual capture', () => {
   });
 
   it('an authorization nobody captures is voided when it expires, after skipped days', async () => {
-    const b = await t.bench();
+    const b = await t.rig();
     await b.run(async () => {
       const input = b.input(chargeRequest({ capture: 'manual' }), { timings: { authorizationExpiryMs: 7 * DAY } });
       const { handle, view } = await startCharge(b, input);
@@ -130,7 +130,7 @@ describe('manual capture', () => {
   });
 
   it('capture is refused on an automatic (already captured) payment, refund on a declined one', async () => {
-    const b = await t.bench();
+    const b = await t.rig();
     await b.run(async () => {
       const { handle } = await startCharge(b, b.input(chargeRequest()));
       expect(
@@ -148,7 +148,7 @@ describe('manual capture', () => {
   });
 
   it('refund is refused on an open authorized payment that nothing captured yet: no refund request reaches the provider', async () => {
-    const b = await t.bench();
+    const b = await t.rig();
     await b.run(async () => {
       const { handle, view } = await startCharge(b, b.input(chargeRequest({ capture: 'manual' })));
       expect(view).toMatchObject({ status: 'authorized', amountAuthorized: 1_000, amountCaptured: 0 });

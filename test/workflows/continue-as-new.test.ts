@@ -13,9 +13,9 @@ import { reconcileWorkflowId } from '../../src/domain/ids';
 import { startDevServer } from '../../scripts/lib/dev-server';
 import type { PaymentView } from '../../src/domain/payment';
 import type { reconcileSweepWorkflow } from '../../src/workflows/sweep';
-import { serverPerFile } from '../helpers/benches';
+import { serverPerFile } from '../helpers/rigs';
 import { carriedChargeState, runChain } from '../helpers/history';
-import { type Bench, chargeRequest } from '../helpers/payments';
+import { type Rig, chargeRequest } from '../helpers/payments';
 import { sweepInputOver } from '../helpers/sweeps';
 import { effectsOf, recordHistories, startCharge } from '../helpers/workflows';
 
@@ -26,7 +26,7 @@ const t = serverPerFile(() =>
 );
 
 it('continues as new past the suggested history size and keeps its state, dedup set and memo', async () => {
-  const b = await t.bench();
+  const b = await t.rig();
   await b.run(async () => {
     const input = b.input(chargeRequest({ amount: { value: 10_000, currency: 'EUR' } }));
     const { handle, view } = await startCharge(b, input);
@@ -99,7 +99,7 @@ it('continues as new past the suggested history size and keeps its state, dedup 
  * A payment made unknown (every create reset before it commits), its reconcile lost (terminated), and `wait` before
  * events about another payment grow its history past the threshold: it continues as new while unknown.
  */
-async function unknownThenContinued(b: Bench, wait: (view: PaymentView) => Promise<void> = async () => undefined) {
+async function unknownThenContinued(b: Rig, wait: (view: PaymentView) => Promise<void> = async () => undefined) {
   // Another payment, made first: its events are foreign to the one under test.
   const other = await startCharge(b, b.input(chargeRequest()));
   const foreign = await b.provider.getPayment(other.view.providerPaymentId as string);
@@ -143,7 +143,7 @@ async function unknownThenContinued(b: Bench, wait: (view: PaymentView) => Promi
 }
 
 it('continues as new while unknown (its reconcile gone, waiting for the sweep), and stays unknown in the new run', async () => {
-  const b = await t.bench();
+  const b = await t.rig();
   await b.run(async () => {
     const { input, handle, chain } = await unknownThenContinued(b);
     expect(chain.length).toBeGreaterThan(1);
@@ -156,7 +156,7 @@ it('continues as new while unknown (its reconcile gone, waiting for the sweep), 
 });
 
 it('the sweep finds a payment unknown past its threshold whose run continued as new after it became unknown', async () => {
-  const b = await t.bench({ sweep: true });
+  const b = await t.rig({ sweep: true });
   await b.run(async () => {
     // Two seconds between becoming unknown and continuing as new: the sweep's cut-off falls between the two.
     const { handle, reconcile, chain } = await unknownThenContinued(b, async (view) => {

@@ -5,7 +5,7 @@
 import { refundUpdate, resolveUpdate } from '../../src/domain/definitions';
 import { ErrorType } from '../../src/domain/errors';
 import { reconcileWorkflowId } from '../../src/domain/ids';
-import { serverPerFile } from '../helpers/benches';
+import { serverPerFile } from '../helpers/rigs';
 import { opOf, unknownRefundRetry, within } from '../helpers/operations';
 import { chargeRequest, idOf } from '../helpers/payments';
 import { effectsOf, recordHistories, startCharge, updateFailureType, waitForStatus } from '../helpers/workflows';
@@ -16,7 +16,7 @@ const HOUR = 3_600_000;
 
 describe('an unknown refund outcome', () => {
   it('answers the update at once, reconciles beside it, and goes to review when its reconcile is terminated', async () => {
-    const b = await t.bench();
+    const b = await t.rig();
     await b.run(async () => {
       const input = b.input(chargeRequest(), {
         retry: unknownRefundRetry,
