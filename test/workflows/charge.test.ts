@@ -4,12 +4,13 @@
  * (RECORD_HISTORIES=1) for the replay test.
  */
 import { WorkflowUpdateStage } from '@temporalio/client';
-import { paymentQuery, resolveUpdate, submitUpdate, webhookSignal } from '../../src/domain/definitions';
+import { paymentQuery, submitUpdate, webhookSignal } from '../../src/domain/definitions';
 import { ErrorType } from '../../src/domain/errors';
 import { reconcileWorkflowId } from '../../src/domain/ids';
 import type { chargeWorkflow } from '../../src/workflows';
 import { timeSkippingServerPerTest } from '../helpers/rigs';
 import { chargeRequest, idOf } from '../helpers/payments';
+import { refusalType, resolve } from '../helpers/requests';
 import {
   effectsOf,
   recordHistories,
@@ -233,9 +234,7 @@ describe('chargeWorkflow: unknown outcomes', () => {
       );
       expect(resubmissions).toHaveLength(1);
       expect(new Set(requestsOf(b, 'create').map((r) => r.idempotency_key)).size).toBe(1);
-      const resolved = await handle.executeUpdate(resolveUpdate, {
-        args: [{ outcome: 'failed', note: 'provider support confirmed no charge' }],
-      });
+      const resolved = await resolve(handle, { outcome: 'failed', note: 'provider support confirmed no charge' });
       expect(resolved.status).toBe('failed');
       expect((await handle.result()).status).toBe('failed');
       await recordHistories(b, 'charge-needs-review', [idOf(input)]);
@@ -247,9 +246,7 @@ describe('chargeWorkflow: unknown outcomes', () => {
     await b.run(async () => {
       const input = b.input(chargeRequest());
       const { handle } = await startCharge(b, input);
-      const type = await updateFailureType(
-        handle.executeUpdate(resolveUpdate, { args: [{ outcome: 'failed', note: 'nope' }] }),
-      );
+      const type = await refusalType(resolve(handle, { outcome: 'failed', note: 'nope' }));
       expect(type).toBe(ErrorType.InvalidTransition);
       expect((await handle.query(paymentQuery)).status).toBe('succeeded');
     });

@@ -5,7 +5,6 @@
  * before sending. On the time-skipping server against the real simulator over HTTP; the outage is the simulator
  * answering 503 to every look-up.
  */
-import { captureUpdate } from '../../src/domain/definitions';
 import { InMemoryCircuitBreaker } from '../../src/breaker';
 import { reconcileWorkflowId } from '../../src/domain/ids';
 import type { ReconcileResult } from '../../src/domain/operations';
@@ -14,6 +13,7 @@ import type { ChargeWorkflowInput } from '../../src/domain/workflow-inputs';
 import { timeSkippingServerPerTest } from '../helpers/rigs';
 import { opOf, waitForOperation } from '../helpers/operations';
 import { type Rig, chargeRequest, idOf } from '../helpers/payments';
+import { capture } from '../helpers/requests';
 import { effectsOf, recordHistories, requestsOf, startCharge, waitForStatus } from '../helpers/workflows';
 
 const t = timeSkippingServerPerTest();
@@ -127,7 +127,7 @@ describe('a reconcile through a provider outage', () => {
       });
       const { handle } = await startCharge(b, input);
       b.sim.addFaults({ rules: [{ match: { operation: 'capture' }, fault: 'commit_then_drop' }] });
-      const view = await handle.executeUpdate(captureUpdate, { args: [{ captureKey: 'c-dark', fingerprint: 'f' }] });
+      const view = await capture(handle, { captureKey: 'c-dark', fingerprint: 'f' });
       expect(opOf(view, 'capture', 'c-dark')?.state).toBe('running');
       b.sim.clearFaults();
       const outage = lookupOutage(b);

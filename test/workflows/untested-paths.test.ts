@@ -4,12 +4,13 @@
  * capture racing the authorization-expiry void, and a resubmission answered with a decline or a 4xx. The simulator's
  * ledger is the witness; the histories show the racers overlapped.
  */
-import { captureUpdate, paymentQuery } from '../../src/domain/definitions';
+import { paymentQuery } from '../../src/domain/definitions';
 import { reconcileWorkflowId } from '../../src/domain/ids';
 import type { RetryOverrides } from '../../src/domain/retry';
 import type { ChargeWorkflowInput } from '../../src/domain/workflow-inputs';
 import { timeSkippingServerPerTest } from '../helpers/rigs';
 import { type Rig, chargeRequest } from '../helpers/payments';
+import { capture } from '../helpers/requests';
 import { effectsOf, requestsOf, startCharge, waitForStatus } from '../helpers/workflows';
 
 const t = timeSkippingServerPerTest();
@@ -107,9 +108,7 @@ describe('a capture racing the authorization-expiry void', () => {
       expect(view.status).toBe('authorized');
       // The capture commits at the provider, but every answer (the retry's replay too) is lost: outcome unknown.
       b.sim.addFaults({ rules: [{ match: { operation: 'capture' }, fault: 'commit_then_drop' }] });
-      const answered = await handle.executeUpdate(captureUpdate, {
-        args: [{ captureKey: 'c-race', fingerprint: 'f' }],
-      });
+      const answered = await capture(handle, { captureKey: 'c-race', fingerprint: 'f' });
       expect(answered.status).toBe('authorized');
       expect(answered.operations).toEqual([expect.objectContaining({ kind: 'capture', state: 'running' })]);
       expect(effectsOf(b, 'capture')).toHaveLength(1);
