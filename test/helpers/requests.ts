@@ -7,9 +7,11 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { WorkflowHandle } from '@temporalio/client';
+import type { SignalDefinition } from '@temporalio/common';
 import {
   type CaptureArgs,
   type MovementRefusal,
+  type MovementRequest,
   type RefundArgs,
   type ResolveArgs,
   captureSignal,
@@ -43,40 +45,26 @@ const ANSWER_WAIT_MS = 30_000;
 
 /** Captures (all that is authorized without an amount); answers the view once its first provider call settled. */
 export function capture(handle: PaymentHandle, args: CaptureArgs, waitMs = ANSWER_WAIT_MS): Promise<PaymentView> {
-  return moveMoney(
-    handle,
-    'capture',
-    args.captureKey,
-    args,
-    (requestId) => handle.signal(captureSignal, { ...args, requestId }),
-    waitMs,
-  );
+  return moveMoney(handle, 'capture', args.captureKey, args, captureSignal, waitMs);
 }
 
 /** Refunds; answers the view once its first provider call settled. */
 export function refund(handle: PaymentHandle, args: RefundArgs, waitMs = ANSWER_WAIT_MS): Promise<PaymentView> {
-  return moveMoney(
-    handle,
-    'refund',
-    args.refundKey,
-    args,
-    (requestId) => handle.signal(refundSignal, { ...args, requestId }),
-    waitMs,
-  );
+  return moveMoney(handle, 'refund', args.refundKey, args, refundSignal, waitMs);
 }
 
-async function moveMoney(
+async function moveMoney<Args extends CaptureArgs | RefundArgs>(
   handle: PaymentHandle,
   kind: 'capture' | 'refund',
   key: string,
-  args: CaptureArgs | RefundArgs,
-  send: (requestId: string) => Promise<void>,
+  args: Args,
+  signal: SignalDefinition<[Args & MovementRequest]>,
   waitMs: number,
 ): Promise<PaymentView> {
   const check = await handle.query(movementCheckQuery, kind, args);
   if (check.refusal) throw new RequestRefused(check.refusal);
   const requestId = randomUUID();
-  if (check.known !== true) await send(requestId);
+  if (check.known !== true) await handle.signal(signal, { ...args, requestId });
   const answer = await readUntil(
     `the ${kind} ${key}`,
     () => handle.query(movementAnswerQuery, kind, key, requestId, args.fingerprint, check.answeredByTry),
