@@ -18,7 +18,7 @@ import {
 } from '../scripts/lib/dev-server';
 import { type PaymentTimings, defaultPaymentTimings } from '../src/domain/workflow-inputs';
 import { createProvider, simulatorCapabilities, webhookVerifiers } from '../src/providers';
-import type { RestProvider } from '../src/providers/simulator/adapter';
+import type { RestProvider } from '../src/providers/rest/adapter';
 import { type RunningSimulator, startSimulator } from '../src/simulator/server';
 import { type RunningApi, runClosers, startStack } from '../src/stack';
 

@@ -422,7 +422,7 @@ async function main() {
         supervisor.start({
           name: `api-${i + 1}`,
           command: process.execPath,
-          args: node('src/api/main.ts'),
+          args: node('src/api-main.ts'),
           cwd: PROJECT_ROOT,
           env: { ...env, PORT: String(p), HOST },
           tier: 4,

@@ -33,7 +33,7 @@ const temporalPort = Number(process.env.TEMPORAL_PORT ?? 7233);
 const uiPort = Number(process.env.TEMPORAL_UI_PORT ?? 8233);
 const simulatorPort = Number(process.env.SIMULATOR_PORT ?? 4010);
 const apiPort = Number(process.env.PORT ?? 3000);
-/** The worker's metrics (ours, then the SDK runtime's): `host:port` or `off`, as src/config.ts reads them. */
+/** The worker's metrics (ours, then the SDK runtime's): `host:port` or `off`, as src/config/ reads them. */
 const workerMetricsAddress = process.env.WORKER_METRICS_ADDRESS ?? `${HOST}:9465`;
 const sdkMetricsAddress = process.env.SDK_METRICS_ADDRESS ?? `${HOST}:9464`;
 const portOf = (address: string) =>
@@ -77,7 +77,7 @@ const components: Component[] = [
   },
   {
     name: 'api',
-    entry: 'src/api/main.ts',
+    entry: 'src/api-main.ts',
     port: apiPort,
     purpose: 'payments API',
     change: 'set PORT to another port',

@@ -1,5 +1,5 @@
 /**
- * The whole stack, wired in one place (STYLE.md #14): the Temporal connections, the payload codec, the providers and
+ * The whole stack, wired in one place: the Temporal connections, the payload codec, the providers and
  * their activities, the workers (one workflow worker, one activity worker per provider task queue: bulkheads), the
  * client and the HTTP API. The worker and API processes build theirs from the configuration
  * ({@link startConfiguredStack}); the tests' helpers and the bench call {@link startStack} with parts of their own (a
@@ -14,16 +14,15 @@ import { NativeConnection, Worker, type WorkerOptions } from '@temporalio/worker
 import type { FastifyInstance } from 'fastify';
 import { Registry, collectDefaultMetrics } from 'prom-client';
 import type { Logger as PinoLogger } from 'pino';
+import { type Activities, createActivities } from './activities';
 import {
-  type Activities,
   type BreakerObserver,
   type CircuitBreaker,
   type InspectableBreaker,
+  FallbackCircuitBreaker,
   InMemoryCircuitBreaker,
-  createActivities,
-} from './activities';
-import { FallbackCircuitBreaker } from './activities/breaker-fallback';
-import { RedisCircuitBreaker, closeBreakerRedis, connectBreakerRedis, redisReady } from './activities/breaker-redis';
+} from './breaker';
+import { RedisCircuitBreaker, closeBreakerRedis, connectBreakerRedis, redisReady } from './breaker/redis';
 import { type SweepActivities, createSweepActivities } from './activities/sweep';
 import { createWalletActivities } from './activities/wallets';
 import { type ApiConfig, type ApiDeps, buildApi } from './api/app';
@@ -32,7 +31,7 @@ import { AesGcmPayloadCodec, encryptingDataConverter } from './codec';
 import type { Config, ProviderLimits } from './config';
 import { describeCapacity, providerCapacity } from './domain/capacity';
 import { providerTaskQueue } from './domain/ids';
-import { ProviderOperation, type RetryOverrides, retrySpecFor } from './domain/retry';
+import { type RetryOverrides, checkRetryPresets } from './domain/retry';
 import type { ApiMetrics } from './metrics/api-metrics';
 import {
   type WorkerMetrics,
@@ -183,15 +182,11 @@ function assertRetryPresets(
   retry: RetryOverrides | undefined,
 ): void {
   for (const [name, provider] of Object.entries(providers)) {
-    for (const operation of ProviderOperation.options) {
-      try {
-        retrySpecFor(operation, provider.capabilities, retry?.[operation]);
-      } catch (err) {
-        throw new TypeError(
-          `retry settings for ${operation} at ${name}: ${err instanceof Error ? err.message : String(err)}`,
-          { cause: err },
-        );
-      }
+    const [refused] = checkRetryPresets(provider.capabilities, retry).refusals;
+    if (refused !== undefined) {
+      throw new TypeError(`retry settings for ${refused.operation} at ${name}: ${refused.message}`, {
+        cause: refused.cause,
+      });
     }
   }
 }

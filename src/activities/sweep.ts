@@ -83,7 +83,7 @@ type Owner =
       readonly merchantId?: string;
     };
 
-/** Builds the sweep activities over an injected Temporal client (STYLE.md #3). */
+/** Builds the sweep activities over an injected Temporal client (tests pass their own). */
 export const createSweepActivities = (deps: SweepActivityDeps) => {
   const { client } = deps;
   const namespace = client.options.namespace;

@@ -1,5 +1,5 @@
 /**
- * Which provider payment is whose (DESIGN.md "Identity and idempotency"). All merchants share one provider account, so
+ * Which provider payment is whose (docs/architecture.md#identity-and-key-scopes). All merchants share one provider account, so
  * a search by reference (and a webhook without our metadata) sees every merchant's payments. A provider payment is
  * adopted only when its metadata names this merchant and key, or, for a provider without metadata support (a payment
  * with no metadata at all), when it is the one candidate that matches every field. Anything else stays unknown and

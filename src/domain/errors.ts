@@ -31,7 +31,7 @@ export const ErrorType = {
 
 export type ErrorType = (typeof ErrorType)[keyof typeof ErrorType];
 
-/** The provider-call failure classes of DESIGN.md "Outcome classification". */
+/** The provider-call failure classes (docs/architecture.md#outcome-classes). */
 export const ProviderFailureTypes = [
   ErrorType.ProviderRejected,
   ErrorType.NotSent,

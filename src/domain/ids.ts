@@ -1,10 +1,10 @@
 /**
- * Identity (DESIGN.md "Identity and idempotency"). One user intent = one key; its scope is merchant + operation + key,
+ * Identity (docs/architecture.md#identity-and-key-scopes). One user intent = one key; its scope is merchant + operation + key,
  * and the workflow id derived from it is the UNIQUE constraint the Temporal server enforces. Merchant ids never contain
  * a colon (see `MerchantId`), so the key is always everything after the second colon.
  */
 
-import type { WriteOperation } from './operations';
+import type { WriteOperation } from './retry-policy';
 
 /** The operations an idempotency key is scoped to: the provider writes (`create` is the charge). */
 export type ScopeOperation = WriteOperation;

@@ -1,8 +1,5 @@
 import type { ProviderCapabilities, ProviderPayment } from './provider-payment';
-import type { RetryOverrides } from './retry';
-
-/** A write against a provider whose outcome a reconcile can check. */
-export type WriteOperation = 'create' | 'capture' | 'refund' | 'void';
+import type { RetryOverrides, WriteOperation } from './retry-policy';
 
 /**
  * What a reconcile looks for at the provider to call a write "done". Amounts are absolute provider totals computed

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { Money, MinorUnits } from './money';
 
-/** Every status a payment can show (CONTRACTS.md §1). `succeeded` = captured in full or in part. */
+/** Every status a payment can show (docs/http-api.md#statuses). `succeeded` = captured in full or in part. */
 export const PaymentStatus = z.enum([
   'pending',
   'authorized',
@@ -163,7 +163,7 @@ export type ResolveRequest = z.infer<typeof ResolveRequest>;
 const Iso = z.iso.datetime({ offset: true });
 const NonNegative = z.number().int().nonnegative().max(Number.MAX_SAFE_INTEGER);
 
-/** What every payment endpoint answers (CONTRACTS.md §1). Timestamps are ISO 8601. */
+/** What every payment endpoint answers (docs/http-api.md#payments). Timestamps are ISO 8601. */
 /**
  * One capture, refund or void of a payment, by its own idempotency key: `running` while it is still moving (its first
  * provider call, or a reconcile of an unknown outcome), `succeeded` once the provider confirmed it, `rejected` when the

@@ -8,14 +8,16 @@
  */
 import { ApplicationFailure, type ActivityOptions } from '@temporalio/common';
 import { ErrorType } from './errors';
-import type { WriteOperation } from './operations';
 
 /** The provider operations an activity performs; each has its own retry preset. */
 export const providerOperations = ['create', 'capture', 'void', 'refund', 'lookup', 'list'] as const;
 export type ProviderOperation = (typeof providerOperations)[number];
 
 /** The write operations: they move money, so repeating one is only safe when the provider honours keys. */
-export const writeOperations = ['create', 'capture', 'void', 'refund'] as const satisfies readonly WriteOperation[];
+export const writeOperations = ['create', 'capture', 'void', 'refund'] as const satisfies readonly ProviderOperation[];
+
+/** A write against a provider: its outcome is what a reconcile checks, and an idempotency key is scoped to it. */
+export type WriteOperation = (typeof writeOperations)[number];
 
 /**
  * How dangerous it is to repeat a call. `read`: always safe. `idempotent-write`: safe while the provider remembers the

@@ -6,10 +6,14 @@
 import { z } from 'zod';
 import {
   type AttemptRecord as AttemptRecordShape,
+  type OperationRetrySpec,
   type ProviderOperation as ProviderOperationName,
+  type RetryCapabilities,
+  type RetryOverrides,
   type RetrySpec as RetrySpecShape,
   noAttempts,
   providerOperations,
+  retrySpecFor,
   retrySpecRuleMessages,
 } from './retry-policy';
 
@@ -80,4 +84,35 @@ export const carriedAttemptRecord = (heartbeatDetails: unknown): AttemptRecord =
     inFlight: false,
     sends: (earlier.sends ?? (earlier.everSent ? 1 : 0)) + (earlier.inFlight ? 1 : 0),
   };
+};
+
+/** An operation whose retry spec cannot run against a provider, and {@link retrySpecFor}'s refusal of it. */
+export interface RetryPresetRefusal {
+  readonly operation: ProviderOperationName;
+  readonly message: string;
+  readonly cause: unknown;
+}
+
+/**
+ * A worker's retry presets (`RETRY_*`) against one provider's capabilities, every operation checked: the spec each runs
+ * with, and the operations whose spec {@link retrySpecFor} refuses (which in workflow code would fail a payment before
+ * anything is sent). The configuration and the workers check presets with this, each at its own boundary.
+ */
+export const checkRetryPresets = (
+  capabilities: RetryCapabilities,
+  retry: RetryOverrides | undefined,
+): {
+  readonly specs: Partial<Record<ProviderOperationName, OperationRetrySpec>>;
+  readonly refusals: readonly RetryPresetRefusal[];
+} => {
+  const specs: Partial<Record<ProviderOperationName, OperationRetrySpec>> = {};
+  const refusals: RetryPresetRefusal[] = [];
+  for (const operation of providerOperations) {
+    try {
+      specs[operation] = retrySpecFor(operation, capabilities, retry?.[operation]);
+    } catch (err) {
+      refusals.push({ operation, message: err instanceof Error ? err.message : String(err), cause: err });
+    }
+  }
+  return { specs, refusals };
 };

@@ -2,7 +2,6 @@
  * The sweep's limits and window arithmetic without zod: what the sweep workflow runs. `sweep.ts` (with the zod schema
  * of its input) re-exports it.
  */
-import type { SweepInput } from './sweep';
 
 /** The limits a sweep run applies when its input leaves them out. */
 export const sweepDefaults = { pageSize: 100, maxProviderPages: 20, maxStuckPages: 5 } as const;
@@ -13,14 +12,20 @@ export interface SweepWindow {
   readonly toMs: number;
 }
 
+/** The settings of a sweep's input (`SweepInput` in sweep.ts) that place a run's window. */
+export interface SweepWindowSettings {
+  /** An explicit window (a backfill, a test) instead of the derived one. */
+  readonly window?: SweepWindow | undefined;
+  readonly lookbackMs: number;
+  readonly windowMs?: number | undefined;
+  readonly intervalMs: number;
+}
+
 /**
  * The window of the run anchored at `anchorMs` (its scheduled time): `[anchor - lookback - window, anchor - lookback)`.
  * Consecutive runs overlap by `windowMs - intervalMs`; flags are idempotent, so the overlap costs reads only.
  */
-export function sweepWindow(
-  input: Pick<SweepInput, 'window' | 'lookbackMs' | 'windowMs' | 'intervalMs'>,
-  anchorMs: number,
-): SweepWindow {
+export function sweepWindow(input: SweepWindowSettings, anchorMs: number): SweepWindow {
   if (input.window) return input.window;
   const toMs = anchorMs - input.lookbackMs;
   return { fromMs: toMs - (input.windowMs ?? 2 * input.intervalMs), toMs };

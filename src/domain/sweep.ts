@@ -1,6 +1,7 @@
 /**
- * The reconcile sweep (DESIGN.md "A schedule runs a sweep over payments stuck in unknown"): its input, result, the
- * window it compares with the provider, and the pure rule that compares one provider payment with ours.
+ * The reconcile sweep, which a schedule runs over payments stuck in `unknown` (docs/operations.md#finding-them): its
+ * input, result, the window it compares with the provider, and the pure rule that compares one provider payment with
+ * ours.
  */
 import { z } from 'zod';
 import type { ProviderPayment } from './definitions';

@@ -9,7 +9,7 @@ const MINUTE = 60 * SECOND;
 const HOUR = 60 * MINUTE;
 const DAY = 24 * HOUR;
 
-/** Every delay the payment workflows use; all configurable (CONTRACTS.md: a real-time test runs the path in seconds). */
+/** Every delay the payment workflows use; all configurable, so a real-time test runs the whole path in seconds. */
 export const PaymentTimings = z
   .strictObject({
     /** How long `submit` waits for the first provider call before answering `pending`. */

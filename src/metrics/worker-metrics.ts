@@ -10,7 +10,7 @@ import { msToNumber } from '@temporalio/common/lib/time';
 import type { Context } from '@temporalio/activity';
 import type { ActivityInterceptorsFactory, InjectedSinks } from '@temporalio/worker';
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
-import type { BreakerObserver } from '../activities/breaker';
+import type { BreakerObserver } from '../breaker';
 import type { PaymentSinks } from '../domain/sinks';
 
 /** The provider-call activities and the operation each performs. */

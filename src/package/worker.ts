@@ -21,7 +21,7 @@ export {
   type RestProviderConfig,
   type StripeProviderConfig,
 } from '../providers';
-export { InMemoryCircuitBreaker, type CircuitBreaker } from '../activities';
+export { InMemoryCircuitBreaker, type CircuitBreaker } from '../breaker';
 export { createBreaker } from '../stack';
 export { createWorkerMetrics, type WorkerMetrics } from '../metrics/worker-metrics';
 export { AesGcmPayloadCodec, newPayloadKey, parsePayloadKeys, type PayloadKeys } from '../codec';

@@ -16,7 +16,7 @@ const describe = (d: ProviderFailureDetails): string =>
     .join(', ');
 
 /**
- * The one error a provider call throws. `type` is exactly one class of DESIGN.md "Outcome classification"; activities
+ * The one error a provider call throws. `type` is exactly one outcome class (docs/architecture.md#outcome-classes); activities
  * branch on it (never on the message) and keep the error as the `cause` of their ApplicationFailure.
  */
 export class ProviderError extends Error {

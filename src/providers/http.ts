@@ -170,7 +170,7 @@ export const errorCodeOf = (
 };
 
 /**
- * The response half of DESIGN.md "Outcome classification": an answer becomes a value or exactly one failure class.
+ * The response half of the outcome classes (docs/architecture.md#outcome-classes): an answer becomes a value or exactly one failure class.
  *
  * | status | result |
  * |---|---|

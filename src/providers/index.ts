@@ -26,7 +26,7 @@ export {
   type AttemptLogEntry,
   type Logger,
 } from './logging';
-export * from './simulator';
+export * from './rest';
 export * from './stripe';
 export {
   configuredCapabilities,

@@ -3,14 +3,14 @@
  * `STRIPE_SECRET_KEY` is set; and their webhook verifiers for the API (`POST /webhooks/:provider`).
  */
 import type { Logger } from './logging';
-import { createProvider } from './simulator/adapter';
-import { SimulatorWebhookVerifier } from './simulator/webhook';
+import { createProvider } from './rest/adapter';
+import { SimulatorWebhookVerifier } from './rest/webhook';
 import { defaultReferenceLookupPages } from '../domain/retry';
 import { StripeProvider, stripeCapabilities } from './stripe/adapter';
 import { StripeWebhookVerifier } from './stripe/webhook';
 import type { PaymentProvider, WebhookVerifier } from './types';
 
-/** The settings the adapters are built from (a subset of src/config.ts's `Config`). */
+/** The settings the adapters are built from (a subset of src/config/'s `Config`). */
 export interface ProvidersConfig {
   readonly SIMULATOR_URL: string;
   readonly PROVIDER_API_KEY: string;

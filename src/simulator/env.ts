@@ -1,4 +1,4 @@
-/** The simulator process's settings, read from the environment (it is a program of its own: no src/config.ts). */
+/** The simulator process's settings, read from the environment (it is a program of its own: no src/config/). */
 import { z } from 'zod';
 
 /** Every variable the simulator reads. */

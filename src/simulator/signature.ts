@@ -1,7 +1,7 @@
 import { createHmac } from 'node:crypto';
 
 // The simulator stands for a third party: it signs its webhooks with its own code (node:crypto only). Receivers
-// verify with the simulator adapter's verifier (src/providers/simulator/webhook.ts), never with this file.
+// verify with the REST adapter's verifier (src/providers/rest/webhook.ts), never with this file.
 
 /** Name of the webhook signature header. */
 export const SIGNATURE_HEADER = 'Sim-Signature';

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { FaultKind, Json, MerchantSettings, Operation } from './schemas';
 
-/** A payment as the provider API answers it (CONTRACTS.md section 2). */
+/** A payment as the provider API answers it (`GET /v1/payments/:id`, snake_case). */
 export const Payment = z.object({
   id: z.string(),
   status: z.enum(['authorized', 'succeeded', 'voided']),

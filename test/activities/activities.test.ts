@@ -9,19 +9,14 @@ import { ApplicationFailure } from '@temporalio/common';
 import { MockActivityEnvironment } from '@temporalio/testing';
 import { DefaultLogger } from '@temporalio/worker';
 import { pino } from 'pino';
-import {
-  InMemoryCircuitBreaker,
-  createActivities,
-  providerIdempotencyKey,
-  type ActivityDeps,
-  type Activities,
-} from '../../src/activities';
+import { createActivities, providerIdempotencyKey, type ActivityDeps, type Activities } from '../../src/activities';
+import { InMemoryCircuitBreaker } from '../../src/breaker';
 import { ErrorType } from '../../src/domain/errors';
 import {
   RestProvider,
   simulatorCapabilities,
   simulatorCapabilitiesWithoutKeys,
-} from '../../src/providers/simulator/adapter';
+} from '../../src/providers/rest/adapter';
 import type { PaymentProvider, ProviderCapabilities } from '../../src/providers/types';
 import { startSimulator, type RunningSimulator } from '../../src/simulator/server';
 

@@ -12,7 +12,7 @@ import { DefaultLogger } from '@temporalio/worker';
 import { pino } from 'pino';
 import { type Activities, createActivities } from '../../src/activities';
 import { ErrorType } from '../../src/domain/errors';
-import { RestProvider, simulatorCapabilitiesWithoutKeys } from '../../src/providers/simulator/adapter';
+import { RestProvider, simulatorCapabilitiesWithoutKeys } from '../../src/providers/rest/adapter';
 import type { ProviderPayment } from '../../src/providers/types';
 import { type RunningSimulator, startSimulator } from '../../src/simulator/server';
 import { paymentMetadata } from '../../src/workflows/activity-options';

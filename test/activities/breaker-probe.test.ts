@@ -12,24 +12,15 @@ import { MockActivityEnvironment } from '@temporalio/testing';
 import { DefaultLogger } from '@temporalio/worker';
 import type { Redis } from 'ioredis';
 import { pino } from 'pino';
-import {
-  type Activities,
-  type InspectableBreaker,
-  InMemoryCircuitBreaker,
-  createActivities,
-} from '../../src/activities';
-import {
-  RedisCircuitBreaker,
-  closeBreakerRedis,
-  connectBreakerRedis,
-  redisReady,
-} from '../../src/activities/breaker-redis';
+import { type Activities, createActivities } from '../../src/activities';
+import { type InspectableBreaker, InMemoryCircuitBreaker } from '../../src/breaker';
+import { RedisCircuitBreaker, closeBreakerRedis, connectBreakerRedis, redisReady } from '../../src/breaker/redis';
 import { ErrorType } from '../../src/domain/errors';
 import {
   RestProvider,
   simulatorCapabilities,
   simulatorCapabilitiesWithoutKeys,
-} from '../../src/providers/simulator/adapter';
+} from '../../src/providers/rest/adapter';
 import { type RunningSimulator, startSimulator } from '../../src/simulator/server';
 import { type RunningRedis, startRedisServer } from '../../scripts/lib/redis-server';
 

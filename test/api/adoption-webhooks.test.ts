@@ -11,7 +11,7 @@ import { providerIdempotencyKey } from '../../src/activities/keys';
 import { chargeWorkflowId } from '../../src/domain/ids';
 import { type ParkedEvents, parkedEventWorkflowId, parkedEventsQuery } from '../../src/domain/parked-events';
 import type { PaymentView } from '../../src/domain/payment';
-import { RestProvider, simulatorCapabilities } from '../../src/providers/simulator/adapter';
+import { RestProvider, simulatorCapabilities } from '../../src/providers/rest/adapter';
 import type { ProviderPayment } from '../../src/providers/types';
 import { signWebhook } from '../../src/simulator/signature';
 import { connectDevServer } from '../helpers/servers';

@@ -14,7 +14,7 @@
 import { randomUUID } from 'node:crypto';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import pino from 'pino';
-import { type CircuitBreaker, InMemoryCircuitBreaker } from '../../src/activities';
+import { type CircuitBreaker, InMemoryCircuitBreaker } from '../../src/breaker';
 import { providerIdempotencyKey } from '../../src/activities/keys';
 import { chargeWorkflowId } from '../../src/domain/ids';
 import type { PaymentView } from '../../src/domain/payment';

@@ -1,5 +1,5 @@
 /**
- * An API test bench: the real API over HTTP (Fastify listening on 127.0.0.1:0), the real PaymentsClient, the real
+ * An API test rig: the real API over HTTP (Fastify listening on 127.0.0.1:0), the real PaymentsClient, the real
  * simulator (webhooks pointed at the API), the real REST provider and the real workers on a fresh task queue, against
  * the run's shared dev server.
  */
@@ -9,7 +9,7 @@ import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { Connection } from '@temporalio/client';
 import type { FastifyInstance } from 'fastify';
 import pino from 'pino';
-import { type CircuitBreaker, InMemoryCircuitBreaker } from '../../src/activities';
+import { type CircuitBreaker, InMemoryCircuitBreaker } from '../../src/breaker';
 import type { PaymentsClient } from '../../src/client';
 import type { RetryOverrides } from '../../src/domain/retry';
 import type { PaymentTimings } from '../../src/domain/workflow-inputs';
@@ -45,7 +45,7 @@ export const testRetry: RetryOverrides = {
 
 export const WEBHOOK_SECRET = 'whsec_test_api_harness';
 
-/** One merchant of the bench with its bearer token. */
+/** One merchant of the rig with its bearer token. */
 export interface TestMerchant {
   readonly id: string;
   readonly token: string;
@@ -70,7 +70,7 @@ export interface RequestOptions {
   readonly baseUrl?: string;
 }
 
-/** The bench's operator: its id and bearer token (config `OPERATOR_TOKENS`). */
+/** The rig's operator: its id and bearer token (config `OPERATOR_TOKENS`). */
 export interface TestOperator {
   readonly id: string;
   readonly token: string;
@@ -94,9 +94,9 @@ export interface ApiHarness {
   request(method: string, path: string, opts?: RequestOptions): Promise<ApiResponse>;
   /** Starts another API process-equivalent (own PaymentsClient) on the same workers; answers its URL. */
   anotherApi(): Promise<string>;
-  /** Starts the workers when the bench was started without them (`workers: false`); no-op otherwise. */
+  /** Starts the workers when the rig was started without them (`workers: false`); no-op otherwise. */
   startWorkers(): Promise<void>;
-  /** Effects and requests the simulator recorded for this bench's api key. */
+  /** Effects and requests the simulator recorded for this rig's api key. */
   ledger(): ReturnType<RunningSimulator['ledger']>;
   close(): Promise<void>;
 }
@@ -114,7 +114,7 @@ export interface HarnessOptions {
   readonly sweep?: boolean;
   /** One open payment per order (default true, as in production). */
   readonly orderSingleFlight?: boolean;
-  /** Start the workers with the bench (default true); `false`: none poll the task queue until `startWorkers()`. */
+  /** Start the workers with the rig (default true); `false`: none poll the task queue until `startWorkers()`. */
   readonly workers?: boolean;
   /** Merchants exempt from one open payment per order (`SPLIT_PAYMENT_MERCHANTS`); `'b'` names merchant B. */
   readonly splitPaymentMerchants?: readonly 'a'[] | readonly 'b'[] | readonly ('a' | 'b')[];
@@ -172,7 +172,7 @@ export async function startApiHarness(env: TestWorkflowEnvironment, opts: Harnes
     logger,
     namespace: env.namespace ?? 'default',
     taskQueue,
-    // The API's client over a grpc-js connection of its own, as src/api/main.ts connects (src/stack.ts says why not
+    // The API's client over a grpc-js connection of its own, as src/api-main.ts connects (src/stack.ts says why not
     // a NativeConnection). With a codec it must encrypt too (the workers' results are ciphertext).
     ...(opts.codec ? { codec: opts.codec.codec } : {}),
     connection: apiConnection,

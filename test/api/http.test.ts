@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import { createTokenVerifier } from '../../src/api/auth';
-import { verifySimulatorSignature as verifySignature } from '../../src/providers/simulator/webhook';
+import { verifySimulatorSignature as verifySignature } from '../../src/providers/rest/webhook';
 import { IdempotencyKeyReused, PaymentNotFound } from '../../src/client';
 import { signWebhook } from '../../src/simulator/signature';
 import { STUB_OPERATOR, STUB_TOKEN, startStubApi, stubClient } from './stub';

@@ -1,5 +1,5 @@
 /**
- * Which process reads which settings: the API process (src/api/main.ts: the configured stack with the API only) uses
+ * Which process reads which settings: the API process (src/api-main.ts: the configured stack with the API only) uses
  * the provider names and never the provider capabilities or the RETRY_* presets, which are the worker's. Its payments
  * carry neither in their input (shape 3: the worker records its own in the payment's first workflow task).
  */

@@ -214,7 +214,7 @@ describe('our containers', () => {
     }
   });
 
-  it('set only environment names our code reads: src/config.ts for the product, src/simulator/env.ts for the simulator', () => {
+  it('set only environment names our code reads: src/config/ for the product, src/simulator/env.ts for the simulator', () => {
     for (const name of productServices) {
       const unknown = Object.keys(service(name).environment ?? {}).filter((v) => !readsVariable(v));
       expect({ service: name, unknown }).toEqual({ service: name, unknown: [] });

@@ -55,7 +55,7 @@ interface LintRun {
   readonly layers: Record<string, { readonly imports: string[]; readonly types?: string[] }>;
 }
 
-/** `src/domain/` -> `domain`, `src/api/main.ts` -> `api/main`. */
+/** `src/domain/` -> `domain`, `src/api-main.ts` -> `api-main`. */
 const layerName = (cell: string): string => cell.replace(/^src\//, '').replace(/(\/|\.ts)$/, '');
 
 /** docs/architecture.md's layer table: each layer's value imports and type-only imports. */
@@ -98,9 +98,9 @@ const forbidden: readonly [string, string, ('value' | 'type')?][] = [
   ['src/providers/x.ts', '../api/app'],
   ['src/providers/x.ts', '../client'],
   ['src/providers/x.ts', '../simulator/server'],
-  ['src/providers/stripe/x.ts', '../../activities/classify'],
+  ['src/providers/stripe/x.ts', '../../activities/attempt/failure'],
   ['src/providers/stripe/x.ts', '../../simulator/signature'],
-  ['src/simulator/x.ts', '../providers/simulator/adapter'],
+  ['src/simulator/x.ts', '../providers/rest/adapter'],
   ['src/simulator/x.ts', '../api/app'],
   // Workflows: the domain, and activities as types only.
   ['src/workflows/x.ts', '../activities'],
@@ -129,14 +129,25 @@ const forbidden: readonly [string, string, ('value' | 'type')?][] = [
   ['src/api/x.ts', '../temporal-connection'],
   ['src/metrics/x.ts', '../client'],
   ['src/metrics/x.ts', '../activities'],
+  // The breaker sits below the activities: it knows providers' failure details (types), not who calls it.
+  ['src/breaker/x.ts', '../activities'],
+  ['src/breaker/x.ts', '../providers'],
+  ['src/breaker/x.ts', '../metrics/worker-metrics'],
+  ['src/metrics/x.ts', '../breaker'],
+  ['src/workflows/x.ts', '../breaker'],
+  ['src/domain/x.ts', '../breaker', 'type'],
   ['src/visibility.ts', './client'],
   ['src/codec/x.ts', '../domain'],
-  ['src/config.ts', './providers'],
+  ['src/config/x.ts', '../providers'],
+  ['src/config/x.ts', '../stack'],
   // Only the process entries are above the composition root.
   ['src/stack.ts', './worker'],
-  ['src/stack.ts', './api/main'],
+  ['src/stack.ts', './api-main'],
+  ['src/api/x.ts', '../api-main'],
   ['src/worker.ts', './providers'],
-  ['src/api/main.ts', '../client'],
+  ['src/api-main.ts', './client'],
+  // The API process goes through the composition root, never to the app straight.
+  ['src/api-main.ts', './api/app'],
   // PostgreSQL: the ledger and key records sit on src/db, below the activities and the API; workflows never reach it.
   ['src/domain/x.ts', '../db'],
   ['src/db/x.ts', '../wallets'],
@@ -175,12 +186,16 @@ const allowed: readonly [string, string, ('value' | 'type')?][] = [
   ['src/api/x.ts', '../domain/webhooks', 'type'],
   ['src/api/routes/x.ts', '../../metrics/api-metrics'],
   ['src/api/x.ts', '../codec'],
-  ['src/metrics/x.ts', '../activities/breaker', 'type'],
+  ['src/metrics/x.ts', '../breaker', 'type'],
+  ['src/activities/x.ts', '../breaker'],
+  ['src/breaker/x.ts', '../providers/types', 'type'],
+  ['src/stack.ts', './breaker/redis'],
+  ['src/package/x.ts', '../breaker'],
   ['src/stack.ts', './api/app'],
   ['src/stack.ts', './providers/registry'],
   ['src/worker.ts', './stack'],
-  ['src/api/main.ts', '../stack'],
-  ['src/api/main.ts', './app'],
+  ['src/api-main.ts', './stack'],
+  ['src/api-main.ts', './config'],
   ['src/wallets/x.ts', '../db'],
   ['src/key-records/x.ts', '../db'],
   ['src/activities/x.ts', '../wallets'],
@@ -228,7 +243,7 @@ describe('the layer table, enforced by lint', () => {
     for (const [name, layer] of Object.entries(layers)) {
       const doc = documented[name];
       if (name === 'stack') {
-        const above = ['worker', 'api/main', 'payment-workers', 'package', 'stack', 'simulator'];
+        const above = ['worker', 'api-main', 'payment-workers', 'package', 'stack', 'simulator'];
         const below = Object.keys(layers).filter((l) => !above.includes(l));
         expect([...layer.imports].sort()).toEqual(below.map((l) => (l === 'api' ? 'api/app' : l)).sort());
         continue;

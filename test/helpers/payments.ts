@@ -1,5 +1,5 @@
 /**
- * A payments test bench: the real simulator over HTTP, the real REST provider, and the real worker set-up
+ * A payments test rig: the real simulator over HTTP, the real REST provider, and the real worker set-up
  * (src/stack.ts) on a fresh task queue, against whichever Temporal environment the test file chose.
  */
 import { createHash, randomUUID } from 'node:crypto';
@@ -12,9 +12,9 @@ import { canonicalJson, significantFields, ChargeRequest, type ChargeRequestInpu
 import type { ChargeWorkflowInput, PaymentTimings } from '../../src/domain/workflow-inputs';
 import type { RetryOverrides } from '../../src/domain/retry';
 import { createProvider, simulatorCapabilities, simulatorCapabilitiesWithoutKeys } from '../../src/providers';
-import type { RestProvider } from '../../src/providers/simulator/adapter';
+import type { RestProvider } from '../../src/providers/rest/adapter';
 import { type RunningSimulator, startSimulator } from '../../src/simulator/server';
-import type { CircuitBreaker } from '../../src/activities';
+import type { CircuitBreaker } from '../../src/breaker';
 import { startStack } from '../../src/stack';
 
 let bundle: Promise<WorkflowBundleWithSourceMap> | undefined;
@@ -40,7 +40,7 @@ export const fastTimings: PaymentTimings = {
   unknownSweepThresholdMs: 8 * 3_600_000,
 };
 
-export interface BenchOptions {
+export interface RigOptions {
   /** Merchant without idempotency keys at the simulator (every POST a new effect). */
   readonly noKeys?: boolean;
   readonly keyTtlS?: number;
@@ -53,7 +53,7 @@ export interface BenchOptions {
   readonly maxRetryAfterMs?: number;
 }
 
-export interface Bench {
+export interface Rig {
   readonly env: TestWorkflowEnvironment;
   readonly sim: RunningSimulator;
   readonly provider: RestProvider;
@@ -69,7 +69,7 @@ export interface Bench {
   ): ChargeWorkflowInput;
   /** Remembers a workflow to terminate at close: a test's leftovers must not hold the next test's skipped time. */
   track(workflowId: string): void;
-  /** Effects and requests the simulator recorded for this bench's merchant. */
+  /** Effects and requests the simulator recorded for this rig's merchant. */
   ledger(): ReturnType<RunningSimulator['ledger']>;
   close(): Promise<void>;
 }
@@ -82,7 +82,7 @@ export function fingerprintOf(request: ChargeRequest): string {
 }
 
 /** Starts a simulator, a provider pointed at it, and workers on a fresh task queue. */
-export async function startBench(env: TestWorkflowEnvironment, opts: BenchOptions = {}): Promise<Bench> {
+export async function startRig(env: TestWorkflowEnvironment, opts: RigOptions = {}): Promise<Rig> {
   const sim = await startSimulator({ port: 0 });
   const apiKey = `sk_test_${randomUUID()}`;
   const keyTtlS = opts.keyTtlS ?? 86_400;

@@ -1,6 +1,6 @@
 /**
  * The set-up of the multi-process breaker tests (shared breaker, shared cool-down, Redis outage): the run's dev server
- * and a redis-server for the file, a bench per test, and two worker processes sharing one breaker store through Redis:
+ * and a redis-server for the file, a rig per test, and two worker processes sharing one breaker store through Redis:
  * this one (src/stack.ts's workers) and a child (test/helpers/worker-process.ts), both with `createBreaker`.
  */
 import { randomUUID } from 'node:crypto';
@@ -9,11 +9,11 @@ import os from 'node:os';
 import path from 'node:path';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import pino, { type Logger } from 'pino';
-import type { BreakerObserver, CircuitBreaker } from '../../src/activities';
-import { RedisCircuitBreaker, closeBreakerRedis, connectBreakerRedis } from '../../src/activities/breaker-redis';
+import type { BreakerObserver, CircuitBreaker } from '../../src/breaker';
+import { RedisCircuitBreaker, closeBreakerRedis, connectBreakerRedis } from '../../src/breaker/redis';
 import { createBreaker, startStack } from '../../src/stack';
 import { type RunningRedis, startRedisServer } from '../../scripts/lib/redis-server';
-import { type Bench, type BenchOptions, startBench, workflowBundle } from './payments';
+import { type Rig, type RigOptions, startRig, workflowBundle } from './payments';
 import { DEV_SERVER_ADDRESS_ENV, connectDevServer } from './servers';
 import {
   type WorkerProcess,
@@ -29,28 +29,28 @@ export type BreakerPolicy = WorkerProcessSpec['breaker'];
 /** The test log (silent unless TEST_LOG_LEVEL). */
 export const testLogger = pino({ level: process.env.TEST_LOG_LEVEL ?? 'silent' });
 
-/** A file's dev server and redis-server, and each test's bench and clean-ups. */
+/** A file's dev server and redis-server, and each test's rig and clean-ups. */
 export interface RedisFixture {
   readonly env: TestWorkflowEnvironment;
   /** The current redis-server. */
   readonly redis: RunningRedis;
-  /** Starts a bench on {@link env}; closed after the test. */
-  bench(opts?: BenchOptions): Promise<Bench>;
+  /** Starts a rig on {@link env}; closed after the test. */
+  rig(opts?: RigOptions): Promise<Rig>;
   /** Runs after the test, last registered first. */
   cleanup(fn: () => Promise<void>): void;
   /** A new, empty redis-server on the same port as the current one (after it was killed). */
   restartRedis(): Promise<RunningRedis>;
 }
 
-/** Registers the file's hooks: dev server and redis-server for the file, bench and clean-ups after each test. */
+/** Registers the file's hooks: dev server and redis-server for the file, rig and clean-ups after each test. */
 export function redisFixture(): RedisFixture {
   let env: TestWorkflowEnvironment | undefined;
   let redis: RunningRedis | undefined;
-  const benches: Bench[] = [];
+  const rigs: Rig[] = [];
   const cleanups: (() => Promise<void>)[] = [];
   const afterTest = async () => {
     for (const c of cleanups.splice(0).reverse()) await c();
-    for (const b of benches.splice(0)) await b.close();
+    for (const b of rigs.splice(0)) await b.close();
   };
   beforeAll(async () => {
     [env, redis] = await Promise.all([connectDevServer(), startRedisServer()]);
@@ -72,9 +72,9 @@ export function redisFixture(): RedisFixture {
     get redis() {
       return need(redis, 'redis-server');
     },
-    async bench(opts) {
-      const b = await startBench(need(env, 'Temporal environment'), opts);
-      benches.push(b);
+    async rig(opts) {
+      const b = await startRig(need(env, 'Temporal environment'), opts);
+      rigs.push(b);
       return b;
     },
     cleanup: (fn) => void cleanups.push(fn),
@@ -105,9 +105,9 @@ export interface WorkerPair {
 /** Options of {@link startWorkerPair}. */
 export interface WorkerPairOptions {
   readonly policy: BreakerPolicy;
-  /** This process's task queue; default the bench's. */
+  /** This process's task queue; default the rig's. */
   readonly here?: string;
-  /** The child's task queue; default the bench's. */
+  /** The child's task queue; default the rig's. */
   readonly there?: string;
   /** This process's breaker log (default the test log) and its observer (e.g. store switches). */
   readonly breakerLogger?: Logger;
@@ -122,7 +122,7 @@ export interface WorkerPairOptions {
  * Starts this process's workers (with `createBreaker` over the fixture's Redis) and a child worker process with the
  * same policy and key prefix, both polling; everything is stopped and closed after the test.
  */
-export async function startWorkerPair(fx: RedisFixture, b: Bench, opts: WorkerPairOptions): Promise<WorkerPair> {
+export async function startWorkerPair(fx: RedisFixture, b: Rig, opts: WorkerPairOptions): Promise<WorkerPair> {
   const keyPrefix = `e2e:${randomUUID()}:`;
   const made = await createBreaker(
     { REDIS_URL: fx.redis.url, REDIS_KEY_PREFIX: keyPrefix, breaker: opts.policy },
@@ -163,7 +163,7 @@ export async function startWorkerPair(fx: RedisFixture, b: Bench, opts: WorkerPa
  */
 export async function startWorkersHere(
   fx: RedisFixture,
-  b: Bench,
+  b: Rig,
   breaker: CircuitBreaker,
   opts: { readonly here?: string; readonly calls?: { creates: number } } = {},
 ): Promise<{ close(): Promise<void> }> {

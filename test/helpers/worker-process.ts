@@ -9,10 +9,10 @@ import { spawn } from 'node:child_process';
 import { DefaultLogger, NativeConnection, Runtime } from '@temporalio/worker';
 import pino, { type Logger } from 'pino';
 import { createProvider, simulatorCapabilities } from '../../src/providers';
-import type { RestProvider } from '../../src/providers/simulator/adapter';
+import type { RestProvider } from '../../src/providers/rest/adapter';
 import type { PaymentProvider } from '../../src/providers/types';
 import { createBreaker, startStack } from '../../src/stack';
-import type { BreakerOptions } from '../../src/activities';
+import type { BreakerOptions } from '../../src/breaker';
 import type { RetryOverrides } from '../../src/domain/retry';
 
 export interface WorkerProcessSpec {

@@ -11,42 +11,42 @@ import { paymentQuery, submitUpdate } from '../../src/domain/definitions';
 import type { PaymentStatus, PaymentView } from '../../src/domain/payment';
 import type { ChargeWorkflowInput } from '../../src/domain/workflow-inputs';
 import type { chargeWorkflow } from '../../src/workflows';
-import { type Bench, idOf } from './payments';
+import { type Rig, idOf } from './payments';
 
 export const HISTORIES_DIR = path.resolve(__dirname, '..', 'histories');
 
 /** Starts a charge and returns its handle and the early answer of `submit`. */
 export async function startCharge(
-  bench: Bench,
+  rig: Rig,
   input: ChargeWorkflowInput,
 ): Promise<{ handle: WorkflowHandle<typeof chargeWorkflow>; view: PaymentView }> {
-  const handle = await bench.env.client.workflow.start<typeof chargeWorkflow>('chargeWorkflow', {
+  const handle = await rig.env.client.workflow.start<typeof chargeWorkflow>('chargeWorkflow', {
     workflowId: idOf(input),
-    taskQueue: bench.taskQueue,
+    taskQueue: rig.taskQueue,
     args: [input],
     memo: { fingerprint: input.fingerprint },
   });
-  bench.track(handle.workflowId);
+  rig.track(handle.workflowId);
   const view = await handle.executeUpdate(submitUpdate, { args: [{ fingerprint: input.fingerprint }] });
   return { handle, view };
 }
 
 /**
- * Starts a charge on `taskQueue` (default the bench's) without waiting for its first answer: for tests where the
+ * Starts a charge on `taskQueue` (default the rig's) without waiting for its first answer: for tests where the
  * `submit` wait would cost time they measure, or where several worker sets poll different queues.
  */
 export async function startChargeOn(
-  bench: Bench,
+  rig: Rig,
   input: ChargeWorkflowInput,
-  taskQueue = bench.taskQueue,
+  taskQueue = rig.taskQueue,
 ): Promise<WorkflowHandle<typeof chargeWorkflow>> {
-  const handle = await bench.env.client.workflow.start<typeof chargeWorkflow>('chargeWorkflow', {
+  const handle = await rig.env.client.workflow.start<typeof chargeWorkflow>('chargeWorkflow', {
     workflowId: idOf(input),
     taskQueue,
     args: [input],
     memo: { fingerprint: input.fingerprint },
   });
-  bench.track(handle.workflowId);
+  rig.track(handle.workflowId);
   return handle;
 }
 
@@ -73,11 +73,11 @@ export async function waitForStatus(
  * Writes the histories of `workflowIds` to test/histories/<name>.<n>.json when RECORD_HISTORIES=1. The replay test
  * replays every file there against the current workflow code, so a change that breaks running workflows fails CI.
  */
-export async function recordHistories(bench: Pick<Bench, 'env'>, name: string, workflowIds: string[]): Promise<void> {
+export async function recordHistories(rig: Pick<Rig, 'env'>, name: string, workflowIds: string[]): Promise<void> {
   if (process.env.RECORD_HISTORIES !== '1') return;
   mkdirSync(HISTORIES_DIR, { recursive: true });
   for (const [i, workflowId] of workflowIds.entries()) {
-    const history = await bench.env.client.workflow.getHandle(workflowId).fetchHistory();
+    const history = await rig.env.client.workflow.getHandle(workflowId).fetchHistory();
     // Proto3 JSON (enum names, string longs, base64 bytes): what `temporal workflow show --output json` writes too,
     // so a history exported from production replays through the same test.
     const json = temporal.api.history.v1.History.toObject(temporal.api.history.v1.History.fromObject(history), {
@@ -90,12 +90,11 @@ export async function recordHistories(bench: Pick<Bench, 'env'>, name: string, w
 }
 
 /** Counts the ledger's requests of one operation. */
-export const requestsOf = (bench: Bench, operation: string) =>
-  bench.ledger().requests.filter((r) => r.operation === operation);
+export const requestsOf = (rig: Rig, operation: string) =>
+  rig.ledger().requests.filter((r) => r.operation === operation);
 
 /** Counts the ledger's effects of one operation. */
-export const effectsOf = (bench: Bench, operation: string) =>
-  bench.ledger().effects.filter((e) => e.operation === operation);
+export const effectsOf = (rig: Rig, operation: string) => rig.ledger().effects.filter((e) => e.operation === operation);
 
 /** The ApplicationFailure type a failed update carries (its validator's or handler's); fails if it succeeds. */
 export async function updateFailureType(update: Promise<unknown>): Promise<string | undefined> {

@@ -80,7 +80,7 @@ afterAll(async () => {
 });
 
 /** A harness with a second provider, `slow`: a simulator that answers every call after LATENCY_MS. */
-interface SlowBench {
+interface SlowRig {
   readonly h: ApiHarness;
   readonly slow: ReturnType<typeof counted>;
   readonly slowSim: RunningSimulator;
@@ -90,13 +90,13 @@ interface SlowBench {
 }
 
 /**
- * Runs `test` against a {@link SlowBench} (with `providerLimits`, if given, for the workers), then tears it down
+ * Runs `test` against a {@link SlowRig} (with `providerLimits`, if given, for the workers), then tears it down
  * without waiting out the latency: the payments are ended, the slow simulator stopped (it cancels its latency and
  * closes the connections, so the calls in flight fail at once), then the workers and the API.
  */
 async function withSlowProvider(
   providerLimits: HarnessOptions['providerLimits'] | undefined,
-  test: (bench: SlowBench) => Promise<void>,
+  test: (rig: SlowRig) => Promise<void>,
 ): Promise<void> {
   const logger = pino({ level: process.env.TEST_LOG_LEVEL ?? 'silent' });
   const apiKey = `sk_test_${randomUUID()}`;

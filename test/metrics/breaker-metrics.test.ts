@@ -3,7 +3,7 @@
  * close are each visible in the worker's metrics text. A real in-process breaker on an injected clock.
  */
 import { Registry } from 'prom-client';
-import { InMemoryCircuitBreaker } from '../../src/activities';
+import { InMemoryCircuitBreaker } from '../../src/breaker';
 import { breakerMetricsObserver } from '../../src/metrics/worker-metrics';
 
 it('counts transitions, refusals and probes of a real breaker', async () => {

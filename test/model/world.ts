@@ -10,7 +10,7 @@ import os from 'node:os';
 import path from 'node:path';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { providerIdempotencyKey } from '../../src/activities/keys';
-import { closeBreakerRedis, connectBreakerRedis } from '../../src/activities/breaker-redis';
+import { closeBreakerRedis, connectBreakerRedis } from '../../src/breaker/redis';
 import type { ScopeOperation } from '../../src/domain/ids';
 import type { RetryOverrides } from '../../src/domain/retry';
 import type { PaymentTimings } from '../../src/domain/workflow-inputs';
@@ -93,7 +93,7 @@ export interface FaultRule {
   readonly times?: number;
 }
 
-/** The bench the commands drive. */
+/** The rig the commands drive. */
 export interface World {
   readonly h: ApiHarness;
   /** The worker processes (rolling deploys, crashes). */
@@ -113,7 +113,7 @@ export interface World {
     path: string,
     opts: { merchant: MerchantName; key?: string; body?: unknown },
   ): Promise<ApiResponse>;
-  /** `POST /v1/payments/:key/resolve?merchantId=` with the bench's operator token (`OPERATOR_TOKENS`). */
+  /** `POST /v1/payments/:key/resolve?merchantId=` with the rig's operator token (`OPERATOR_TOKENS`). */
   operatorResolve(merchant: MerchantName, key: string, body: unknown): Promise<ApiResponse>;
   sim: {
     addFaults(rules: readonly FaultRule[]): Promise<void>;

@@ -2,7 +2,7 @@ import diagnostics from 'node:diagnostics_channel';
 import type { LookupFunction } from 'node:net';
 import { ErrorType } from '../../src/domain/errors';
 import { HttpClient, type HttpClientOptions, type HttpClock } from '../../src/providers/http';
-import { ProviderPaymentSchema } from '../../src/providers/simulator/wire';
+import { ProviderPaymentSchema } from '../../src/providers/rest/wire';
 import {
   blackholeServer,
   closedPort,

@@ -6,7 +6,7 @@ import {
   simulatorCapabilities,
   simulatorCapabilitiesWithoutKeys,
   type RestProvider,
-} from '../../src/providers/simulator/adapter';
+} from '../../src/providers/rest/adapter';
 import type { CallContext, CreatePaymentInput } from '../../src/providers/types';
 import { startSimulator } from '../../src/simulator/server';
 import {

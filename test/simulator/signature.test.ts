@@ -1,4 +1,4 @@
-import { verifySimulatorSignature } from '../../src/providers/simulator/webhook';
+import { verifySimulatorSignature } from '../../src/providers/rest/webhook';
 import { signWebhook } from '../../src/simulator/signature';
 
 const secret = 'whsec_unit';

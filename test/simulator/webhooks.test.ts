@@ -1,7 +1,7 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { startSimulator, type RunningSimulator } from '../../src/simulator/server';
-import { verifySimulatorSignature } from '../../src/providers/simulator/webhook';
+import { verifySimulatorSignature } from '../../src/providers/rest/webhook';
 import { call, createBody, newApiKey, newKey, startReceiver, waitFor, type Receiver } from './helpers';
 
 const SECRET = 'whsec_test';

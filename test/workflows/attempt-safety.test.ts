@@ -5,8 +5,8 @@
  */
 import { temporal } from '@temporalio/proto';
 import { ErrorType } from '../../src/domain/errors';
-import { serverPerFile } from '../helpers/benches';
-import { type Bench, chargeRequest } from '../helpers/payments';
+import { serverPerFile } from '../helpers/rigs';
+import { type Rig, chargeRequest } from '../helpers/payments';
 import { effectsOf, requestsOf, startCharge, waitForStatus } from '../helpers/workflows';
 import type { PaymentView } from '../../src/domain/payment';
 import { paymentQuery } from '../../src/domain/definitions';
@@ -29,7 +29,7 @@ it('no keys, a 503 then 9 s latency on lookups and creates, short attempt timeou
   // An HTTP deadline (12 s) that lets a 9 s call answer, and an attempt timeout (5 s) shorter than one call: before
   // the fix the attempt was cut off mid-lookup while its create still went out, and the next attempt's lookup (also
   // 9 s) missed it and charged again.
-  const b = await t.bench({ noKeys: true, totalTimeoutMs: 12_000 });
+  const b = await t.rig({ noKeys: true, totalTimeoutMs: 12_000 });
   await b.run(async () => {
     const input = b.input(chargeRequest(), {
       retry: {
@@ -66,7 +66,7 @@ it('no keys, a 503 then 9 s latency on lookups and creates, short attempt timeou
 }, 150_000);
 
 /** The failures of the createPayment attempts the server recorded (the last one: the activity's final failure). */
-async function createFailures(b: Bench, workflowId: string) {
+async function createFailures(b: Rig, workflowId: string) {
   const history = await b.env.client.workflow.getHandle(workflowId).fetchHistory();
   const { EventType } = temporal.api.enums.v1;
   const failures: { type?: string | null; nonRetryable?: boolean | null; details: unknown }[] = [];
@@ -86,7 +86,7 @@ async function createFailures(b: Bench, workflowId: string) {
 }
 
 it('keys honoured: a 500 (unknown) then a 401 on the retry: the payment is unknown and reconciles, never failed', async () => {
-  const b = await t.bench({ totalTimeoutMs: 2_000 });
+  const b = await t.rig({ totalTimeoutMs: 2_000 });
   await b.run(async () => {
     const input = b.input(chargeRequest(), {
       retry: { create: { initialIntervalMs: 100, maximumIntervalMs: 200 } },

@@ -6,7 +6,7 @@
  * Run once with the Redis store (one redis-server, two connections: two processes) and once with one in-process
  * breaker shared by both Worker sets (one process).
  */
-import { type InspectableBreaker, InMemoryCircuitBreaker } from '../../src/activities';
+import { type InspectableBreaker, InMemoryCircuitBreaker } from '../../src/breaker';
 import { chargeRequest } from '../helpers/payments';
 import { observeBreaker, redisFixture, startWorkerPair, startWorkersHere, until } from '../helpers/shared-breaker';
 import { effectsOf, requestsOf, startCharge, waitForStatus } from '../helpers/workflows';
@@ -27,7 +27,7 @@ describe.each([
   ['in-process store, one worker process', 'in-process'],
 ] as const)('%s', (name, store) => {
   it('after the trip the workers stop calling; one probe per open period; the probe closes it for all', async () => {
-    const b = await fx.bench({ totalTimeoutMs: 2_000 });
+    const b = await fx.rig({ totalTimeoutMs: 2_000 });
     const calls = { creates: 0 };
     let observer: InspectableBreaker;
     /** Drains both processes' workers; answers the other process's creates. */

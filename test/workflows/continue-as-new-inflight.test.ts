@@ -5,11 +5,12 @@
  * continues as new only once the reconcile ended. Runs on a dev server of its own whose suggestion threshold is tiny.
  */
 import { type WorkflowHandle, WorkflowNotFoundError } from '@temporalio/client';
-import { ensureReconcileSignal, paymentQuery, refundUpdate, webhookSignal } from '../../src/domain/definitions';
+import { ensureReconcileSignal, paymentQuery, webhookSignal } from '../../src/domain/definitions';
 import { reconcileWorkflowId } from '../../src/domain/ids';
 import { startDevServer } from '../../scripts/lib/dev-server';
-import { serverPerFile } from '../helpers/benches';
+import { serverPerFile } from '../helpers/rigs';
 import { chargeRequest } from '../helpers/payments';
+import { refund } from '../helpers/requests';
 import { effectsOf, startCharge } from '../helpers/workflows';
 
 const t = serverPerFile(() =>
@@ -45,7 +46,7 @@ async function suggestedTasksCompleted(handle: WorkflowHandle): Promise<number> 
 }
 
 it('does not continue as new while a refund’s reconcile runs; continues as new once it ended, the refund found', async () => {
-  const b = await t.bench();
+  const b = await t.rig();
   await b.run(async () => {
     const input = b.input(chargeRequest(), {
       // The reconcile's own checks are an hour away: the webhook below is what ends it.
@@ -64,12 +65,10 @@ it('does not continue as new while a refund’s reconcile runs; continues as new
     expect(view.status).toBe('succeeded');
     // The refund commits at the provider, but every answer is lost: outcome unknown, a reconcile child checks.
     b.sim.addFaults({ rules: [{ match: { operation: 'refund' }, fault: 'commit_then_drop' }] });
-    const answered = await handle.executeUpdate(refundUpdate, {
-      args: [{ refundKey: 'r-inflight', fingerprint: 'f', amount: 400 }],
-    });
+    const answered = await refund(handle, { refundKey: 'r-inflight', fingerprint: 'f', amount: 400 });
     expect(answered.operations).toEqual([expect.objectContaining({ kind: 'refund', state: 'running' })]);
     const reconcile = t.env.client.workflow.getHandle(reconcileWorkflowId(input.merchantId, 'refund', 'r-inflight'));
-    // The reconcile child starts beside the update's answer, so right after the answer it may not exist yet.
+    // The reconcile child starts beside the request's answer, so right after the answer it may not exist yet.
     await until('the refund reconcile running', async () => {
       const described = await reconcile.describe().catch((err: unknown) => {
         if (err instanceof WorkflowNotFoundError) return undefined;

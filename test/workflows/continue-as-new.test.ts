@@ -7,16 +7,17 @@
  * workflow hands it over: the input of each continued-as-new run.
  */
 import { randomUUID } from 'node:crypto';
-import { paymentQuery, refundUpdate, webhookSignal } from '../../src/domain/definitions';
+import { paymentQuery, webhookSignal } from '../../src/domain/definitions';
 import { ErrorType } from '../../src/domain/errors';
 import { reconcileWorkflowId } from '../../src/domain/ids';
 import { startDevServer } from '../../scripts/lib/dev-server';
 import type { PaymentView } from '../../src/domain/payment';
 import type { reconcileSweepWorkflow } from '../../src/workflows/sweep';
-import { serverPerFile } from '../helpers/benches';
+import { serverPerFile } from '../helpers/rigs';
 import { carriedChargeState, runChain } from '../helpers/history';
-import { type Bench, chargeRequest } from '../helpers/payments';
+import { type Rig, chargeRequest } from '../helpers/payments';
 import { sweepInputOver } from '../helpers/sweeps';
+import { refund, refusalType } from '../helpers/requests';
 import { effectsOf, recordHistories, startCharge } from '../helpers/workflows';
 
 const t = serverPerFile(() =>
@@ -26,7 +27,7 @@ const t = serverPerFile(() =>
 );
 
 it('continues as new past the suggested history size and keeps its state, dedup set and memo', async () => {
-  const b = await t.bench();
+  const b = await t.rig();
   await b.run(async () => {
     const input = b.input(chargeRequest({ amount: { value: 10_000, currency: 'EUR' } }));
     const { handle, view } = await startCharge(b, input);
@@ -35,9 +36,9 @@ it('continues as new past the suggested history size and keeps its state, dedup 
     const payment = await b.provider.getPayment(view.providerPaymentId as string);
     if (!payment) throw new Error('simulator lost the payment');
 
-    // Every signal and update adds history events; a few refunds plus redelivered webhooks pass the threshold.
+    // Every signal and request adds history events; a few refunds plus redelivered webhooks pass the threshold.
     for (let i = 0; i < 4; i++) {
-      await handle.executeUpdate(refundUpdate, { args: [{ refundKey: `r-${i}`, fingerprint: `f-${i}`, amount: 100 }] });
+      await refund(handle, { refundKey: `r-${i}`, fingerprint: `f-${i}`, amount: 100 });
     }
     const event = { eventId: 'evt_dup', type: 'payment.succeeded' as const, created: payment.created, payment };
     await handle.signal(webhookSignal, { ...event, eventId: 'evt_other' });
@@ -70,15 +71,13 @@ it('continues as new past the suggested history size and keeps its state, dedup 
     expect(after.providerPaymentId).toBe(view.providerPaymentId);
 
     // The new run still validates against the carried state: refund what is left, not more.
-    await expect(
-      latest.executeUpdate(refundUpdate, { args: [{ refundKey: 'r-big', fingerprint: 'f-big', amount: 9_601 }] }),
-    ).rejects.toMatchObject({ cause: { type: ErrorType.AmountExceeded } });
-    const rest = await latest.executeUpdate(refundUpdate, {
-      args: [{ refundKey: 'r-rest', fingerprint: 'f-rest', amount: 9_600 }],
-    });
+    expect(await refusalType(refund(latest, { refundKey: 'r-big', fingerprint: 'f-big', amount: 9_601 }))).toBe(
+      ErrorType.AmountExceeded,
+    );
+    const rest = await refund(latest, { refundKey: 'r-rest', fingerprint: 'f-rest', amount: 9_600 });
     expect(rest.amountRefunded).toBe(10_000);
     // A refund key used in the first run is still known: no second effect.
-    await latest.executeUpdate(refundUpdate, { args: [{ refundKey: 'r-0', fingerprint: 'f-0', amount: 100 }] });
+    await refund(latest, { refundKey: 'r-0', fingerprint: 'f-0', amount: 100 });
     expect(effectsOf(b, 'refund')).toHaveLength(5);
     // The carried dedup set: a run that started with it takes the same webhook as already seen. Redeliver it until
     // the current run continues as new too, and read what it hands over: still each event once.
@@ -99,7 +98,7 @@ it('continues as new past the suggested history size and keeps its state, dedup 
  * A payment made unknown (every create reset before it commits), its reconcile lost (terminated), and `wait` before
  * events about another payment grow its history past the threshold: it continues as new while unknown.
  */
-async function unknownThenContinued(b: Bench, wait: (view: PaymentView) => Promise<void> = async () => undefined) {
+async function unknownThenContinued(b: Rig, wait: (view: PaymentView) => Promise<void> = async () => undefined) {
   // Another payment, made first: its events are foreign to the one under test.
   const other = await startCharge(b, b.input(chargeRequest()));
   const foreign = await b.provider.getPayment(other.view.providerPaymentId as string);
@@ -143,7 +142,7 @@ async function unknownThenContinued(b: Bench, wait: (view: PaymentView) => Promi
 }
 
 it('continues as new while unknown (its reconcile gone, waiting for the sweep), and stays unknown in the new run', async () => {
-  const b = await t.bench();
+  const b = await t.rig();
   await b.run(async () => {
     const { input, handle, chain } = await unknownThenContinued(b);
     expect(chain.length).toBeGreaterThan(1);
@@ -156,7 +155,7 @@ it('continues as new while unknown (its reconcile gone, waiting for the sweep), 
 });
 
 it('the sweep finds a payment unknown past its threshold whose run continued as new after it became unknown', async () => {
-  const b = await t.bench({ sweep: true });
+  const b = await t.rig({ sweep: true });
   await b.run(async () => {
     // Two seconds between becoming unknown and continuing as new: the sweep's cut-off falls between the two.
     const { handle, reconcile, chain } = await unknownThenContinued(b, async (view) => {

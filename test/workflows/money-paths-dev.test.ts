@@ -2,21 +2,21 @@
  * Money-path regressions that need the dev server: the time-skipping test server does not tell a parent that its
  * child was terminated, and that is the path under test here.
  */
-import { refundUpdate, resolveUpdate } from '../../src/domain/definitions';
 import { ErrorType } from '../../src/domain/errors';
 import { reconcileWorkflowId } from '../../src/domain/ids';
-import { serverPerFile } from '../helpers/benches';
+import { serverPerFile } from '../helpers/rigs';
 import { opOf, unknownRefundRetry, within } from '../helpers/operations';
 import { chargeRequest, idOf } from '../helpers/payments';
-import { effectsOf, recordHistories, startCharge, updateFailureType, waitForStatus } from '../helpers/workflows';
+import { refund, refusalType, resolve } from '../helpers/requests';
+import { effectsOf, recordHistories, startCharge, waitForStatus } from '../helpers/workflows';
 
 const t = serverPerFile();
 
 const HOUR = 3_600_000;
 
 describe('an unknown refund outcome', () => {
-  it('answers the update at once, reconciles beside it, and goes to review when its reconcile is terminated', async () => {
-    const b = await t.bench();
+  it('answers the request at once, reconciles beside it, and goes to review when its reconcile is terminated', async () => {
+    const b = await t.rig();
     await b.run(async () => {
       const input = b.input(chargeRequest(), {
         retry: unknownRefundRetry,
@@ -26,12 +26,12 @@ describe('an unknown refund outcome', () => {
       b.sim.addFaults({ rules: [{ match: { operation: 'refund' }, fault: 'status', status: 500 }] });
       const view = await within(
         20_000,
-        handle.executeUpdate(refundUpdate, { args: [{ refundKey: 'r-unknown', fingerprint: 'f', amount: 400 }] }),
-        'the refund update',
+        refund(handle, { refundKey: 'r-unknown', fingerprint: 'f', amount: 400 }),
+        'the refund request',
       );
       expect(opOf(view, 'refund', 'r-unknown')?.state).toBe('running');
       const reconcile = t.env.client.workflow.getHandle(reconcileWorkflowId(input.merchantId, 'refund', 'r-unknown'));
-      // The reconcile child starts beside the answered update: wait (bounded) until the server shows it.
+      // The reconcile child starts beside the answered request: wait (bounded) until the server shows it.
       const deadline = Date.now() + 10_000;
       let status = '';
       while (Date.now() < deadline && status !== 'RUNNING') {
@@ -43,11 +43,9 @@ describe('an unknown refund outcome', () => {
       }
       expect(status).toBe('RUNNING');
       // While it is reconciled nothing else moves money on this payment.
-      expect(
-        await updateFailureType(
-          handle.executeUpdate(refundUpdate, { args: [{ refundKey: 'r-next', fingerprint: 'f2', amount: 1 }] }),
-        ),
-      ).toBe(ErrorType.OperationInFlight);
+      expect(await refusalType(refund(handle, { refundKey: 'r-next', fingerprint: 'f2', amount: 1 }))).toBe(
+        ErrorType.OperationInFlight,
+      );
 
       await reconcile.terminate('an operator stopped it');
       const review = await waitForStatus(handle, 'needs_review');
@@ -56,9 +54,7 @@ describe('an unknown refund outcome', () => {
       expect(effectsOf(b, 'refund')).toHaveLength(0);
 
       // The operator says it did not happen: the payment is back to succeeded, the operation rejected.
-      const resolved = await handle.executeUpdate(resolveUpdate, {
-        args: [{ outcome: 'failed', note: 'not at provider' }],
-      });
+      const resolved = await resolve(handle, { outcome: 'failed', note: 'not at provider' });
       expect(resolved.status).toBe('succeeded');
       expect(resolved.amountRefunded).toBe(0);
       expect(opOf(resolved, 'refund', 'r-unknown')?.state).toBe('rejected');

@@ -2,20 +2,14 @@
  * Regression tests of the money-path defects (issue: money paths that never lie), on the time-skipping server against
  * the real simulator over HTTP. Each one failed on the code before its fix; the simulator's ledger is the witness.
  */
-import { captureUpdate, paymentQuery, refundUpdate, resolveUpdate } from '../../src/domain/definitions';
+import { paymentQuery } from '../../src/domain/definitions';
 import { ErrorType } from '../../src/domain/errors';
-import { InMemoryCircuitBreaker } from '../../src/activities';
-import { timeSkippingServerPerTest } from '../helpers/benches';
+import { InMemoryCircuitBreaker } from '../../src/breaker';
+import { timeSkippingServerPerTest } from '../helpers/rigs';
 import { opOf, unknownRefundRetry, waitForOperation } from '../helpers/operations';
 import { chargeRequest, idOf } from '../helpers/payments';
-import {
-  effectsOf,
-  recordHistories,
-  requestsOf,
-  startCharge,
-  updateFailureType,
-  waitForStatus,
-} from '../helpers/workflows';
+import { capture, refund, refusalType, resolve } from '../helpers/requests';
+import { effectsOf, recordHistories, requestsOf, startCharge, waitForStatus } from '../helpers/workflows';
 
 const t = timeSkippingServerPerTest();
 
@@ -24,23 +18,21 @@ const DAY = 24 * HOUR;
 
 describe('capture and refund answers follow what the provider did', () => {
   it('a refund the provider refuses is recorded as rejected with its code; a repeat answers the same, no second request', async () => {
-    const b = await t.bench();
+    const b = await t.rig();
     await b.run(async () => {
       const input = b.input(chargeRequest());
       const { handle } = await startCharge(b, input);
       b.sim.addFaults({ rules: [{ match: { operation: 'refund' }, fault: 'status', status: 400, times: 1 }] });
-      const refund = { refundKey: 'r-refused', fingerprint: 'f-r', amount: 300 };
-      const view = await handle.executeUpdate(refundUpdate, { args: [refund] });
+      const refused = { refundKey: 'r-refused', fingerprint: 'f-r', amount: 300 };
+      const view = await refund(handle, refused);
       expect(view.amountRefunded).toBe(0);
       expect(opOf(view, 'refund', 'r-refused')).toMatchObject({ state: 'rejected', amount: 300 });
-      const again = await handle.executeUpdate(refundUpdate, { args: [refund] });
+      const again = await refund(handle, refused);
       expect(opOf(again, 'refund', 'r-refused')?.state).toBe('rejected');
       expect(requestsOf(b, 'refund')).toHaveLength(1);
       expect(effectsOf(b, 'refund')).toHaveLength(0);
       // The refusal did not reserve the amount: a new refund key may take all of it.
-      const full = await handle.executeUpdate(refundUpdate, {
-        args: [{ refundKey: 'r-ok', fingerprint: 'f-ok', amount: 1_000 }],
-      });
+      const full = await refund(handle, { refundKey: 'r-ok', fingerprint: 'f-ok', amount: 1_000 });
       expect(opOf(full, 'refund', 'r-ok')?.state).toBe('succeeded');
       expect(full.amountRefunded).toBe(1_000);
       await recordHistories(b, 'refund-rejected', [idOf(input)]);
@@ -48,36 +40,34 @@ describe('capture and refund answers follow what the provider did', () => {
   });
 
   it('a refund key used on another payment of the merchant is refused before any effect', async () => {
-    const b = await t.bench();
+    const b = await t.rig();
     await b.run(async () => {
       const first = await startCharge(b, b.input(chargeRequest()));
       const second = await startCharge(b, b.input(chargeRequest()));
-      const refund = { refundKey: 'r-shared', fingerprint: 'f-shared', amount: 100 };
-      const done = await first.handle.executeUpdate(refundUpdate, { args: [refund] });
+      const shared = { refundKey: 'r-shared', fingerprint: 'f-shared', amount: 100 };
+      const done = await refund(first.handle, shared);
       expect(opOf(done, 'refund', 'r-shared')?.state).toBe('succeeded');
-      expect(await updateFailureType(second.handle.executeUpdate(refundUpdate, { args: [refund] }))).toBe(
-        ErrorType.IdempotencyKeyReused,
-      );
+      expect(await refusalType(refund(second.handle, shared))).toBe(ErrorType.IdempotencyKeyReused);
       expect(requestsOf(b, 'refund')).toHaveLength(1);
       expect((await second.handle.query(paymentQuery)).operations).toBeUndefined();
     });
   });
 
   it('two overlapping captures with one key and different amounts: one wins, the other is refused as a reused key', async () => {
-    const b = await t.bench();
+    const b = await t.rig();
     await b.run(async () => {
       const { handle } = await startCharge(b, b.input(chargeRequest({ capture: 'manual' })));
       // The first capture is slow at the provider, so the second arrives while it is in flight.
       b.sim.addFaults({ rules: [{ match: { operation: 'capture' }, fault: 'latency', latency_ms: 1_500, times: 1 }] });
       const results = await Promise.allSettled([
-        handle.executeUpdate(captureUpdate, { args: [{ captureKey: 'c-same', fingerprint: 'f-300', amount: 300 }] }),
-        handle.executeUpdate(captureUpdate, { args: [{ captureKey: 'c-same', fingerprint: 'f-500', amount: 500 }] }),
+        capture(handle, { captureKey: 'c-same', fingerprint: 'f-300', amount: 300 }),
+        capture(handle, { captureKey: 'c-same', fingerprint: 'f-500', amount: 500 }),
       ]);
       const won = results.filter((r) => r.status === 'fulfilled');
       const lost = results.filter((r): r is PromiseRejectedResult => r.status === 'rejected');
       expect(won).toHaveLength(1);
       expect(lost).toHaveLength(1);
-      expect(await updateFailureType(Promise.reject(lost[0]?.reason))).toBe(ErrorType.IdempotencyKeyReused);
+      expect(await refusalType(Promise.reject(lost[0]?.reason))).toBe(ErrorType.IdempotencyKeyReused);
       const effects = effectsOf(b, 'capture');
       expect(effects).toHaveLength(1);
       expect((await handle.query(paymentQuery)).amountCaptured).toBe(effects[0]?.amount);
@@ -87,7 +77,7 @@ describe('capture and refund answers follow what the provider did', () => {
 
 describe('an unknown capture or refund outcome', () => {
   it('past the refund window with a refund still reconciling: no spinning timers, new refunds refused, closes after', async () => {
-    const b = await t.bench();
+    const b = await t.rig();
     await b.run(async () => {
       const input = b.input(chargeRequest(), {
         retry: unknownRefundRetry,
@@ -95,14 +85,12 @@ describe('an unknown capture or refund outcome', () => {
       });
       const { handle } = await startCharge(b, input);
       b.sim.addFaults({ rules: [{ match: { operation: 'refund' }, fault: 'status', status: 500 }] });
-      await handle.executeUpdate(refundUpdate, { args: [{ refundKey: 'r-slow', fingerprint: 'f', amount: 400 }] });
+      await refund(handle, { refundKey: 'r-slow', fingerprint: 'f', amount: 400 });
       await t.env.sleep(DAY + HOUR); // the window closes while the reconcile waits for its first check
 
-      expect(
-        await updateFailureType(
-          handle.executeUpdate(refundUpdate, { args: [{ refundKey: 'r-late', fingerprint: 'f2', amount: 1 }] }),
-        ),
-      ).toBe(ErrorType.InvalidTransition);
+      expect(await refusalType(refund(handle, { refundKey: 'r-late', fingerprint: 'f2', amount: 1 }))).toBe(
+        ErrorType.InvalidTransition,
+      );
       const history = await handle.fetchHistory();
       const timers = history.events?.filter((e) => e.timerStartedEventAttributes) ?? [];
       // The refund-window timer and nothing else: the old loop started a 1 ms timer over and over here.
@@ -115,7 +103,7 @@ describe('an unknown capture or refund outcome', () => {
 
 describe('capture and refund outcomes that are unknown', () => {
   it('a refund whose every answer is lost is found by its reconcile: succeeded, exactly one effect', async () => {
-    const b = await t.bench();
+    const b = await t.rig();
     await b.run(async () => {
       const input = b.input(chargeRequest(), {
         retry: unknownRefundRetry,
@@ -123,9 +111,7 @@ describe('capture and refund outcomes that are unknown', () => {
       });
       const { handle } = await startCharge(b, input);
       b.sim.addFaults({ rules: [{ match: { operation: 'refund' }, fault: 'commit_then_drop' }] });
-      const view = await handle.executeUpdate(refundUpdate, {
-        args: [{ refundKey: 'r-lost', fingerprint: 'f', amount: 400 }],
-      });
+      const view = await refund(handle, { refundKey: 'r-lost', fingerprint: 'f', amount: 400 });
       expect(opOf(view, 'refund', 'r-lost')?.state).toBe('running');
       expect(view.amountRefunded).toBe(0);
       await t.env.sleep(HOUR + 60_000);
@@ -138,7 +124,7 @@ describe('capture and refund outcomes that are unknown', () => {
   });
 
   it('a capture never found goes to review; the operator says it failed: authorized again, a new capture works', async () => {
-    const b = await t.bench();
+    const b = await t.rig();
     await b.run(async () => {
       const input = b.input(chargeRequest({ capture: 'manual' }), {
         retry: {
@@ -154,19 +140,17 @@ describe('capture and refund outcomes that are unknown', () => {
       });
       const { handle } = await startCharge(b, input);
       b.sim.addFaults({ rules: [{ match: { operation: 'capture' }, fault: 'reset_before_commit', times: 2 }] });
-      const view = await handle.executeUpdate(captureUpdate, { args: [{ captureKey: 'c-lost', fingerprint: 'f' }] });
+      const view = await capture(handle, { captureKey: 'c-lost', fingerprint: 'f' });
       expect(opOf(view, 'capture', 'c-lost')?.state).toBe('running');
       await t.env.sleep(2 * HOUR + 60_000);
       const review = await waitForStatus(handle, 'needs_review');
       expect(review.review?.reason).toMatch(/^capture not found at simulator after 2 checks/);
       expect(opOf(review, 'capture', 'c-lost')?.state).toBe('needs_review');
       expect(effectsOf(b, 'capture')).toHaveLength(0);
-      const resolved = await handle.executeUpdate(resolveUpdate, {
-        args: [{ outcome: 'failed', note: 'not captured' }],
-      });
+      const resolved = await resolve(handle, { outcome: 'failed', note: 'not captured' });
       expect(resolved).toMatchObject({ status: 'authorized', amountCaptured: 0 });
       expect(opOf(resolved, 'capture', 'c-lost')?.state).toBe('rejected');
-      const again = await handle.executeUpdate(captureUpdate, { args: [{ captureKey: 'c-2', fingerprint: 'f2' }] });
+      const again = await capture(handle, { captureKey: 'c-2', fingerprint: 'f2' });
       expect(again).toMatchObject({ status: 'succeeded', amountCaptured: 1_000 });
       expect(effectsOf(b, 'capture')).toHaveLength(1);
     });
@@ -178,7 +162,7 @@ describe('a charge that never reaches the provider', () => {
     const breaker = new InMemoryCircuitBreaker({ failureThreshold: 1, cooldownMs: HOUR });
     await breaker.record('simulator', 'ProviderUnavailable');
     expect(breaker.state('simulator').kind).toBe('open');
-    const b = await t.bench({ breaker });
+    const b = await t.rig({ breaker });
     await b.run(async () => {
       const input = b.input(chargeRequest(), {
         retry: {
@@ -200,7 +184,7 @@ describe('a charge that never reaches the provider', () => {
 
 describe('a void after authorization expiry', () => {
   it('a void the provider refuses is reviewed as a void; `succeeded` only once the provider shows it voided', async () => {
-    const b = await t.bench();
+    const b = await t.rig();
     await b.run(async () => {
       const input = b.input(chargeRequest({ capture: 'manual' }), { timings: { authorizationExpiryMs: DAY } });
       const { handle, view } = await startCharge(b, input);
@@ -212,11 +196,9 @@ describe('a void after authorization expiry', () => {
       expect(review.operations).toEqual([expect.objectContaining({ kind: 'void', state: 'needs_review' })]);
 
       // The provider still shows it authorized: `succeeded` is refused, nothing recorded.
-      expect(
-        await updateFailureType(
-          handle.executeUpdate(resolveUpdate, { args: [{ outcome: 'succeeded', note: 'surely voided' }] }),
-        ),
-      ).toBe(ErrorType.ProviderDisagrees);
+      expect(await refusalType(resolve(handle, { outcome: 'succeeded', note: 'surely voided' }))).toBe(
+        ErrorType.ProviderDisagrees,
+      );
       expect(await handle.query(paymentQuery)).toMatchObject({ status: 'needs_review', amountCaptured: 0 });
       // The operator voids it in the provider's dashboard; now the provider confirms the verdict.
       b.sim.clearFaults();
@@ -225,9 +207,7 @@ describe('a void after authorization expiry', () => {
         attempt: 1,
         requestId: 'by-hand',
       });
-      const resolved = await handle.executeUpdate(resolveUpdate, {
-        args: [{ outcome: 'succeeded', note: 'voided in the provider dashboard' }],
-      });
+      const resolved = await resolve(handle, { outcome: 'succeeded', note: 'voided in the provider dashboard' });
       expect(resolved).toMatchObject({ status: 'voided', amountCaptured: 0, amountAuthorized: 1_000 });
       expect(resolved.verdicts).toEqual([
         expect.objectContaining({ outcome: 'succeeded', operation: 'void', note: 'voided in the provider dashboard' }),
@@ -241,7 +221,7 @@ describe('a void after authorization expiry', () => {
 
 describe('an operator resolving a charge under review', () => {
   it('a providerPaymentId is checked at the provider: a foreign or missing one is refused, the real one is adopted', async () => {
-    const b = await t.bench();
+    const b = await t.rig();
     await b.run(async () => {
       // Another payment of the same merchant exists at the provider.
       const other = await startCharge(b, b.input(chargeRequest()));
@@ -282,15 +262,15 @@ describe('an operator resolving a charge under review', () => {
       if (mine.outcome === 'declined') throw new Error('the hand-made payment declined');
 
       for (const providerPaymentId of [otherId, 'pay_does_not_exist']) {
-        expect(
-          await updateFailureType(
-            handle.executeUpdate(resolveUpdate, { args: [{ outcome: 'succeeded', providerPaymentId, note: 'x' }] }),
-          ),
-        ).toBe(ErrorType.ValidationError);
+        expect(await refusalType(resolve(handle, { outcome: 'succeeded', providerPaymentId, note: 'x' }))).toBe(
+          ErrorType.ValidationError,
+        );
       }
       expect((await handle.query(paymentQuery)).status).toBe('needs_review');
-      const resolved = await handle.executeUpdate(resolveUpdate, {
-        args: [{ outcome: 'succeeded', providerPaymentId: mine.payment.id, note: 'found in dashboard' }],
+      const resolved = await resolve(handle, {
+        outcome: 'succeeded',
+        providerPaymentId: mine.payment.id,
+        note: 'found in dashboard',
       });
       expect(resolved).toMatchObject({
         status: 'succeeded',

@@ -6,7 +6,7 @@
 import { Worker } from '@temporalio/worker';
 import { captureRequest, paymentQuery, refundRequest } from '../../src/domain/definitions';
 import { ErrorType } from '../../src/domain/errors';
-import { serverPerFile } from '../helpers/benches';
+import { serverPerFile } from '../helpers/rigs';
 import { opOf, within } from '../helpers/operations';
 import { chargeRequest, idOf, workflowBundle } from '../helpers/payments';
 import { recordHistories, startChargeOn, waitForStatus } from '../helpers/workflows';
@@ -24,7 +24,7 @@ async function eventually<T>(what: string, probe: () => Promise<T | undefined>, 
 }
 
 it('a capture requested while the authorization is in flight waits for it, then captures once; the history replays', async () => {
-  const b = await t.bench();
+  const b = await t.rig();
   await b.run(async () => {
     const input = b.input(chargeRequest({ capture: 'manual' }));
     await b.sim.addFaults({
@@ -54,7 +54,7 @@ it('a capture requested while the authorization is in flight waits for it, then 
 });
 
 it('refuses a refund over the captured amount for its own request, with the validator’s type, and sends nothing', async () => {
-  const b = await t.bench();
+  const b = await t.rig();
   await b.run(async () => {
     const input = b.input(chargeRequest());
     const handle = await startChargeOn(b, input);

@@ -5,15 +5,15 @@
  * before sending. On the time-skipping server against the real simulator over HTTP; the outage is the simulator
  * answering 503 to every look-up.
  */
-import { captureUpdate } from '../../src/domain/definitions';
-import { InMemoryCircuitBreaker } from '../../src/activities';
+import { InMemoryCircuitBreaker } from '../../src/breaker';
 import { reconcileWorkflowId } from '../../src/domain/ids';
 import type { ReconcileResult } from '../../src/domain/operations';
 import type { RetryOverrides } from '../../src/domain/retry';
 import type { ChargeWorkflowInput } from '../../src/domain/workflow-inputs';
-import { timeSkippingServerPerTest } from '../helpers/benches';
+import { timeSkippingServerPerTest } from '../helpers/rigs';
 import { opOf, waitForOperation } from '../helpers/operations';
-import { type Bench, chargeRequest, idOf } from '../helpers/payments';
+import { type Rig, chargeRequest, idOf } from '../helpers/payments';
+import { capture } from '../helpers/requests';
 import { effectsOf, recordHistories, requestsOf, startCharge, waitForStatus } from '../helpers/workflows';
 
 const t = timeSkippingServerPerTest();
@@ -41,7 +41,7 @@ const retry: RetryOverrides = {
 };
 
 /** The provider answers 503 to every look-up until `end()`. */
-function lookupOutage(b: Bench) {
+function lookupOutage(b: Rig) {
   b.sim.addFaults({ rules: [{ match: { operation: 'lookup' }, fault: 'status', status: 503 }] });
   return { end: () => b.sim.clearFaults() };
 }
@@ -61,7 +61,7 @@ async function failedLookups(workflowId: string): Promise<number> {
 }
 
 /** A charge whose create committed at the provider but whose every answer was lost: unknown, its reconcile waiting. */
-async function unknownCharge(b: Bench, timings: Partial<ChargeWorkflowInput['timings']>) {
+async function unknownCharge(b: Rig, timings: Partial<ChargeWorkflowInput['timings']>) {
   const input = b.input(chargeRequest(), { retry, timings });
   b.sim.addFaults({
     rules: [{ match: { operation: 'create', reference: input.request.orderId }, fault: 'commit_then_drop' }],
@@ -74,7 +74,7 @@ async function unknownCharge(b: Bench, timings: Partial<ChargeWorkflowInput['tim
 
 describe('a reconcile through a provider outage', () => {
   it('the look-ups fail for longer than their budget, then the provider is back: the create is found, succeeded', async () => {
-    const b = await t.bench();
+    const b = await t.rig();
     await b.run(async () => {
       // No resubmission in the window: the look-ups alone must find it.
       const { input, handle, reconcileId } = await unknownCharge(b, {
@@ -97,7 +97,7 @@ describe('a reconcile through a provider outage', () => {
   });
 
   it('the outage outlasts the provider’s key lifetime: review, and the reason says the look-ups failed', async () => {
-    const b = await t.bench({ keyTtlS: 6 * 3_600 });
+    const b = await t.rig({ keyTtlS: 6 * 3_600 });
     await b.run(async () => {
       const { handle, reconcileId } = await unknownCharge(b, {
         reconcileScheduleMs: [MINUTE, HOUR],
@@ -119,7 +119,7 @@ describe('a reconcile through a provider outage', () => {
   }, 120_000);
 
   it('a capture whose look-ups fail for longer than their budget is found once the provider is back, not reviewed', async () => {
-    const b = await t.bench();
+    const b = await t.rig();
     await b.run(async () => {
       const input = b.input(chargeRequest({ capture: 'manual' }), {
         retry,
@@ -127,7 +127,7 @@ describe('a reconcile through a provider outage', () => {
       });
       const { handle } = await startCharge(b, input);
       b.sim.addFaults({ rules: [{ match: { operation: 'capture' }, fault: 'commit_then_drop' }] });
-      const view = await handle.executeUpdate(captureUpdate, { args: [{ captureKey: 'c-dark', fingerprint: 'f' }] });
+      const view = await capture(handle, { captureKey: 'c-dark', fingerprint: 'f' });
       expect(opOf(view, 'capture', 'c-dark')?.state).toBe('running');
       b.sim.clearFaults();
       const outage = lookupOutage(b);
@@ -145,7 +145,7 @@ describe('a reconcile through a provider outage', () => {
 describe('what a review reason says', () => {
   it('a resubmission refused by the open breaker is said to be refused here, nothing sent; the wait in readable units', async () => {
     const breaker = new InMemoryCircuitBreaker({ failureThreshold: 1, cooldownMs: HOUR });
-    const b = await t.bench({ breaker });
+    const b = await t.rig({ breaker });
     await b.run(async () => {
       const input = b.input(chargeRequest(), {
         retry,

@@ -6,7 +6,7 @@
  * used again: a trip recorded by the child's payment holds back a payment of this process, with no request sent.
  */
 import pino from 'pino';
-import type { BreakerStoreEvent } from '../../src/activities';
+import type { BreakerStoreEvent } from '../../src/breaker';
 import { ErrorType } from '../../src/domain/errors';
 import { chargeRequest } from '../helpers/payments';
 import { observeBreaker, redisFixture, startWorkerPair, until } from '../helpers/shared-breaker';
@@ -26,7 +26,7 @@ const retry = {
 };
 
 it('Redis killed mid-run: payments keep succeeding on both processes, each logs it; back on the same port, the shared state is used again', async () => {
-  const b = await fx.bench({ totalTimeoutMs: 2_000 });
+  const b = await fx.rig({ totalTimeoutMs: 2_000 });
   const server = fx.redis;
   const here = b.taskQueue;
   const there = `${b.taskQueue}-child`;

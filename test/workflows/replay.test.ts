@@ -2,6 +2,8 @@
  * Replays every recorded history in test/histories against the current workflow code. A change that would break
  * running payments (non-determinism: a reordered activity, a removed timer, a renamed handler) fails here.
  * Record again deliberately with `RECORD_HISTORIES=1 npx jest test/workflows` only when old runs no longer exist.
+ * The `*-by-updates` histories were recorded when captures, refunds and verdicts were updates: no test sends those
+ * any more (production sends signals), so these files are what keeps the update handlers kept for older runs replaying.
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';

@@ -17,7 +17,7 @@ import type {
   ProviderPayment,
   ProviderRefund,
 } from '../types';
-import { classifyStripeError } from './classify';
+import { classifyStripeError } from './errors';
 import { type CallScope, UndiciStripeHttpClient, callScope } from './transport';
 import { PaymentIntentWire, RefundWire, intentState, referenceMetadataKey, toRefund } from './wire';
 

@@ -1,3 +1,3 @@
 export * from './adapter';
-export * from './classify';
+export * from './errors';
 export * from './webhook';

@@ -10,13 +10,8 @@ import {
   type InspectableBreaker,
   InMemoryCircuitBreaker,
   breakerReport,
-} from '../../src/activities';
-import {
-  RedisCircuitBreaker,
-  closeBreakerRedis,
-  connectBreakerRedis,
-  redisReady,
-} from '../../src/activities/breaker-redis';
+} from '../../src/breaker';
+import { RedisCircuitBreaker, closeBreakerRedis, connectBreakerRedis, redisReady } from '../../src/breaker/redis';
 import { ErrorType } from '../../src/domain/errors';
 import { type RunningRedis, startRedisServer } from '../../scripts/lib/redis-server';
 

@@ -73,7 +73,7 @@ const postFields = (ctx: CallContext): Pick<HttpRequest, 'idempotencyKey' | 'req
 });
 
 /**
- * The generic REST adapter, for the simulator's API (CONTRACTS.md section 2); a Stripe adapter can sit beside it.
+ * The generic REST adapter, for the provider API src/simulator serves; a Stripe adapter can sit beside it.
  * Every answer is validated with zod and mapped to camelCase; every failure is a {@link ProviderError} of one class.
  */
 export class RestProvider implements PaymentProvider {

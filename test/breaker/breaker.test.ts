@@ -1,5 +1,5 @@
-import { FailureCounter, shouldTrip } from '../../src/activities/breaker-counting';
-import { InMemoryCircuitBreaker, breakerReport, coolDownOf } from '../../src/activities/breaker';
+import { FailureCounter, shouldTrip } from '../../src/breaker/counting';
+import { InMemoryCircuitBreaker, breakerReport, coolDownOf } from '../../src/breaker';
 import { ErrorType } from '../../src/domain/errors';
 
 describe('InMemoryCircuitBreaker', () => {

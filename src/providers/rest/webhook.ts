@@ -49,7 +49,7 @@ export function verifySimulatorSignature(
 }
 
 /**
- * A webhook as the simulator sends it (CONTRACTS.md §2, snake_case). `metadata` is echoed from the create call when the
+ * A webhook as the simulator sends it (src/simulator/webhooks.ts, snake_case). `metadata` is echoed from the create call when the
  * adapter sent it: it names our payment exactly, where `reference` (the order id) may be ambiguous.
  */
 export const SimulatorWebhookEvent = z.object({

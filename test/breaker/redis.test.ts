@@ -11,14 +11,9 @@ import {
   type BreakerStoreEvent,
   InMemoryCircuitBreaker,
   breakerReport,
-} from '../../src/activities';
-import { FallbackCircuitBreaker } from '../../src/activities/breaker-fallback';
-import {
-  RedisCircuitBreaker,
-  closeBreakerRedis,
-  connectBreakerRedis,
-  redisReady,
-} from '../../src/activities/breaker-redis';
+} from '../../src/breaker';
+import { FallbackCircuitBreaker } from '../../src/breaker/fallback';
+import { RedisCircuitBreaker, closeBreakerRedis, connectBreakerRedis, redisReady } from '../../src/breaker/redis';
 import { ErrorType } from '../../src/domain/errors';
 import { type RunningRedis, startRedisServer } from '../../scripts/lib/redis-server';
 

@@ -3,8 +3,8 @@
  * exits 1 on a start-up error. Wired by src/stack.ts, as the worker process, the tests and the bench are.
  */
 import pino from 'pino';
-import { loadConfig } from '../config';
-import { startConfiguredStack } from '../stack';
+import { loadConfig } from './config';
+import { startConfiguredStack } from './stack';
 
 async function main(): Promise<void> {
   const config = loadConfig();

@@ -8,7 +8,7 @@
  */
 import { createHash, randomUUID } from 'node:crypto';
 import { Redis } from 'ioredis';
-import { bucketMsOf } from './breaker-counting';
+import { bucketMsOf } from './counting';
 import {
   type BreakerBlock,
   type BreakerDecision,
@@ -63,7 +63,7 @@ end
 local state = redis.call('HGET', KEYS[1], 'state') or 'closed'
 if class == 'ignored' then return {state, state, coolDownUntil} end
 
--- The counting strategy (breaker-counting.ts): does this outcome open the breaker?
+-- The counting strategy (counting.ts): does this outcome open the breaker?
 local function trips(healthy)
   local consecutive = 0
   if not healthy then consecutive = tonumber(redis.call('HGET', KEYS[1], 'consecutive') or '0') + 1 end

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import type { ProviderPayment, ProviderRefund } from '../../domain/provider-payment';
 
-// The simulator's wire shapes (CONTRACTS.md section 2, snake_case), each transformed into the camelCase type the product uses.
+// The simulator's wire shapes (the provider API src/simulator serves, snake_case), each transformed into the camelCase type the product uses.
 // Objects are not strict: a provider may add fields, and an extra field must not turn a success into an unknown.
 
 const minorUnits = z.number().int().nonnegative();

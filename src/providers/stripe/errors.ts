@@ -42,7 +42,7 @@ const rebrand = (e: ProviderError, operation: string): ProviderError => {
 };
 
 /**
- * Stripe's error types in our outcome classes (DESIGN.md "Outcome classification"):
+ * Stripe's error types in our outcome classes (docs/architecture.md#outcome-classes):
  * - `StripeConnectionError`: our transport says whether the request had left: NotSent before, OutcomeUnknown after;
  * - `StripeCardError` (402) on a create: a decline, a value; elsewhere ProviderRejected with its code;
  * - `StripeRateLimitError` (429, or 400 `rate_limit`), 409 (`idempotency_key_in_use`, `lock_timeout`), 503:

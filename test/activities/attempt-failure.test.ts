@@ -1,5 +1,5 @@
 import { ApplicationFailure } from '@temporalio/common';
-import { toActivityFailure, type ClassifyContext } from '../../src/activities/classify';
+import { toActivityFailure, type ClassifyContext } from '../../src/activities/attempt/failure';
 import { ErrorType } from '../../src/domain/errors';
 import { retrySpecFor } from '../../src/domain/retry';
 import {

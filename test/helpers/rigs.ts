@@ -1,24 +1,24 @@
 /**
- * The Temporal server and the payments bench of each test, with their set-up and clean-up registered on jest's hooks:
+ * The Temporal server and the payments rig of each test, with their set-up and clean-up registered on jest's hooks:
  * one call at the top of a test file instead of the same `beforeEach`/`afterEach` lines in each.
  */
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
-import { type Bench, type BenchOptions, startBench } from './payments';
+import { type Rig, type RigOptions, startRig } from './payments';
 import { connectDevServer, createTimeSkippingEnv } from './servers';
 
-/** A file's server and benches. */
-export interface BenchFixture {
+/** A file's server and rigs. */
+export interface RigFixture {
   /** The current test's Temporal environment (inside tests and hooks). */
   readonly env: TestWorkflowEnvironment;
-  /** Starts a bench on {@link env}; it is closed after the test. */
-  bench(opts?: BenchOptions): Promise<Bench>;
+  /** Starts a rig on {@link env}; it is closed after the test. */
+  rig(opts?: RigOptions): Promise<Rig>;
 }
 
 function fixture(
   current: () => TestWorkflowEnvironment | undefined,
-  opened: Bench[],
-  defaults: BenchOptions = {},
-): BenchFixture {
+  opened: Rig[],
+  defaults: RigOptions = {},
+): RigFixture {
   const env = (): TestWorkflowEnvironment => {
     const e = current();
     if (e === undefined) throw new Error('no Temporal environment outside a test');
@@ -28,15 +28,15 @@ function fixture(
     get env() {
       return env();
     },
-    async bench(opts) {
-      const b = await startBench(env(), { ...defaults, ...opts });
+    async rig(opts) {
+      const b = await startRig(env(), { ...defaults, ...opts });
       opened.push(b);
       return b;
     },
   };
 }
 
-async function closeAll(opened: Bench[]): Promise<void> {
+async function closeAll(opened: Rig[]): Promise<void> {
   for (const b of opened.splice(0)) await b.close();
 }
 
@@ -44,9 +44,9 @@ async function closeAll(opened: Bench[]): Promise<void> {
  * A time-skipping test server per test (about 0.3 s): awaiting a result lets the server skip to the next timer of *any*
  * workflow, so one test's long timers would move the next test's clock by years.
  */
-export function timeSkippingServerPerTest(): BenchFixture {
+export function timeSkippingServerPerTest(): RigFixture {
   let env: TestWorkflowEnvironment | undefined;
-  const opened: Bench[] = [];
+  const opened: Rig[] = [];
   beforeEach(async () => {
     env = await createTimeSkippingEnv();
   });
@@ -60,14 +60,14 @@ export function timeSkippingServerPerTest(): BenchFixture {
 
 /**
  * One server for the whole file (default the run's shared dev server; `start` e.g. a dev server with its own dynamic
- * config), torn down after the file; benches (with `defaults` under their options) closed after each test.
+ * config), torn down after the file; rigs (with `defaults` under their options) closed after each test.
  */
 export function serverPerFile(
   start: () => Promise<TestWorkflowEnvironment> = connectDevServer,
-  defaults?: BenchOptions,
-): BenchFixture {
+  defaults?: RigOptions,
+): RigFixture {
   let env: TestWorkflowEnvironment | undefined;
-  const opened: Bench[] = [];
+  const opened: Rig[] = [];
   beforeAll(async () => {
     env = await start();
   });

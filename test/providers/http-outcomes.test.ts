@@ -10,7 +10,7 @@ import {
 } from '../../src/providers/errors';
 import { classifyResponse, classifyTransportError, headerValue, parseRetryAfter } from '../../src/providers/http';
 import { configureKeyHash, keyHash, stripQuery } from '../../src/providers/logging';
-import { CreatedPaymentSchema, ProviderPaymentSchema } from '../../src/providers/simulator/wire';
+import { CreatedPaymentSchema, ProviderPaymentSchema } from '../../src/providers/rest/wire';
 
 // Pure halves of the classification; every row is also produced over real HTTP in the other provider tests.
 

@@ -1,8 +1,8 @@
 /**
  * The breaker's counting strategy, apart from its state machine (cockatiel's split: `ConsecutiveBreaker` /
  * `SamplingBreaker` vs the breaker policy). It only answers "given this outcome, should the breaker open?". The
- * in-process store runs this class; the Redis store runs the same rules in its Lua script (`breaker-redis.ts`), and
- * `test/activities/breaker-stores.test.ts` holds both to one table of cases.
+ * in-process store runs this class; the Redis store runs the same rules in its Lua script (`redis.ts`), and
+ * `test/breaker/stores.test.ts` holds both to one table of cases.
  */
 
 /** Trip on a failure rate over a sliding time window (cockatiel's `SamplingBreaker`). */

@@ -1,5 +1,9 @@
+/**
+ * The classify step of the attempt pipeline: whatever a provider call threw becomes the one ApplicationFailure Temporal
+ * sees, typed by its outcome class (docs/architecture.md#outcome-classes), with what the attempts did in its details.
+ */
 import { ApplicationFailure } from '@temporalio/common';
-import { ErrorType, type ProviderFailureType } from '../domain/errors';
+import { ErrorType, type ProviderFailureType } from '../../domain/errors';
 import {
   RejectedAfterUnknown,
   computeRetryDelayMs,
@@ -8,9 +12,9 @@ import {
   type ProviderOperation,
   type RetryDelay,
   type RetrySpec,
-} from '../domain/retry';
-import { isProviderError } from '../providers/errors';
-import type { ProviderFailureDetails } from '../providers/types';
+} from '../../domain/retry';
+import { OutcomeUnknownError, isProviderError, isProviderErrorOfType } from '../../providers/errors';
+import type { ProviderFailureDetails } from '../../providers/types';
 
 /** What the attempts of one activity execution did, as its failures report it. */
 export interface AttemptHistory {
@@ -74,7 +78,7 @@ export const isNonRetryable = (type: ProviderFailureType, safety: OperationSafet
   (type === ErrorType.OutcomeUnknown && (safety === 'non-idempotent-write' || reason === RejectedAfterUnknown));
 
 /**
- * Turns whatever a provider call threw into the ApplicationFailure Temporal sees (DESIGN.md "Outcome classification"):
+ * Turns whatever a provider call threw into the ApplicationFailure Temporal sees (docs/architecture.md#outcome-classes):
  * the type is the class, the cause is kept, `nonRetryable` follows the operation's safety, and a retryable failure
  * carries `nextRetryDelay` (Retry-After wins, else full jitter) or becomes a non-retryable `BudgetExhausted` when the
  * deadline cannot fit another attempt.
@@ -133,3 +137,28 @@ export const toActivityFailure = (err: unknown, ctx: ClassifyContext): Applicati
     details: [info],
   });
 };
+
+/**
+ * After an earlier attempt's outcome was unknown, a refusal of this attempt's request says nothing about that one's
+ * effect (a 401 after a key rotation, a 400 from a changed validation): it becomes OutcomeUnknown
+ * (`rejected_after_unknown`, non-retryable) so the workflow reconciles instead of marking the payment failed. Only an
+ * answer about the key itself stands: a key mismatch, or the provider replaying its stored answer for the key.
+ */
+export function rejectedAfterUnknown(err: unknown, operation: ProviderOperation, carried: AttemptRecord): unknown {
+  if (!carried.everUnknown || !isProviderErrorOfType(err, ErrorType.ProviderRejected)) return err;
+  if (isAnswerAboutTheKey(err.details)) return err;
+  const { status, code } = err.details;
+  return new OutcomeUnknownError(
+    {
+      operation,
+      ...(status === undefined ? {} : { status }),
+      ...(code === undefined ? {} : { code }),
+      reason: RejectedAfterUnknown,
+    },
+    { cause: err },
+  );
+}
+
+/** A refusal that answers about the idempotency key itself: a key mismatch, or the key's stored answer replayed. */
+const isAnswerAboutTheKey = (details: ProviderFailureDetails): boolean =>
+  details.code === 'idempotency_key_mismatch' || details.replayed === true;
