@@ -1,4 +1,4 @@
-import { allHandlersFinished, condition, makeContinueAsNewFunc, workflowInfo } from '@temporalio/workflow';
+import { allHandlersFinished, condition, makeContinueAsNewFunc, patched, workflowInfo } from '@temporalio/workflow';
 import type { PaymentView } from '../domain/payment';
 import { formatWait } from '../domain/summaries';
 import type { ChargeWorkflowInput } from '../domain/workflow-inputs';
@@ -7,6 +7,9 @@ import { type PaymentScopes, callIn, paymentScopes } from './life-scope';
 import { createAtProvider, reconcileCreate } from './payment-create';
 import { type ChargeContinuation, PaymentEntity } from './payment-entity';
 import { hasRunningOperation, isClosedStatus } from './payment-state';
+
+/** Patch: the run continues as new only once every reconcile the provider's news cancelled has ended. */
+const CONTINUE_AFTER_CANCELLED_RECONCILES = 'continue-after-cancelled-reconciles-end';
 
 export type { ChargeContinuation } from './payment-entity';
 
@@ -98,8 +101,16 @@ async function runPayment(
     if (workflowInfo().continueAsNewSuggested) {
       // A reconcile child goes with its run (parent close policy): continue as new only between reconciles. A
       // cancellation request is decided (and its void made) in this run: the next one does not see the request.
+      // And only once a reconcile the provider's news cancelled has ended (histories before this patch did not wait).
+      const endedReconciles = patched(CONTINUE_AFTER_CANCELLED_RECONCILES);
       await payment.park(() =>
-        condition(() => allHandlersFinished() && !hasRunningOperation(state) && !payment.cancellationPending),
+        condition(
+          () =>
+            allHandlersFinished() &&
+            !hasRunningOperation(state) &&
+            !payment.cancellationPending &&
+            (!endedReconciles || payment.reconcilesEnding === 0),
+        ),
       );
       if (payment.voidWanted && state.view.status === 'authorized') continue;
       // The memo carries the fingerprint the client compares on closed runs: keep it on the new run.

@@ -228,7 +228,12 @@ export async function reconcileCreate(payment: CreatePort): Promise<void> {
   try {
     // A webhook the payment applied moves it on from `unknown`: the reconcile's question is answered.
     const ended = endsWithNews
-      ? await unlessNews(scope, child.result(), () => state.view.status !== 'unknown')
+      ? await unlessNews(
+          scope,
+          child.result(),
+          () => state.view.status !== 'unknown',
+          (p) => payment.reconcileEnding(p),
+        )
       : await child.result();
     if (ended === NEWS) return;
     result = ended;

@@ -104,6 +104,8 @@ export class PaymentEntity implements CreatePort, MovementsPort {
   private readonly recorded: Partial<RecordedProviderConfig>;
   /** The create's reconcile child is running. */
   reconcileRunning = false;
+  /** Reconcile children cancelled by the provider's news that have not ended yet (see {@link reconcileEnding}). */
+  reconcilesEnding = 0;
   /** The main loop should start a reconcile of the create (an unknown first call, or the sweep asked). */
   reconcileWanted = false;
   /** A cancellation request is being decided (cancellation-request.ts): the run does not continue as new meanwhile. */
@@ -159,6 +161,15 @@ export class PaymentEntity implements CreatePort, MovementsPort {
     if (!this.binding)
       throw ApplicationFailure.create({ type: 'NotReady', message: 'Provider activities not ready yet' });
     return this.binding;
+  }
+
+  reconcileEnding(ended: Promise<unknown>): void {
+    this.reconcilesEnding += 1;
+    void ended
+      .catch(() => undefined)
+      .finally(() => {
+        this.reconcilesEnding -= 1;
+      });
   }
 
   /** What the next run carries (continue-as-new): the payment's state and what this run learnt of its provider. */

@@ -241,7 +241,9 @@ export class MoneyMovements {
             args: [movementReconcileInput(kind, movement, before, sentAtMs)],
           }),
         );
-        const ended = endsWithNews ? await unlessNews(scope, running, shown) : await running;
+        const ended = endsWithNews
+          ? await unlessNews(scope, running, shown, (p) => payment.reconcileEnding(p))
+          : await running;
         if (ended === NEWS) return this.settledByNews(op);
         result = ended;
       } catch (err) {

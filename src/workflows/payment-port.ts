@@ -25,6 +25,11 @@ export interface PaymentPort {
   transition(status: PaymentStatus, reason?: string): void;
   /** Keeps the view's list of captures, refunds and voids in step with the sub-operations (and their answers). */
   syncOperations(): void;
+  /**
+   * A reconcile child the provider's news cancelled is still ending: the run does not continue as new before it has
+   * (its parent close policy would terminate it, and the web UI would show a reconcile killed instead of cancelled).
+   */
+  reconcileEnding(ended: Promise<unknown>): void;
 }
 
 /** Workflow time now, as the view's timestamps are written. */

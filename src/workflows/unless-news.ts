@@ -14,6 +14,7 @@ export async function unlessNews<T>(
   scope: CancellationScope,
   running: Promise<T>,
   answered: () => boolean,
+  ending?: (ended: Promise<unknown>) => void,
 ): Promise<T | typeof NEWS> {
   let ended = false;
   const settled = running.finally(() => {
@@ -25,7 +26,8 @@ export async function unlessNews<T>(
   if (winner !== NEWS) return winner;
   if (ended) return settled;
   scope.cancel();
-  // The cancelled child's failure is what was asked for.
+  // The cancelled child's failure is what was asked for; it is still ending, and the payment is told so.
   settled.catch(() => undefined);
+  ending?.(settled);
   return NEWS;
 }

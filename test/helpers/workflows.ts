@@ -73,11 +73,17 @@ export async function waitForStatus(
  * Writes the histories of `workflowIds` to test/histories/<name>.<n>.json when RECORD_HISTORIES=1. The replay test
  * replays every file there against the current workflow code, so a change that breaks running workflows fails CI.
  */
-export async function recordHistories(rig: Pick<Rig, 'env'>, name: string, workflowIds: string[]): Promise<void> {
+export async function recordHistories(
+  rig: Pick<Rig, 'env'>,
+  name: string,
+  workflowIds: string[],
+  /** One run of a single workflow (e.g. the one that continued as new); absent: each workflow's latest run. */
+  runId?: string,
+): Promise<void> {
   if (process.env.RECORD_HISTORIES !== '1') return;
   mkdirSync(HISTORIES_DIR, { recursive: true });
   for (const [i, workflowId] of workflowIds.entries()) {
-    const history = await rig.env.client.workflow.getHandle(workflowId).fetchHistory();
+    const history = await rig.env.client.workflow.getHandle(workflowId, runId).fetchHistory();
     // Proto3 JSON (enum names, string longs, base64 bytes): what `temporal workflow show --output json` writes too,
     // so a history exported from production replays through the same test.
     const json = temporal.api.history.v1.History.toObject(temporal.api.history.v1.History.fromObject(history), {

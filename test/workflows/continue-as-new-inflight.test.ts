@@ -11,7 +11,7 @@ import { startDevServer } from '../../scripts/lib/dev-server';
 import { serverPerFile } from '../helpers/rigs';
 import { chargeRequest } from '../helpers/payments';
 import { refund } from '../helpers/requests';
-import { effectsOf, startCharge } from '../helpers/workflows';
+import { effectsOf, recordHistories, startCharge } from '../helpers/workflows';
 
 const t = serverPerFile(() =>
   startDevServer({
@@ -118,5 +118,7 @@ it('does not continue as new while a refund’s reconcile runs; continues as new
       expect.objectContaining({ kind: 'refund', key: 'r-inflight', state: 'succeeded' }),
     ]);
     expect(effectsOf(b, 'refund')).toHaveLength(1);
+    // The run that waited for the cancelled reconcile before it continued as new (its patch marker included).
+    await recordHistories(t, 'refund-news-before-continue-as-new', [handle.workflowId], runBefore);
   });
 });
