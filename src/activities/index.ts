@@ -128,6 +128,8 @@ export interface CapturePaymentArgs extends ScopedArgs {
   readonly amount?: number;
   /** The captured total before this capture (default 0): how a resend recognises its own earlier effect. */
   readonly amountCapturedBefore?: number;
+  /** A reconcile's resubmission after an unknown outcome: see {@link CreatePaymentArgs.afterUnknown}. */
+  readonly afterUnknown?: boolean;
 }
 
 export interface VoidPaymentArgs extends ScopedArgs {
@@ -139,6 +141,8 @@ export interface RefundPaymentArgs extends ScopedArgs {
   readonly amount: number;
   /** The refunded total before this refund: how a resend against a provider without keys recognises its own effect. */
   readonly amountRefundedBefore: number;
+  /** A reconcile's resubmission after an unknown outcome: see {@link CreatePaymentArgs.afterUnknown}. */
+  readonly afterUnknown?: boolean;
 }
 
 export interface LookupPaymentArgs extends ScopedArgs {
@@ -665,17 +669,24 @@ export const createActivities = (deps: ActivityDeps) => {
     /** Captures an authorized payment (all of it when `amount` is absent) under the capture's own key. */
     async capturePayment(args: CapturePaymentArgs): Promise<ProviderPayment> {
       const scope = { merchantId: args.merchantId, operation: 'capture' as const, key: args.key };
-      return execute('capturePayment', 'capture', args.provider, scope, async (step) => {
-        if (step.mustLookBeforeResend) {
-          const current = await lookupBeforeResend('capture', () => step.provider.getPayment(args.paymentId));
-          const before = args.amountCapturedBefore ?? 0;
-          if (current && current.amountCaptured >= before + (args.amount ?? current.amount - before)) {
-            return { value: current, outcome: 'recovered' };
+      return execute(
+        'capturePayment',
+        'capture',
+        args.provider,
+        scope,
+        async (step) => {
+          if (step.mustLookBeforeResend) {
+            const current = await lookupBeforeResend('capture', () => step.provider.getPayment(args.paymentId));
+            const before = args.amountCapturedBefore ?? 0;
+            if (current && current.amountCaptured >= before + (args.amount ?? current.amount - before)) {
+              return { value: current, outcome: 'recovered' };
+            }
           }
-        }
-        const body = args.amount === undefined ? {} : { amount: args.amount };
-        return { value: await step.provider.capturePayment(args.paymentId, body, step.ctx), outcome: 'succeeded' };
-      });
+          const body = args.amount === undefined ? {} : { amount: args.amount };
+          return { value: await step.provider.capturePayment(args.paymentId, body, step.ctx), outcome: 'succeeded' };
+        },
+        afterUnknownOption(args),
+      );
     },
 
     /** Voids (releases) an authorized payment. */
@@ -693,22 +704,29 @@ export const createActivities = (deps: ActivityDeps) => {
     /** Refunds `amount` of a captured payment under the refund's own key; answers the payment as it stands after. */
     async refundPayment(args: RefundPaymentArgs): Promise<RefundOutcome> {
       const scope = { merchantId: args.merchantId, operation: 'refund' as const, key: args.key };
-      return execute<RefundOutcome>('refundPayment', 'refund', args.provider, scope, async (step) => {
-        if (step.mustLookBeforeResend) {
-          const current = await lookupBeforeResend('refund', () => step.provider.getPayment(args.paymentId));
-          if (current && current.amountRefunded >= args.amountRefundedBefore + args.amount) {
-            return { value: { refund: null, payment: current, recovered: true }, outcome: 'recovered' };
+      return execute<RefundOutcome>(
+        'refundPayment',
+        'refund',
+        args.provider,
+        scope,
+        async (step) => {
+          if (step.mustLookBeforeResend) {
+            const current = await lookupBeforeResend('refund', () => step.provider.getPayment(args.paymentId));
+            if (current && current.amountRefunded >= args.amountRefundedBefore + args.amount) {
+              return { value: { refund: null, payment: current, recovered: true }, outcome: 'recovered' };
+            }
           }
-        }
-        const refund = await step.provider.refundPayment(args.paymentId, { amount: args.amount }, step.ctx);
-        // The refund is committed: whatever this read answers, it is not a refusal of the refund. Unknown: the retry
-        // replays it (keys) or the workflow reconciles it (no keys).
-        const payment = await step.provider.getPayment(args.paymentId).catch((err: unknown) => {
-          throw new OutcomeUnknownError({ operation: 'refund', reason: 'read_after_refund_failed' }, { cause: err });
-        });
-        if (!payment) throw unverifiable('refund', 'payment_missing_after_refund');
-        return { value: { refund, payment, recovered: false }, outcome: 'succeeded' };
-      });
+          const refund = await step.provider.refundPayment(args.paymentId, { amount: args.amount }, step.ctx);
+          // The refund is committed: whatever this read answers, it is not a refusal of the refund. Unknown: the retry
+          // replays it (keys) or the workflow reconciles it (no keys).
+          const payment = await step.provider.getPayment(args.paymentId).catch((err: unknown) => {
+            throw new OutcomeUnknownError({ operation: 'refund', reason: 'read_after_refund_failed' }, { cause: err });
+          });
+          if (!payment) throw unverifiable('refund', 'payment_missing_after_refund');
+          return { value: { refund, payment, recovered: false }, outcome: 'succeeded' };
+        },
+        afterUnknownOption(args),
+      );
     },
 
     /**
@@ -773,6 +791,10 @@ export const createActivities = (deps: ActivityDeps) => {
 /** A refusal that answers about the idempotency key itself: a key mismatch, or the key's stored answer replayed. */
 const isAnswerAboutTheKey = (details: ProviderFailureDetails): boolean =>
   details.code === 'idempotency_key_mismatch' || details.replayed === true;
+
+/** The execute option of a write a reconcile resends after its unknown outcome (none for a first send). */
+const afterUnknownOption = (args: { readonly afterUnknown?: boolean }): ExecuteOptions =>
+  args.afterUnknown === true ? { afterUnknown: true } : {};
 
 const withSignal = (signal: AbortSignal | undefined): { signal?: AbortSignal } =>
   signal === undefined ? {} : { signal };

@@ -1,7 +1,14 @@
 import { condition, log, patched, proxySinks, setHandler, workflowInfo } from '@temporalio/workflow';
 import { reconcileResolvedSignal } from '../domain/definitions';
 import { ErrorType } from '../domain/errors';
-import type { Expectation, ReconcileInput, ReconcileResult, ResubmitCreate } from '../domain/operations';
+import type {
+  Expectation,
+  ReconcileInput,
+  ReconcileResult,
+  ResubmitCreate,
+  ResubmitMovement,
+  Resubmission,
+} from '../domain/operations';
 import type { PaymentSinks } from '../domain/sinks';
 import { reconcileWaitSummary } from '../domain/summaries';
 import type { ProviderPayment } from '../domain/provider-payment';
@@ -31,6 +38,12 @@ export function meetsExpectation(p: ProviderPayment, expect: Expectation): boole
  * failing. Histories before it ended the reconcile with the look-up's failure.
  */
 const CHECK_THROUGH_OUTAGES = 'reconcile-checks-through-outages';
+
+/**
+ * Patch: a capture's or refund's reconcile resends the same write with the same key after the settle window, as a
+ * create's does. Histories before it ended such a reconcile in review when its look-ups found nothing.
+ */
+const MOVEMENT_RESUBMITS = 'movement-reconcile-resubmits';
 
 /**
  * Durable wait-and-check for one write whose outcome is unknown: wait (a webhook ends the wait early), look the write
@@ -93,16 +106,17 @@ async function waitAndCheck(input: ReconcileInput): Promise<ReconcileResult> {
     tally.notFound += 1;
 
     const sinceFirstSend = Date.now() - input.firstSentAtMs;
-    const keyAliveForResend = sinceFirstSend + acts.createBudgetMs < keyTtlMs;
+    const resubmission: Resubmission | undefined = input.resubmit ?? input.resubmitMovement;
     if (
-      input.resubmit &&
+      resubmission &&
       tally.resubmission === undefined &&
       input.capabilities.idempotencyKeys &&
       sinceFirstSend >= input.settleWindowMs &&
-      keyAliveForResend
+      sinceFirstSend + acts.writeBudgetMs(resubmission.kind) < keyTtlMs &&
+      (resubmission.kind === 'create' || patched(MOVEMENT_RESUBMITS))
     ) {
       // Safe only because the provider stores the key: if the first request did commit, this replays its answer.
-      const answer = await resubmit(acts, input, input.resubmit);
+      const answer = await resubmit(acts, input, resubmission);
       tally.resubmission = {
         sends: answer.sends,
         ...(answer.refusedWhy === undefined ? {} : { refusedWhy: answer.refusedWhy }),
@@ -162,29 +176,10 @@ interface ResubmitAnswer {
   readonly refusedWhy?: string;
 }
 
-/** The same create again, with the same key: the provider's stored answer if the first request did commit. */
-async function resubmit(acts: ProviderActivities, input: ReconcileInput, r: ResubmitCreate): Promise<ResubmitAnswer> {
+/** The same write again, with the same key: the provider's stored answer if the first request did commit. */
+async function resubmit(acts: ProviderActivities, input: ReconcileInput, r: Resubmission): Promise<ResubmitAnswer> {
   try {
-    const result = await acts.write.createPayment({
-      provider: input.provider,
-      merchantId: input.merchantId,
-      key: input.key,
-      ...(input.keyProvider === undefined ? {} : { keyProvider: input.keyProvider }),
-      input: {
-        amount: r.amount,
-        currency: r.currency,
-        reference: input.reference,
-        paymentMethod: r.paymentMethod,
-        capture: r.capture,
-        metadata: paymentMetadata(input.merchantId, input.key),
-      },
-      notBeforeMs: input.firstSentAtMs,
-      afterUnknown: true,
-    });
-    const sends = result.sends ?? 1;
-    if (result.outcome === 'declined')
-      return { result: { outcome: 'declined', declineCode: result.declineCode }, sends };
-    return { result: { outcome: 'found', payment: result.payment, via: 'resubmit' }, sends };
+    return r.kind === 'create' ? await resubmitCreate(acts, input, r) : await resubmitMovement(acts, input, r);
   } catch (err) {
     const sends = sendsOf(err);
     const refusedWhy = sends === 0 ? { refusedWhy: notSentReason(err) } : {};
@@ -192,4 +187,53 @@ async function resubmit(acts: ProviderActivities, input: ReconcileInput, r: Resu
       return { result: { outcome: 'rejected', reason: messageOf(err) }, sends, ...refusedWhy };
     return { sends, ...refusedWhy };
   }
+}
+
+/** The create, as the charge sent it: a decline is the provider's answer too. */
+async function resubmitCreate(
+  acts: ProviderActivities,
+  input: ReconcileInput,
+  r: ResubmitCreate,
+): Promise<ResubmitAnswer> {
+  const result = await acts.write.createPayment({
+    provider: input.provider,
+    merchantId: input.merchantId,
+    key: input.key,
+    ...(input.keyProvider === undefined ? {} : { keyProvider: input.keyProvider }),
+    input: {
+      amount: r.amount,
+      currency: r.currency,
+      reference: input.reference,
+      paymentMethod: r.paymentMethod,
+      capture: r.capture,
+      metadata: paymentMetadata(input.merchantId, input.key),
+    },
+    notBeforeMs: input.firstSentAtMs,
+    afterUnknown: true,
+  });
+  const sends = result.sends ?? 1;
+  if (result.outcome === 'declined') return { result: { outcome: 'declined', declineCode: result.declineCode }, sends };
+  return { result: { outcome: 'found', payment: result.payment, via: 'resubmit' }, sends };
+}
+
+/** The capture or refund, as the payment sent it: its amount on the provider's total before it. */
+async function resubmitMovement(
+  acts: ProviderActivities,
+  input: ReconcileInput,
+  r: ResubmitMovement,
+): Promise<ResubmitAnswer> {
+  const common = {
+    provider: input.provider,
+    merchantId: input.merchantId,
+    key: input.key,
+    // A capture's or refund's reconcile always names the payment it moves money on.
+    paymentId: input.paymentId as string,
+    amount: r.amount,
+    afterUnknown: true,
+  };
+  const payment =
+    r.kind === 'capture'
+      ? await acts.write.capturePayment({ ...common, amountCapturedBefore: r.totalBefore })
+      : (await acts.write.refundPayment({ ...common, amountRefundedBefore: r.totalBefore })).payment;
+  return { result: { outcome: 'found', payment, via: 'resubmit' }, sends: 1 };
 }
