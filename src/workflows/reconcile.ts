@@ -46,6 +46,13 @@ const CHECK_THROUGH_OUTAGES = 'reconcile-checks-through-outages';
 const MOVEMENT_RESUBMITS = 'movement-reconcile-resubmits';
 
 /**
+ * Patch: a resubmission refused here before it left (nothing sent) does not use up the reconcile's one resubmission;
+ * the next check past the settle window tries again. Histories before it went on checking without resending and ended
+ * in review ("refused here before sending").
+ */
+const RESUBMITS_UNTIL_SENT = 'reconcile-resubmits-until-sent';
+
+/**
  * Durable wait-and-check for one write whose outcome is unknown: wait (a webhook ends the wait early), look the write
  * up, and repeat on the schedule. After the settle window a provider that honours keys gets the same request again
  * with the same key while the key is alive. A look-up that fails is a check that learned nothing: an outage of any
@@ -107,13 +114,17 @@ async function waitAndCheck(input: ReconcileInput): Promise<ReconcileResult> {
 
     const sinceFirstSend = Date.now() - input.firstSentAtMs;
     const resubmission: Resubmission | undefined = input.resubmit ?? input.resubmitMovement;
+    // One resubmission that may have reached the provider; one refused here before it left (an open breaker, a
+    // cool-down) sent nothing, so the next check tries again.
+    const earlier = tally.resubmission;
     if (
       resubmission &&
-      tally.resubmission === undefined &&
+      (earlier === undefined || earlier.sends === 0) &&
       input.capabilities.idempotencyKeys &&
       sinceFirstSend >= input.settleWindowMs &&
       sinceFirstSend + acts.writeBudgetMs(resubmission.kind) < keyTtlMs &&
-      (resubmission.kind === 'create' || patched(MOVEMENT_RESUBMITS))
+      (resubmission.kind === 'create' || patched(MOVEMENT_RESUBMITS)) &&
+      (earlier === undefined || patched(RESUBMITS_UNTIL_SENT))
     ) {
       // Safe only because the provider stores the key: if the first request did commit, this replays its answer.
       const answer = await resubmit(acts, input, resubmission);

@@ -6,6 +6,7 @@
  * 1,000-payment soak found the opposite: a capture that never reached the provider ended in review. On the
  * time-skipping server against the real simulator over HTTP; a provider without keys is never sent to again.
  */
+import { InMemoryCircuitBreaker } from '../../src/activities';
 import { captureUpdate, refundUpdate } from '../../src/domain/definitions';
 import { reconcileWorkflowId } from '../../src/domain/ids';
 import type { ReconcileResult } from '../../src/domain/operations';
@@ -18,6 +19,7 @@ import { effectsOf, recordHistories, requestsOf, startCharge } from '../helpers/
 const t = timeSkippingServerPerTest();
 
 const MINUTE = 60_000;
+const HOUR = 60 * MINUTE;
 
 /** Writes whose outcome is unknown within seconds: two attempts, both answered 503 while the outage lasts. */
 const write = { initialIntervalMs: 100, maximumIntervalMs: 200, attemptTimeoutMs: 4_000, budgetMs: 10_000 };
@@ -75,6 +77,40 @@ describe('a capture or refund that met an outage for its whole retry budget', ()
       expect(done).toMatchObject({ status: 'succeeded', amountCaptured: 1_000, amountRefunded: 400 });
       expect(done.review).toBeUndefined();
       expect(effectsOf(b, 'refund').map((e) => e.amount)).toEqual([400]);
+    });
+  });
+
+  it('a resubmission refused here by the open breaker sent nothing: the next check resends, captured, no review', async () => {
+    // The CI soak's four creates in review: their one resubmission met the breaker the outage had opened.
+    // The breaker's clock moves with the test's skipped time only when told to (it reads the worker's wall clock).
+    let skippedMs = 0;
+    const breaker = new InMemoryCircuitBreaker({
+      failureThreshold: 1,
+      cooldownMs: 30 * MINUTE,
+      now: () => Date.now() + skippedMs,
+    });
+    const b = await t.bench({ breaker });
+    await b.run(async () => {
+      const schedule = { reconcileScheduleMs: [MINUTE, 10 * MINUTE, HOUR], settleWindowMs: 30_000 };
+      const input = b.input(chargeRequest({ capture: 'manual' }), { retry, timings: schedule });
+      const { handle } = await startCharge(b, input);
+      const down = outage(b, 'capture');
+      await handle.executeUpdate(captureUpdate, { args: [{ captureKey: 'cap-held', fingerprint: 'f' }] });
+      down.end();
+      // The 503s opened the breaker for 30 min: the resubmissions at the first two checks never leave.
+      const sent = requestsOf(b, 'capture').length;
+      await t.env.sleep(12 * MINUTE);
+      expect(requestsOf(b, 'capture')).toHaveLength(sent);
+
+      skippedMs = HOUR; // the breaker's 30 min are over by the third check
+      await t.env.sleep(HOUR);
+      const done = await waitForOperation(handle, 'capture', 'cap-held', 'succeeded');
+      expect(done).toMatchObject({ status: 'succeeded', amountCaptured: 1_000 });
+      expect(effectsOf(b, 'capture')).toHaveLength(1);
+      const reconcileId = reconcileWorkflowId(input.merchantId, 'capture', 'cap-held');
+      const result = (await t.env.client.workflow.getHandle(reconcileId).result()) as ReconcileResult;
+      expect(result).toMatchObject({ outcome: 'found', via: 'resubmit', checks: 3 });
+      await recordHistories(b, 'capture-resubmission-refused-then-sent', [reconcileId]);
     });
   });
 
