@@ -30,13 +30,20 @@ import { providerIdempotencyKey } from '../src/activities/keys';
 import { type InvariantView, invariantAnswer } from './money-invariant';
 import { type SoakAnswer, type SoakPayment, type SoakView, checkSoak } from './soak-check';
 import { type SoakControls, longRetryAfter, outageAfterCrash, rollingDeploy, setFaults } from './soak-adversaries';
+import { formatWait } from '../src/domain/summaries';
+import { defaultPaymentTimings } from '../src/domain/workflow-inputs';
+import { AmbiguityTally, ambiguityLine } from './soak-ambiguity';
+import { describeQuiescenceWindow, quiescenceWindow } from './soak-quiescence';
 import { summarize } from './stats';
 
 const dev = process.argv.includes('--dev');
 const N = Number(process.env.SOAK_PAYMENTS ?? 300);
 const RATE = Number(process.env.SOAK_RATE ?? 2);
 const SEED = Number(process.env.SOAK_SEED ?? 42);
-const QUIESCE_MS = Number(process.env.SOAK_QUIESCE_MS ?? 300_000);
+/** An explicit quiescence window; by default it is derived from the workers' budgets and schedule (soak-quiescence). */
+const QUIESCE_OVERRIDE_MS = process.env.SOAK_QUIESCE_MS ? Number(process.env.SOAK_QUIESCE_MS) : undefined;
+/** How long one read of a view during quiescence repeats a 503: a payment that keeps answering 503 stalls no pass. */
+const QUIESCENCE_READ_MS = 10_000;
 /** How long one payment's scenario may take before the soak stops driving it (the verdict still reads it). */
 const SCENARIO_LIMIT_MS = Number(process.env.SOAK_SCENARIO_LIMIT_MS ?? 180_000);
 /** The provider outage: longer than every retry budget of the workers (production's: 2-10 min; the CI cluster's less). */
@@ -72,6 +79,8 @@ const pick = <T>(xs: readonly T[]): T => xs[Math.floor(random() * xs.length)] as
 // HTTP against the APIs: a dropped connection or a 503 is repeated (same key) on the next API, bounded.
 
 const config = loadConfig();
+const quiescence = quiescenceWindow(config);
+const QUIESCE_MS = QUIESCE_OVERRIDE_MS ?? quiescence.ms;
 const [merchant] = config.API_TOKENS;
 if (!merchant) throw new Error('no API token configured');
 const [operator] = config.OPERATOR_TOKENS;
@@ -93,9 +102,9 @@ async function call(
   kind: keyof typeof latencies,
   method: string,
   urlPath: string,
-  opts: { key?: string; body?: unknown; token?: string } = {},
+  opts: { key?: string; body?: unknown; token?: string; repeatForMs?: number } = {},
 ): Promise<Reply> {
-  const deadline = Date.now() + 120_000;
+  const deadline = Date.now() + (opts.repeatForMs ?? 120_000);
   for (let attempt = 0; ; attempt++) {
     const base = stack.apiUrls[apiTurn++ % stack.apiUrls.length] as string;
     const started = Date.now();
@@ -165,9 +174,37 @@ type View = Record<string, unknown> & {
   operations?: { kind: string; key: string; state: string }[];
 };
 
+/** The workers' reconcile schedule, and production's when it differs (the ambiguity numbers depend on it). */
+function scheduleShape(): string {
+  const shape = (ms: readonly number[]) => ms.map((x) => formatWait(x)).join(', ');
+  const ours = shape(config.timings.reconcileScheduleMs);
+  const production = shape(defaultPaymentTimings.reconcileScheduleMs);
+  return ours === production ? `${ours}, production's` : `${ours}; production's: ${production}`;
+}
+
+/** Unknown outcomes and their time to final, from every view and answer the soak reads (issue 21 §4). */
+const ambiguity = new AmbiguityTally();
+
 async function viewOf(key: string): Promise<View | undefined> {
   const r = await call('get', 'GET', `/v1/payments/${encodeURIComponent(key)}`);
-  return r.status === 200 ? (r.body as View) : undefined;
+  if (r.status !== 200) return undefined;
+  ambiguity.observe(key, r.body as View, Date.now());
+  return r.body as View;
+}
+
+/**
+ * A payment's view for the verdict, or what its API answered instead: a payment whose every read answers 503 (a
+ * workflow task that keeps failing answers its queries so) is named by that answer, not "not found".
+ */
+async function verdictViewOf(key: string): Promise<SoakView> {
+  const r = await call('get', 'GET', `/v1/payments/${encodeURIComponent(key)}`, { repeatForMs: QUIESCENCE_READ_MS });
+  if (r.status === 200) {
+    ambiguity.observe(key, r.body as View, Date.now());
+    return r.body as SoakView;
+  }
+  const type = (r.body.error as { type?: string } | undefined)?.type;
+  const repeated = r.status === 503 ? ` for ${QUIESCENCE_READ_MS / 1000} s` : '';
+  return { error: r.status === 404 ? 'not found' : `GET answered ${r.status}${type ? ` ${type}` : ''}${repeated}` };
 }
 
 /** Follows a 202 until the payment (or its operation) settled, bounded. */
@@ -213,6 +250,7 @@ async function moveMoney(
       continue;
     }
     record(p.key, kind, opKey, amount, r);
+    ambiguity.movementAnswered(p.key, kind, opKey, r.status, Date.now());
     if (r.status === 200) return true;
     if (r.status !== 202) return false;
     const done = await follow(
@@ -284,6 +322,8 @@ async function resolveReview(p: SoakPayment, view: View): Promise<View | undefin
   );
   if (r.status !== 200) return undefined;
   reviewsResolved += 1;
+  ambiguity.operatorResolved(p.key, op && { kind: op.kind, key: op.key });
+  ambiguity.observe(p.key, r.body as View, Date.now());
   return r.body as View;
 }
 
@@ -566,18 +606,17 @@ async function main(): Promise<number> {
   await webhooksDone;
   await simulator('/_sim/faults', { method: 'DELETE' }).catch(() => undefined);
   const views = new Map<string, SoakView>();
+  log(describeQuiescenceWindow(quiescence, QUIESCE_OVERRIDE_MS));
   const quiesceDeadline = Date.now() + QUIESCE_MS;
   let open = payments.map((p) => p.key).filter((k) => !refused.has(k));
   while (open.length > 0) {
+    // A pass that starts after the deadline is the last: every view the verdict reads is read after the deadline.
+    const last = Date.now() > quiesceDeadline;
     const stillOpen: string[] = [];
     for (const key of open) {
-      const v: SoakView | undefined = await viewOf(key).then(
-        (view) => view as SoakView | undefined,
-        (err: unknown) => ({ error: String(err) }),
-      );
-      views.set(key, v ?? { error: 'not found' });
+      const v = await verdictViewOf(key).catch((err: unknown): SoakView => ({ error: String(err) }));
+      views.set(key, v);
       const busy =
-        !v ||
         'error' in v ||
         v.status === 'pending' ||
         v.status === 'unknown' ||
@@ -585,7 +624,7 @@ async function main(): Promise<number> {
       if (busy) stillOpen.push(key);
     }
     open = stillOpen;
-    if (open.length === 0 || Date.now() > quiesceDeadline) break;
+    if (open.length === 0 || last) break;
     log(`${open.length} payments still moving`);
     await sleep(5_000);
   }
@@ -626,6 +665,7 @@ async function main(): Promise<number> {
   const statuses = new Map<string, number>();
   for (const a of answers) statuses.set(`${a.kind} ${a.status}`, (statuses.get(`${a.kind} ${a.status}`) ?? 0) + 1);
   log(`answers: ${[...statuses].map(([k, n]) => `${k}: ${n}`).join(', ')}`);
+  log(`${ambiguityLine(ambiguity.summary())} (reconcile schedule ${scheduleShape()})`);
   log(`repeated: ${retried503} answers 503, ${httpErrors} dropped connections, ${other5xx.length} other 5xx`);
   for (const [what, n] of counts(other5xx)) log(`unexpected answer (repeated): ${what} x ${n}`);
   log(`provider effects: ${ledger.effects.length}; faults hit: ${ledger.requests.filter((r) => r.fault).length}`);

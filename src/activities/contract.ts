@@ -53,6 +53,8 @@ export interface CapturePaymentArgs extends ScopedArgs {
   readonly amount?: number;
   /** The captured total before this capture (default 0): how a resend recognises its own earlier effect. */
   readonly amountCapturedBefore?: number;
+  /** A reconcile's resubmission after an unknown outcome: see {@link CreatePaymentArgs.afterUnknown}. */
+  readonly afterUnknown?: boolean;
 }
 
 export interface VoidPaymentArgs extends ScopedArgs {
@@ -64,6 +66,8 @@ export interface RefundPaymentArgs extends ScopedArgs {
   readonly amount: number;
   /** The refunded total before this refund: how a resend against a provider without keys recognises its own effect. */
   readonly amountRefundedBefore: number;
+  /** A reconcile's resubmission after an unknown outcome: see {@link CreatePaymentArgs.afterUnknown}. */
+  readonly afterUnknown?: boolean;
 }
 
 export interface LookupPaymentArgs extends ScopedArgs {

@@ -186,6 +186,7 @@ export const createActivities = (deps: ActivityDeps) => {
         operation: 'capture',
         provider: args.provider,
         scope,
+        afterUnknown: args.afterUnknown === true,
         call: async (step) => {
           if (step.mustLookBeforeResend) {
             const current = await lookupBeforeResend('capture', () => step.provider.getPayment(args.paymentId));
@@ -226,6 +227,7 @@ export const createActivities = (deps: ActivityDeps) => {
         operation: 'refund',
         provider: args.provider,
         scope,
+        afterUnknown: args.afterUnknown === true,
         call: async (step) => {
           if (step.mustLookBeforeResend) {
             const current = await lookupBeforeResend('refund', () => step.provider.getPayment(args.paymentId));

@@ -33,12 +33,18 @@ export interface ReconcileInput {
   readonly settleWindowMs: number;
   /** Workflow time of the first send, ms since epoch: the provider's key lifetime counts from it. */
   readonly firstSentAtMs: number;
-  /** What to resend with the same key when the provider honours keys and nothing was found (create only). */
+  /** What to resend with the same key when the provider honours keys and nothing was found: a create's request. */
   readonly resubmit?: ResubmitCreate;
+  /**
+   * The same for a capture or refund. A field of its own, not `resubmit`: a worker from before it reads `resubmit` as a
+   * create, and must ignore a movement's (it then reviews the movement, as it always did) instead of sending a create.
+   */
+  readonly resubmitMovement?: ResubmitMovement;
   /** Retry overrides of the payment, so lookups and resubmissions follow the same policy. */
   readonly retry?: RetryOverrides;
 }
 
+/** A create's request, resent as it was. */
 export interface ResubmitCreate {
   readonly kind: 'create';
   readonly amount: number;
@@ -46,6 +52,19 @@ export interface ResubmitCreate {
   readonly paymentMethod: string;
   readonly capture: 'automatic' | 'manual';
 }
+
+/**
+ * A capture's or refund's request, resent as it was: its amount, and the provider's total before it (the payment's
+ * serialized state when it was first sent), with which the activity recognises its own earlier effect.
+ */
+export interface ResubmitMovement {
+  readonly kind: 'capture' | 'refund';
+  readonly amount: number;
+  readonly totalBefore: number;
+}
+
+/** What a reconcile may resend with the same key: one of the three writes a payment sends under its own key. */
+export type Resubmission = ResubmitCreate | ResubmitMovement;
 
 /** How a reconcile ended. It never guesses `failed`: only the provider's own answer or an operator says so. */
 export type ReconcileResult = (

@@ -95,6 +95,9 @@ export function providerActivities(
           }).createPayment,
     /** The create budget: a resend with the same key must land before the provider forgets the key. */
     createBudgetMs: createSpec.budgetMs,
+    /** Each write's budget, for the same reason: a reconcile resends a create, a capture or a refund. */
+    writeBudgetMs: (operation: 'create' | 'capture' | 'refund'): number =>
+      retrySpecFor(operation, capabilities, retry?.[operation]).budgetMs,
   };
 }
 

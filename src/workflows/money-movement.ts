@@ -88,7 +88,10 @@ function firstCallFailed(err: unknown, firstSentAtMs: number): MoneyMovementResu
   return { outcome: 'not_sent', reason: notSentReason(err), ...(retryAfterMs === undefined ? {} : { retryAfterMs }) };
 }
 
-/** The reconcile of a capture or refund: the provider's total must reach what it was before plus this amount. */
+/**
+ * The reconcile of a capture or refund: the provider's total must reach what it was before plus this amount; found
+ * nothing after the settle window, the same request is resent with the same key (where the provider honours keys).
+ */
 export function movementReconcileInput(
   kind: 'capture' | 'refund',
   input: MoneyMovementInput,
@@ -112,5 +115,6 @@ export function movementReconcileInput(
     settleWindowMs: input.timings.settleWindowMs,
     firstSentAtMs,
     ...(input.retry === undefined ? {} : { retry: input.retry }),
+    resubmitMovement: { kind, amount: input.amount, totalBefore },
   };
 }

@@ -2,7 +2,14 @@ import { condition, log, patched, proxySinks, setHandler, workflowInfo } from '@
 import { reconcileResolvedSignal } from '../domain/definitions';
 import { ErrorType } from '../domain/errors';
 import { type KeyScope, keyScope } from '../domain/ids';
-import type { Expectation, ReconcileInput, ReconcileResult, ResubmitCreate } from '../domain/operations';
+import type {
+  Expectation,
+  ReconcileInput,
+  ReconcileResult,
+  ResubmitCreate,
+  ResubmitMovement,
+  Resubmission,
+} from '../domain/operations';
 import type { PaymentSinks } from '../domain/sinks';
 import { reconcileWaitSummary } from '../domain/summaries';
 import type { ProviderPayment } from '../domain/provider-payment';
@@ -32,6 +39,19 @@ export function meetsExpectation(p: ProviderPayment, expect: Expectation): boole
  * failing. Histories before it ended the reconcile with the look-up's failure.
  */
 const CHECK_THROUGH_OUTAGES = 'reconcile-checks-through-outages';
+
+/**
+ * Patch: a capture's or refund's reconcile resends the same write with the same key after the settle window, as a
+ * create's does. Histories before it ended such a reconcile in review when its look-ups found nothing.
+ */
+const MOVEMENT_RESUBMITS = 'movement-reconcile-resubmits';
+
+/**
+ * Patch: a resubmission refused here before it left (nothing sent) does not use up the reconcile's one resubmission;
+ * the next check past the settle window tries again. Histories before it went on checking without resending and ended
+ * in review ("refused here before sending").
+ */
+const RESUBMITS_UNTIL_SENT = 'reconcile-resubmits-until-sent';
 
 /**
  * Durable wait-and-check for one write whose outcome is unknown: wait (a webhook ends the wait early), look the write
@@ -94,16 +114,21 @@ async function waitAndCheck(input: ReconcileInput): Promise<ReconcileResult> {
     tally.notFound += 1;
 
     const sinceFirstSend = Date.now() - input.firstSentAtMs;
-    const keyAliveForResend = sinceFirstSend + acts.createBudgetMs < keyTtlMs;
+    const resubmission: Resubmission | undefined = input.resubmit ?? input.resubmitMovement;
+    // One resubmission that may have reached the provider; one refused here before it left (an open breaker, a
+    // cool-down) sent nothing, so the next check tries again.
+    const earlier = tally.resubmission;
     if (
-      input.resubmit &&
-      tally.resubmission === undefined &&
+      resubmission &&
+      (earlier === undefined || earlier.sends === 0) &&
       input.capabilities.idempotencyKeys &&
       sinceFirstSend >= input.settleWindowMs &&
-      keyAliveForResend
+      sinceFirstSend + acts.writeBudgetMs(resubmission.kind) < keyTtlMs &&
+      (resubmission.kind === 'create' || patched(MOVEMENT_RESUBMITS)) &&
+      (earlier === undefined || patched(RESUBMITS_UNTIL_SENT))
     ) {
       // Safe only because the provider stores the key: if the first request did commit, this replays its answer.
-      const answer = await resubmit(acts, input, input.resubmit);
+      const answer = await resubmit(acts, input, resubmission);
       tally.resubmission = {
         sends: answer.sends,
         ...(answer.refusedWhy === undefined ? {} : { refusedWhy: answer.refusedWhy }),
@@ -164,27 +189,10 @@ interface ResubmitAnswer {
   readonly refusedWhy?: string;
 }
 
-/** The same create again, with the same key: the provider's stored answer if the first request did commit. */
-async function resubmit(acts: ProviderActivities, input: ReconcileInput, r: ResubmitCreate): Promise<ResubmitAnswer> {
+/** The same write again, with the same key: the provider's stored answer if the first request did commit. */
+async function resubmit(acts: ProviderActivities, input: ReconcileInput, r: Resubmission): Promise<ResubmitAnswer> {
   try {
-    const result = await acts.write.createPayment({
-      provider: input.provider,
-      ...keyScopeOf(input),
-      input: {
-        amount: r.amount,
-        currency: r.currency,
-        reference: input.reference,
-        paymentMethod: r.paymentMethod,
-        capture: r.capture,
-        metadata: paymentMetadata(input.merchantId, input.key),
-      },
-      notBeforeMs: input.firstSentAtMs,
-      afterUnknown: true,
-    });
-    const sends = result.sends ?? 1;
-    if (result.outcome === 'declined')
-      return { result: { outcome: 'declined', declineCode: result.declineCode }, sends };
-    return { result: { outcome: 'found', payment: result.payment, via: 'resubmit' }, sends };
+    return r.kind === 'create' ? await resubmitCreate(acts, input, r) : await resubmitMovement(acts, input, r);
   } catch (err) {
     const sends = sendsOf(err);
     const refusedWhy = sends === 0 ? { refusedWhy: notSentReason(err) } : {};
@@ -192,4 +200,51 @@ async function resubmit(acts: ProviderActivities, input: ReconcileInput, r: Resu
       return { result: { outcome: 'rejected', reason: messageOf(err) }, sends, ...refusedWhy };
     return { sends, ...refusedWhy };
   }
+}
+
+/** The create, as the charge sent it: a decline is the provider's answer too. */
+async function resubmitCreate(
+  acts: ProviderActivities,
+  input: ReconcileInput,
+  r: ResubmitCreate,
+): Promise<ResubmitAnswer> {
+  const result = await acts.write.createPayment({
+    provider: input.provider,
+    ...keyScopeOf(input),
+    input: {
+      amount: r.amount,
+      currency: r.currency,
+      reference: input.reference,
+      paymentMethod: r.paymentMethod,
+      capture: r.capture,
+      metadata: paymentMetadata(input.merchantId, input.key),
+    },
+    notBeforeMs: input.firstSentAtMs,
+    afterUnknown: true,
+  });
+  const sends = result.sends ?? 1;
+  if (result.outcome === 'declined') return { result: { outcome: 'declined', declineCode: result.declineCode }, sends };
+  return { result: { outcome: 'found', payment: result.payment, via: 'resubmit' }, sends };
+}
+
+/** The capture or refund, as the payment sent it: its amount on the provider's total before it. */
+async function resubmitMovement(
+  acts: ProviderActivities,
+  input: ReconcileInput,
+  r: ResubmitMovement,
+): Promise<ResubmitAnswer> {
+  const common = {
+    provider: input.provider,
+    merchantId: input.merchantId,
+    key: input.key,
+    // A capture's or refund's reconcile always names the payment it moves money on.
+    paymentId: input.paymentId as string,
+    amount: r.amount,
+    afterUnknown: true,
+  };
+  const payment =
+    r.kind === 'capture'
+      ? await acts.write.capturePayment({ ...common, amountCapturedBefore: r.totalBefore })
+      : (await acts.write.refundPayment({ ...common, amountRefundedBefore: r.totalBefore })).payment;
+  return { result: { outcome: 'found', payment, via: 'resubmit' }, sends: 1 };
 }

@@ -34,6 +34,11 @@ export const LONG_RETRY_AFTER_S = 20;
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
+/** The provider is taken away again: an operation sent during an earlier outage may now meet this one too. */
+const providerDisturbed = (m: Model): void => {
+  for (const op of m.ops) delete op.settlesWithoutOperator;
+};
+
 const newCharge = (m: Model, capture: 'automatic' | 'manual' = 'manual'): ChargeBody => ({
   orderId: fresh(m, 'order'),
   amount: { value: 1_000, currency: 'EUR' },
@@ -67,6 +72,7 @@ export class CrashDuringCreate implements Cmd {
   ) {}
   check = () => true;
   async run(m: Model, w: World) {
+    if (this.then !== 'none') providerDisturbed(m);
     const body = newCharge(m);
     await arm(w, { kind: 'latency', latencyMs: 1_200 }, 'create', body.orderId);
     const key = fresh(m, 'pay');
@@ -102,15 +108,58 @@ async function setCoolDown(m: Model, w: World, merchant: MerchantName, label: st
   if (!MOVING.includes(String(r.status))) violation(m, `${label}: answered ${describeAnswer(r)}`);
 }
 
-/** The provider goes down for longer than every retry budget (refused connections, or 503 to everything), then back. */
+/**
+ * The provider goes down for longer than every retry budget (refused connections, or 503 to everything), then back.
+ * `then`: a capture (of a new manual payment authorized just before) or a refund (of a new automatic one) sent during
+ * the outage, whose every attempt the provider refuses or never sees: never an unknown outcome left to an operator once
+ * the provider is back (its reconcile resends it with the same key), never in review without a request under its key
+ * (rule 6). The 1,000-payment soak's capture 289 was both.
+ */
 export class ProviderOutage implements Cmd {
-  constructor(readonly kind: OutageKind) {}
+  constructor(
+    readonly kind: OutageKind,
+    readonly merchant: MerchantName = 'a',
+    readonly then: 'capture' | 'refund' | 'nothing' = 'nothing',
+  ) {}
   check = () => true;
   async run(m: Model, w: World) {
+    const label = this.toString();
+    providerDisturbed(m);
+    const target = this.then === 'nothing' ? undefined : await authorizedPayment(m, w, this.merchant, this.then, label);
     await w.outage(this.kind, OUTAGE_MS);
-    m.trace.push(this.toString());
+    m.trace.push(label);
+    if (!target || this.then === 'nothing') return;
+    const kind = this.then;
+    const key = fresh(m, kind === 'capture' ? 'cap' : 'ref');
+    const body = kind === 'capture' ? {} : { amount: 400 };
+    const r = await sendOp(m, w, target, kind, key, body, `${label} ${kind} during the outage`);
+    assertOneOf(m, label, r, OP_ANSWERS);
+    m.ops.push({
+      kind,
+      merchant: target.merchant,
+      paymentKey: target.key,
+      key,
+      body,
+      consumed: accepted(r),
+      settlesWithoutOperator: label,
+    });
   }
-  toString = () => `providerOutage(${this.kind}, ${OUTAGE_MS / 1000} s)`;
+  toString = () =>
+    `providerOutage(${this.kind}, ${OUTAGE_MS / 1000} s${this.then === 'nothing' ? '' : `, ${this.merchant} ${this.then} during it`})`;
+}
+
+/** A new payment, authorized (for a capture) or captured (for a refund) before a fault the command sets up next. */
+async function authorizedPayment(
+  m: Model,
+  w: World,
+  merchant: MerchantName,
+  then: 'capture' | 'refund',
+  label: string,
+): Promise<PaymentRec | undefined> {
+  const body = newCharge(m, then === 'capture' ? 'manual' : 'automatic');
+  const r = await sendCharge(m, w, merchant, fresh(m, 'pay'), body, `${label} payment`);
+  const target = r.status === 200 ? m.payments.at(-1) : undefined;
+  return ['authorized', 'succeeded'].includes(target?.view?.status ?? '') ? target : undefined;
 }
 
 /**
@@ -127,14 +176,10 @@ export class LongRetryAfter implements Cmd {
   check = () => true;
   async run(m: Model, w: World) {
     const label = this.toString();
-    let target: PaymentRec | undefined;
-    if (this.then !== 'nothing') {
-      const body = newCharge(m, this.then === 'capture' ? 'manual' : 'automatic');
-      const r = await sendCharge(m, w, this.merchant, fresh(m, 'pay'), body, `${label} payment`);
-      target = r.status === 200 ? m.payments.at(-1) : undefined;
-    }
+    providerDisturbed(m);
+    const target = this.then === 'nothing' ? undefined : await authorizedPayment(m, w, this.merchant, this.then, label);
     await setCoolDown(m, w, this.merchant, label);
-    if (!target || !['authorized', 'succeeded'].includes(target.view?.status ?? '')) return;
+    if (!target || this.then === 'nothing') return;
     const kind = this.then === 'capture' ? 'capture' : 'refund';
     const key = fresh(m, kind === 'capture' ? 'cap' : 'ref');
     const body = kind === 'capture' ? {} : { amount: 400 };

@@ -63,6 +63,23 @@ export async function quiesce(w: World, m: Model, timeoutMs = QUIESCENCE_MS): Pr
 }
 
 /**
+ * A capture or refund sent during a provider outage that is in review once the provider is back: its reconcile could
+ * have resent it with the same key (the model's provider honours keys), so an operator was called for nothing.
+ */
+function operatorNeededAfterOutage(m: Model): string[] {
+  return m.ops.flatMap((o) => {
+    if (o.settlesWithoutOperator === undefined) return [];
+    const p = m.payments.find((x) => x.merchant === o.merchant && x.key === o.paymentKey);
+    const op = p?.view?.operations?.find((x) => x.kind === o.kind && x.key === o.key);
+    if (op?.state !== 'needs_review') return [];
+    return [
+      `${o.merchant}/${o.paymentKey}: ${o.kind} ${o.key} (${o.settlesWithoutOperator}) is in review after the provider ` +
+        `came back, though a resend with its key would settle it${op.reason ? ` (${op.reason})` : ''}`,
+    ];
+  });
+}
+
+/**
  * The whole end-of-sequence check; throws one {@link ModelViolation} listing every broken promise: the money invariant
  * every ledger harness holds (bench/money-invariant.ts) and the model's own (every effect explained, no payment
  * adopted from another merchant or moved by one).
@@ -72,6 +89,7 @@ export async function settleAndCheck(w: World, m: Model): Promise<void> {
   let open = await quiesce(w, m);
   // Faults left armed (a spent budget, an unused rule) must not disturb the verdicts' look-ups or the reads below.
   await w.sim.clearFaults();
+  problems.push(...operatorNeededAfterOutage(m));
   // An operator resolves every review from the provider's records; then the payment must agree with the provider.
   const reviewed = m.payments.filter((p) => p.view?.status === 'needs_review');
   for (const p of reviewed) {

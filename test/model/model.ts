@@ -43,6 +43,12 @@ export interface OpRec {
   readonly body: { readonly amount?: number };
   /** Its first answer took it on (2xx, or the provider's refusal): the key is used, another use is a reuse. */
   readonly consumed: boolean;
+  /**
+   * Sent while the provider was down: once the provider is back, its reconcile settles it (a resend with the same key)
+   * and it is never in review. The command that sent it; cleared when a later adversary takes the provider away again
+   * (the one resend may then meet it too).
+   */
+  settlesWithoutOperator?: string;
 }
 
 /** One answer the test saw, kept for the checks against the ledger. */

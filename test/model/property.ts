@@ -231,7 +231,16 @@ export function commandArbs(exclude: readonly string[], heavy = 1): fc.Arbitrary
         .tuple(merchant, fc.constantFrom<'refused' | 'coolDown' | 'none'>('refused', 'coolDown', 'none'))
         .map(([mm, then]) => new CrashDuringCreate(mm, then)),
     ],
-    ['providerOutage', fc.constantFrom<OutageKind>('refused', 'unavailable').map((kind) => new ProviderOutage(kind))],
+    [
+      'providerOutage',
+      fc
+        .tuple(
+          fc.constantFrom<OutageKind>('refused', 'unavailable'),
+          merchant,
+          fc.constantFrom<'capture' | 'refund' | 'nothing'>('capture', 'refund', 'nothing'),
+        )
+        .map(([kind, mm, then]) => new ProviderOutage(kind, mm, then)),
+    ],
     [
       'longRetryAfter',
       fc

@@ -139,12 +139,18 @@ describe('capture and refund outcomes that are unknown', () => {
         timings: { reconcileScheduleMs: [HOUR, HOUR] },
       });
       const { handle } = await startCharge(b, input);
-      b.sim.addFaults({ rules: [{ match: { operation: 'capture' }, fault: 'reset_before_commit', times: 2 }] });
+      // Every attempt, and those of the reconcile's resubmission with the same key, is reset before the provider commits.
+      b.sim.addFaults({ rules: [{ match: { operation: 'capture' }, fault: 'reset_before_commit' }] });
       const view = await capture(handle, { captureKey: 'c-lost', fingerprint: 'f' });
       expect(opOf(view, 'capture', 'c-lost')?.state).toBe('running');
       await t.env.sleep(2 * HOUR + 60_000);
       const review = await waitForStatus(handle, 'needs_review');
-      expect(review.review?.reason).toMatch(/^capture not found at simulator after 2 checks/);
+      expect(review.review?.reason).toBe(
+        'capture not found at simulator after 2 checks over 2 h: 2 look-ups found nothing; ' +
+          'one resubmission with the same key was sent, its outcome unknown',
+      );
+      expect(requestsOf(b, 'capture').length).toBeGreaterThan(2); // the first call's two attempts, and the resubmission
+      b.sim.clearFaults();
       expect(opOf(review, 'capture', 'c-lost')?.state).toBe('needs_review');
       expect(effectsOf(b, 'capture')).toHaveLength(0);
       const resolved = await resolve(handle, { outcome: 'failed', note: 'not captured' });

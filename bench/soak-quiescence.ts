@@ -1,0 +1,42 @@
+/**
+ * How long the soak waits after its load for every payment to settle: derived from what the workers it drives are
+ * configured to do, not a constant. An operation sent just before the load ended may spend its whole retry budget, then
+ * the reconcile's whole schedule, and in it one resubmission with the same key (its budget again).
+ */
+import { type RetryCapabilities, type RetrySpec, retrySpecFor } from '../src/domain/retry-policy';
+
+/** A margin for a loaded machine: workers restarting, workflow tasks timing out and being handed out again. */
+export const QUIESCENCE_MARGIN_MS = 60_000;
+
+/** What the window is made of, for the soak's log. */
+export interface QuiescenceWindow {
+  readonly ms: number;
+  readonly writeBudgetMs: number;
+  readonly scheduleMs: number;
+}
+
+/** The window for workers with these settings (the same environment the soak reads its config from). */
+export function quiescenceWindow(settings: {
+  readonly timings: { readonly reconcileScheduleMs: readonly number[] };
+  readonly retry: Partial<Record<'create' | 'capture' | 'refund', Partial<RetrySpec>>>;
+  readonly providerCapabilities: RetryCapabilities;
+}): QuiescenceWindow {
+  const writeBudgetMs = Math.max(
+    ...(['create', 'capture', 'refund'] as const).map(
+      (op) => retrySpecFor(op, settings.providerCapabilities, settings.retry[op]).budgetMs,
+    ),
+  );
+  const scheduleMs = settings.timings.reconcileScheduleMs.reduce((sum, ms) => sum + ms, 0);
+  return { ms: 2 * writeBudgetMs + scheduleMs + QUIESCENCE_MARGIN_MS, writeBudgetMs, scheduleMs };
+}
+
+/** `quiescence window 770 s (2 x the longest write budget 240 s + the reconcile schedule 230 s + 60 s margin)`. */
+export function describeQuiescenceWindow(w: QuiescenceWindow, override?: number): string {
+  const s = (ms: number) => `${Math.round(ms / 1000)} s`;
+  const derived =
+    `2 x the longest write budget ${s(w.writeBudgetMs)} + the reconcile schedule ${s(w.scheduleMs)} + ` +
+    `${s(QUIESCENCE_MARGIN_MS)} margin`;
+  return override === undefined
+    ? `quiescence window ${s(w.ms)} (${derived})`
+    : `quiescence window ${s(override)} (SOAK_QUIESCE_MS; the configuration's would be ${s(w.ms)}: ${derived})`;
+}
