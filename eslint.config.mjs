@@ -41,18 +41,21 @@ export const layers = {
   db: { imports: ['domain'] },
   wallets: { imports: ['domain', 'db'] },
   'key-records': { imports: ['db'] },
-  workflows: { imports: ['domain'], types: ['activities'] },
+  // Webhooks to merchants: endpoints and the event queue on PostgreSQL, signing, delivery, their activities.
+  'merchant-webhooks': { imports: ['domain', 'db'] },
+  workflows: { imports: ['domain'], types: ['activities', 'merchant-webhooks'] },
   activities: { imports: ['domain', 'providers', 'visibility', 'db', 'wallets'] },
-  metrics: { imports: ['domain'], types: ['activities', 'config', 'wallets'] },
+  metrics: { imports: ['domain'], types: ['activities', 'config', 'wallets', 'merchant-webhooks'] },
   client: { imports: ['domain', 'visibility'], types: ['workflows'] },
   schedules: { file: true, imports: ['domain'], types: ['workflows'] },
-  api: { imports: ['domain', 'client', 'codec', 'metrics', 'wallets'] },
+  api: { imports: ['domain', 'client', 'codec', 'metrics', 'wallets'], types: ['merchant-webhooks'] },
   // The composition root wires every layer; only the process entries are above it.
   stack: {
     file: true,
     imports: [
       ...['domain', 'codec', 'temporal-connection', 'providers', 'visibility', 'config', 'workflows'],
-      ...['db', 'wallets', 'key-records', 'activities', 'metrics', 'client', 'schedules', 'api/app'],
+      ...['db', 'wallets', 'key-records', 'merchant-webhooks', 'activities', 'metrics', 'client', 'schedules'],
+      'api/app',
     ],
   },
   // Process entries: they load the config and start the stack.

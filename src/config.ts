@@ -20,6 +20,11 @@ import {
   type RetryOverrides,
   type RetrySpec,
 } from './domain/retry';
+import {
+  type MerchantWebhookSettings,
+  defaultMerchantWebhookSettings,
+  minimumRetryForMs,
+} from './domain/merchant-events';
 import { defaultSweepIntervalMs, defaultSweepLookbackMs } from './domain/sweep';
 import { PaymentTimings, defaultPaymentTimings, reconcileWindowMs } from './domain/workflow-inputs';
 
@@ -271,6 +276,24 @@ const EnvSchema = z.object({
   SDK_METRICS_ADDRESS: listenAddress.default('127.0.0.1:9464'),
   /** A prebuilt workflow bundle the worker loads (production, the cluster); absent: it bundles at start-up. */
   WORKFLOW_BUNDLE_PATH: nonEmpty.optional(),
+  /** Payments announce status changes and refunds to merchants' webhook endpoints (needs DATABASE_URL). */
+  MERCHANT_WEBHOOKS: boolean.default(true),
+  /** One POST to a merchant's endpoint, connect to the last byte. */
+  MERCHANT_WEBHOOK_TIMEOUT_MS: wholeNumber(100, 120_000).default(defaultMerchantWebhookSettings.attemptTimeoutMs),
+  /** POSTs of one merchant in flight at once. */
+  MERCHANT_WEBHOOK_CONCURRENCY: wholeNumber(1, 64).default(defaultMerchantWebhookSettings.concurrencyPerMerchant),
+  /** The wait after a failed POST: doubling from this ... */
+  MERCHANT_WEBHOOK_BACKOFF_INITIAL_MS: ms.default(defaultMerchantWebhookSettings.backoff.initialMs),
+  /** ... up to this. */
+  MERCHANT_WEBHOOK_BACKOFF_MAX_MS: ms.default(defaultMerchantWebhookSettings.backoff.maxMs),
+  /** How long an event is retried (at least 3 days when NODE_ENV=production). */
+  MERCHANT_WEBHOOK_RETRY_FOR_MS: ms.default(defaultMerchantWebhookSettings.retryForMs),
+  /** Activity slots of each worker's webhook worker: merchants whose events it delivers at once. */
+  MERCHANT_WEBHOOK_WORKER_SLOTS: wholeNumber(1, 10_000).default(100),
+  /** How long delivered, given-up and discarded events stay in the database (redelivery, audit). */
+  MERCHANT_WEBHOOK_RETENTION_DAYS: wholeNumber(1, 3_650).default(30),
+  /** Accept endpoint URLs on this machine or a private network; default: yes, except when NODE_ENV=production. */
+  MERCHANT_WEBHOOK_ALLOW_PRIVATE_URLS: boolean.optional(),
 });
 
 /** `PROVIDER_<NAME>_MAX_RPS` / `PROVIDER_<NAME>_MAX_CONCURRENCY`: per-provider activity limits. */
@@ -313,6 +336,7 @@ export type Config = Omit<
   | 'PAYLOAD_KEYS'
   | 'CODEC_TOKENS'
   | 'LOG_HASH_SECRET'
+  | 'MERCHANT_WEBHOOK_ALLOW_PRIVATE_URLS'
 > & {
   /** The payload encryption keys (`PAYLOAD_KEYS`, parsed). */
   readonly payloadKeys: PayloadKeys;
@@ -357,6 +381,10 @@ export type Config = Omit<
   };
   /** By provider name in lower case (`PROVIDER_SIMULATOR_MAX_RPS` -> `simulator`). */
   readonly providerLimits: Readonly<Record<string, ProviderLimits>>;
+  /** How merchant webhooks are delivered (`MERCHANT_WEBHOOK_*`). */
+  readonly merchantWebhooks: MerchantWebhookSettings;
+  /** `MERCHANT_WEBHOOK_ALLOW_PRIVATE_URLS`, its default applied. */
+  readonly MERCHANT_WEBHOOK_ALLOW_PRIVATE_URLS: boolean;
 };
 
 /** A log-hash key derived from the current payload key (HKDF-SHA-256, its own label): never the key itself. */
@@ -544,6 +572,16 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>> = p
     }
   }
 
+  if (production && e.MERCHANT_WEBHOOK_RETRY_FOR_MS < minimumRetryForMs) {
+    issues.push({ variable: 'MERCHANT_WEBHOOK_RETRY_FOR_MS', message: 'must be at least 3 days in production' });
+  }
+  if (e.MERCHANT_WEBHOOK_BACKOFF_INITIAL_MS > e.MERCHANT_WEBHOOK_BACKOFF_MAX_MS) {
+    issues.push({
+      variable: 'MERCHANT_WEBHOOK_BACKOFF_INITIAL_MS',
+      message: 'must not exceed MERCHANT_WEBHOOK_BACKOFF_MAX_MS',
+    });
+  }
+
   const sweepLookbackMs = e.SWEEP_LOOKBACK_MS ?? defaultSweepLookbackMs(e.SETTLE_WINDOW_MS);
   if (sweepLookbackMs < e.SETTLE_WINDOW_MS) {
     issues.push({
@@ -598,5 +636,13 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>> = p
       jitterMs: e.BREAKER_JITTER_MS,
     },
     providerLimits,
+    merchantWebhooks: {
+      ...defaultMerchantWebhookSettings,
+      attemptTimeoutMs: e.MERCHANT_WEBHOOK_TIMEOUT_MS,
+      concurrencyPerMerchant: e.MERCHANT_WEBHOOK_CONCURRENCY,
+      backoff: { initialMs: e.MERCHANT_WEBHOOK_BACKOFF_INITIAL_MS, maxMs: e.MERCHANT_WEBHOOK_BACKOFF_MAX_MS },
+      retryForMs: e.MERCHANT_WEBHOOK_RETRY_FOR_MS,
+    },
+    MERCHANT_WEBHOOK_ALLOW_PRIVATE_URLS: e.MERCHANT_WEBHOOK_ALLOW_PRIVATE_URLS ?? !production,
   };
 }

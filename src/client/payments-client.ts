@@ -127,6 +127,11 @@ export interface PaymentsClientOptions {
   readonly orderSingleFlight?: boolean;
   /** Merchants that split an order into several payments: exempt from `orderSingleFlight` (config `SPLIT_PAYMENT_MERCHANTS`). */
   readonly splitPaymentMerchants?: readonly string[];
+  /**
+   * Payments started by this client announce their status changes and refunds to their merchant's webhook endpoint
+   * (config `MERCHANT_WEBHOOKS`; default false: the workers then need the merchant webhook setup, src/stack.ts).
+   */
+  readonly merchantEvents?: boolean;
 }
 
 /**
@@ -376,6 +381,7 @@ export class PaymentsClient {
       // Shape 3: the worker owns the provider's capabilities and the retry presets, recorded in the payment's first
       // workflow task, so neither travels in the input (nor is held here: this client knows providers by name only).
       shape: 3,
+      ...(this.options.merchantEvents === true ? { merchantEvents: true as const } : {}),
     };
     const startedBy = randomUUID();
     const { orderId, amount, provider, capture } = request;

@@ -93,5 +93,11 @@ export const ChargeWorkflowInput = z.strictObject({
   retry: RetryOverridesSchema.optional(),
   capabilities: ProviderCapabilitiesInput.optional(),
   shape: HistoryShape.optional(),
+  /**
+   * Announce the payment's status changes and succeeded refunds to its merchant's webhook endpoint (CONTRACTS.md §1c),
+   * chosen by the starter (config `MERCHANT_WEBHOOKS`) and fixed for the payment's life. Absent (every payment started
+   * before it existed): nothing is announced, and the history has nothing new.
+   */
+  merchantEvents: z.literal(true).optional(),
 });
 export type ChargeWorkflowInput = z.infer<typeof ChargeWorkflowInput>;

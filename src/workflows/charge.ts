@@ -4,6 +4,7 @@ import { formatWait } from '../domain/summaries';
 import type { ChargeWorkflowInput } from '../domain/workflow-inputs';
 import { onCancellationRequest } from './cancellation-request';
 import { type PaymentScopes, callIn, paymentScopes } from './life-scope';
+import { announceMerchantEvents } from './merchant-events';
 import { createAtProvider, reconcileCreate } from './payment-create';
 import { type ChargeContinuation, PaymentEntity } from './payment-entity';
 import { hasRunningOperation, isClosedStatus } from './payment-state';
@@ -31,6 +32,7 @@ async function runPayment(
   const payment = new PaymentEntity(input, carried);
   const { state } = payment;
   payment.registerHandlers(scopes.life);
+  const events = announceMerchantEvents(state, input.merchantId, input.merchantEvents);
   onCancellationRequest(payment, scopes.shield);
   payment.publishAttributes();
   if (carried) payment.publishUnknownSince();
@@ -99,7 +101,9 @@ async function runPayment(
       // A reconcile child goes with its run (parent close policy): continue as new only between reconciles. A
       // cancellation request is decided (and its void made) in this run: the next one does not see the request.
       await payment.park(() =>
-        condition(() => allHandlersFinished() && !hasRunningOperation(state) && !payment.cancellationPending),
+        condition(
+          () => allHandlersFinished() && !hasRunningOperation(state) && !payment.cancellationPending && events.idle(),
+        ),
       );
       if (payment.voidWanted && state.view.status === 'authorized') continue;
       // The memo carries the fingerprint the client compares on closed runs: keep it on the new run.
@@ -112,6 +116,6 @@ async function runPayment(
       await makeContinueAsNewFunc<typeof chargeWorkflow>({ memo: workflowInfo().memo })(input, continuation);
     }
   }
-  await payment.park(() => condition(() => allHandlersFinished() && !hasRunningOperation(state)));
+  await payment.park(() => condition(() => allHandlersFinished() && !hasRunningOperation(state) && events.idle()));
   return state.view;
 }

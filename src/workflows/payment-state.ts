@@ -6,6 +6,7 @@ import type { OperationView, PaymentStatus, PaymentView } from '../domain/paymen
 import { metadataVerdict } from '../domain/adoption';
 import type { MovementRefusal, ProviderEvent, ProviderPayment } from '../domain/definitions';
 import { startingView } from '../domain/starting-view';
+import type { AnnouncedEvents } from './merchant-events';
 
 /** A capture, refund or void, remembered by its own key so a repeat is answered instead of re-run. */
 export interface SubOperation {
@@ -81,6 +82,8 @@ export interface PaymentState {
    * `null` until then; absent in state carried from a run that did not record it (its repeats answer the current view).
    */
   firstAnswer?: PaymentView | null;
+  /** What the payment announced to its merchant (merchant-events.ts); absent when it announces nothing. */
+  announced?: AnnouncedEvents;
 }
 
 /** An answer kept for the caller of one request (signal) to read by `requestId`; `atMs`: workflow time it was kept. */

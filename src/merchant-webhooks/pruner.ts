@@ -1,0 +1,34 @@
+/**
+ * The worker's periodic deletion of settled events (delivered, given up, discarded) older than the retention: the queue
+ * table keeps them for redelivery and audit that long (`MERCHANT_WEBHOOK_RETENTION_DAYS`), then they go.
+ */
+import type { MerchantWebhookLog } from './activities';
+import type { MerchantEventOutbox } from './outbox';
+
+const dayMs = 86_400_000;
+
+/** Prunes now and every `intervalMs` until stopped; a failed run is logged and tried again at the next interval. */
+export function startMerchantEventPruner(
+  outbox: MerchantEventOutbox,
+  log: MerchantWebhookLog,
+  retentionDays: number,
+  intervalMs = 3_600_000,
+): { stop(): Promise<void> } {
+  let running: Promise<void> = Promise.resolve();
+  const run = () => {
+    running = outbox.prune(new Date(Date.now() - retentionDays * dayMs)).then(
+      (pruned) => void (pruned > 0 && log.info({ pruned }, 'settled merchant webhook events pruned')),
+      (err: unknown) =>
+        log.warn({ err: err instanceof Error ? err.message : String(err) }, 'merchant webhook event pruning failed'),
+    );
+  };
+  run();
+  const timer = setInterval(run, intervalMs);
+  timer.unref();
+  return {
+    async stop() {
+      clearInterval(timer);
+      await running;
+    },
+  };
+}
