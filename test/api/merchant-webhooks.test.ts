@@ -169,7 +169,10 @@ describe('events', () => {
     const times = ordered.map((e) => Date.parse(e.data.payment.updatedAt));
     for (let i = 1; i < times.length; i++) expect(times[i]).toBeGreaterThan(times[i - 1] as number);
     expect(new Set(events.map((e) => e.id)).size).toBe(4);
-    await recordHistories({ env }, 'merchant-events-capture-refunds', [chargeWorkflowId(h.a.id, key)]);
+    await recordHistories({ env }, 'merchant-events-capture-refunds', [
+      chargeWorkflowId(h.a.id, key),
+      merchantWebhooksWorkflowId(h.a.id),
+    ]);
   }, 60_000);
 
   it('a merchant without an endpoint: its payments announce, nothing is queued or sent', async () => {
