@@ -5,6 +5,8 @@
  */
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { temporal } from '@temporalio/proto';
+import { Registry } from 'prom-client';
+import { merchantWebhookMetrics } from '../../src/metrics/merchant-webhook-metrics';
 import { type MerchantEvent, merchantWebhooksWorkflowId } from '../../src/domain/merchant-events';
 import { chargeWorkflowId } from '../../src/domain/ids';
 import {
@@ -36,13 +38,25 @@ let db: Awaited<ReturnType<typeof openTestDatabase>>;
 let h: ApiHarness;
 let outbox: MerchantEventOutbox;
 const receivers: WebhookReceiver[] = [];
+const registry = new Registry();
+/** One sample of the workers' webhook metrics, e.g. `payments_merchant_webhook_attempts_total{outcome="delivered"}`. */
+async function metric(series: string): Promise<number> {
+  const line = (await registry.metrics()).split('\n').find((l) => l.startsWith(`${series} `));
+  return Number(line?.split(' ')[1] ?? 0);
+}
 
 beforeAll(async () => {
   env = await connectDevServer();
   db = await openTestDatabase();
   outbox = new MerchantEventOutbox(db.pool);
   h = await startApiHarness(env, {
-    merchantWebhooks: { outbox, endpoints: new WebhookEndpoints(db.pool), settings, slots: 4 },
+    merchantWebhooks: {
+      outbox,
+      endpoints: new WebhookEndpoints(db.pool),
+      settings,
+      slots: 4,
+      observer: merchantWebhookMetrics(registry, () => outbox.backlog()),
+    },
     timings: { refundWindowMs: 600_000 },
   });
 });
@@ -134,6 +148,12 @@ describe('events', () => {
     for (const view of readBack.slice(0, 3)) {
       expect(view).toMatchObject({ key, status: 'succeeded', updatedAt: event?.data.payment.updatedAt });
     }
+    // What the metrics show: two 5xx attempts, one delivery after about a second of lag.
+    expect(await metric('payments_merchant_webhook_attempts_total{outcome="http_5xx"}')).toBe(2);
+    expect(await metric('payments_merchant_webhook_attempts_total{outcome="delivered"}')).toBe(1);
+    expect(await metric('payments_merchant_webhook_events_total{outcome="queued"}')).toBe(1);
+    expect(await metric('payments_merchant_webhook_delivery_lag_seconds_count')).toBe(1);
+    expect(await metric('payments_merchant_webhook_delivery_lag_seconds_bucket{le="0.25"}')).toBe(0);
   }, 60_000);
 
   it('a manual capture, a capture and two refunds: one event per status change and per refund, ordered by updatedAt', async () => {
@@ -186,6 +206,7 @@ describe('events', () => {
     });
     const { rows } = await db.pool.query('SELECT 1 FROM merchant_webhook_events WHERE payment_key = $1', [key]);
     expect(rows).toHaveLength(0);
+    expect(await metric('payments_merchant_webhook_events_total{outcome="no_endpoint"}')).toBeGreaterThanOrEqual(1);
   });
 
   it('a slow endpoint delays neither payments nor another merchant’s events', async () => {
@@ -215,6 +236,10 @@ describe('events', () => {
     }
     // One round of A's at a time, at most its concurrency in flight.
     expect(slow.receiver.maxOpen()).toBeLessThanOrEqual(settings.concurrencyPerMerchant);
+    // The backlog piles up for A alone, and shows in the metrics.
+    expect(await metric(`payments_merchant_webhook_backlog_events{merchant="${h.a.id}"}`)).toBeGreaterThanOrEqual(8);
+    expect(await metric(`payments_merchant_webhook_oldest_pending_seconds{merchant="${h.a.id}"}`)).toBeGreaterThan(0);
+    expect(await metric(`payments_merchant_webhook_backlog_events{merchant="${h.b.id}"}`)).toBe(0);
     release();
     await eventually(
       'all of A’s events',
