@@ -51,20 +51,25 @@ export interface MerchantWebhookDeps {
 /** The delivery workflow's type name (started by name: activities import no workflow code). */
 export const merchantWebhooksWorkflowType = 'merchantWebhooksWorkflow';
 
+/**
+ * Wakes (or starts) the merchant's delivery workflow on the webhook queue beside the payments' `taskQueue`: its next
+ * round claims whatever is due (the handoff, and an operator's redelivery, call it).
+ */
+export async function wakeMerchantDeliveries(client: Client, merchantId: string, taskQueue: string): Promise<void> {
+  await client.workflow.signalWithStart(merchantWebhooksWorkflowType, {
+    workflowId: merchantWebhooksWorkflowId(merchantId),
+    taskQueue: merchantWebhooksTaskQueue(taskQueue),
+    args: [{ merchantId } satisfies MerchantWebhooksInput],
+    signal: merchantWebhooksWakeSignal,
+    signalArgs: [],
+  });
+}
+
 /** Builds the activities. */
 export function createMerchantWebhookActivities(deps: MerchantWebhookDeps) {
   const { outbox, client, settings, logger } = deps;
   const observer = deps.observer;
-
-  /** Wakes (or starts) the merchant's delivery workflow on the webhook queue beside `taskQueue`. */
-  const wake = (merchantId: string, taskQueue: string) =>
-    client.workflow.signalWithStart(merchantWebhooksWorkflowType, {
-      workflowId: merchantWebhooksWorkflowId(merchantId),
-      taskQueue: merchantWebhooksTaskQueue(taskQueue),
-      args: [{ merchantId } satisfies MerchantWebhooksInput],
-      signal: merchantWebhooksWakeSignal,
-      signalArgs: [],
-    });
+  const wake = (merchantId: string, taskQueue: string) => wakeMerchantDeliveries(client, merchantId, taskQueue);
 
   /** One POST of a claimed event, and its outcome recorded; true when delivered. */
   async function attempt(event: ClaimedEvent): Promise<boolean> {
@@ -109,17 +114,17 @@ export function createMerchantWebhookActivities(deps: MerchantWebhookDeps) {
     },
 
     /**
-     * One delivery round of one merchant: claims its due events one by one in `concurrencyPerMerchant` lanes and POSTs
-     * each, until none is due or the round's time is up (`more`: start the next round at once). A merchant without an
-     * endpoint has its pending events discarded. Heartbeats throughout: a round whose worker died is retried by
-     * Temporal, and its claimed events go to the next round once their lease passed.
+     * One delivery round of one merchant: claims up to `concurrencyPerMerchant` due events at once and POSTs each in a
+     * lane of its own; a lane that finished claims the next, until none is due or the round's time is up (`more`:
+     * start the next round at once). A merchant without an endpoint has its pending events discarded. Heartbeats
+     * throughout: a round whose worker died is retried by Temporal, and its claimed events go to the next round once
+     * their lease passed.
      */
     async deliverDueMerchantEvents({ merchantId }: MerchantWebhooksInput): Promise<DeliveryRound> {
       const ctx = Context.current();
       const beat = setInterval(() => ctx.heartbeat(), 1_000);
       try {
-        await outbox.startRound(merchantId);
-        if (!(await outbox.hasEndpoint(merchantId))) {
+        if (!(await outbox.startRound(merchantId))) {
           const discarded = await outbox.discardPending(merchantId);
           if (discarded > 0) {
             observer?.onAbandoned('discarded', discarded);
@@ -132,19 +137,25 @@ export function createMerchantWebhookActivities(deps: MerchantWebhookDeps) {
         let delivered = 0;
         let failed = 0;
         let more = false;
-        const lane = async () => {
-          for (;;) {
+        // Once a claim comes back short, nothing else is due: the lanes finish what they hold. (An event queued since
+        // the round started woke the workflow again: the next round takes it.)
+        let drained = false;
+        const lane = async (first: ClaimedEvent) => {
+          for (let event: ClaimedEvent | undefined = first; event !== undefined;) {
+            if (await attempt(event)) delivered += 1;
+            else failed += 1;
+            if (drained) return;
             if (Date.now() >= deadline || ctx.cancellationSignal.aborted) {
               more = true;
               return;
             }
-            const event = await outbox.claim(merchantId, leaseMs);
-            if (event === undefined) return;
-            if (await attempt(event)) delivered += 1;
-            else failed += 1;
+            [event] = await outbox.claim(merchantId, leaseMs);
+            if (event === undefined) drained = true;
           }
         };
-        await Promise.all(Array.from({ length: settings.concurrencyPerMerchant }, lane));
+        const firsts = await outbox.claim(merchantId, leaseMs, settings.concurrencyPerMerchant);
+        drained = firsts.length < settings.concurrencyPerMerchant;
+        await Promise.all(firsts.map(lane));
         if (more) return { delivered, failed, more };
         const nextDueInMs = await outbox.nextDueInMs(merchantId);
         return { delivered, failed, more, ...(nextDueInMs === undefined ? {} : { nextDueInMs }) };

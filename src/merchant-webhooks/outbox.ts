@@ -37,6 +37,15 @@ export interface MerchantBacklog {
   readonly oldestPendingS: number;
 }
 
+/** One status's share of a merchant's events (`npm run webhooks -- status`). */
+export interface MerchantEventSummary {
+  readonly status: string;
+  readonly events: number;
+  readonly oldest: Date;
+  readonly maxAttempts: number;
+  readonly lastError?: string;
+}
+
 /** Which settled events to queue again (docs/operations.md, "Redelivering"). */
 export interface RedeliveryFilter {
   readonly merchantId: string;
@@ -75,19 +84,19 @@ export class MerchantEventOutbox {
     });
   }
 
-  /** A delivery round starts: an event queued from now on wakes the merchant's workflow again. */
-  async startRound(merchantId: string): Promise<void> {
-    await withConnection(this.pool, (db) =>
-      db.query('UPDATE merchant_webhook_wakes SET pending = false WHERE merchant_id = $1 AND pending', [merchantId]),
+  /**
+   * A delivery round starts: an event queued from now on wakes the merchant's workflow again. Answers whether the
+   * merchant has an endpoint now (one statement for both).
+   */
+  async startRound(merchantId: string): Promise<boolean> {
+    const { rows } = await withConnection(this.pool, (db) =>
+      db.query<{ endpoint: boolean }>(
+        `WITH woken AS (UPDATE merchant_webhook_wakes SET pending = false WHERE merchant_id = $1 AND pending)
+         SELECT EXISTS (SELECT 1 FROM merchant_webhook_endpoints WHERE merchant_id = $1) AS endpoint`,
+        [merchantId],
+      ),
     );
-  }
-
-  /** Whether the merchant has an endpoint now. */
-  async hasEndpoint(merchantId: string): Promise<boolean> {
-    const { rowCount } = await withConnection(this.pool, (db) =>
-      db.query('SELECT 1 FROM merchant_webhook_endpoints WHERE merchant_id = $1', [merchantId]),
-    );
-    return (rowCount ?? 0) > 0;
+    return rows[0]?.endpoint === true;
   }
 
   /** The merchant removed its endpoint: its pending events are not sent (answers how many). */
@@ -102,8 +111,11 @@ export class MerchantEventOutbox {
     return rowCount ?? 0;
   }
 
-  /** Claims the merchant's most overdue event that no live round holds, for `leaseMs`; undefined when none is due. */
-  async claim(merchantId: string, leaseMs: number): Promise<ClaimedEvent | undefined> {
+  /**
+   * Claims the merchant's `limit` most overdue events that no live round holds, for `leaseMs` (fewer, or none, when
+   * fewer are due).
+   */
+  async claim(merchantId: string, leaseMs: number, limit = 1): Promise<ClaimedEvent[]> {
     const { rows } = await withConnection(this.pool, (db) =>
       db.query<{
         id: string;
@@ -116,31 +128,29 @@ export class MerchantEventOutbox {
       }>(
         `WITH claimed AS (
            UPDATE merchant_webhook_events SET leased_until = now() + ($2 || ' milliseconds')::interval
-           WHERE id = (
+           WHERE id IN (
              SELECT id FROM merchant_webhook_events
              WHERE merchant_id = $1 AND status = 'pending' AND next_attempt_at <= now()
                AND (leased_until IS NULL OR leased_until <= now())
-             ORDER BY next_attempt_at, created_at LIMIT 1
+             ORDER BY next_attempt_at, created_at LIMIT $3
              FOR UPDATE SKIP LOCKED)
-           RETURNING id, type, body, attempts, created_at)
+           RETURNING id, type, body, attempts, created_at, next_attempt_at)
          SELECT c.id, c.type, c.body, c.attempts, c.created_at, e.url, e.secret
-         FROM claimed c JOIN merchant_webhook_endpoints e ON e.merchant_id = $1`,
-        [merchantId, ms(leaseMs)],
+         FROM claimed c JOIN merchant_webhook_endpoints e ON e.merchant_id = $1
+         ORDER BY c.next_attempt_at, c.created_at`,
+        [merchantId, ms(leaseMs), limit],
       ),
     );
-    const r = rows[0];
-    return r === undefined
-      ? undefined
-      : {
-          id: r.id,
-          merchantId,
-          type: r.type,
-          body: r.body,
-          attempts: r.attempts,
-          createdAt: r.created_at,
-          url: r.url,
-          secret: r.secret,
-        };
+    return rows.map((r) => ({
+      id: r.id,
+      merchantId,
+      type: r.type,
+      body: r.body,
+      attempts: r.attempts,
+      createdAt: r.created_at,
+      url: r.url,
+      secret: r.secret,
+    }));
   }
 
   /** The endpoint answered 2xx. */
@@ -177,6 +187,37 @@ export class MerchantEventOutbox {
       ),
     );
     return rows[0]?.status ?? 'pending';
+  }
+
+  /** Makes the merchant's pending events due now (their endpoint is back: no wait for the backoff); answers how many. */
+  async dueNow(merchantId: string): Promise<number> {
+    const { rowCount } = await withConnection(this.pool, (db) =>
+      db.query(
+        `UPDATE merchant_webhook_events SET next_attempt_at = now()
+         WHERE merchant_id = $1 AND status = 'pending' AND next_attempt_at > now()`,
+        [merchantId],
+      ),
+    );
+    return rowCount ?? 0;
+  }
+
+  /** One merchant's events by status: how many, the oldest, the most attempts, the last error seen. */
+  async summary(merchantId: string): Promise<MerchantEventSummary[]> {
+    const { rows } = await withConnection(this.pool, (db) =>
+      db.query<{ status: string; events: number; oldest: Date; attempts: number; last_error: string | null }>(
+        `SELECT status, count(*)::int AS events, min(created_at) AS oldest, max(attempts)::int AS attempts,
+                (array_agg(last_error ORDER BY last_attempt_at DESC NULLS LAST))[1] AS last_error
+         FROM merchant_webhook_events WHERE merchant_id = $1 GROUP BY status ORDER BY status`,
+        [merchantId],
+      ),
+    );
+    return rows.map((r) => ({
+      status: r.status,
+      events: r.events,
+      oldest: r.oldest,
+      maxAttempts: r.attempts,
+      ...(r.last_error === null ? {} : { lastError: r.last_error }),
+    }));
   }
 
   /** Milliseconds until the merchant's earliest pending event is due (a lease counts); undefined when none is pending. */

@@ -78,7 +78,9 @@ describe('the retry schedule', () => {
 
   it('private endpoint URLs: allowed in development, refused by default in production', () => {
     expect(loadConfig({}).MERCHANT_WEBHOOK_ALLOW_PRIVATE_URLS).toBe(true);
-    expect(loadConfig({ MERCHANT_WEBHOOK_ALLOW_PRIVATE_URLS: 'false' }).MERCHANT_WEBHOOK_ALLOW_PRIVATE_URLS).toBe(false);
+    expect(loadConfig({ MERCHANT_WEBHOOK_ALLOW_PRIVATE_URLS: 'false' }).MERCHANT_WEBHOOK_ALLOW_PRIVATE_URLS).toBe(
+      false,
+    );
   });
 });
 
