@@ -166,7 +166,9 @@ async function receiveWebhooks(): Promise<DemoReceiver | undefined> {
     return undefined;
   }
   receiver.useSecret(put.body.secret as string);
-  console.log(`Webhooks: PUT /v1/webhook-endpoint ${receiver.url} → secret ${String(put.body.secret).slice(0, 12)}...\n`);
+  console.log(
+    `Webhooks: PUT /v1/webhook-endpoint ${receiver.url} → secret ${String(put.body.secret).slice(0, 12)}...\n`,
+  );
   return receiver;
 }
 

@@ -340,7 +340,7 @@ async function main() {
         `  curl -s -X PUT http://${HOST}:${apiPort}/v1/webhook-endpoint -H 'Authorization: Bearer ${token.token}' ` +
           `-H 'Content-Type: application/json' -d '{"url":"http://127.0.0.1:8080/hooks"}'`,
       );
-      log('  (your receiver\'s URL; it answers the whsec_ secret that signs the events; npm run demo runs one)');
+      log("  (your receiver's URL; it answers the whsec_ secret that signs the events; npm run demo runs one)");
     }
   }
   if (operator) {

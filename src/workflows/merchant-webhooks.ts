@@ -8,11 +8,7 @@ import {
   type ActivityOptions,
 } from '@temporalio/workflow';
 import type { MerchantWebhookActivities } from '../merchant-webhooks';
-import {
-  type DeliveryRound,
-  type MerchantWebhooksInput,
-  merchantWebhooksWakeSignal,
-} from '../domain/merchant-events';
+import { type DeliveryRound, type MerchantWebhooksInput, merchantWebhooksWakeSignal } from '../domain/merchant-events';
 import { messageOf } from './failures';
 
 /**
@@ -58,7 +54,8 @@ export async function merchantWebhooksWorkflow(input: MerchantWebhooksInput): Pr
     }
     if (result.more) continue;
     // Each run starts with a round, so a wake lost with the old run costs nothing.
-    if (round >= roundsPerRun || workflowInfo().continueAsNewSuggested) await continueAsNew<typeof merchantWebhooksWorkflow>(input);
+    if (round >= roundsPerRun || workflowInfo().continueAsNewSuggested)
+      await continueAsNew<typeof merchantWebhooksWorkflow>(input);
     if (result.nextDueInMs === undefined) await condition(() => woken);
     else await condition(() => woken, Math.max(result.nextDueInMs, 1));
   }

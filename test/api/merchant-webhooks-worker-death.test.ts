@@ -89,7 +89,9 @@ it('a worker SIGKILLed while its POST is at the endpoint: the next worker delive
     await eventually(
       'the event delivered by the next worker',
       async () => {
-        const { rows } = await db.pool.query('SELECT status FROM merchant_webhook_events WHERE payment_key = $1', [key]);
+        const { rows } = await db.pool.query('SELECT status FROM merchant_webhook_events WHERE payment_key = $1', [
+          key,
+        ]);
         return rows[0]?.status === 'delivered';
       },
       60_000,

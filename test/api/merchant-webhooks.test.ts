@@ -128,9 +128,10 @@ describe('events', () => {
       return got.length >= 3 && got;
     });
     await eventually('the event delivered in the queue', async () => {
-      const { rows } = await db.pool.query('SELECT status, attempts FROM merchant_webhook_events WHERE payment_key = $1', [
-        key,
-      ]);
+      const { rows } = await db.pool.query(
+        'SELECT status, attempts FROM merchant_webhook_events WHERE payment_key = $1',
+        [key],
+      );
       return rows[0]?.status === 'delivered' && rows[0].attempts === 3;
     });
     expect(deliveries).toHaveLength(3);

@@ -51,7 +51,9 @@ export const webhookEndpointRoutes: FastifyPluginAsyncZod<WebhookEndpointRoutesO
       const { url } = request.body;
       if (!allowPrivateUrls && isPrivateHost(url)) {
         const message = 'url must not point at this machine or a private network';
-        return reply.code(400).send(errorBody('validation_error', 'The request is invalid', [{ path: 'url', message }]));
+        return reply
+          .code(400)
+          .send(errorBody('validation_error', 'The request is invalid', [{ path: 'url', message }]));
       }
       return endpoints.put(request.merchantId, url);
     },
