@@ -9,7 +9,7 @@
  *  3. once settled, a view's amounts (authorized, captured, refunded), status and provider payment are the provider's,
  *     and each of its captures and refunds is `succeeded` exactly when the provider has its effect;
  *  4. a 200 charge, capture or refund matches its ledger effect (amount, provider payment); a key every answer refused
- *     has none;
+ *     has none (a 5xx but `provider_unavailable` is no answer, not a refusal: "repeat");
  *  5. a key that was answered once replays its own answer: never a refusal (e.g. 409 `payment_in_flight`) after a 2xx;
  *  6. a capture or refund the provider never received (no request under its key) is never in review as an unknown
  *     outcome: it provably never left;
@@ -295,8 +295,10 @@ function checkAnswers(
   own: (merchantId: string, op: 'create' | 'capture' | 'refund', key: string) => InvariantEffect[],
   add: (kind: MoneyProblemKind, message: string) => void,
 ): void {
+  // Keys an answer took on (a 2xx), or left open: a 5xx other than `provider_unavailable` (which promises nothing left)
+  // is no answer at all ("repeat": Temporal or the API could not say in time), so it never counts as a refusal.
   const taken = new Set<string>();
-  for (const a of answers) if (is2xx(a.status)) taken.add(`${a.merchantId}/${a.kind}/${a.opKey}`);
+  for (const a of answers) if (is2xx(a.status) || noAnswer(a)) taken.add(`${a.merchantId}/${a.kind}/${a.opKey}`);
   const answered = new Map<string, number>();
   for (const a of answers) {
     const p = payments.get(`${a.merchantId}/${a.paymentKey}`);
@@ -305,7 +307,7 @@ function checkAnswers(
     // 5. A key answered once replays its own answer: after a 200 no refusal, after a 202 only its own outcome (a
     // provider's refusal), never another payment's 409. A different body (422 reused) is another request.
     const before = answered.get(id);
-    if (before !== undefined && !is2xx(a.status) && a.errorType !== 'idempotency_key_reused') {
+    if (before !== undefined && !is2xx(a.status) && !noAnswer(a) && a.errorType !== 'idempotency_key_reused') {
       if (before === 200 || a.errorType === 'payment_in_flight')
         add('mismatch', `5: ${label}${a.namedKey ? ` naming ${a.namedKey}` : ''}, after a ${before} for the same key`);
     }
@@ -345,5 +347,9 @@ function checkAnswers(
       add('mismatch', `4: ${label}, every answer refused it, yet the provider did it`);
   }
 }
+
+/** A 5xx that is not a refusal: `unavailable`, `internal_error`, a dropped answer (the caller repeats). */
+const noAnswer = (a: { readonly status: number; readonly errorType?: string }): boolean =>
+  a.status >= 500 && a.errorType !== 'provider_unavailable';
 
 const brief = (e: InvariantEffect) => ({ op: e.operation, payment: e.payment_id, amount: e.amount, ref: e.reference });

@@ -127,6 +127,31 @@ describe('the money invariant every ledger harness holds (bench/money-invariant.
     ]);
   });
 
+  it('rule 4: a key every answer refused has no effect, but a 503 unavailable is no answer (repeat), not a refusal', () => {
+    const capture = (status: number, errorType: string) => ({
+      merchantId: m,
+      paymentKey: 'k1',
+      kind: 'capture' as const,
+      opKey: 'c1',
+      amount: 1_000,
+      status,
+      errorType,
+    });
+    const ledger = {
+      effects: [effect('create', pk('create', 'k1'), 1_000), effect('capture', pk('capture', 'c1'), 1_000)],
+    };
+    expect(problems({ answers: [capture(409, 'invalid_transition')], ledger })).toEqual([
+      'mismatch 4: m1/k1: capture c1 answered 409 invalid_transition, every answer refused it, yet the provider did it',
+    ]);
+    // The soak's 1,000 run: during a provider outage on a loaded cluster, captures answered only 503 `unavailable`
+    // (queries timed out) until the soak stopped repeating; the provider had them, and the views said so.
+    expect(problems({ answers: [capture(503, 'unavailable')], ledger })).toEqual([]);
+    // `provider_unavailable` promises the request never left: an effect under its key is a broken promise.
+    expect(problems({ answers: [capture(503, 'provider_unavailable')], ledger })).toEqual([
+      'mismatch 4: m1/k1: capture c1 answered 503 provider_unavailable, every answer refused it, yet the provider did it',
+    ]);
+  });
+
   it('rule 6: a capture in review that never reached the provider; one that did is the provider\u2019s to tell', () => {
     const inReview = {
       ...authorized,

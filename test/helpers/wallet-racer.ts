@@ -7,6 +7,7 @@ import { spawn } from 'node:child_process';
 import { createInterface } from 'node:readline';
 import { createPool } from '../../src/db';
 import type { Currency } from '../../src/domain/money';
+import { WalletFailure } from '../../src/domain/wallet-errors';
 import { WalletLedger } from '../../src/wallets';
 
 export interface RacerSpec {
@@ -22,11 +23,16 @@ export interface RacerSpec {
 /** Each hold's outcome: `held`, `insufficient_funds`, or the failure type. */
 export type RaceOutcome = string;
 
-/** Runs `spec`'s holds concurrently on `ledger` and answers their outcomes in order. */
+/**
+ * Runs `spec`'s holds concurrently on `ledger` and answers their outcomes in order. A database failure is retried with
+ * the same operation id, as the hold activity's retry policy does (bounded): on a loaded machine 200 holds on 16
+ * connections can wait longer than the pool's acquisition bound, which applies nothing and is no answer about funds.
+ */
 export async function raceHolds(ledger: WalletLedger, spec: RacerSpec): Promise<RaceOutcome[]> {
-  return Promise.all(
-    spec.paymentKeys.map((paymentKey) =>
-      ledger
+  const retried = new Set<string>([WalletFailure.DatabaseNotApplied, WalletFailure.DatabaseOutcomeUnknown]);
+  const hold = async (paymentKey: string): Promise<RaceOutcome> => {
+    for (let attempt = 1; ; attempt += 1) {
+      const outcome = await ledger
         .hold({
           merchantId: spec.merchantId,
           walletId: spec.walletId,
@@ -37,9 +43,12 @@ export async function raceHolds(ledger: WalletLedger, spec: RacerSpec): Promise<
         .then(
           (r) => r.status,
           (err: { type?: string }) => err.type ?? 'error',
-        ),
-    ),
-  );
+        );
+      if (!retried.has(outcome) || attempt === 10) return outcome;
+      await new Promise((r) => setTimeout(r, 50 * attempt));
+    }
+  };
+  return Promise.all(spec.paymentKeys.map(hold));
 }
 
 /** A racer process, ready (connected); `go()` starts its holds and answers their outcomes. */
