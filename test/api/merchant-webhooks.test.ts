@@ -87,6 +87,13 @@ describe('/v1/webhook-endpoint', () => {
     expect(first.status).toBe(200);
     expect(first.body).toEqual({ url, secret: expect.stringMatching(/^whsec_[A-Za-z0-9_-]{40,}$/) });
     expect(second.body.secret).not.toBe(first.body.secret);
+    // Kept in PostgreSQL, in the database of the wallets (one database, one backup), with the secret the last PUT gave.
+    const { rows } = await db.pool.query(
+      `SELECT url, secret, to_regclass('wallets') IS NOT NULL AS beside_wallets
+       FROM merchant_webhook_endpoints WHERE merchant_id = $1`,
+      [h.b.id],
+    );
+    expect(rows).toEqual([{ url, secret: second.body.secret, beside_wallets: true }]);
     const read = await h.request('GET', '/v1/webhook-endpoint', { token: h.b.token });
     expect(read.status).toBe(200);
     expect(read.body).toEqual({ url });
@@ -156,6 +163,62 @@ describe('events', () => {
     expect(await metric('payments_merchant_webhook_delivery_lag_seconds_count')).toBe(1);
     expect(await metric('payments_merchant_webhook_delivery_lag_seconds_bucket{le="0.25"}')).toBe(0);
   }, 60_000);
+
+  it('an endpoint that never accepts: retried with growing waits to the end of the retry window, then given up', async () => {
+    const { receiver } = await endpointFor(h.a.token);
+    receiver.answer(() => ({ status: 503 }));
+    const gaveUpBefore = await metric('payments_merchant_webhook_events_total{outcome="gave_up"}');
+    const key = newKey();
+    expect((await h.request('POST', '/v1/payments', { key, body: chargeBody() })).body.status).toBe('succeeded');
+    await eventually('two attempts', async () => eventsOf(receiver, key).length >= 2);
+    // As if the event had been failing for all but the last 1.5 s of its window (3 days by default).
+    const { rows: moved } = await db.pool.query<{ window_end: Date }>(
+      `UPDATE merchant_webhook_events SET queued_at = queued_at - ($2 || ' milliseconds')::interval
+       WHERE payment_key = $1 RETURNING queued_at + ($3 || ' milliseconds')::interval AS window_end`,
+      [key, String(settings.retryForMs - 1_500), String(settings.retryForMs)],
+    );
+    const windowEndMs = moved[0]?.window_end.getTime() ?? 0;
+    const final = await eventually(
+      'the event given up',
+      async () => {
+        const { rows } = await db.pool.query<{ status: string; attempts: number }>(
+          'SELECT status, attempts FROM merchant_webhook_events WHERE payment_key = $1',
+          [key],
+        );
+        return rows[0]?.status === 'failed' && rows[0];
+      },
+      30_000,
+    );
+    const deliveries = eventsOf(receiver, key);
+    expect(deliveries).toHaveLength(final.attempts);
+    expect(new Set(deliveries.map((d) => d.event.id)).size).toBe(1);
+    // Each wait at least half its doubling step (0.4 s, 0.8 s, ...), the last attempt at the window's end.
+    const gaps = deliveries.slice(1).map((d, i) => d.atMs - (deliveries[i]?.atMs ?? 0));
+    gaps.slice(0, 2).forEach((gap, i) => expect(gap).toBeGreaterThanOrEqual((settings.backoff.initialMs << i) / 2));
+    expect(deliveries.at(-1)?.atMs).toBeGreaterThanOrEqual(windowEndMs - 50);
+    expect(await metric('payments_merchant_webhook_events_total{outcome="gave_up"}')).toBe(gaveUpBefore + 1);
+    // Past the longest backoff step: nothing more is sent.
+    await new Promise((r) => setTimeout(r, settings.backoff.maxMs + 500));
+    expect(eventsOf(receiver, key)).toHaveLength(final.attempts);
+  }, 60_000);
+
+  it('a declined payment announces payment.declined with its decline code', async () => {
+    const { receiver } = await endpointFor(h.a.token);
+    const key = newKey();
+    const declined = await h.request('POST', '/v1/payments', {
+      key,
+      body: chargeBody({ paymentMethod: 'pm_decline_insufficient_funds' }),
+    });
+    expect(declined.body).toMatchObject({ status: 'declined', declineCode: 'insufficient_funds' });
+    const [event] = await eventually('payment.declined', async () => {
+      const got = eventsOf(receiver, key);
+      return got.length >= 1 && got.map((d) => d.event);
+    });
+    expect(event).toMatchObject({
+      type: 'payment.declined',
+      data: { payment: { key, status: 'declined', declineCode: declined.body.declineCode } },
+    });
+  });
 
   it('a manual capture, a capture and two refunds: one event per status change and per refund, ordered by updatedAt', async () => {
     const { receiver, secret } = await endpointFor(h.a.token);
