@@ -44,7 +44,7 @@ export const layers = {
   // Webhooks to merchants: endpoints and the event queue on PostgreSQL, signing, delivery, their activities.
   'merchant-webhooks': { imports: ['domain', 'db'] },
   workflows: { imports: ['domain'], types: ['activities', 'merchant-webhooks'] },
-  activities: { imports: ['domain', 'providers', 'visibility', 'db', 'wallets'] },
+  activities: { imports: ['domain', 'providers', 'visibility', 'db', 'wallets', 'key-records'] },
   metrics: { imports: ['domain'], types: ['activities', 'config', 'wallets', 'merchant-webhooks'] },
   client: { imports: ['domain', 'visibility'], types: ['workflows'] },
   schedules: { file: true, imports: ['domain'], types: ['workflows'] },

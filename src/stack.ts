@@ -25,6 +25,7 @@ import {
 import { FallbackCircuitBreaker } from './activities/breaker-fallback';
 import { RedisCircuitBreaker, closeBreakerRedis, connectBreakerRedis, redisReady } from './activities/breaker-redis';
 import { type SweepActivities, createSweepActivities } from './activities/sweep';
+import { createKeyRecordActivities } from './activities/key-records';
 import { createWalletActivities } from './activities/wallets';
 import { type ApiConfig, type ApiDeps, buildApi } from './api/app';
 import { PaymentsClient, type PaymentsClientOptions } from './client';
@@ -104,6 +105,11 @@ export interface WorkerSetup {
    * `disabled` (payments started with `merchantEvents` announce nothing) and no webhook worker runs.
    */
   readonly merchantWebhooks?: MerchantWebhookWorkers;
+  /**
+   * The key-record table the payments hand their keys' first final answers to (docs/operations.md#key-records).
+   * Absent: the handoff answers `disabled` (payments started with `keyRecords` keep nothing).
+   */
+  readonly keyRecords?: KeyRecords;
 }
 
 /** The webhook side of the workers (see {@link WorkerSetup.merchantWebhooks}). */
@@ -178,6 +184,8 @@ export async function createWorkers(setup: WorkerSetup): Promise<Worker[]> {
     ...(setup.wallets === undefined ? {} : createWalletActivities({ ledger: setup.wallets, logger: setup.logger })),
     // Every payment worker takes a payment's webhook handoff, if only to answer that it has no webhooks.
     announcePaymentEvent: (webhookActivities ?? disabledMerchantWebhookActivities).announcePaymentEvent,
+    // The same for a payment's key answers: without a table they are answered `disabled`.
+    ...createKeyRecordActivities(setup.keyRecords),
     ...setup.activities,
   };
   const metrics = setup.metrics ?? createWorkerMetrics(new Registry());
@@ -560,6 +568,8 @@ export async function startConfiguredStack(
           );
     // Webhooks to merchants: their endpoints and event queue live in the same database.
     const hooks = database && config.MERCHANT_WEBHOOKS ? new MerchantEventOutbox(database.pool) : undefined;
+    // Key records too: the workers keep each key's first final answer there, the API answers repeats from it.
+    const keyRecords = database ? new KeyRecords(database.pool, config.KEY_RETENTION_DAYS) : undefined;
     if (parts.workers) {
       // Our registry first: the breaker's observer counts into it from the first call on.
       const registry = new Registry();
@@ -583,10 +593,10 @@ export async function startConfiguredStack(
         start: false,
         ...(database ? { wallets: new WalletLedger(database.pool, walletMetricsObserver(registry)) } : {}),
         ...(hooks ? { merchantWebhooks: merchantWebhookWorkers(config, hooks, registry) } : {}),
+        ...(keyRecords ? { keyRecords } : {}),
       };
-      if (database) {
-        const records = new KeyRecords(database.pool, config.KEY_RETENTION_DAYS);
-        const pruner = startKeyRecordPruner(records, logger, config.KEY_RECORD_PRUNE_INTERVAL_MS);
+      if (keyRecords) {
+        const pruner = startKeyRecordPruner(keyRecords, logger, config.KEY_RECORD_PRUNE_INTERVAL_MS);
         closers.push(() => pruner.stop());
       }
       if (hooks) {
@@ -613,6 +623,7 @@ export async function startConfiguredStack(
                 orderSingleFlight: config.ORDER_SINGLE_FLIGHT,
                 splitPaymentMerchants: config.SPLIT_PAYMENT_MERCHANTS,
                 merchantEvents: hooks !== undefined,
+                ...(keyRecords ? { keyRecords } : {}),
               },
               config,
               webhooks: webhookVerifiers(config),

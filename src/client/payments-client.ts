@@ -45,6 +45,7 @@ import {
 } from '../domain/payment';
 import { type ReviewItemState, resolveReviewItemUpdate, reviewItemQuery } from '../domain/review-items';
 import { MerchantIdAttr, OrderIdAttr, PaymentStatusAttr, ProviderAttr } from '../domain/search-attributes';
+import type { KeyRecordReader } from '../domain/key-records';
 import type { ChargeWorkflowInput, PaymentTimings } from '../domain/workflow-inputs';
 import type { chargeWorkflow, reviewItemWorkflow } from '../workflows';
 import {
@@ -52,12 +53,12 @@ import {
   InvalidTransition,
   PaymentInFlight,
   PaymentNotFound,
-  ProviderRejected,
   ReviewItemNotFound,
   ValidationError,
 } from './errors';
 import { paymentStaticDetails, paymentSummary } from '../domain/summaries';
 import { captureFingerprint, chargeFingerprint, refundFingerprint } from './fingerprint';
+import { operationAnswer, recordedAnswer } from './key-records';
 import {
   isTemporalUnavailable,
   parseOrThrow,
@@ -132,6 +133,12 @@ export interface PaymentsClientOptions {
    * (config `MERCHANT_WEBHOOKS`; default false: the workers then need the merchant webhook setup, src/stack.ts).
    */
   readonly merchantEvents?: boolean;
+  /**
+   * The key-record table (docs/operations.md#key-records): payments started by this client hand their keys' first final
+   * answers to it, and a repeat of a key answers its record first, so it replays (or is refused) even once the
+   * workflow is gone. Absent: repeats are answered by the workflow alone, for as long as the namespace keeps it.
+   */
+  readonly keyRecords?: KeyRecordReader;
 }
 
 /**
@@ -226,6 +233,8 @@ export class PaymentsClient {
     const { workflowId, merchant, paymentKey } = this.scope(merchantId, key);
     const request = this.parseCharge(body);
     const fingerprint = chargeFingerprint(request);
+    const recorded = await recordedAnswer(this.options.keyRecords, 'charge', merchant, paymentKey, fingerprint);
+    if (recorded) return { view: recorded, replayed: true };
     // Temporal limits in-flight updates per workflow (10 by default): a burst of identical requests to this process
     // becomes one update-with-start, and the others answer as repeats. Across processes the server dedups.
     const flightKey = `${workflowId}\n${fingerprint}`;
@@ -382,6 +391,7 @@ export class PaymentsClient {
       // workflow task, so neither travels in the input (nor is held here: this client knows providers by name only).
       shape: 3,
       ...(this.options.merchantEvents === true ? { merchantEvents: true as const } : {}),
+      ...(this.options.keyRecords === undefined ? {} : { keyRecords: true as const }),
     };
     const startedBy = randomUUID();
     const { orderId, amount, provider, capture } = request;
@@ -885,6 +895,12 @@ export class PaymentsClient {
     opKey: string,
     fingerprint: string,
   ): Promise<OperationResult> {
+    const merchant = parseChargeWorkflowId(workflowId)?.merchantId ?? '';
+    const recorded = await recordedAnswer(this.options.keyRecords, kind, merchant, opKey, fingerprint);
+    if (recorded) {
+      const answer = operationAnswer(recorded, kind, opKey, true);
+      if (answer) return answer;
+    }
     const handle = this.handle(workflowId);
     await this.assertKeyNotUsedElsewhere(workflowId, kind, opKey);
     const requestId = randomUUID();
@@ -905,16 +921,8 @@ export class PaymentsClient {
     const answer = await this.awaitMovement(handle, kind, opKey, requestId, fingerprint, check.answeredByTry);
     if (answer?.refusal) throw translateRefusal(answer.refusal) ?? new Error(answer.refusal.message);
     const view = answer?.view ?? (await this.bounded(() => handle.query(paymentQuery)));
-    const op = view.operations?.find((o) => o.kind === kind && o.key === opKey);
-    if (answer === null || op === undefined) return { view, completed: false, replayed }; // not yet handled
-    if (op.state === 'rejected') {
-      throw new ProviderRejected(
-        `The provider refused this ${kind}${op.reason === undefined ? '' : `: ${op.reason}`}`,
-        op.providerCode,
-        { replayed },
-      );
-    }
-    return { view, completed: op.state === 'succeeded', replayed };
+    const shown = answer === null ? undefined : operationAnswer(view, kind, opKey, replayed);
+    return shown ?? { view, completed: false, replayed }; // not yet handled
   }
 
   /**

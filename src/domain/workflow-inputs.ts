@@ -99,5 +99,11 @@ export const ChargeWorkflowInput = z.strictObject({
    * before it existed): nothing is announced, and the history has nothing new.
    */
   merchantEvents: z.literal(true).optional(),
+  /**
+   * Hand each key's first final answer (the charge's, each capture's and refund's) to the key-record table, chosen by a
+   * starter that reads it (docs/operations.md#key-records). Absent (every payment started before it existed): nothing
+   * is handed over, and the history has nothing new.
+   */
+  keyRecords: z.literal(true).optional(),
 });
 export type ChargeWorkflowInput = z.infer<typeof ChargeWorkflowInput>;

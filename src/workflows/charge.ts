@@ -4,6 +4,8 @@ import { formatWait } from '../domain/summaries';
 import type { ChargeWorkflowInput } from '../domain/workflow-inputs';
 import { onCancellationRequest } from './cancellation-request';
 import { type PaymentScopes, callIn, paymentScopes } from './life-scope';
+import { allHandoffs } from './handoffs';
+import { recordKeyAnswers } from './key-answers';
 import { announceMerchantEvents } from './merchant-events';
 import { createAtProvider, reconcileCreate } from './payment-create';
 import { type ChargeContinuation, PaymentEntity } from './payment-entity';
@@ -32,7 +34,10 @@ async function runPayment(
   const payment = new PaymentEntity(input, carried);
   const { state } = payment;
   payment.registerHandlers(scopes.life);
-  const events = announceMerchantEvents(state, input.merchantId, input.merchantEvents);
+  const handoffs = allHandoffs(
+    announceMerchantEvents(state, input.merchantId, input.merchantEvents),
+    recordKeyAnswers(state, input),
+  );
   onCancellationRequest(payment, scopes.shield);
   payment.publishAttributes();
   if (carried) payment.publishUnknownSince();
@@ -102,7 +107,7 @@ async function runPayment(
       // cancellation request is decided (and its void made) in this run: the next one does not see the request.
       await payment.park(() =>
         condition(
-          () => allHandlersFinished() && !hasRunningOperation(state) && !payment.cancellationPending && events.idle(),
+          () => allHandlersFinished() && !hasRunningOperation(state) && !payment.cancellationPending && handoffs.idle(),
         ),
       );
       if (payment.voidWanted && state.view.status === 'authorized') continue;
@@ -116,6 +121,6 @@ async function runPayment(
       await makeContinueAsNewFunc<typeof chargeWorkflow>({ memo: workflowInfo().memo })(input, continuation);
     }
   }
-  await payment.park(() => condition(() => allHandlersFinished() && !hasRunningOperation(state) && events.idle()));
+  await payment.park(() => condition(() => allHandlersFinished() && !hasRunningOperation(state) && handoffs.idle()));
   return state.view;
 }

@@ -1,8 +1,8 @@
-import { type ActivityOptions, condition, log, proxyActivities, uuid4 } from '@temporalio/workflow';
+import { proxyActivities, uuid4 } from '@temporalio/workflow';
 import type { MerchantWebhookActivities } from '../merchant-webhooks';
 import { type MerchantEvent, type MerchantEventType, announcedStatuses } from '../domain/merchant-events';
 import type { PaymentView } from '../domain/payment';
-import { messageOf } from './failures';
+import { type Handoff, type Handoffs, handOff, noHandoffs, startHandoffs } from './handoffs';
 import type { PaymentState } from './payment-state';
 
 /** What a payment has announced to its merchant so far; carried in its state across continue-as-new. */
@@ -13,45 +13,27 @@ export interface AnnouncedEvents {
   refunds: string[];
 }
 
-/**
- * The handoff to the merchant's webhook queue: on the payment's own task queue (its workers always serve it), retried
- * for as long as an event is worth sending; the payment neither closes nor continues as new while one is out.
- */
-const handOff = {
-  startToCloseTimeout: '30 seconds',
-  scheduleToCloseTimeout: '3 days',
-  retry: { initialInterval: '1 second', maximumInterval: '1 minute', backoffCoefficient: 2 },
+const { announcePaymentEvent } = proxyActivities<MerchantWebhookActivities>({
+  ...handOff,
   summary: 'hand the event to the merchant’s webhook queue',
-} satisfies ActivityOptions;
-
-const { announcePaymentEvent } = proxyActivities<MerchantWebhookActivities>(handOff);
-
-/** A payment's announcer, as its main line sees it. */
-export interface MerchantEvents {
-  /** Nothing left to announce and no handoff out: the payment may close or continue as new. */
-  idle(): boolean;
-}
-
-const silent: MerchantEvents = { idle: () => true };
+});
 
 /**
  * Announces the payment's status changes and its succeeded refunds to its merchant (`merchantEvents` in the input, set
- * by the starter; absent, as in every history recorded before, nothing is announced and nothing is recorded). A watcher
- * compares the state with what it announced at every condition pass, so each event leaves in the workflow task whose
- * completion records what it announces (what `GET /v1/payments/:key` reads from then on), never from a query's early
- * view. The event's id and its payment view are made here once: every delivery carries the same.
+ * by the starter; absent, as in every history recorded before, nothing is announced and nothing is recorded), each in
+ * the workflow task that records what it announces (handoffs.ts). The event's id and its payment view are made here
+ * once: every delivery carries the same.
  */
 export function announceMerchantEvents(
   state: PaymentState,
   merchantId: string,
   enabled: boolean | undefined,
-): MerchantEvents {
-  if (enabled !== true) return silent;
+): Handoffs {
+  if (enabled !== true) return noHandoffs;
   const announced = (state.announced ??= { status: state.view.status, refunds: [] });
-  let handingOff = 0;
   const hasNews = () => state.view.status !== announced.status || unannouncedRefunds(state, announced).length > 0;
 
-  const announce = () => {
+  const announce = (): Handoff[] => {
     const events: MerchantEvent[] = [];
     if (state.view.status !== announced.status) {
       announced.status = state.view.status;
@@ -61,29 +43,12 @@ export function announceMerchantEvents(
       announced.refunds.push(key);
       events.push(eventOf('payment.refunded', state.view));
     }
-    for (const event of events) {
-      handingOff += 1;
-      void announcePaymentEvent({ merchantId, event, announcedAtMs: Date.now() })
-        .catch((err: unknown) =>
-          log.warn('a payment event could not be handed to its merchant’s webhook queue', {
-            eventId: event.id,
-            type: event.type,
-            reason: messageOf(err),
-          }),
-        )
-        .finally(() => {
-          handingOff -= 1;
-        });
-    }
+    return events.map((event) => ({
+      send: () => announcePaymentEvent({ merchantId, event, announcedAtMs: Date.now() }),
+      fields: { eventId: event.id, type: event.type },
+    }));
   };
-
-  void (async () => {
-    for (;;) {
-      await condition(hasNews);
-      announce();
-    }
-  })();
-  return { idle: () => handingOff === 0 && !hasNews() };
+  return startHandoffs(hasNews, announce, 'a payment event could not be handed to its merchant’s webhook queue');
 }
 
 /** The keys of the refunds that succeeded and were not announced yet, in the order they were requested. */

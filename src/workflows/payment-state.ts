@@ -84,6 +84,8 @@ export interface PaymentState {
   firstAnswer?: PaymentView | null;
   /** What the payment announced to its merchant (merchant-events.ts); absent when it announces nothing. */
   announced?: AnnouncedEvents;
+  /** The keys whose first final answer went to the key-record table (key-answers.ts); absent when none go there. */
+  keysRecorded?: string[];
 }
 
 /** An answer kept for the caller of one request (signal) to read by `requestId`; `atMs`: workflow time it was kept. */

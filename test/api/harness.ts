@@ -18,6 +18,7 @@ import { type RunningSimulator, startSimulator } from '../../src/simulator/serve
 import type { ApiMetrics } from '../../src/metrics/api-metrics';
 import type { WorkerMetrics } from '../../src/metrics/worker-metrics';
 import { type RunningApi, type WorkerSetup, startStack } from '../../src/stack';
+import type { KeyRecords } from '../../src/key-records';
 import type { WalletLedger } from '../../src/wallets';
 import type { StackWorkers } from '../../src/stack';
 import type { WebhookEndpoints } from '../../src/merchant-webhooks';
@@ -150,6 +151,8 @@ export interface HarnessOptions {
    * API serves `/v1/webhook-endpoint` (private URLs allowed: the receivers are on 127.0.0.1), the workers deliver.
    */
   readonly merchantWebhooks?: NonNullable<StackWorkers['merchantWebhooks']> & { readonly endpoints: WebhookEndpoints };
+  /** Key records (a test database's): payments hand their keys' first answers over, the API answers repeats from them. */
+  readonly keyRecords?: KeyRecords;
 }
 
 /** Starts simulator, workers and API; every test file gets its own. */
@@ -192,6 +195,7 @@ export async function startApiHarness(env: TestWorkflowEnvironment, opts: Harnes
         ...(opts.orderSingleFlight === undefined ? {} : { orderSingleFlight: opts.orderSingleFlight }),
         splitPaymentMerchants: (opts.splitPaymentMerchants ?? []).map((m) => (m === 'a' ? a.id : b.id)),
         ...(opts.merchantWebhooks ? { merchantEvents: true } : {}),
+        ...(opts.keyRecords ? { keyRecords: opts.keyRecords } : {}),
       },
       config: {
         API_TOKENS: [a, b].map((m) => ({ merchantId: m.id, token: m.token })),
@@ -229,6 +233,7 @@ export async function startApiHarness(env: TestWorkflowEnvironment, opts: Harnes
       start: opts.workers !== false,
       ...(opts.wallets ? { wallets: opts.wallets } : {}),
       ...(opts.merchantWebhooks ? { merchantWebhooks: opts.merchantWebhooks } : {}),
+      ...(opts.keyRecords ? { keyRecords: opts.keyRecords } : {}),
     },
   });
   const { app, payments, url } = stack.api as RunningApi;
