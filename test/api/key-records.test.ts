@@ -7,11 +7,14 @@
 import { WorkflowNotFoundError } from '@temporalio/client';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { captureWorkflowId, chargeWorkflowId, refundWorkflowId } from '../../src/domain/ids';
+import pg from 'pg';
+import { PaymentsClient } from '../../src/client';
+import { isDatabaseError } from '../../src/db';
 import { KeyRecords } from '../../src/key-records';
 import { openTestDatabase } from '../helpers/database';
 import { connectDevServer } from '../helpers/servers';
 import { recordHistories } from '../helpers/workflows';
-import { type ApiHarness, chargeBody, eventually, newKey, startApiHarness } from './harness';
+import { type ApiHarness, chargeBody, eventually, newKey, startApiHarness, testTimings } from './harness';
 
 let env: TestWorkflowEnvironment;
 let db: Awaited<ReturnType<typeof openTestDatabase>>;
@@ -48,6 +51,11 @@ async function closed(workflowId: string): Promise<void> {
 /** Deletes a closed workflow as the namespace retention would, and waits until Temporal no longer has it. */
 async function deleteAsRetentionWould(workflowId: string): Promise<void> {
   await closed(workflowId);
+  await deleteWorkflow(workflowId);
+}
+
+/** Deletes a workflow (a running one is terminated first, as `temporal workflow delete` does) until it is gone. */
+async function deleteWorkflow(workflowId: string): Promise<void> {
   await env.client.workflowService.deleteWorkflowExecution({
     namespace: env.namespace ?? 'default',
     workflowExecution: { workflowId },
@@ -140,3 +148,60 @@ it('a capture’s and a refund’s keys replay their records once the payment is
   await expectNoWorkflow(workflowId);
   expect(await providerRequests()).toEqual(before);
 }, 90_000);
+
+it('a capture the provider refused, its payment deleted while open: the key replays the 422 provider_rejected', async () => {
+  const key = newKey();
+  const body = chargeBody({ capture: 'manual' });
+  expect((await h.request('POST', '/v1/payments', { key, body })).body.status).toBe('authorized');
+  h.sim.addFaults({
+    rules: [
+      { match: { operation: 'capture', reference: body.orderId as string }, fault: 'status', status: 400, times: 1 },
+    ],
+  });
+  const captureKey = newKey();
+  const refused = await h.request('POST', `/v1/payments/${key}/capture`, { key: captureKey, body: {} });
+  expect({ status: refused.status, type: refused.body.error?.type }).toEqual({
+    status: 422,
+    type: 'provider_rejected',
+  });
+  await eventually(
+    'the refusal recorded',
+    async () => (await recordOf(`capture:${h.a.id}:${captureKey}`)) !== undefined,
+  );
+  const workflowId = chargeWorkflowId(h.a.id, key);
+  await recordHistories({ env }, 'key-records-capture-refused', [workflowId]);
+  await deleteWorkflow(workflowId);
+  const before = await providerRequests();
+
+  const repeat = await h.request('POST', `/v1/payments/${key}/capture`, { key: captureKey, body: {} });
+  expect(repeat.status).toBe(422);
+  expect(repeat.headers.get('idempotent-replayed')).toBe('true');
+  expect(repeat.body).toEqual(refused.body);
+  const other = await h.request('POST', `/v1/payments/${key}/capture`, { key: captureKey, body: { amount: 500 } });
+  expect(other.status).toBe(422);
+  expect(other.body.error?.type).toBe('idempotency_key_reused');
+
+  await expectNoWorkflow(workflowId);
+  expect(await providerRequests()).toEqual(before);
+}, 90_000);
+
+it('the table unreachable: a charge is refused as a database failure (the API’s 503) and starts nothing', async () => {
+  // Nothing listens on port 1: every connection is refused at once.
+  const unreachable = new pg.Pool({ connectionString: 'postgres://postgres@127.0.0.1:1/payments' });
+  const client = new PaymentsClient(env.client, {
+    taskQueue: h.taskQueue,
+    timings: testTimings,
+    keyRecords: new KeyRecords(unreachable),
+  });
+  const key = newKey();
+  try {
+    const refused = await client.charge(h.a.id, key, chargeBody()).then(
+      () => undefined,
+      (err: unknown) => err,
+    );
+    expect(isDatabaseError(refused)).toBe(true);
+    await expectNoWorkflow(chargeWorkflowId(h.a.id, key));
+  } finally {
+    await unreachable.end();
+  }
+});
