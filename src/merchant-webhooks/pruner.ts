@@ -2,6 +2,7 @@
  * The worker's periodic deletion of settled events (delivered, given up, discarded) older than the retention: the queue
  * table keeps them for redelivery and audit that long (`MERCHANT_WEBHOOK_RETENTION_DAYS`), then they go.
  */
+import { startPeriodicPrune } from '../db';
 import type { MerchantWebhookLog } from './activities';
 import type { MerchantEventOutbox } from './outbox';
 
@@ -14,21 +15,6 @@ export function startMerchantEventPruner(
   retentionDays: number,
   intervalMs = 3_600_000,
 ): { stop(): Promise<void> } {
-  let running: Promise<void> = Promise.resolve();
-  const run = () => {
-    running = outbox.prune(new Date(Date.now() - retentionDays * dayMs)).then(
-      (pruned) => void (pruned > 0 && log.info({ pruned }, 'settled merchant webhook events pruned')),
-      (err: unknown) =>
-        log.warn({ err: err instanceof Error ? err.message : String(err) }, 'merchant webhook event pruning failed'),
-    );
-  };
-  run();
-  const timer = setInterval(run, intervalMs);
-  timer.unref();
-  return {
-    async stop() {
-      clearInterval(timer);
-      await running;
-    },
-  };
+  const prune = () => outbox.prune(new Date(Date.now() - retentionDays * dayMs));
+  return startPeriodicPrune(prune, log, 'settled merchant webhook events', intervalMs);
 }
