@@ -43,18 +43,31 @@ export const layers = {
   'key-records': { imports: ['db'] },
   // The per-provider circuit breaker: its contract, counting, the in-process and Redis stores.
   breaker: { imports: ['domain'], types: ['providers'] },
-  workflows: { imports: ['domain'], types: ['activities'] },
-  activities: { imports: ['domain', 'providers', 'visibility', 'db', 'wallets', 'breaker'] },
-  metrics: { imports: ['domain'], types: ['breaker', 'config', 'wallets'] },
+  // Webhooks to merchants: endpoints and the event queue on PostgreSQL, signing, delivery, their activities.
+  'merchant-webhooks': { imports: ['domain', 'db'] },
+  workflows: { imports: ['domain'], types: ['activities', 'merchant-webhooks'] },
+  activities: { imports: ['domain', 'providers', 'visibility', 'db', 'wallets', 'breaker', 'key-records'] },
+  metrics: { imports: ['domain'], types: ['breaker', 'config', 'wallets', 'merchant-webhooks'] },
   client: { imports: ['domain', 'visibility'], types: ['workflows'] },
   schedules: { file: true, imports: ['domain'], types: ['workflows'] },
-  api: { imports: ['domain', 'client', 'codec', 'metrics', 'wallets'] },
+  api: { imports: ['domain', 'client', 'codec', 'metrics', 'wallets'], types: ['merchant-webhooks'] },
   // The composition root wires every layer; only the process entries are above it.
   stack: {
     file: true,
     imports: [
       ...['domain', 'codec', 'temporal-connection', 'providers', 'visibility', 'config', 'workflows'],
-      ...['db', 'wallets', 'key-records', 'breaker', 'activities', 'metrics', 'client', 'schedules', 'api/app'],
+      ...[
+        'db',
+        'wallets',
+        'key-records',
+        'merchant-webhooks',
+        'breaker',
+        'activities',
+        'metrics',
+        'client',
+        'schedules',
+      ],
+      'api/app',
     ],
   },
   // Process entries: they load the config and start the stack.

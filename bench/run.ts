@@ -191,6 +191,14 @@ function findings(results: readonly ScenarioResult[]): string[] {
         `~actions per faulted payment ${f(drop.historyFaulted?.actionsPerPayment)} vs ${f(base.history.actionsPerPayment)}`,
     );
   }
+  const hooks = by('api-lifecycle')?.merchantWebhooks;
+  if (hooks) {
+    const d = hooks;
+    out.push(
+      `merchant webhooks on: ${d.delivered} of ${d.events} events delivered; the delivery workflow's ~actions ` +
+        `${f(d.actionsPerPayment)} and events ${f(d.historyEventsPerPayment)} per payment on top of the payment's own`,
+    );
+  }
   const directC1 = by('direct-start-c1');
   const eagerC1 = by('direct-start-eager-c1');
   if (directC1 && eagerC1) {

@@ -23,6 +23,7 @@ import {
 import { bareWorkflowId, startPeerStack } from './peers/stack';
 import { type CpuUsage, type MemorySnapshot, cpuSnapshot, cpuUsage, memorySnapshot } from './resources';
 import { type BenchInfra, type ScenarioStack, benchTimings, startScenarioStack } from './stack';
+import { type DeliveryCost, deliveryCost } from './merchant-webhooks';
 import { type LatencySummary, summarize } from './stats';
 
 /** What a scenario does. */
@@ -121,6 +122,8 @@ export interface ScenarioResult {
   readonly cpu: CpuUsage;
   /** The measured batch on the monotonic clock of `--cpu-prof` profiles (µs): for bench/cpu-profile.ts. */
   readonly measuredWindowUs: { readonly startUs: number; readonly endUs: number };
+  /** BENCH_MERCHANT_WEBHOOKS=1: what delivering the scenario's events to its merchant cost (API paths only). */
+  readonly merchantWebhooks?: DeliveryCost;
   /** Why the scenario failed the bench; empty: passed. */
   readonly failures: readonly string[];
 }
@@ -261,6 +264,10 @@ export async function runScenario(
       );
     }
 
+    const delivery =
+      infra.merchantWebhooks && spec.path === 'api'
+        ? await deliveryCost(infra.nativeClient, infra.merchantWebhooks, stack.merchantId, all.length)
+        : undefined;
     const errorOutcomes = all.filter((o) => o.errors.length > 0);
     const byStatus: Record<string, number> = {};
     for (const o of measured.outcomes) byStatus[o.firstAnswer] = (byStatus[o.firstAnswer] ?? 0) + 1;
@@ -282,6 +289,9 @@ export async function runScenario(
       failures.push(`money invariant: ${money.length} problem(s), first: ${money[0]?.kind} ${money[0]?.message}`);
     if (errorOutcomes.length > 0) failures.push(`${errorOutcomes.length} payments had unexpected answers`);
     if (stillOpen > 0) failures.push(`${stillOpen} payments were still open after their refund window`);
+    if (delivery && delivery.delivered < delivery.events) {
+      failures.push(`${delivery.events - delivery.delivered} merchant webhook events were not delivered`);
+    }
     if (simulator.webhookNon2xx > 0) failures.push(`${simulator.webhookNon2xx} webhook deliveries were not 2xx`);
     if (spec.requestEagerStart && eagerOutcomes.every((o) => !o.eagerlyStarted)) {
       failures.push('requestEagerStart was set but no workflow started eagerly');
@@ -335,6 +345,7 @@ export async function runScenario(
       },
       cpu,
       measuredWindowUs,
+      ...(delivery ? { merchantWebhooks: delivery } : {}),
       failures,
     };
   } finally {

@@ -21,6 +21,7 @@ import { createProvider, simulatorCapabilities, webhookVerifiers } from '../src/
 import type { RestProvider } from '../src/providers/rest/adapter';
 import { type RunningSimulator, startSimulator } from '../src/simulator/server';
 import { type RunningApi, runClosers, startStack } from '../src/stack';
+import { type BenchMerchantWebhooks, startBenchMerchantWebhooks } from './merchant-webhooks';
 
 /** Production timings (a settled payment stays open for its refund window: no timer fires during the bench). */
 export const benchTimings: PaymentTimings = defaultPaymentTimings;
@@ -47,6 +48,8 @@ export interface BenchInfra {
   /** The bare-workflow peer's bundle (bench/peers/bare-workflow.ts), built on first use. */
   bareBundle(): Promise<WorkflowBundleWithSourceMap>;
   readonly namespace: string;
+  /** BENCH_MERCHANT_WEBHOOKS=1: payments announce their events to an endpoint (bench/merchant-webhooks.ts). */
+  readonly merchantWebhooks: BenchMerchantWebhooks | undefined;
   close(): Promise<void>;
 }
 
@@ -86,7 +89,10 @@ export async function startInfra(log: (line: string) => void): Promise<BenchInfr
     const apiConnection = await Connection.connect({ address: env.address });
     closers.unshift(() => apiConnection.close());
     const apiClient = new Client({ connection: apiConnection, namespace });
+    const merchantWebhooks = await startBenchMerchantWebhooks(log);
+    if (merchantWebhooks) closers.unshift(() => merchantWebhooks.close());
     return {
+      merchantWebhooks,
       env,
       nativeClient,
       apiClient,
@@ -193,15 +199,24 @@ export async function startScenarioStack(
           // BENCH_ORDER_SINGLE_FLIGHT=0: without the one-open-payment-per-order check (two visibility queries a charge),
           // to measure what it costs; the bench's path keeps it, as production does.
           ...(process.env.BENCH_ORDER_SINGLE_FLIGHT === '0' ? { orderSingleFlight: false } : {}),
+          ...(infra.merchantWebhooks ? { merchantEvents: true } : {}),
         },
         config: { API_TOKENS: [{ merchantId, token }] },
         webhooks: webhookVerifiers({ WEBHOOK_SECRET, WEBHOOK_TOLERANCE_S: 300 }),
+        ...(infra.merchantWebhooks
+          ? { webhookEndpoints: { endpoints: infra.merchantWebhooks.endpoints, allowPrivateUrls: true } }
+          : {}),
       },
-      workers: { providers: { simulator: provider }, workflows: { workflowBundle: infra.bundle } },
+      workers: {
+        providers: { simulator: provider },
+        workflows: { workflowBundle: infra.bundle },
+        ...(infra.merchantWebhooks ? { merchantWebhooks: { outbox: infra.merchantWebhooks.outbox } } : {}),
+      },
       // After the API (stop taking requests and webhooks) and the workers (activities in flight use it).
       closers: [() => provider.close()],
     });
     const { app, url } = stack.api as RunningApi;
+    await infra.merchantWebhooks?.endpoints.put(merchantId, infra.merchantWebhooks.receiverUrl);
     await sim.setMerchant(apiKey, {
       // BENCH_UNSAFE_PROVIDER=1 is a self-test of the money check: the simulator forgets idempotency keys while the
       // workers believe it honours them, so a resend after commit_then_drop charges twice and the bench must fail.

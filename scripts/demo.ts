@@ -10,6 +10,7 @@ import { type Config, loadConfig } from '../src/config';
 import type { PaymentStatus, PaymentView } from '../src/domain/payment';
 import { retrySpecFor } from '../src/domain/retry';
 import { reconcileWindowMs } from '../src/domain/workflow-inputs';
+import { type DemoReceiver, startDemoReceiver } from './lib/demo-receiver';
 
 const HOST = '127.0.0.1';
 const UI = `http://${HOST}:${process.env.TEMPORAL_UI_PORT ?? 8233}`;
@@ -105,6 +106,7 @@ async function main(): Promise<void> {
     webhook_secret: config.WEBHOOK_SECRET,
   });
   console.log(`payment-workflows demo (run ${run}) against ${api}\n`);
+  const receiver = await receiveWebhooks();
 
   const ok = await charge('success');
   show('the same request again', await apiCall('POST', '/v1/payments', ok.body, ok.key));
@@ -148,6 +150,59 @@ async function main(): Promise<void> {
     );
   }
   await showProviderCalls();
+  if (receiver) await showWebhooks(receiver);
+}
+
+/**
+ * Sets the dev merchant's webhook endpoint to a receiver of the demo's own; undefined (with a note) when the API has
+ * no merchant webhooks (no database, or MERCHANT_WEBHOOKS=false).
+ */
+async function receiveWebhooks(): Promise<DemoReceiver | undefined> {
+  const receiver = await startDemoReceiver();
+  const put = await apiCall('PUT', '/v1/webhook-endpoint', { url: receiver.url });
+  if (put.status !== 200) {
+    await receiver.close();
+    console.log(`(webhooks to the merchant: not enabled on this API, HTTP ${put.status}; the demo runs without)\n`);
+    return undefined;
+  }
+  receiver.useSecret(put.body.secret as string);
+  console.log(
+    `Webhooks: PUT /v1/webhook-endpoint ${receiver.url} → secret ${String(put.body.secret).slice(0, 12)}...\n`,
+  );
+  return receiver;
+}
+
+/**
+ * Waits until the events stop coming (2 s without one, at most 30 s), prints them by payment, then removes the
+ * endpoint: the receiver ends with the demo, and events for a dead endpoint would be retried for three days.
+ */
+async function showWebhooks(receiver: DemoReceiver): Promise<void> {
+  const deadline = Date.now() + 30_000;
+  while (Date.now() < deadline) {
+    const last = receiver.received.at(-1)?.atMs ?? 0;
+    if (receiver.received.length > 0 && Date.now() - last > 2_000) break;
+    await new Promise((r) => setTimeout(r, 250));
+  }
+  await apiCall('DELETE', '/v1/webhook-endpoint');
+  await receiver.close();
+  const byId = new Map<string, { e: (typeof receiver.received)[number]; deliveries: number }>();
+  for (const e of receiver.received) {
+    const seen = byId.get(e.event.id);
+    byId.set(e.event.id, { e: seen?.e ?? e, deliveries: (seen?.deliveries ?? 0) + 1 });
+  }
+  const events = [...byId.values()].sort((x, y) =>
+    x.e.event.data.payment.updatedAt.localeCompare(y.e.event.data.payment.updatedAt),
+  );
+  console.log(`\nWebhooks the demo's receiver got (${events.length} events, by the payment's updatedAt):`);
+  for (const { e, deliveries } of events) {
+    const p = e.event.data.payment;
+    console.log(
+      `  ${e.event.type.padEnd(22)} ${p.key.slice(-12)} ${p.status.padEnd(12)} captured=${p.amountCaptured} ` +
+        `refunded=${p.amountRefunded} ${e.signed ? 'signature ok' : 'BAD SIGNATURE'}` +
+        `${deliveries > 1 ? ` (${deliveries} deliveries, one id)` : ''}`,
+    );
+  }
+  console.log('  (the endpoint was removed again: DELETE /v1/webhook-endpoint)');
 }
 
 /** The worker's provider-call counters: the 503-then-success charge shows as an original attempt and a retry. */

@@ -334,6 +334,14 @@ async function main() {
         `-H 'Idempotency-Key: demo-1' -H 'Content-Type: application/json' ` +
         `-d '{"orderId":"order-1","amount":{"value":1000,"currency":"EUR"},"paymentMethod":"pm_card_visa"}'`,
     );
+    if (database && config.MERCHANT_WEBHOOKS) {
+      log('Webhooks to your receiver (every status change and refund, signed with Payments-Signature):');
+      log(
+        `  curl -s -X PUT http://${HOST}:${apiPort}/v1/webhook-endpoint -H 'Authorization: Bearer ${token.token}' ` +
+          `-H 'Content-Type: application/json' -d '{"url":"http://127.0.0.1:8080/hooks"}'`,
+      );
+      log("  (your receiver's URL; it answers the whsec_ secret that signs the events; npm run demo runs one)");
+    }
   }
   if (operator) {
     log(`Dev operator token (operator ${operator.operatorId}, resolves reviews only): ${operator.token}`);

@@ -24,6 +24,7 @@ import {
 } from './breaker';
 import { RedisCircuitBreaker, closeBreakerRedis, connectBreakerRedis, redisReady } from './breaker/redis';
 import { type SweepActivities, createSweepActivities } from './activities/sweep';
+import { createKeyRecordActivities } from './activities/key-records';
 import { createWalletActivities } from './activities/wallets';
 import { type ApiConfig, type ApiDeps, buildApi } from './api/app';
 import { PaymentsClient, type PaymentsClientOptions } from './client';
@@ -48,6 +49,18 @@ import { openDatabase } from './db';
 import { KeyRecords, startKeyRecordPruner } from './key-records';
 import { walletMetricsObserver } from './metrics/wallet-metrics';
 import { WalletLedger } from './wallets';
+import { merchantWebhooksTaskQueue } from './domain/merchant-events';
+import { merchantWebhookMetrics } from './metrics/merchant-webhook-metrics';
+import {
+  type MerchantWebhookObserver,
+  type MerchantWebhookSettings,
+  MerchantEventOutbox,
+  WebhookEndpoints,
+  createMerchantWebhookActivities,
+  defaultMerchantWebhookSettings,
+  disabledMerchantWebhookActivities,
+  startMerchantEventPruner,
+} from './merchant-webhooks';
 
 export interface WorkerSetup {
   readonly connection: NativeConnection;
@@ -85,6 +98,29 @@ export interface WorkerSetup {
    * balances-live says why). Absent: no wallet activities.
    */
   readonly wallets?: WalletLedger;
+  /**
+   * Webhooks to merchants: the payments' handoff (on the workflow task queue) and a worker on the webhook queue
+   * (`<taskQueue>.merchant-webhooks`) that runs each merchant's delivery workflow. Absent: the handoff answers
+   * `disabled` (payments started with `merchantEvents` announce nothing) and no webhook worker runs.
+   */
+  readonly merchantWebhooks?: MerchantWebhookWorkers;
+  /**
+   * The key-record table the payments hand their keys' first final answers to (docs/operations.md#key-records).
+   * Absent: the handoff answers `disabled` (payments started with `keyRecords` keep nothing).
+   */
+  readonly keyRecords?: KeyRecords;
+}
+
+/** The webhook side of the workers (see {@link WorkerSetup.merchantWebhooks}). */
+export interface MerchantWebhookWorkers {
+  readonly outbox: MerchantEventOutbox;
+  /** Starts and wakes the delivery workflows (the stack passes its workers' client). */
+  readonly client: Client;
+  /** Default {@link defaultMerchantWebhookSettings}. */
+  readonly settings?: MerchantWebhookSettings;
+  readonly observer?: MerchantWebhookObserver;
+  /** Activity slots of the webhook worker: merchants whose rounds it runs at once (default 100). */
+  readonly slots?: number;
 }
 
 /** Activity slots of each provider's activity worker when neither its limits nor the setup say otherwise. */
@@ -124,6 +160,17 @@ export function checkWorkerCapacity(config: Config, logger: PinoLogger): void {
 export async function createWorkers(setup: WorkerSetup): Promise<Worker[]> {
   assertRetryPresets(setup.providers, setup.retry);
   const breaker = setup.breaker ?? new InMemoryCircuitBreaker();
+  const hooks = setup.merchantWebhooks;
+  const webhookActivities =
+    hooks === undefined
+      ? undefined
+      : createMerchantWebhookActivities({
+          outbox: hooks.outbox,
+          client: hooks.client,
+          settings: hooks.settings ?? defaultMerchantWebhookSettings,
+          logger: setup.logger,
+          ...(hooks.observer === undefined ? {} : { observer: hooks.observer }),
+        });
   const activities = {
     ...createActivities({
       providers: setup.providers,
@@ -134,6 +181,10 @@ export async function createWorkers(setup: WorkerSetup): Promise<Worker[]> {
       providersWithLimits: Object.keys(setup.providerLimits ?? {}),
     }),
     ...(setup.wallets === undefined ? {} : createWalletActivities({ ledger: setup.wallets, logger: setup.logger })),
+    // Every payment worker takes a payment's webhook handoff, if only to answer that it has no webhooks.
+    announcePaymentEvent: (webhookActivities ?? disabledMerchantWebhookActivities).announcePaymentEvent,
+    // The same for a payment's key answers: without a table they are answered `disabled`.
+    ...createKeyRecordActivities(setup.keyRecords),
     ...setup.activities,
   };
   const metrics = setup.metrics ?? createWorkerMetrics(new Registry());
@@ -170,7 +221,23 @@ export async function createWorkers(setup: WorkerSetup): Promise<Worker[]> {
       });
     }),
   );
-  return [workflowWorker, ...providerWorkers];
+  // Each merchant's delivery workflow and its rounds: a queue of their own, so a slow endpoint never holds a payment's
+  // slot, and one slot per merchant round, so it never holds more than its share of this one.
+  const webhookWorker =
+    webhookActivities === undefined
+      ? []
+      : [
+          await Worker.create({
+            connection: setup.connection,
+            namespace: setup.namespace,
+            taskQueue: merchantWebhooksTaskQueue(setup.taskQueue),
+            ...setup.workflows,
+            activities: { deliverDueMerchantEvents: webhookActivities.deliverDueMerchantEvents },
+            ...common,
+            maxConcurrentActivityTaskExecutions: hooks?.slots ?? 100,
+          }),
+        ];
+  return [workflowWorker, ...providerWorkers, ...webhookWorker];
 }
 
 /**
@@ -219,7 +286,12 @@ export async function createBreaker(
 }
 
 /** The workers of a stack: everything of {@link WorkerSetup} the stack does not supply itself. */
-export type StackWorkers = Omit<WorkerSetup, 'connection' | 'namespace' | 'taskQueue' | 'logger' | 'dataConverter'> & {
+export type StackWorkers = Omit<
+  WorkerSetup,
+  'connection' | 'namespace' | 'taskQueue' | 'logger' | 'dataConverter' | 'merchantWebhooks'
+> & {
+  /** Webhooks to merchants, over the stack's workers' client (see {@link WorkerSetup.merchantWebhooks}). */
+  readonly merchantWebhooks?: Omit<MerchantWebhookWorkers, 'client'>;
   /** Register the reconcile sweep's activities (over {@link Stack.workerClient}), as the worker process does. */
   readonly sweep?: boolean;
   /** Poll as soon as the stack is up (default); false: from {@link Stack.startWorkers} or {@link Stack.run} on. */
@@ -244,6 +316,8 @@ export interface StackApi {
   readonly listen?: { readonly host: string; readonly port: number };
   /** The wallet ledger behind `/v1/wallets`; absent: those routes answer 404. */
   readonly wallets?: WalletLedger;
+  /** The endpoint table behind `/v1/webhook-endpoint`; absent: those routes answer 404. */
+  readonly webhookEndpoints?: ApiDeps['webhookEndpoints'];
 }
 
 /** What {@link startStack} builds and from which parts. */
@@ -322,13 +396,14 @@ export async function startStack(options: StackOptions): Promise<Stack> {
       return Promise.reject(new TypeError('startStack: this stack has no workers'));
     }
     const connection = nativeConnection;
-    const { sweep, start: _start, ...rest } = setup;
+    const { sweep, start: _start, merchantWebhooks, ...rest } = setup;
     return (workers ??= createWorkers({
       ...rest,
       connection,
       namespace,
       taskQueue,
       logger,
+      ...(merchantWebhooks && workerClient ? { merchantWebhooks: { ...merchantWebhooks, client: workerClient } } : {}),
       ...(sweep && workerClient
         ? { activities: { ...createSweepActivities({ client: workerClient, logger }), ...rest.activities } }
         : {}),
@@ -353,6 +428,7 @@ export async function startStack(options: StackOptions): Promise<Stack> {
       keyHash,
       ...(api.metrics ? { metrics: api.metrics } : {}),
       ...(api.wallets ? { wallets: api.wallets } : {}),
+      ...(api.webhookEndpoints ? { webhookEndpoints: api.webhookEndpoints } : {}),
       ...(codec && api.codecCorsOrigins
         ? {
             codec: {
@@ -485,6 +561,10 @@ export async function startConfiguredStack(
             },
             logger,
           );
+    // Webhooks to merchants: their endpoints and event queue live in the same database.
+    const hooks = database && config.MERCHANT_WEBHOOKS ? new MerchantEventOutbox(database.pool) : undefined;
+    // Key records too: the workers keep each key's first final answer there, the API answers repeats from it.
+    const keyRecords = database ? new KeyRecords(database.pool, config.KEY_RETENTION_DAYS) : undefined;
     if (parts.workers) {
       // Our registry first: the breaker's observer counts into it from the first call on.
       const registry = new Registry();
@@ -507,10 +587,15 @@ export async function startConfiguredStack(
         metrics,
         start: false,
         ...(database ? { wallets: new WalletLedger(database.pool, walletMetricsObserver(registry)) } : {}),
+        ...(hooks ? { merchantWebhooks: merchantWebhookWorkers(config, hooks, registry) } : {}),
+        ...(keyRecords ? { keyRecords } : {}),
       };
-      if (database) {
-        const records = new KeyRecords(database.pool, config.KEY_RETENTION_DAYS);
-        const pruner = startKeyRecordPruner(records, logger, config.KEY_RECORD_PRUNE_INTERVAL_MS);
+      if (keyRecords) {
+        const pruner = startKeyRecordPruner(keyRecords, logger, config.KEY_RECORD_PRUNE_INTERVAL_MS);
+        closers.push(() => pruner.stop());
+      }
+      if (hooks) {
+        const pruner = startMerchantEventPruner(hooks, logger, config.MERCHANT_WEBHOOK_RETENTION_DAYS);
         closers.push(() => pruner.stop());
       }
     }
@@ -532,6 +617,8 @@ export async function startConfiguredStack(
                 defaultProvider: config.defaultProvider,
                 orderSingleFlight: config.ORDER_SINGLE_FLIGHT,
                 splitPaymentMerchants: config.SPLIT_PAYMENT_MERCHANTS,
+                merchantEvents: hooks !== undefined,
+                ...(keyRecords ? { keyRecords } : {}),
               },
               config,
               webhooks: webhookVerifiers(config),
@@ -539,6 +626,14 @@ export async function startConfiguredStack(
               codecTrustedOrigins: config.CODEC_TRUSTED_ORIGINS,
               listen: { port: config.PORT, host: config.HOST },
               ...(database ? { wallets: new WalletLedger(database.pool) } : {}),
+              ...(database && hooks
+                ? {
+                    webhookEndpoints: {
+                      endpoints: new WebhookEndpoints(database.pool),
+                      allowPrivateUrls: config.MERCHANT_WEBHOOK_ALLOW_PRIVATE_URLS,
+                    },
+                  }
+                : {}),
             },
           }
         : {}),
@@ -558,6 +653,20 @@ export async function startConfiguredStack(
     if (!handedOver) await runClosers(closers).catch(() => undefined);
     throw err;
   }
+}
+
+/** The webhook side of the configured workers: the queue, the `MERCHANT_WEBHOOK_*` settings, metrics on `registry`. */
+function merchantWebhookWorkers(
+  config: Config,
+  outbox: MerchantEventOutbox,
+  registry: Registry,
+): Omit<MerchantWebhookWorkers, 'client'> {
+  return {
+    outbox,
+    settings: config.merchantWebhooks,
+    observer: merchantWebhookMetrics(registry, () => outbox.backlog()),
+    slots: config.MERCHANT_WEBHOOK_WORKER_SLOTS,
+  };
 }
 
 /** Our registry (WORKER_METRICS_ADDRESS); the breaker gauge reads the process's breaker on each scrape. */

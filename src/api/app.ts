@@ -33,6 +33,7 @@ import { codecRoutes } from './routes/codec';
 import { paymentRoutes } from './routes/payments';
 import { reviewItemRoutes } from './routes/review-items';
 import { walletRoutes } from './routes/wallets';
+import { type WebhookEndpointRoutesOptions, webhookEndpointRoutes } from './routes/webhook-endpoint';
 import { webhookRoutes } from './routes/webhooks';
 import type { WebhookVerifier } from '../domain/webhooks';
 import { WalletEntryList, WalletView } from '../domain/wallets';
@@ -95,6 +96,8 @@ export interface ApiDeps {
   readonly keyHash: (key: string) => string;
   /** The wallet ledger (PostgreSQL) behind `/v1/wallets`; absent: those routes answer 404. */
   readonly wallets?: WalletLedger;
+  /** The merchants' webhook endpoints (PostgreSQL) behind `/v1/webhook-endpoint`; absent: those routes answer 404. */
+  readonly webhookEndpoints?: WebhookEndpointRoutesOptions;
 }
 
 /** Bodies above this are refused with 413 before they are read further. */
@@ -245,5 +248,6 @@ export async function buildApi({ client, config, logger, ...deps }: ApiDeps): Pr
   await app.register(reviewItemRoutes, { client });
   await app.register(webhookRoutes, { client, verifiers: deps.webhooks, metrics });
   await app.register(walletRoutes, { wallets: deps.wallets?.withObserver(walletMetricsObserver(metrics.registry)) });
+  await app.register(webhookEndpointRoutes, deps.webhookEndpoints ?? { endpoints: undefined, allowPrivateUrls: false });
   return app;
 }

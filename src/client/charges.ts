@@ -20,6 +20,7 @@ import { chargeHandle, paymentScope } from './context';
 import { ValidationError } from './errors';
 import { closedBeforeUpdate, parseOrThrow, translateUpdateFailure, updateFailureOf } from './failures';
 import { chargeFingerprint } from './fingerprint';
+import { recordedAnswer } from './key-records';
 import { type OrderGuardContext, guardOrder } from './order-guard';
 import type { StartReporting } from './start-report';
 
@@ -27,6 +28,8 @@ import type { StartReporting } from './start-report';
 export interface ChargeContext extends OrderGuardContext {
   /** The workflow task queue (config `TASK_QUEUE`). */
   readonly taskQueue: string;
+  /** Payments started announce their status changes and refunds to their merchant's webhook endpoint. */
+  readonly merchantEvents: boolean;
   /** Every delay of the payment workflows, passed to each new payment. */
   readonly timings: PaymentTimings;
   /** How long beyond `submitWaitMs` a charge may take at most when no worker takes its submit update. */
@@ -58,6 +61,8 @@ export async function charge(
   const { workflowId, merchant, paymentKey } = paymentScope(merchantId, key);
   const request = parseCharge(ctx, body);
   const fingerprint = chargeFingerprint(request);
+  const recorded = await recordedAnswer(ctx.keyRecords, 'charge', merchant, paymentKey, fingerprint);
+  if (recorded) return { view: recorded, replayed: true };
   // Temporal limits in-flight updates per workflow (10 by default): a burst of identical requests to this process
   // becomes one update-with-start, and the others answer as repeats. Across processes the server dedups.
   const flightKey = `${workflowId}\n${fingerprint}`;
@@ -113,6 +118,8 @@ async function startCharge(
     // Shape 3: the worker owns the provider's capabilities and the retry presets, recorded in the payment's first
     // workflow task, so neither travels in the input (nor is held here: this client knows providers by name only).
     shape: 3,
+    ...(ctx.merchantEvents ? { merchantEvents: true as const } : {}),
+    ...(ctx.keyRecords === undefined ? {} : { keyRecords: true as const }),
   };
   const startedBy = randomUUID();
   const { orderId, amount, provider, capture } = request;

@@ -5,6 +5,7 @@
  */
 import type { Client, WorkflowHandle } from '@temporalio/client';
 import { chargeWorkflowId } from '../domain/ids';
+import type { KeyRecordReader } from '../domain/key-records';
 import { IdempotencyKey, MerchantId } from '../domain/payment';
 import type { chargeWorkflow } from '../workflows';
 import { parseOrThrow } from './failures';
@@ -18,6 +19,11 @@ export interface ClientContext {
    * nothing is known to have failed, the caller may repeat.
    */
   readonly rpcTimeoutMs: number;
+  /**
+   * The key-record table (docs/operations.md#key-records): a repeat of a key answers its record first, so it replays
+   * (or is refused) even once the workflow is gone. Absent: repeats are answered by the workflow alone.
+   */
+  readonly keyRecords?: KeyRecordReader;
 }
 
 /** A payment's charge workflow. */

@@ -15,9 +15,10 @@ import {
 import { captureWorkflowId, parseChargeWorkflowId, refundWorkflowId } from '../domain/ids';
 import { CaptureRequest, IdempotencyKey, type PaymentView, RefundRequest } from '../domain/payment';
 import { type ClientContext, bounded, chargeHandle, paymentScope } from './context';
-import { IdempotencyKeyReused, ProviderRejected } from './errors';
+import { IdempotencyKeyReused } from './errors';
 import { parseOrThrow, translateRefusal } from './failures';
 import { captureFingerprint, refundFingerprint } from './fingerprint';
+import { operationAnswer, recordedAnswer } from './key-records';
 import { sendRequest } from './request-protocol';
 
 /** What captures and refunds need beyond the {@link ClientContext}. */
@@ -88,6 +89,12 @@ async function moveMoney(
   opKey: string,
   args: CaptureArgs | RefundArgs,
 ): Promise<OperationResult> {
+  const merchant = parseChargeWorkflowId(workflowId)?.merchantId ?? '';
+  const recorded = await recordedAnswer(ctx.keyRecords, kind, merchant, opKey, args.fingerprint);
+  if (recorded) {
+    const answer = operationAnswer(recorded, kind, opKey, true);
+    if (answer) return answer;
+  }
   await assertKeyNotUsedElsewhere(ctx, workflowId, kind, opKey);
   const { answer, known: replayed } = await sendRequest(ctx, workflowId, {
     request: kind === 'capture' ? captureRequest : refundRequest,
@@ -101,16 +108,8 @@ async function moveMoney(
     refused: refusalError,
   });
   const view = answer?.view ?? (await bounded(ctx, () => chargeHandle(ctx, workflowId).query(paymentQuery)));
-  const op = view.operations?.find((o) => o.kind === kind && o.key === opKey);
-  if (answer === null || op === undefined) return { view, completed: false, replayed }; // not yet handled
-  if (op.state === 'rejected') {
-    throw new ProviderRejected(
-      `The provider refused this ${kind}${op.reason === undefined ? '' : `: ${op.reason}`}`,
-      op.providerCode,
-      { replayed },
-    );
-  }
-  return { view, completed: op.state === 'succeeded', replayed };
+  const shown = answer === null ? undefined : operationAnswer(view, kind, opKey, replayed);
+  return shown ?? { view, completed: false, replayed }; // not yet handled
 }
 
 /** A capture or refund refused by the payment's rules, as its typed error. */

@@ -5,6 +5,7 @@
  * items (review-items.ts) and provider events (provider-events.ts).
  */
 import type { Client } from '@temporalio/client';
+import type { KeyRecordReader } from '../domain/key-records';
 import type { ReviewItemView } from '../domain/api-schemas';
 import type { ProviderEvent } from '../domain/definitions';
 import type { PaymentView } from '../domain/payment';
@@ -71,6 +72,17 @@ export interface PaymentsClientOptions {
   readonly orderSingleFlight?: boolean;
   /** Merchants that split an order into several payments: exempt from `orderSingleFlight` (config `SPLIT_PAYMENT_MERCHANTS`). */
   readonly splitPaymentMerchants?: readonly string[];
+  /**
+   * Payments started by this client announce their status changes and refunds to their merchant's webhook endpoint
+   * (config `MERCHANT_WEBHOOKS`; default false: the workers then need the merchant webhook setup, src/stack.ts).
+   */
+  readonly merchantEvents?: boolean;
+  /**
+   * The key-record table (docs/operations.md#key-records): payments started by this client hand their keys' first final
+   * answers to it, and a repeat of a key answers its record first, so it replays (or is refused) even once the
+   * workflow is gone. Absent: repeats are answered by the workflow alone, for as long as the namespace keeps it.
+   */
+  readonly keyRecords?: KeyRecordReader;
 }
 
 /** The provider of a charge that names none, when no providers are configured (the one the worker builds today). */
@@ -88,7 +100,12 @@ export class PaymentsClient {
 
   constructor(client: Client, options: PaymentsClientOptions) {
     const namespace = options.namespace ?? client.options.namespace;
-    this.reads = { client, namespace, rpcTimeoutMs: options.rpcTimeoutMs ?? 10_000 };
+    this.reads = {
+      client,
+      namespace,
+      rpcTimeoutMs: options.rpcTimeoutMs ?? 10_000,
+      ...(options.keyRecords === undefined ? {} : { keyRecords: options.keyRecords }),
+    };
     this.moneyRequests = { ...this.reads, operationWaitMs: options.operationWaitMs ?? options.timings.submitWaitMs };
     const providers = options.providers ?? [defaultProviderName];
     const defaultProvider = options.defaultProvider ?? providers[0] ?? defaultProviderName;
@@ -105,6 +122,7 @@ export class PaymentsClient {
       defaultProvider,
       orderSingleFlight: options.orderSingleFlight !== false,
       splitPaymentMerchants: new Set(options.splitPaymentMerchants ?? []),
+      merchantEvents: options.merchantEvents === true,
       startingOrders: new Map(),
       inflight: new Map(),
       // Built on the first charge (see start-report.ts).

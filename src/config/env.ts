@@ -1,5 +1,6 @@
 /** The environment's variables, one schema: each parsed on its own, with its default. */
 import { z } from 'zod';
+import { defaultMerchantWebhookSettings } from '../domain/merchant-events';
 import { defaultMaxRetryAfterMs } from '../domain/retry';
 import { defaultSweepIntervalMs } from '../domain/sweep';
 import { defaultPaymentTimings } from '../domain/workflow-inputs';
@@ -124,6 +125,24 @@ export const EnvSchema = z.object({
   SDK_METRICS_ADDRESS: listenAddress.default('127.0.0.1:9464'),
   /** A prebuilt workflow bundle the worker loads (production, the cluster); absent: it bundles at start-up. */
   WORKFLOW_BUNDLE_PATH: nonEmpty.optional(),
+  /** Payments announce status changes and refunds to merchants' webhook endpoints (needs DATABASE_URL). */
+  MERCHANT_WEBHOOKS: boolean.default(true),
+  /** One POST to a merchant's endpoint, connect to the last byte. */
+  MERCHANT_WEBHOOK_TIMEOUT_MS: wholeNumber(100, 120_000).default(defaultMerchantWebhookSettings.attemptTimeoutMs),
+  /** POSTs of one merchant in flight at once. */
+  MERCHANT_WEBHOOK_CONCURRENCY: wholeNumber(1, 64).default(defaultMerchantWebhookSettings.concurrencyPerMerchant),
+  /** The wait after a failed POST: doubling from this ... */
+  MERCHANT_WEBHOOK_BACKOFF_INITIAL_MS: ms.default(defaultMerchantWebhookSettings.backoff.initialMs),
+  /** ... up to this. */
+  MERCHANT_WEBHOOK_BACKOFF_MAX_MS: ms.default(defaultMerchantWebhookSettings.backoff.maxMs),
+  /** How long an event is retried (at least 3 days when NODE_ENV=production). */
+  MERCHANT_WEBHOOK_RETRY_FOR_MS: ms.default(defaultMerchantWebhookSettings.retryForMs),
+  /** Activity slots of each worker's webhook worker: merchants whose events it delivers at once. */
+  MERCHANT_WEBHOOK_WORKER_SLOTS: wholeNumber(1, 10_000).default(100),
+  /** How long delivered, given-up and discarded events stay in the database (redelivery, audit). */
+  MERCHANT_WEBHOOK_RETENTION_DAYS: wholeNumber(1, 3_650).default(30),
+  /** Accept endpoint URLs on this machine or a private network; default: yes, except when NODE_ENV=production. */
+  MERCHANT_WEBHOOK_ALLOW_PRIVATE_URLS: boolean.optional(),
 });
 
 /** The variables as parsed. */

@@ -3,6 +3,7 @@
  * tests pass a plain object. Defaults suit development; with `NODE_ENV=production` the secrets must be set explicitly.
  */
 import type { PayloadKeys } from '../codec';
+import type { MerchantWebhookSettings } from '../domain/merchant-events';
 import { type RetryCapabilities, type RetryOverrides, defaultReferenceLookupPages } from '../domain/retry';
 import { defaultSweepLookbackMs } from '../domain/sweep';
 import { PaymentTimings } from '../domain/workflow-inputs';
@@ -17,6 +18,7 @@ import {
 import { type Env, EnvSchema } from './env';
 import { type ConfigIssue, ConfigError, type RawEnv, issuesOf } from './issues';
 import { type ProviderLimits, providerLimitVariable, readProviderLimits } from './limits';
+import { readMerchantWebhooks } from './merchant-webhooks';
 import { checkRetrySettings, readPerOperationRetry, retryVariables, withSharedRetrySettings } from './retry';
 
 export { ConfigError, type ConfigIssue } from './issues';
@@ -48,6 +50,7 @@ export type Config = Omit<
   | 'PAYLOAD_KEYS'
   | 'CODEC_TOKENS'
   | 'LOG_HASH_SECRET'
+  | 'MERCHANT_WEBHOOK_ALLOW_PRIVATE_URLS'
 > &
   Credentials & {
     /** The payload encryption keys (`PAYLOAD_KEYS`, parsed). */
@@ -88,6 +91,10 @@ export type Config = Omit<
     };
     /** By provider name in lower case (`PROVIDER_SIMULATOR_MAX_RPS` -> `simulator`). */
     readonly providerLimits: Readonly<Record<string, ProviderLimits>>;
+    /** How merchant webhooks are delivered (`MERCHANT_WEBHOOK_*`). */
+    readonly merchantWebhooks: MerchantWebhookSettings;
+    /** `MERCHANT_WEBHOOK_ALLOW_PRIVATE_URLS`, its default applied. */
+    readonly MERCHANT_WEBHOOK_ALLOW_PRIVATE_URLS: boolean;
   };
 
 /** Parses and cross-checks the configuration; throws a {@link ConfigError} listing every problem. */
@@ -114,6 +121,7 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>> = p
     issues.push({ variable: 'PROVIDER_CONNECT_TIMEOUT_MS', message: 'must not exceed PROVIDER_TOTAL_TIMEOUT_MS' });
   }
   checkRetrySettings(retry, providerCapabilities, e, issues);
+  const merchantWebhooks = readMerchantWebhooks(e, production, issues);
   const sweepLookbackMs = e.SWEEP_LOOKBACK_MS ?? defaultSweepLookbackMs(e.SETTLE_WINDOW_MS);
   if (sweepLookbackMs < e.SETTLE_WINDOW_MS) {
     issues.push({
@@ -157,6 +165,8 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>> = p
       jitterMs: e.BREAKER_JITTER_MS,
     },
     providerLimits,
+    merchantWebhooks,
+    MERCHANT_WEBHOOK_ALLOW_PRIVATE_URLS: e.MERCHANT_WEBHOOK_ALLOW_PRIVATE_URLS ?? !production,
   };
 }
 

@@ -9,6 +9,7 @@ import { type DatabaseSettings, createPool } from './pool';
 
 export * from './errors';
 export * from './migrate';
+export * from './periodic-prune';
 export * from './pool';
 export * from './transaction';
 

@@ -93,5 +93,17 @@ export const ChargeWorkflowInput = z.strictObject({
   retry: RetryOverridesSchema.optional(),
   capabilities: ProviderCapabilitiesInput.optional(),
   shape: HistoryShape.optional(),
+  /**
+   * Announce the payment's status changes and succeeded refunds to its merchant's webhook endpoint (CONTRACTS.md §1c),
+   * chosen by the starter (config `MERCHANT_WEBHOOKS`) and fixed for the payment's life. Absent (every payment started
+   * before it existed): nothing is announced, and the history has nothing new.
+   */
+  merchantEvents: z.literal(true).optional(),
+  /**
+   * Hand each key's first final answer (the charge's, each capture's and refund's) to the key-record table, chosen by a
+   * starter that reads it (docs/operations.md#key-records). Absent (every payment started before it existed): nothing
+   * is handed over, and the history has nothing new.
+   */
+  keyRecords: z.literal(true).optional(),
 });
 export type ChargeWorkflowInput = z.infer<typeof ChargeWorkflowInput>;

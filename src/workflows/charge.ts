@@ -4,6 +4,9 @@ import { formatWait } from '../domain/summaries';
 import type { ChargeWorkflowInput } from '../domain/workflow-inputs';
 import { onCancellationRequest } from './cancellation-request';
 import { type PaymentScopes, callIn, paymentScopes } from './life-scope';
+import { allHandoffs } from './handoffs';
+import { recordKeyAnswers } from './key-answers';
+import { announceMerchantEvents } from './merchant-events';
 import { createAtProvider, reconcileCreate } from './payment-create';
 import { type ChargeContinuation, PaymentEntity } from './payment-entity';
 import { hasRunningOperation, isClosedStatus } from './payment-state';
@@ -34,6 +37,10 @@ async function runPayment(
   const payment = new PaymentEntity(input, carried);
   const { state } = payment;
   payment.registerHandlers(scopes.life);
+  const handoffs = allHandoffs(
+    announceMerchantEvents(state, input.merchantId, input.merchantEvents),
+    recordKeyAnswers(state, input),
+  );
   onCancellationRequest(payment, scopes.shield);
   payment.publishAttributes();
   if (carried) payment.publishUnknownSince();
@@ -109,7 +116,8 @@ async function runPayment(
             allHandlersFinished() &&
             !hasRunningOperation(state) &&
             !payment.cancellationPending &&
-            (!endedReconciles || payment.reconcilesEnding === 0),
+            (!endedReconciles || payment.reconcilesEnding === 0) &&
+            handoffs.idle(),
         ),
       );
       if (payment.voidWanted && state.view.status === 'authorized') continue;
@@ -117,6 +125,6 @@ async function runPayment(
       await makeContinueAsNewFunc<typeof chargeWorkflow>({ memo: workflowInfo().memo })(input, payment.continuation());
     }
   }
-  await payment.park(() => condition(() => allHandlersFinished() && !hasRunningOperation(state)));
+  await payment.park(() => condition(() => allHandlersFinished() && !hasRunningOperation(state) && handoffs.idle()));
   return state.view;
 }

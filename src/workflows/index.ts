@@ -6,3 +6,4 @@ export { reconcileWorkflow } from './reconcile';
 export { parkedProviderEventWorkflow } from './parked-event';
 export { reconcileSweepWorkflow } from './sweep';
 export { reviewItemWorkflow } from './review-item';
+export { merchantWebhooksWorkflow } from './merchant-webhooks';

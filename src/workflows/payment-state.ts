@@ -53,6 +53,14 @@ export interface PendingReview {
   readonly statusBefore: PaymentStatus;
 }
 
+/** What a payment has announced to its merchant so far; carried in its state across continue-as-new. */
+export interface AnnouncedEvents {
+  /** The status the announcer last saw (announced when it is one of `announcedStatuses`). */
+  status: string;
+  /** The refunds announced, by key (one `payment.refunded` each). */
+  refunds: string[];
+}
+
 /** Everything carried across continue-as-new. Plain JSON. */
 export interface PaymentState {
   view: PaymentView;
@@ -81,6 +89,10 @@ export interface PaymentState {
    * `null` until then; absent in state carried from a run that did not record it (its repeats answer the current view).
    */
   firstAnswer?: PaymentView | null;
+  /** What the payment announced to its merchant (merchant-events.ts); absent when it announces nothing. */
+  announced?: AnnouncedEvents;
+  /** The keys whose first final answer went to the key-record table (key-answers.ts); absent when none go there. */
+  keysRecorded?: string[];
 }
 
 /** An answer kept for the caller of one request (signal) to read by `requestId`; `atMs`: workflow time it was kept. */

@@ -18,7 +18,10 @@ import { type RunningSimulator, startSimulator } from '../../src/simulator/serve
 import type { ApiMetrics } from '../../src/metrics/api-metrics';
 import type { WorkerMetrics } from '../../src/metrics/worker-metrics';
 import { type RunningApi, type WorkerSetup, startStack } from '../../src/stack';
+import type { KeyRecords } from '../../src/key-records';
 import type { WalletLedger } from '../../src/wallets';
+import type { StackWorkers } from '../../src/stack';
+import type { WebhookEndpoints } from '../../src/merchant-webhooks';
 import { workflowBundle } from '../helpers/payments';
 
 /** Real-time timings: a reconcile waits a minute first, so an unknown payment stays unknown during a test. */
@@ -143,6 +146,13 @@ export interface HarnessOptions {
   readonly maxRetryAfterMs?: number;
   /** The wallet ledger (a test database's) for the API's `/v1/wallets` and the workers' wallet activities. */
   readonly wallets?: WalletLedger;
+  /**
+   * Webhooks to merchants (a test database's endpoint table and event queue): payments announce their events, the
+   * API serves `/v1/webhook-endpoint` (private URLs allowed: the receivers are on 127.0.0.1), the workers deliver.
+   */
+  readonly merchantWebhooks?: NonNullable<StackWorkers['merchantWebhooks']> & { readonly endpoints: WebhookEndpoints };
+  /** Key records (a test database's): payments hand their keys' first answers over, the API answers repeats from them. */
+  readonly keyRecords?: KeyRecords;
 }
 
 /** Starts simulator, workers and API; every test file gets its own. */
@@ -184,6 +194,8 @@ export async function startApiHarness(env: TestWorkflowEnvironment, opts: Harnes
         providers: ['simulator', ...Object.keys(opts.extraProviders ?? {})],
         ...(opts.orderSingleFlight === undefined ? {} : { orderSingleFlight: opts.orderSingleFlight }),
         splitPaymentMerchants: (opts.splitPaymentMerchants ?? []).map((m) => (m === 'a' ? a.id : b.id)),
+        ...(opts.merchantWebhooks ? { merchantEvents: true } : {}),
+        ...(opts.keyRecords ? { keyRecords: opts.keyRecords } : {}),
       },
       config: {
         API_TOKENS: [a, b].map((m) => ({ merchantId: m.id, token: m.token })),
@@ -200,6 +212,9 @@ export async function startApiHarness(env: TestWorkflowEnvironment, opts: Harnes
         ? { codecCorsOrigins: opts.codec.corsOrigins, codecTrustedOrigins: opts.codec.trustedOrigins ?? [] }
         : {}),
       ...(opts.wallets ? { wallets: opts.wallets } : {}),
+      ...(opts.merchantWebhooks
+        ? { webhookEndpoints: { endpoints: opts.merchantWebhooks.endpoints, allowPrivateUrls: true } }
+        : {}),
     },
     workers: {
       providers: { simulator: provider, ...opts.extraProviders },
@@ -217,6 +232,8 @@ export async function startApiHarness(env: TestWorkflowEnvironment, opts: Harnes
       breaker: opts.breaker ?? new InMemoryCircuitBreaker({ failureThreshold: Number.MAX_SAFE_INTEGER }),
       start: opts.workers !== false,
       ...(opts.wallets ? { wallets: opts.wallets } : {}),
+      ...(opts.merchantWebhooks ? { merchantWebhooks: opts.merchantWebhooks } : {}),
+      ...(opts.keyRecords ? { keyRecords: opts.keyRecords } : {}),
     },
   });
   const { app, payments, url } = stack.api as RunningApi;

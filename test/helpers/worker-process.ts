@@ -14,6 +14,8 @@ import type { PaymentProvider } from '../../src/providers/types';
 import { createBreaker, startStack } from '../../src/stack';
 import type { BreakerOptions } from '../../src/breaker';
 import type { RetryOverrides } from '../../src/domain/retry';
+import { createPool } from '../../src/db';
+import { MerchantEventOutbox, type MerchantWebhookSettings } from '../../src/merchant-webhooks';
 
 export interface WorkerProcessSpec {
   readonly temporalAddress: string;
@@ -40,6 +42,8 @@ export interface WorkerProcessSpec {
   };
   /** The worker's retry presets (`RETRY_*`); default the production presets. */
   readonly retry?: RetryOverrides;
+  /** Deliver merchant webhooks from this database's queue (migrated already), with these settings. */
+  readonly merchantWebhooks?: { readonly databaseUrl: string; readonly settings: MerchantWebhookSettings };
 }
 
 export interface WorkerProcess {
@@ -146,6 +150,7 @@ async function main() {
   const provider = simulatorProvider(spec.simulatorUrl, spec.apiKey, logger, spec.provider);
   const calls = { creates: 0 };
   const connection = await NativeConnection.connect({ address: spec.temporalAddress });
+  const pool = spec.merchantWebhooks && createPool({ url: spec.merchantWebhooks.databaseUrl });
   const stack = await startStack({
     logger,
     namespace: 'default',
@@ -156,9 +161,17 @@ async function main() {
       workflows: { workflowBundle: { codePath: spec.workflowBundlePath } },
       breaker: breaker.breaker,
       ...(spec.retry === undefined ? {} : { retry: spec.retry }),
+      ...(pool && spec.merchantWebhooks
+        ? { merchantWebhooks: { outbox: new MerchantEventOutbox(pool), settings: spec.merchantWebhooks.settings } }
+        : {}),
       start: false,
     },
-    closers: [() => breaker.close(), () => provider.close(), () => connection.close()],
+    closers: [
+      () => breaker.close(),
+      () => provider.close(),
+      () => connection.close(),
+      async () => void (await pool?.end()),
+    ],
   });
   const workers = await stack.createWorkers();
   process.once('SIGTERM', () => workers.forEach((w) => w.shutdown()));

@@ -128,6 +128,8 @@ interface SplitOptions<T> {
    * provider commits the create before the gate holds its answer back, and `created` is that payment.
    */
   readonly trigger?: (run: SplitRun) => Promise<T>;
+  /** The charge announces its events to its merchant (`merchantEvents` in its input). */
+  readonly merchantEvents?: boolean;
 }
 
 /** What a trigger may use: the payment, the provider's payment of its create, the real provider, the task queue. */
@@ -228,6 +230,7 @@ async function querySplit<T = PaymentView>(options: SplitOptions<T> = {}) {
     timings: fastTimings,
     capabilities,
     shape: 2,
+    ...(options.merchantEvents ? { merchantEvents: true as const } : {}),
   };
   const workflowId = chargeWorkflowId(merchantId, key);
   cleanups.push(() => client.workflow.getHandle(workflowId).terminate('test finished'));
@@ -464,5 +467,52 @@ it('a cancellation request in the same window is decided after the result: the a
     expect(shape).not.toContain('WORKFLOW_EXECUTION_CANCELED');
     await Worker.runReplayHistory({ workflowBundle: bundle }, history);
     console.info(`query split with a cancellation request, run ${run}: ${splits > 0 ? 'split' : 'no split'}, replayed`);
+  }
+}, 450_000);
+
+it('a payment that announces its events, a routed provider event splitting its task: each event is handed over after what it announces, the history replays', async () => {
+  // The same race as the routed provider event, with the payment announcing to its merchant: the result's
+  // `payment.authorized` is handed over in the query's early activation, the event's `payment.voided` in the next; the
+  // announcer watches the state at condition passes, so replay (event and result in one activation) hands them over
+  // in the same places among the other commands.
+  let splits = 0;
+  for (let run = 1; run <= 3 && splits === 0; run++) {
+    const { handle, queried, workerB, bundle } = await querySplit({
+      capture: 'manual',
+      merchantEvents: true,
+      trigger: async ({ created, owner, provider, taskQueue }) => {
+        if (!created) throw new Error('the provider answered the create with no payment');
+        const voided = await provider.voidPayment(created.id, { idempotencyKey: `void_${randomUUID()}`, attempt: 1 });
+        const event = {
+          eventId: `evt_${randomUUID()}`,
+          type: 'payment.voided' as const,
+          created: Math.floor(Date.now() / 1000),
+          payment: voided,
+        };
+        const routing = { client: env.client, namespace: 'default', taskQueue, retainMs: 60_000, matchWaitMs: 0 };
+        return deliverProviderEvent(routing, 'simulator', event, owner);
+      },
+    });
+    await workerB.runUntil(async () => {
+      await queried;
+      await until('the payment voided and both events handed over', async () => {
+        const voided = (await handle.query(paymentQuery)).status === 'voided';
+        const handed = shapeOf(await handle.fetchHistory()).filter((s) => s === 'ACTIVITY_TASK_COMPLETED').length;
+        return voided && handed >= 3 ? true : undefined; // the create, then one handoff per event
+      });
+    });
+    const history = await handle.fetchHistory();
+    const shape = shapeOf(history);
+    const result = shape.indexOf('ACTIVITY_TASK_COMPLETED');
+    const signalled = shape.indexOf('WORKFLOW_EXECUTION_SIGNALED', result);
+    const split = signalled > result && !shape.slice(result, signalled).includes('WORKFLOW_TASK_COMPLETED');
+    if (split) splits += 1;
+    const handoffs = (history.events ?? [])
+      .map((e) => e.activityTaskScheduledEventAttributes)
+      .filter((a) => a?.activityType?.name === 'announcePaymentEvent');
+    expect(handoffs).toHaveLength(2);
+    await Worker.runReplayHistory({ workflowBundle: bundle }, history);
+    if (split) await recordHistories({ env }, 'merchant-events-query-split', [handle.workflowId]);
+    console.info(`query split with merchant events, run ${run}: ${splits > 0 ? 'split' : 'no split'}, replayed`);
   }
 }, 450_000);

@@ -7,8 +7,10 @@
  * workflow hands it over: the input of each continued-as-new run.
  */
 import { randomUUID } from 'node:crypto';
+import { defaultPayloadConverter } from '@temporalio/common';
 import { paymentQuery, webhookSignal } from '../../src/domain/definitions';
 import { ErrorType } from '../../src/domain/errors';
+import type { KeyAnswer } from '../../src/domain/key-records';
 import { reconcileWorkflowId } from '../../src/domain/ids';
 import { startDevServer } from '../../scripts/lib/dev-server';
 import type { PaymentView } from '../../src/domain/payment';
@@ -209,3 +211,56 @@ async function eventuallyValue<T>(probe: () => Promise<T | undefined>): Promise<
     await new Promise((r) => setTimeout(r, 200));
   }
 }
+
+it('hands each key’s first answer over once across continue-as-new: the charge in the first run, each refund once', async () => {
+  const b = await t.rig();
+  await b.run(async () => {
+    const input = {
+      ...b.input(chargeRequest({ amount: { value: 10_000, currency: 'EUR' } })),
+      keyRecords: true as const,
+    };
+    const { handle, view } = await startCharge(b, input);
+    expect(view.status).toBe('succeeded');
+    const firstRunId = (await handle.describe()).runId;
+    // Refunds until the run has continued as new at least once, then one more in the new run.
+    let refunds = 0;
+    const deadline = Date.now() + 30_000;
+    while ((await runChain(b.env.client, handle.workflowId, firstRunId)).length < 2 && Date.now() < deadline) {
+      await refund(handle, { refundKey: `r-${refunds}`, fingerprint: `f-${refunds}`, amount: 100 });
+      refunds += 1;
+    }
+    const latest = b.env.client.workflow.getHandle(handle.workflowId);
+    await refund(latest, { refundKey: 'r-last', fingerprint: 'f-last', amount: 100 });
+    refunds += 1;
+
+    // Every handoff of the chain, read from each run's history once the last one is scheduled (the workers answer
+    // `disabled`: this bench has no table; what counts is what the payment hands over).
+    const handedOver = async () => {
+      const keys: string[] = [];
+      for (const runId of await runChain(b.env.client, handle.workflowId, firstRunId)) {
+        const history = await b.env.client.workflow.getHandle(handle.workflowId, runId).fetchHistory();
+        for (const e of history.events ?? []) {
+          const scheduled = e.activityTaskScheduledEventAttributes;
+          if (scheduled?.activityType?.name !== 'recordKeyAnswer') continue;
+          const [answer] = (scheduled.input?.payloads ?? []).map((p) =>
+            defaultPayloadConverter.fromPayload<KeyAnswer>(p),
+          );
+          keys.push(`${answer?.operation}:${answer?.key}`);
+        }
+      }
+      return keys;
+    };
+    const keys = await eventuallyValue(async () => {
+      const got = await handedOver();
+      return got.length >= refunds + 1 ? got : undefined;
+    });
+    expect(keys.sort()).toEqual(
+      [
+        `charge:${input.key}`,
+        ...Array.from({ length: refunds - 1 }, (_, i) => `refund:r-${i}`),
+        'refund:r-last',
+      ].sort(),
+    );
+    expect((await runChain(b.env.client, handle.workflowId, firstRunId)).length).toBeGreaterThan(1);
+  });
+});

@@ -1,0 +1,11 @@
+/**
+ * Webhooks to the merchant (CONTRACTS.md §1c) on PostgreSQL: the endpoint table, the event queue, signing, one POST,
+ * and the activities a payment's handoff and the per-merchant delivery workflow run.
+ */
+export * from './activities';
+export * from './delivery';
+export * from './endpoints';
+export * from './outbox';
+export * from './pruner';
+export * from './settings';
+export * from './signature';
