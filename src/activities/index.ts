@@ -165,7 +165,8 @@ export interface ListProviderPaymentsArgs {
 /** A charge's answer: a payment (sent, replayed by the provider, or recovered by a look-up) or a decline. */
 export type CreatePaymentOutcome = (
   | {
-      readonly outcome: 'succeeded' | 'authorized';
+      /** `requires_action`: the customer must act (`payment.nextAction`); the payment waits for the provider's word. */
+      readonly outcome: 'succeeded' | 'authorized' | 'requires_action';
       readonly payment: ProviderPayment;
       /** The provider replayed a stored answer for our key. */
       readonly replayed: boolean;
@@ -592,7 +593,8 @@ export const createActivities = (deps: ActivityDeps) => {
           if (adoption.kind === 'ambiguous') throw unverifiable('create', 'ambiguous_lookup_before_resend');
           const found = adoption.kind === 'adopt' ? adoption.payment : undefined;
           if (found) {
-            const outcome = found.status === 'succeeded' ? 'succeeded' : 'authorized';
+            const outcome =
+              found.status === 'succeeded' || found.status === 'requires_action' ? found.status : 'authorized';
             const value = { outcome, payment: found, replayed: true, recovered: true, sends: step.sends() } as const;
             return { value, outcome: 'recovered' };
           }
