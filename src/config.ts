@@ -21,6 +21,7 @@ import {
   type RetrySpec,
 } from './domain/retry';
 import { defaultSweepIntervalMs, defaultSweepLookbackMs } from './domain/sweep';
+import { defaultCustomerActionTimeoutMs } from './domain/customer-action';
 import { PaymentTimings, defaultPaymentTimings, reconcileWindowMs } from './domain/workflow-inputs';
 
 /** One problem with one variable. Values are never echoed: some variables are secrets. */
@@ -209,6 +210,8 @@ const EnvSchema = z.object({
   AUTH_EXPIRY_MS: ms.default(defaultPaymentTimings.authorizationExpiryMs),
   REFUND_WINDOW_MS: ms.default(defaultPaymentTimings.refundWindowMs),
   UNKNOWN_SWEEP_THRESHOLD_MS: ms.default(defaultPaymentTimings.unknownSweepThresholdMs),
+  /** How long a payment waits for the customer (3-D Secure) before it is cancelled and declined `action_expired`. */
+  CUSTOMER_ACTION_TIMEOUT_MS: ms.default(defaultCustomerActionTimeoutMs),
   /** How often the reconcile sweep schedule runs (whole seconds: the schedule's resolution). */
   SWEEP_INTERVAL_MS: wholeNumber(1_000, Number.MAX_SAFE_INTEGER).default(defaultSweepIntervalMs),
   /** How far behind each sweep run its provider window ends; default twice SETTLE_WINDOW_MS. */
@@ -471,6 +474,7 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>> = p
     authorizationExpiryMs: e.AUTH_EXPIRY_MS,
     refundWindowMs: e.REFUND_WINDOW_MS,
     unknownSweepThresholdMs: e.UNKNOWN_SWEEP_THRESHOLD_MS,
+    customerActionTimeoutMs: e.CUSTOMER_ACTION_TIMEOUT_MS,
   });
   if (!timingsResult.success) {
     issues.push(
