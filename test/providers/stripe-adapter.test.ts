@@ -1,7 +1,8 @@
 /**
  * The Stripe adapter against stripe-mock (Stripe's official mock: its OpenAPI spec validates every request we send, in
  * the API version the `stripe` package pins, `-strict-version-check`), and against a local server answering Stripe's
- * error bodies for what stripe-mock cannot produce (it never declines, rate-limits or locks a key).
+ * error bodies for what stripe-mock cannot produce (it never declines, rate-limits or locks a key). PaymentIntents that
+ * wait for the customer (3-D Secure) are read from fixtures changed to Stripe's shapes for them (at the end).
  *
  * stripe-mock is stateless: every PaymentIntent answer is its one fixture with the request's fields reflected (amount,
  * currency, capture_method, amount_to_capture, ids in the path). It cannot show a payment moving from authorized to
@@ -287,6 +288,77 @@ describe('Stripe adapter: error shapes stripe-mock cannot produce, through the S
     // JSON.stringify(undefined) is undefined: the server answers an empty body.
     const failure = await failureOf(charge(stripe));
     expect(failure).toMatchObject({ type: ErrorType.OutcomeUnknown, operation: 'create' });
+    await stripe.close();
+  });
+});
+
+// PaymentIntents that wait for the customer (3-D Secure): stripe-mock answers its PaymentIntent fixture changed to what
+// Stripe shows for one (`requires_action` with `next_action.redirect_to_url`) and for one whose customer failed the
+// authentication (`requires_payment_method` with `payment_intent_authentication_failure`); requests are still
+// validated against Stripe's spec.
+const REDIRECT = 'https://hooks.stripe.com/3d_secure_2/hosted?merchant=acct_1&payment_intent=pi_1';
+
+const input = {
+  amount: 2_000,
+  currency: 'EUR',
+  reference: 'order-3ds',
+  paymentMethod: 'pm_card_authenticationRequired',
+  capture: 'automatic',
+} as const;
+
+describe('Stripe adapter: PaymentIntents that wait for the customer (stripe-mock)', () => {
+  let waiting: RunningStripeMock;
+  let failedAuth: RunningStripeMock;
+
+  beforeAll(async () => {
+    const mock = await resolveStripeMock();
+    const dir = mkdtempSync(path.join(tmpdir(), 'stripe-mock-3ds-'));
+    [waiting, failedAuth] = await Promise.all([
+      startStripeMock(mock.path, {
+        fixtures: fixturesWith(mock.fixtures, dir, 'waiting', {
+          status: 'requires_action',
+          next_action: { type: 'redirect_to_url', redirect_to_url: { url: REDIRECT, return_url: 'https://shop/ret' } },
+        }),
+      }),
+      startStripeMock(mock.path, {
+        fixtures: fixturesWith(mock.fixtures, dir, 'failed', {
+          status: 'requires_payment_method',
+          last_payment_error: { type: 'invalid_request_error', code: 'payment_intent_authentication_failure' },
+        }),
+      }),
+    ]);
+  }, 120_000);
+
+  afterAll(async () => {
+    await Promise.all([waiting?.close(), failedAuth?.close()]);
+  });
+
+  it('a create answered requires_action + redirect_to_url is requires_action with nextAction, not a decline', async () => {
+    const stripe = provider(waiting.url);
+    const result = await stripe.createPayment(input, ctx('create'));
+    expect(result).toMatchObject({
+      outcome: 'requires_action',
+      payment: { status: 'requires_action', nextAction: { type: 'redirect_to_url', url: REDIRECT }, amountCaptured: 0 },
+    });
+    // A look-up (the wait's schedule) reads the same: still waiting, not "no payment".
+    await expect(stripe.getPayment('pi_waiting')).resolves.toMatchObject({
+      id: 'pi_waiting',
+      status: 'requires_action',
+      nextAction: { url: REDIRECT },
+    });
+    await stripe.close();
+  });
+
+  it('a failed authentication is a decline authentication_failed on create, and failed on a look-up', async () => {
+    const stripe = provider(failedAuth.url);
+    await expect(stripe.createPayment(input, ctx('create'))).resolves.toEqual({
+      outcome: 'declined',
+      declineCode: 'authentication_failed',
+    });
+    await expect(stripe.getPayment('pi_failed')).resolves.toMatchObject({
+      status: 'failed',
+      declineCode: 'authentication_failed',
+    });
     await stripe.close();
   });
 });
