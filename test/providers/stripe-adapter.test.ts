@@ -17,10 +17,11 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import pino from 'pino';
+import Stripe from 'stripe';
 import { type RunningStripeMock, resolveStripeMock, startStripeMock } from '../../scripts/lib/stripe-mock';
 import { ErrorType } from '../../src/domain/errors';
 import { isProviderError } from '../../src/providers/errors';
-import { StripeProvider } from '../../src/providers/stripe';
+import { StripeProvider, StripeWebhookVerifier } from '../../src/providers/stripe';
 
 const logger = pino({ level: 'silent' });
 const ctx = (op: string) => ({ idempotencyKey: `${op}:m1:${randomUUID()}`, attempt: 1 });
@@ -360,5 +361,46 @@ describe('Stripe adapter: PaymentIntents that wait for the customer (stripe-mock
       declineCode: 'authentication_failed',
     });
     await stripe.close();
+  });
+});
+
+describe('Stripe webhooks of a PaymentIntent whose customer failed the authentication', () => {
+  const secret = 'whsec_3ds_test';
+  const verifier = new StripeWebhookVerifier({ secret, toleranceS: 300 });
+  const signed = (type: string, object: Record<string, unknown>) => {
+    const raw = JSON.stringify({ id: `evt_${randomUUID()}`, type, created: 1_700_000_000, data: { object } });
+    const header = new Stripe('sk_test_123').webhooks.generateTestHeaderString({ payload: raw, secret });
+    return verifier.verify(raw, { 'stripe-signature': header });
+  };
+  const intent = {
+    id: 'pi_3ds',
+    status: 'requires_payment_method',
+    amount: 2_000,
+    amount_received: 0,
+    currency: 'eur',
+    created: 1_700_000_000,
+    metadata: { merchant_id: 'm1', payment_key: 'k1', reference: 'order-3ds' },
+  };
+
+  it('payment_intent.payment_failed with payment_intent_authentication_failure is payment.failed authentication_failed', () => {
+    const verdict = signed('payment_intent.payment_failed', {
+      ...intent,
+      last_payment_error: { type: 'invalid_request_error', code: 'payment_intent_authentication_failure' },
+    });
+    expect(verdict).toMatchObject({
+      kind: 'event',
+      event: {
+        type: 'payment.failed',
+        payment: { id: 'pi_3ds', status: 'failed', declineCode: 'authentication_failed' },
+      },
+    });
+  });
+
+  it('a card refused after confirmation (no authentication involved) stays no payment: ignored', () => {
+    const verdict = signed('payment_intent.payment_failed', {
+      ...intent,
+      last_payment_error: { type: 'card_error', code: 'card_declined', decline_code: 'insufficient_funds' },
+    });
+    expect(verdict).toMatchObject({ kind: 'ignored' });
   });
 });
