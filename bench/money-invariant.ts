@@ -13,7 +13,9 @@
  *  5. a key that was answered once replays its own answer: never a refusal (e.g. 409 `payment_in_flight`) after a 2xx;
  *  6. a capture or refund the provider never received (no request under its key) is never in review as an unknown
  *     outcome: it provably never left;
- *  7. nothing stays pending, unknown or running; a review names its reason.
+ *  7. nothing stays pending, unknown, requires_action or running; a review names its reason;
+ *  8. a payment that waited for the customer and ended declined names its provider payment, which the provider never
+ *     charged: `action_expired` only once that payment was cancelled (a void of it), `authentication_failed` without.
  */
 import { providerIdempotencyKey } from '../src/activities/keys';
 import type { LedgerEffect, LedgerRequest } from '../src/simulator/server';
@@ -41,6 +43,7 @@ export interface InvariantView {
   readonly amountRefunded: number;
   readonly providerPaymentId?: string;
   readonly failureReason?: string;
+  readonly declineCode?: string;
   readonly review?: { readonly reason: string };
   readonly failovers?: readonly unknown[];
   readonly operations?: readonly {
@@ -233,11 +236,41 @@ export function checkMoneyInvariant(input: InvariantInput): MoneyProblem[] {
     }
     // A failed or declined payment the provider holds: rule 2 told it already, rule 3 would only repeat it.
     if (side.create && (final.status === 'failed' || final.status === 'declined')) continue;
+    if (endedWaitingForCustomer(final)) {
+      checkCustomerEnd(name, final, onPayment.get(final.providerPaymentId ?? '') ?? [], add);
+      continue;
+    }
     checkSettled(p, name, final, side, add, (op, key) => effectsOf(op, pk(p.merchantId, op, key)));
   }
 
   checkAnswers(input.answers, payments, sideOf, (m, op, key) => effectsOf(op, pk(m, op, key)), add);
   return problems;
+}
+
+/** Declined after waiting for the customer: the provider payment it names never charged anything. */
+const endedWaitingForCustomer = (v: InvariantView): boolean =>
+  v.status === 'declined' && (v.declineCode === 'action_expired' || v.declineCode === 'authentication_failed');
+
+/** Rule 8: a payment declined after it waited for the customer moved nothing, and an expired one was cancelled. */
+function checkCustomerEnd(
+  name: string,
+  view: InvariantView,
+  effects: readonly InvariantEffect[],
+  add: (kind: MoneyProblemKind, message: string) => void,
+): void {
+  if (view.providerPaymentId === undefined)
+    add('mismatch', `8: ${name} is declined ${view.declineCode} but names no provider payment`);
+  if (view.amountAuthorized !== 0 || view.amountCaptured !== 0 || view.amountRefunded !== 0)
+    add('mismatch', `8: ${name} is declined ${view.declineCode} but shows money: ${JSON.stringify(view)}`);
+  const moved = effects.filter((e) => e.operation !== 'void' || e.amount > 0);
+  if (moved.length > 0)
+    add(
+      'mismatch',
+      `8: ${name} is declined ${view.declineCode}, yet the provider moved ${JSON.stringify(moved.map(brief))}`,
+    );
+  const cancelled = effects.some((e) => e.operation === 'void');
+  if (view.declineCode === 'action_expired' && !cancelled)
+    add('mismatch', `8: ${name} expired waiting for the customer, but its provider payment was never cancelled`);
 }
 
 /** Rule 3: a settled view equals the provider's payment. */

@@ -36,7 +36,8 @@ export async function createPaymentWithKey(
     },
     { idempotencyKey: providerIdempotencyKey(input.merchantId, 'create', input.key), attempt },
   );
-  return result.outcome === 'declined'
+  // The bare peer cannot wait for a customer: a payment that needs one counts as declined (the bench sends none).
+  return result.outcome === 'declined' || result.outcome === 'requires_action'
     ? { status: 'declined' }
     : { status: result.outcome, providerPaymentId: result.payment.id };
 }

@@ -94,7 +94,8 @@ export interface ListProviderPaymentsArgs {
 /** A charge's answer: a payment (sent, replayed by the provider, or recovered by a look-up) or a decline. */
 export type CreatePaymentOutcome = (
   | {
-      readonly outcome: 'succeeded' | 'authorized';
+      /** `requires_action`: the customer must act (`payment.nextAction`); the payment waits for the provider's word. */
+      readonly outcome: 'succeeded' | 'authorized' | 'requires_action';
       readonly payment: ProviderPayment;
       /** The provider replayed a stored answer for our key. */
       readonly replayed: boolean;

@@ -114,7 +114,8 @@ export const createActivities = (deps: ActivityDeps) => {
           if (adoption.kind === 'ambiguous') throw unverifiable('create', 'ambiguous_lookup_before_resend');
           const found = adoption.kind === 'adopt' ? adoption.payment : undefined;
           if (found) {
-            const outcome = found.status === 'succeeded' ? 'succeeded' : 'authorized';
+            const outcome =
+              found.status === 'succeeded' || found.status === 'requires_action' ? found.status : 'authorized';
             const value = { outcome, payment: found, replayed: true, recovered: true, sends: step.sends() } as const;
             return { value, outcome: 'recovered' };
           }

@@ -76,7 +76,8 @@ async function isKnownPayment(ctx: ClientContext, workflowId: string): Promise<b
 }
 
 /**
- * The key of another open payment of this order, from visibility: `pending` or `unknown`, or `needs_review` while
+ * The key of another open payment of this order, from visibility: `pending`, `unknown` or `requires_action` (the
+ * customer may still complete it), or `needs_review` while
  * nothing is authorized (the charge itself is undecided: an operator may still find it succeeded). A review of a
  * later capture or refund does not hold the order: its charge is decided, as for `authorized` or `succeeded`.
  */
@@ -94,7 +95,7 @@ async function openPaymentOfOrder(
     const page = await bounded(ctx, () =>
       ctx.client.workflowService.listWorkflowExecutions({
         namespace: ctx.namespace,
-        query: openPaymentsOfOrderQuery(merchant, orderId, ['pending', 'unknown', 'needs_review']),
+        query: openPaymentsOfOrderQuery(merchant, orderId, ['pending', 'unknown', 'requires_action', 'needs_review']),
         pageSize: 20,
         ...(nextPageToken === undefined ? {} : { nextPageToken }),
       }),

@@ -1,5 +1,6 @@
 /** The environment's variables, one schema: each parsed on its own, with its default. */
 import { z } from 'zod';
+import { defaultCustomerActionTimeoutMs } from '../domain/customer-action';
 import { defaultMerchantWebhookSettings } from '../domain/merchant-events';
 import { defaultMaxRetryAfterMs } from '../domain/retry';
 import { defaultSweepIntervalMs } from '../domain/sweep';
@@ -63,6 +64,8 @@ export const EnvSchema = z.object({
   AUTH_EXPIRY_MS: ms.default(defaultPaymentTimings.authorizationExpiryMs),
   REFUND_WINDOW_MS: ms.default(defaultPaymentTimings.refundWindowMs),
   UNKNOWN_SWEEP_THRESHOLD_MS: ms.default(defaultPaymentTimings.unknownSweepThresholdMs),
+  /** How long a payment waits for the customer (3-D Secure) before it is cancelled and declined `action_expired`. */
+  CUSTOMER_ACTION_TIMEOUT_MS: ms.default(defaultCustomerActionTimeoutMs),
   /** How often the reconcile sweep schedule runs (whole seconds: the schedule's resolution). */
   SWEEP_INTERVAL_MS: wholeNumber(1_000, Number.MAX_SAFE_INTEGER).default(defaultSweepIntervalMs),
   /** How far behind each sweep run its provider window ends; default twice SETTLE_WINDOW_MS. */

@@ -179,6 +179,7 @@ function readTimings(e: Env, issues: ConfigIssue[]): PaymentTimings | undefined 
     authorizationExpiryMs: e.AUTH_EXPIRY_MS,
     refundWindowMs: e.REFUND_WINDOW_MS,
     unknownSweepThresholdMs: e.UNKNOWN_SWEEP_THRESHOLD_MS,
+    customerActionTimeoutMs: e.CUSTOMER_ACTION_TIMEOUT_MS,
   });
   if (timings.success) return timings.data;
   issues.push(

@@ -4,6 +4,7 @@
  */
 import { z } from 'zod';
 import { IdempotencyKey, OrderId, PaymentStatus, PaymentView, ProviderName, idempotencyKeyRules } from './payment';
+import { ProviderPayment } from './provider-payment';
 import { ResolveReviewItemRequest } from './review-items';
 
 /** The `Idempotency-Key` header every write carries (header names arrive lower-cased). Other headers pass through. */
@@ -188,7 +189,7 @@ export const ReviewItemView = z.object({
   detail: z.string().describe('One line on what was found.'),
   reference: z.string().describe('The provider payment’s reference: our order id when the payment is ours.'),
   amount: z.object({ value: NonNegative, currency: z.string() }),
-  providerStatus: z.enum(['authorized', 'succeeded', 'voided']).describe('The provider payment’s status when flagged.'),
+  providerStatus: ProviderPayment.shape.status.describe('The provider payment’s status when flagged.'),
   providerCreatedAt: Iso,
   paymentKey: z
     .string()

@@ -11,6 +11,7 @@ export const PaymentStatus = z.enum([
   'unknown',
   'needs_review',
   'voided',
+  'requires_action',
 ]);
 export type PaymentStatus = z.infer<typeof PaymentStatus>;
 
@@ -21,7 +22,10 @@ export const terminalStatuses = [
   'failed',
   'voided',
 ] as const satisfies readonly PaymentStatus[];
-/** Statuses where the provider has answered: the API says 200; anything else (pending, unknown, needs_review) is 202. */
+/**
+ * Statuses where the provider has answered: the API says 200; anything else (pending, unknown, needs_review,
+ * requires_action: the customer must act) is 202.
+ */
 export const settledStatuses = ['authorized', ...terminalStatuses] as const satisfies readonly PaymentStatus[];
 
 const terminalSet: ReadonlySet<PaymentStatus> = new Set(terminalStatuses);
@@ -207,6 +211,10 @@ export const VerdictView = z.object({
 });
 export type VerdictView = z.infer<typeof VerdictView>;
 
+/** What the customer must do for a payment in `requires_action`: visit `url` (the provider's authentication page). */
+export const NextAction = z.object({ type: z.literal('redirect_to_url'), url: z.string() });
+export type NextAction = z.infer<typeof NextAction>;
+
 export const PaymentView = z.object({
   key: z.string(),
   merchantId: z.string(),
@@ -229,6 +237,8 @@ export const PaymentView = z.object({
   failureReason: z.string().optional(),
   unknownSince: Iso.optional(),
   review: z.object({ reason: z.string() }).optional(),
+  /** While `requires_action`: where the customer must go to authenticate the payment (3-D Secure and the like). */
+  nextAction: NextAction.optional(),
   /** Captures, refunds and voids of this payment, oldest first (absent until the first one). */
   operations: z.array(OperationView).optional(),
   /** The charge's moves to a fallback provider, oldest first (absent when it never moved); `provider` holds it now. */

@@ -11,8 +11,12 @@ const minorUnits = z.number().int().nonnegative();
 /** A payment as the provider reports it. */
 export const ProviderPayment = z.object({
   id: z.string().min(1),
-  /** `authorized` (capturable), `succeeded` (captured in full or in part), `voided` (released, nothing moved). */
-  status: z.enum(['authorized', 'succeeded', 'voided']),
+  /**
+   * `authorized` (capturable), `succeeded` (captured in full or in part), `voided` (released, nothing moved);
+   * `requires_action`: waits for the customer (`nextAction`), nothing authorized; `failed`: the customer's
+   * authentication failed (`declineCode`), nothing moved.
+   */
+  status: z.enum(['requires_action', 'authorized', 'succeeded', 'voided', 'failed']),
   amount: minorUnits,
   amountCaptured: minorUnits,
   amountRefunded: minorUnits,
@@ -24,6 +28,10 @@ export const ProviderPayment = z.object({
   created: z.number().int().nonnegative(),
   /** Echoed create metadata (`merchant_id`, `payment_key`): how a webhook finds its workflow. */
   metadata: z.record(z.string(), z.string()).optional(),
+  /** What the customer must do while `requires_action`. */
+  nextAction: z.object({ type: z.literal('redirect_to_url'), url: z.string() }).optional(),
+  /** Why a `failed` payment failed (`authentication_failed`). */
+  declineCode: z.string().optional(),
 });
 export type ProviderPayment = z.infer<typeof ProviderPayment>;
 
@@ -78,7 +86,7 @@ export interface WorkerProviderConfig {
 /** A provider webhook event, verified and parsed by its adapter before it is signalled. */
 export const ProviderEvent = z.object({
   eventId: z.string().min(1),
-  type: z.enum(['payment.succeeded', 'payment.authorized', 'payment.voided', 'refund.succeeded']),
+  type: z.enum(['payment.succeeded', 'payment.authorized', 'payment.voided', 'payment.failed', 'refund.succeeded']),
   /** Unix seconds on the provider's clock. */
   created: z.number().int().nonnegative(),
   payment: ProviderPayment,

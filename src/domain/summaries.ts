@@ -101,6 +101,7 @@ export function paymentCurrentDetails(v: PaymentProgress): string {
     '',
     `- authorized ${money(v.amountAuthorized)}, captured ${money(v.amountCaptured)}, refunded ${money(v.amountRefunded)}`,
   ];
+  if (v.status === 'requires_action') lines.push('- waits for the customer to authenticate the payment (3-D Secure)');
   if (v.declineCode) lines.push(`- declined: \`${v.declineCode}\``);
   if (v.review) lines.push(`- needs review: ${v.review.reason}`);
   for (const verdict of v.verdicts ?? []) lines.push(verdictLine(verdict));

@@ -131,10 +131,13 @@ export function compareWithOurs(
       detail: `provider shows ${theirs.amount} ${theirs.currency}, our payment is for ${ours.amount.value} ${ours.amount.currency}`,
     };
   }
-  if (theirs.status === 'voided') return { kind: 'agrees' };
+  // Voided, still waiting for the customer, or failed authentication: no money moved.
+  if (theirs.status === 'voided' || theirs.status === 'requires_action' || theirs.status === 'failed')
+    return { kind: 'agrees' };
   switch (ours.status) {
     case 'authorized':
     case 'succeeded':
+    case 'requires_action':
       return { kind: 'agrees' };
     case 'pending':
     case 'unknown': {

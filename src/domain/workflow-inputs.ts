@@ -30,6 +30,11 @@ export const PaymentTimings = z
      * (`defaultLocalAttemptTimeoutMs`), never longer than one attempt of the worker's create preset.
      */
     localAttemptTimeoutMs: Ms.optional(),
+    /**
+     * How long a payment waits for the customer (`requires_action`, 3-D Secure) before it is cancelled at the provider
+     * and declined `action_expired`. Absent (inputs from before it existed): `defaultCustomerActionTimeoutMs` (customer-action.ts).
+     */
+    customerActionTimeoutMs: Ms.optional(),
   })
   .refine((t) => t.unknownSweepThresholdMs > reconcileWindowMs(t), {
     message: 'unknownSweepThresholdMs must exceed the whole reconcile schedule, or the sweep races the reconcile',

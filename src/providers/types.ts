@@ -48,7 +48,12 @@ export interface CreatePaymentInput {
 
 /** A decline is an answer, not an error: the provider says no and nothing happened. */
 export type CreatePaymentResult =
-  | { readonly outcome: 'succeeded' | 'authorized'; readonly payment: ProviderPayment; readonly replayed: boolean }
+  | {
+      /** `requires_action`: the customer must act (`payment.nextAction`); nothing is authorized yet. */
+      readonly outcome: 'succeeded' | 'authorized' | 'requires_action';
+      readonly payment: ProviderPayment;
+      readonly replayed: boolean;
+    }
   | { readonly outcome: 'declined'; readonly declineCode: string };
 
 export interface ListPaymentsQuery {

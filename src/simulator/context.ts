@@ -25,6 +25,8 @@ export interface SimContext {
   webhooks: WebhookDispatcher;
   /** Resolves when every committed change is durable; immediate without a state file. */
   persist(): Promise<void>;
+  /** The simulator's own base URL once it listens (the customer's page of a payment waiting for them is under it). */
+  baseUrl: string;
   /** Aborted when the simulator closes: cancels injected latency. */
   signal: AbortSignal;
   log(entry: SimLogEntry): void;

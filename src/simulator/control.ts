@@ -4,6 +4,7 @@ import type { SimContext } from './context';
 import type { FaultRuleView } from './faults';
 import { BadRequest, errorReply, readJson, send, validationReply, type Reply } from './http';
 import {
+  AuthenticateBody,
   ClockAdvanceBody,
   FaultsBody,
   MerchantSettingsBody,
@@ -12,8 +13,11 @@ import {
   type MerchantSettings,
   type MerchantSettingsInput,
 } from './schemas';
+import { authenticatePayment } from './payments';
+import { commitEffect } from './provider';
 import type { Ledger } from './state';
-import type { WebhookDelivery } from './webhooks';
+import { toPayment } from './store';
+import { newEventId, type WebhookDelivery } from './webhooks';
 
 /** The simulator's own controls, the same over HTTP (`/_sim/...`) and in-process (tests). Inputs are snake_case. */
 export interface SimulatorControls {
@@ -39,6 +43,12 @@ export interface SimulatorControls {
   webhookDeliveries(): WebhookDelivery[];
   /** Forgets merchants, payments, keys, faults, the ledger and the clock offset. */
   reset(): Promise<void>;
+  /**
+   * Plays the customer of a payment waiting for them (`requires_action`): `succeeded` authorizes it (captures it with
+   * automatic capture), `failed` fails it (`authentication_failed`); a webhook follows either way. Answers the payment,
+   * 404 for an unknown id, 400 when it does not wait. Throws a ZodError on invalid input.
+   */
+  authenticate(paymentId: string, result: 'succeeded' | 'failed'): Promise<Reply>;
 }
 
 /** Builds the controls over a simulator context. */
@@ -80,10 +90,30 @@ export function createControls(ctx: SimContext): SimulatorControls {
       ctx.faults.clear();
       await ctx.persist();
     },
+    authenticate: (paymentId, result) => authenticate(ctx, paymentId, AuthenticateBody.parse({ result }).result),
   };
 }
 
+/** The customer's answer: the payment changes, its effect (if any) is recorded, saved, then announced. */
+async function authenticate(ctx: SimContext, paymentId: string, result: 'succeeded' | 'failed'): Promise<Reply> {
+  const { reply, effect } = authenticatePayment(ctx.store, paymentId, result);
+  const payment = ctx.store.paymentById(paymentId);
+  if (reply.status !== 200 || !payment) return reply;
+  const event = effect
+    ? commitEffect(ctx, payment.api_key, payment.idempotency_key, effect)
+    : {
+        id: newEventId(),
+        type: 'payment.failed' as const,
+        created: ctx.store.nowS(),
+        data: { payment: toPayment(payment) },
+      };
+  await ctx.persist();
+  ctx.webhooks.dispatch(payment.api_key, ctx.store.merchant(payment.api_key), event);
+  return reply;
+}
+
 const MERCHANT_PATH = /^\/_sim\/merchants\/([^/]+)$/;
+const AUTHENTICATE_PATH = /^\/_sim\/payments\/([^/]+)\/authenticate$/;
 
 /** Serves `/_sim/...`; control endpoints need no auth (development and tests only). */
 export async function handleControlRequest(
@@ -121,6 +151,11 @@ async function route(
     if (method === 'PUT') return ok(await controls.setMerchant(apiKey, body as MerchantSettingsInput));
     if (method === 'GET') return ok(controls.merchant(apiKey));
     return notAllowed();
+  }
+  const authenticating = AUTHENTICATE_PATH.exec(path);
+  if (authenticating?.[1]) {
+    if (method !== 'POST') return notAllowed();
+    return controls.authenticate(safeDecode(authenticating[1]), AuthenticateBody.parse(body).result);
   }
   switch (`${method} ${path}`) {
     case 'GET /_sim/health':

@@ -18,6 +18,8 @@ export interface Outcome {
 }
 
 const DECLINE_PREFIX = 'pm_decline';
+/** Tokens that need the customer's authentication (3-D Secure) before anything is authorized. */
+const CUSTOMER_ACTION_PREFIX = 'pm_3ds';
 
 const notFound = (id: string): Outcome => ({
   reply: errorReply(404, 'invalid_request_error', 'resource_missing', `no such payment: ${id}`, { param: 'id' }),
@@ -36,8 +38,17 @@ const tooLarge = (message: string): Outcome => ({
   reply: errorReply(400, 'invalid_request_error', 'amount_too_large', message, { param: 'amount' }),
 });
 
-/** Creates a payment; `pm_decline…` tokens decline (`pm_decline_<code>` sets the decline code). */
-export function createPayment(store: SimStore, apiKey: string, key: string | null, body: CreatePaymentBody): Outcome {
+/**
+ * Creates a payment; `pm_decline…` tokens decline (`pm_decline_<code>` sets the decline code); `pm_3ds…` tokens wait
+ * for the customer (`requires_action`, `next_action.url` from `actionUrl`): nothing is authorized, so no effect yet.
+ */
+export function createPayment(
+  store: SimStore,
+  apiKey: string,
+  key: string | null,
+  body: CreatePaymentBody,
+  actionUrl: (paymentId: string) => string,
+): Outcome {
   if (body.payment_method.startsWith(DECLINE_PREFIX)) {
     const declineCode = body.payment_method.slice(DECLINE_PREFIX.length).replace(/^_/, '') || 'generic_decline';
     return {
@@ -45,11 +56,41 @@ export function createPayment(store: SimStore, apiKey: string, key: string | nul
     };
   }
   const automatic = body.capture === 'automatic';
+  const id = store.newId('pay');
+  if (body.payment_method.startsWith(CUSTOMER_ACTION_PREFIX)) {
+    const waiting: PaymentRecord = {
+      ...newRecord(store, apiKey, key, body, id),
+      status: 'requires_action',
+      amount_captured: 0,
+      next_action: { type: 'redirect_to_url', url: actionUrl(id) },
+      capture_mode: body.capture,
+    };
+    store.addPayment(waiting);
+    return { reply: { status: 200, body: toPayment(waiting) } };
+  }
   const payment: PaymentRecord = {
-    id: store.newId('pay'),
+    ...newRecord(store, apiKey, key, body, id),
     status: automatic ? 'succeeded' : 'authorized',
-    amount: body.amount,
     amount_captured: automatic ? body.amount : 0,
+  };
+  store.addPayment(payment);
+  return {
+    reply: { status: 200, body: toPayment(payment) },
+    effect: { operation: 'create', payment, amount: body.amount },
+  };
+}
+
+/** The fields every new payment has. */
+function newRecord(
+  store: SimStore,
+  apiKey: string,
+  key: string | null,
+  body: CreatePaymentBody,
+  id: string,
+): Omit<PaymentRecord, 'status' | 'amount_captured'> {
+  return {
+    id,
+    amount: body.amount,
     amount_refunded: 0,
     currency: body.currency,
     reference: body.reference,
@@ -58,10 +99,29 @@ export function createPayment(store: SimStore, apiKey: string, key: string | nul
     api_key: apiKey,
     idempotency_key: key,
   };
-  store.addPayment(payment);
+}
+
+/**
+ * The customer's authentication of a payment waiting for it: `succeeded` authorizes (or, with automatic capture,
+ * captures) it, the create's effect at last; `failed` fails it (`authentication_failed`), no effect. The answer is the
+ * payment either way; a payment that no longer waits is 400.
+ */
+export function authenticatePayment(store: SimStore, id: string, result: 'succeeded' | 'failed'): Outcome {
+  const payment = store.paymentById(id);
+  if (!payment) return notFound(id);
+  if (payment.status !== 'requires_action') return unexpectedState(payment, 'authenticate');
+  delete payment.next_action;
+  if (result === 'failed') {
+    payment.status = 'failed';
+    payment.decline_code = 'authentication_failed';
+    return { reply: { status: 200, body: toPayment(payment) } };
+  }
+  const automatic = payment.capture_mode !== 'manual';
+  payment.status = automatic ? 'succeeded' : 'authorized';
+  payment.amount_captured = automatic ? payment.amount : 0;
   return {
     reply: { status: 200, body: toPayment(payment) },
-    effect: { operation: 'create', payment, amount: body.amount },
+    effect: { operation: 'create', payment, amount: payment.amount },
   };
 }
 
@@ -77,15 +137,20 @@ export function capturePayment(store: SimStore, apiKey: string, id: string, body
   return { reply: { status: 200, body: toPayment(payment) }, effect: { operation: 'capture', payment, amount } };
 }
 
-/** Voids an authorized payment. */
+/**
+ * Voids (cancels) an authorized payment, or one still waiting for the customer: nothing was authorized then, so its
+ * effect moves 0.
+ */
 export function voidPayment(store: SimStore, apiKey: string, id: string): Outcome {
   const payment = store.payment(apiKey, id);
   if (!payment) return notFound(id);
-  if (payment.status !== 'authorized') return unexpectedState(payment, 'void');
+  if (payment.status !== 'authorized' && payment.status !== 'requires_action') return unexpectedState(payment, 'void');
+  const released = payment.status === 'authorized' ? payment.amount : 0;
   payment.status = 'voided';
+  delete payment.next_action;
   return {
     reply: { status: 200, body: toPayment(payment) },
-    effect: { operation: 'void', payment, amount: payment.amount },
+    effect: { operation: 'void', payment, amount: released },
   };
 }
 

@@ -24,8 +24,9 @@ export interface ProviderRoute {
   paymentId?: string;
 }
 
-const PAYMENT_PATH = /^\/v1\/payments\/([^/]+)(?:\/(capture|void|refunds))?$/;
-const ACTIONS = { capture: 'capture', void: 'void', refunds: 'refund' } as const;
+const PAYMENT_PATH = /^\/v1\/payments\/([^/]+)(?:\/(capture|void|cancel|refunds))?$/;
+/** `cancel` is a void by its Stripe name (it also cancels a payment waiting for the customer): one operation. */
+const ACTIONS = { capture: 'capture', void: 'void', cancel: 'void', refunds: 'refund' } as const;
 
 /** Maps a request to a provider route; 'method_not_allowed' for a known path with the wrong method. */
 export function matchProviderRoute(method: string, path: string): ProviderRoute | 'method_not_allowed' | undefined {
@@ -224,7 +225,9 @@ function operationFor(
   switch (route.operation) {
     case 'create': {
       const input = CreatePaymentBody.safeParse(body);
-      return input.success ? () => createPayment(store, apiKey, key, input.data) : validationReply(input.error, body);
+      return input.success
+        ? () => createPayment(store, apiKey, key, input.data, (paymentId) => customerActionUrl(ctx, paymentId))
+        : validationReply(input.error, body);
     }
     case 'capture': {
       const input = CapturePaymentBody.safeParse(body);
@@ -268,8 +271,12 @@ function listFor(ctx: SimContext, apiKey: string, url: URL): (() => Outcome) | R
   };
 }
 
+/** Where the customer authenticates a payment waiting for them (the simulator's control endpoint plays that page). */
+const customerActionUrl = (ctx: SimContext, paymentId: string): string =>
+  `${ctx.baseUrl}/_sim/payments/${encodeURIComponent(paymentId)}/authenticate`;
+
 /** Records a committed effect in the ledger and builds the webhook event that announces it. */
-function commitEffect(ctx: SimContext, apiKey: string, key: string | null, effect: Effect): WebhookEvent {
+export function commitEffect(ctx: SimContext, apiKey: string, key: string | null, effect: Effect): WebhookEvent {
   const at = ctx.store.nowS();
   ctx.store.recordEffect({
     api_key: apiKey,

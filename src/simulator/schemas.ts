@@ -122,3 +122,6 @@ export const ClockAdvanceBody = z.object({
     .min(0)
     .max(10 * 365 * 86_400),
 });
+
+/** `POST /_sim/payments/:id/authenticate` body: what the customer did. */
+export const AuthenticateBody = z.object({ result: z.enum(['succeeded', 'failed']) });

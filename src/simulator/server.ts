@@ -66,6 +66,7 @@ export async function startSimulator(opts: SimulatorOptions = {}): Promise<Runni
     faults: new FaultInjector(),
     webhooks,
     persist: () => saver?.save() ?? Promise.resolve(),
+    baseUrl: '',
     signal: closing.signal,
     log,
   };
@@ -99,6 +100,7 @@ export async function startSimulator(opts: SimulatorOptions = {}): Promise<Runni
   });
   const address = server.address() as AddressInfo;
   const host = address.family === 'IPv6' ? `[${address.address}]` : address.address;
+  ctx.baseUrl = `http://${host}:${address.port}`;
 
   let closed: Promise<void> | undefined;
   const close = async (): Promise<void> => {
@@ -114,7 +116,7 @@ export async function startSimulator(opts: SimulatorOptions = {}): Promise<Runni
 
   return {
     ...controls,
-    url: `http://${host}:${address.port}`,
+    url: ctx.baseUrl,
     port: address.port,
     close: () => (closed ??= close()),
   };

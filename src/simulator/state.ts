@@ -4,7 +4,8 @@ import { FaultKind, Json, MerchantSettings, Operation } from './schemas';
 /** A payment as the provider API answers it (`GET /v1/payments/:id`, snake_case). */
 export const Payment = z.object({
   id: z.string(),
-  status: z.enum(['authorized', 'succeeded', 'voided']),
+  /** `requires_action`: waits for the customer (a `pm_3ds` token); `failed`: the customer's authentication failed. */
+  status: z.enum(['requires_action', 'authorized', 'succeeded', 'voided', 'failed']),
   amount: z.int(),
   amount_captured: z.int(),
   amount_refunded: z.int(),
@@ -12,12 +13,21 @@ export const Payment = z.object({
   reference: z.string(),
   created: z.int(),
   metadata: z.record(z.string(), z.string()).optional(),
+  /** What the customer must do, while `requires_action`. */
+  next_action: z.object({ type: z.literal('redirect_to_url'), url: z.string() }).optional(),
+  /** Why a `failed` payment failed (`authentication_failed`). */
+  decline_code: z.string().optional(),
 });
 /** A payment as the provider API answers it. */
 export type Payment = z.infer<typeof Payment>;
 
 /** A stored payment: the public payment plus its owner and the key that created it (never answered). */
-export const PaymentRecord = Payment.extend({ api_key: z.string(), idempotency_key: z.string().nullable() });
+export const PaymentRecord = Payment.extend({
+  api_key: z.string(),
+  idempotency_key: z.string().nullable(),
+  /** The capture mode a payment waiting for the customer takes once authenticated. */
+  capture_mode: z.enum(['automatic', 'manual']).optional(),
+});
 /** A stored payment. */
 export type PaymentRecord = z.infer<typeof PaymentRecord>;
 

@@ -26,6 +26,8 @@ export function toPayment(p: PaymentRecord): Payment {
     reference: p.reference,
     created: p.created,
     ...(p.metadata ? { metadata: { ...p.metadata } } : {}),
+    ...(p.next_action ? { next_action: { ...p.next_action } } : {}),
+    ...(p.decline_code ? { decline_code: p.decline_code } : {}),
   };
 }
 
@@ -87,6 +89,11 @@ export class SimStore {
   payment(apiKey: string, id: string): PaymentRecord | undefined {
     const p = this.payments.get(id);
     return p && p.api_key === apiKey ? p : undefined;
+  }
+
+  /** A payment by id, whatever its api key (the simulator's controls play the customer, who has none). */
+  paymentById(id: string): PaymentRecord | undefined {
+    return this.payments.get(id);
   }
 
   /** Stores a new payment. */

@@ -6,8 +6,9 @@ import type { MerchantSettings } from './schemas';
 import { signWebhook, SIGNATURE_HEADER } from './signature';
 import type { Payment, Refund } from './state';
 
-/** Webhook event types, one per effect kind. */
-export type WebhookEventType = 'payment.succeeded' | 'payment.authorized' | 'payment.voided' | 'refund.succeeded';
+/** Webhook event types, one per effect kind (`payment.failed`: a customer's authentication failed, no effect). */
+export type WebhookEventType =
+  'payment.succeeded' | 'payment.authorized' | 'payment.voided' | 'payment.failed' | 'refund.succeeded';
 
 /** A webhook event body. */
 export interface WebhookEvent {

@@ -3,6 +3,7 @@ import type { PaymentView } from '../domain/payment';
 import { formatWait } from '../domain/summaries';
 import type { ChargeWorkflowInput } from '../domain/workflow-inputs';
 import { onCancellationRequest } from './cancellation-request';
+import { awaitCustomer } from './customer-action';
 import { type PaymentScopes, callIn, paymentScopes } from './life-scope';
 import { allHandoffs } from './handoffs';
 import { recordKeyAnswers } from './key-answers';
@@ -102,6 +103,8 @@ async function runPayment(
           }),
         );
       }
+    } else if (status === 'requires_action') {
+      await awaitCustomer(payment);
     } else if (isClosedStatus(status) || status === 'pending') {
       break;
     }

@@ -44,6 +44,7 @@ import { formatWait, paymentCurrentDetails } from '../domain/summaries';
 import type { ChargeWorkflowInput } from '../domain/workflow-inputs';
 import { setHandlerIn } from './life-scope';
 import { Lock } from './lock';
+import type { CustomerActionPort } from './customer-action';
 import type { CreatePort } from './payment-create';
 import { MoneyMovements, type MovementsPort } from './payment-movements';
 import { MovementRequests } from './movement-requests';
@@ -90,7 +91,7 @@ export interface ChargeContinuation {
  * its operator review), each of which sees it through a port (payment-port.ts). `chargeWorkflow` registers the
  * handlers and runs the main loop.
  */
-export class PaymentEntity implements CreatePort, MovementsPort {
+export class PaymentEntity implements CreatePort, MovementsPort, CustomerActionPort {
   readonly state: PaymentState;
   readonly lock = new Lock();
   /** The lean shape (see HistoryShape) takes what it can from its input instead of recording it in history. */

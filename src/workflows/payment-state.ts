@@ -77,6 +77,8 @@ export interface PaymentState {
   refundWindowEndsAtMs?: number;
   /** Workflow time (ms) of the first provider send: the provider's key lifetime counts from it. */
   firstSentAtMs?: number;
+  /** While the payment waits for the customer: when the wait ends (workflow time, ms) and how many look-ups it made. */
+  customerWait?: { readonly expiresAtMs: number; checks: number };
   /** The provider's own status of the payment, as last reported (a void under review is settled by `voided`). */
   providerStatus?: ProviderPayment['status'];
   /** Capture/refund requests (signals) refused before anything was sent, newest last, for their callers to read. */
@@ -175,25 +177,51 @@ export function applyProviderPayment(state: PaymentState, p: ProviderPayment, no
   const before = JSON.stringify(v);
   if (!v.providerPaymentId) v.providerPaymentId = p.id;
   // Forward only, like ours: an older answer (authorized) never takes back succeeded or voided.
-  if (p.id === v.providerPaymentId && (state.providerStatus === undefined || state.providerStatus === 'authorized'))
-    state.providerStatus = p.status;
-  v.amountAuthorized = Math.max(v.amountAuthorized, p.amount);
-  v.amountCaptured = Math.max(v.amountCaptured, p.amountCaptured);
-  v.amountRefunded = Math.max(v.amountRefunded, p.amountRefunded);
+  const open = [undefined, 'authorized', 'requires_action'];
+  if (p.id === v.providerPaymentId && open.includes(state.providerStatus)) state.providerStatus = p.status;
+  if (movedMoney(p, v.status)) {
+    v.amountAuthorized = Math.max(v.amountAuthorized, p.amount);
+    v.amountCaptured = Math.max(v.amountCaptured, p.amountCaptured);
+    v.amountRefunded = Math.max(v.amountRefunded, p.amountRefunded);
+  }
   // needs_review is left only through reviewSatisfied() or an operator, never by a side door.
   const next = forwardStatus(v.status, p.status);
-  if (next !== v.status) setStatus(state, next, nowIso);
+  if (next !== v.status) {
+    setStatus(state, next, nowIso);
+    customerOutcome(state, p, next);
+  }
   const changed = JSON.stringify(v) !== before;
   if (changed) v.updatedAt = nowIso;
   return changed;
 }
 
+/**
+ * Whether a provider payment's amounts are money the provider holds: not while it waits for the customer, nor once
+ * their authentication failed, nor a cancel of one that never got past waiting (ours still waits, or was declined).
+ */
+function movedMoney(p: ProviderPayment, ours: PaymentStatus): boolean {
+  if (p.status === 'requires_action' || p.status === 'failed') return false;
+  return p.status !== 'voided' || (ours !== 'requires_action' && ours !== 'declined');
+}
+
+/** What a payment the customer had to act on keeps of it: where to send them, or why it ended declined. */
+function customerOutcome(state: PaymentState, p: ProviderPayment, next: PaymentStatus): void {
+  const v = state.view;
+  if (next === 'requires_action' && p.nextAction) v.nextAction = { ...p.nextAction };
+  if (next !== 'declined') return;
+  // Failed by the customer, or cancelled while it waited for them (the wait's own cancel when it expired).
+  v.declineCode = p.status === 'failed' ? (p.declineCode ?? 'authentication_failed') : 'action_expired';
+}
+
 /** The status a provider payment status moves ours to, only ever forward. */
 export function forwardStatus(ours: PaymentStatus, theirs: ProviderPayment['status']): PaymentStatus {
-  const movable = ours === 'pending' || ours === 'unknown' || ours === 'authorized';
+  const movable = ours === 'pending' || ours === 'unknown' || ours === 'authorized' || ours === 'requires_action';
   if (!movable) return ours;
+  if (theirs === 'requires_action') return ours === 'authorized' ? ours : 'requires_action';
+  // Only a payment that never reached authorized can fail the customer's authentication or be cancelled unauthorized.
+  if (theirs === 'failed') return ours === 'authorized' ? ours : 'declined';
   if (theirs === 'succeeded') return 'succeeded';
-  if (theirs === 'voided') return 'voided';
+  if (theirs === 'voided') return ours === 'requires_action' ? 'declined' : 'voided';
   return ours === 'authorized' ? ours : 'authorized';
 }
 
@@ -304,6 +332,7 @@ export function setStatus(state: PaymentState, status: PaymentStatus, nowIso: st
   if (status === 'needs_review') v.review = { reason: reviewReason ?? 'outcome unknown' };
   else delete v.review;
   if (status !== 'unknown' && status !== 'needs_review') delete v.unknownSince;
+  if (status !== 'requires_action') delete v.nextAction;
   // A capture is final (the provider releases the rest, as Stripe does) and a void releases all that was authorized.
   const released = v.amountAuthorized - v.amountCaptured;
   if ((status === 'succeeded' || status === 'voided') && released > 0) v.amountReleased = released;

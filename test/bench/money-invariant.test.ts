@@ -187,4 +187,31 @@ describe('the money invariant every ledger harness holds (bench/money-invariant.
       'stuck 7: m1/k1 stays needs_review after every review was resolved',
     ]);
   });
+
+  it('rule 8: a payment declined after waiting for the customer moved nothing, and an expired one was cancelled', () => {
+    const expired = {
+      status: 'declined',
+      declineCode: 'action_expired',
+      amountAuthorized: 0,
+      amountCaptured: 0,
+      amountRefunded: 0,
+      providerPaymentId: 'pay_3ds',
+    };
+    const cancel = effect('void', 'void-key', 0, 'pay_3ds');
+    const of = (final: typeof expired, effects: LedgerEffect[]) =>
+      problems({ payments: [{ merchantId: m, key: 'k8', capture: 'automatic', final }], ledger: { effects } });
+    // Holds: cancelled at the provider, nothing charged; a failed authentication needs no cancel.
+    expect(of(expired, [cancel])).toEqual([]);
+    expect(of({ ...expired, declineCode: 'authentication_failed' }, [])).toEqual([]);
+    // Broken: expired without a cancel; a cancel that released money; a view that shows money.
+    expect(of(expired, [])).toEqual([expect.stringMatching(/^mismatch 8: .* never cancelled/)]);
+    expect(of(expired, [{ ...cancel, amount: 1_000 }])).toEqual([expect.stringMatching(/^mismatch 8: .* moved/)]);
+    expect(of({ ...expired, amountAuthorized: 1_000 }, [cancel])).toEqual([
+      expect.stringMatching(/^mismatch 8: .* shows money/),
+    ]);
+    // Still waiting at the end is stuck (rule 7).
+    expect(of({ ...expired, status: 'requires_action' }, [])).toEqual([
+      expect.stringMatching(/^stuck 7: .* stays requires_action/),
+    ]);
+  });
 });

@@ -57,6 +57,7 @@ describe('loadConfig', () => {
       AUTH_EXPIRY_MS: '5000',
       REFUND_WINDOW_MS: '6000',
       UNKNOWN_SWEEP_THRESHOLD_MS: '1000',
+      CUSTOMER_ACTION_TIMEOUT_MS: '7000',
       RETRY_INITIAL_INTERVAL_MS: '50',
       RETRY_MAX_INTERVAL_MS: '500',
       RETRY_CREATE_BUDGET_MS: '20000',
@@ -70,7 +71,10 @@ describe('loadConfig', () => {
       authorizationExpiryMs: 5000,
       refundWindowMs: 6000,
       unknownSweepThresholdMs: 1000,
+      customerActionTimeoutMs: 7000,
     });
+    // A payment waits for the customer one hour unless told otherwise.
+    expect(loadConfig({}).timings.customerActionTimeoutMs).toBe(3_600_000);
     expect(c.retry.create).toEqual({ initialIntervalMs: 50, maximumIntervalMs: 500, budgetMs: 20_000 });
     expect(c.retry.lookup).toEqual({ initialIntervalMs: 50, maximumIntervalMs: 500, maximumAttempts: 3 });
     expect(c.PROVIDER_TOTAL_TIMEOUT_MS).toBe(10_000);

@@ -131,8 +131,8 @@ describe('other request bodies', () => {
 });
 
 describe('PaymentStatus and PaymentView', () => {
-  it('lists the eight statuses and which are terminal or settled', () => {
-    expect(PaymentStatus.options).toHaveLength(8);
+  it('lists the nine statuses and which are terminal or settled', () => {
+    expect(PaymentStatus.options).toHaveLength(9);
     expect(PaymentStatus.options.filter(isTerminalStatus).sort()).toEqual([
       'declined',
       'failed',
@@ -142,6 +142,7 @@ describe('PaymentStatus and PaymentView', () => {
     expect(PaymentStatus.options.filter((s) => !isSettledStatus(s)).sort()).toEqual([
       'needs_review',
       'pending',
+      'requires_action',
       'unknown',
     ]);
   });

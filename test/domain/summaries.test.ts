@@ -43,6 +43,21 @@ it('keeps the current details to status, amounts, attempts and the review reason
   expect(details).toContain('needs review: create not found');
 });
 
+it('says in the current details that a payment waits for the customer, and nothing of the kind once it ended', () => {
+  const waiting = {
+    status: 'requires_action',
+    amount: { value: 1000, currency: 'EUR' },
+    amountAuthorized: 0,
+    amountCaptured: 0,
+    amountRefunded: 0,
+    attempts: 1,
+  };
+  expect(paymentCurrentDetails(waiting)).toContain('waits for the customer to authenticate the payment');
+  const expired = paymentCurrentDetails({ ...waiting, status: 'declined', declineCode: 'action_expired' });
+  expect(expired).not.toContain('waits for the customer');
+  expect(expired).toContain('declined: `action_expired`');
+});
+
 it('keeps every operator verdict in the current details: who, what, the review it answered, when, the note', () => {
   const details = paymentCurrentDetails({
     status: 'authorized',

@@ -191,7 +191,7 @@ export class LongRetryAfter implements Cmd {
 }
 
 const settled = (v: PaymentView | undefined) =>
-  v !== undefined && !['pending', 'unknown', 'needs_review'].includes(v.status);
+  v !== undefined && !['pending', 'unknown', 'requires_action', 'needs_review'].includes(v.status);
 
 /**
  * A settled payment's key is repeated while a new key of the same order is still pending (its create held at the

@@ -108,6 +108,51 @@ export class Charge implements Cmd {
     })${describeFault(this.fault)}`;
 }
 
+/** What the customer of a payment that needs them does: completes it, fails the authentication, or nothing. */
+export type CustomerAct = 'kept' | 'refused' | 'abandoned';
+
+/**
+ * A charge whose payment method needs the customer (`pm_3ds`): 202 `requires_action` with `nextAction`; the customer
+ * (a POST to the simulator's authentication page the `nextAction` names) then keeps it, refuses it or abandons it.
+ * Whatever it did, the payment must end as the provider holds it (the money invariant: authorized or succeeded with one
+ * create effect, or declined with nothing charged and, when abandoned, a cancel at the provider).
+ */
+export class CustomerCharge implements Cmd {
+  constructor(
+    readonly merchant: MerchantName,
+    readonly capture: 'automatic' | 'manual',
+    readonly act: CustomerAct,
+  ) {}
+  check = () => true;
+  async run(m: Model, w: World) {
+    const body: ChargeBody = {
+      orderId: fresh(m, 'order'),
+      amount: { value: 1_500, currency: 'EUR' },
+      paymentMethod: 'pm_3ds_required',
+      capture: this.capture,
+    };
+    const r = await sendCharge(m, w, this.merchant, fresh(m, 'pay'), body, this.toString());
+    assertOneOf(m, this.toString(), r, MOVING);
+    const view = r.body as unknown as PaymentView;
+    // Before its timeout nothing but the customer can move it: the first answer waits for them.
+    if (view.status !== 'requires_action' || view.nextAction?.type !== 'redirect_to_url') {
+      violation(m, `${this}: expected requires_action with a redirect, got ${JSON.stringify(r.body)}`);
+      return;
+    }
+    if (this.act === 'abandoned') return;
+    const res = await fetch(view.nextAction.url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ result: this.act === 'kept' ? 'succeeded' : 'failed' }),
+    });
+    m.trace.push(`  customer ${this.act === 'kept' ? 'authenticates' : 'fails'} -> ${res.status}`);
+    // 400: the wait already expired and cancelled it (a loaded machine); the invariant holds either way.
+    if (res.status !== 200 && res.status !== 400) violation(m, `${this}: the customer's page answered ${res.status}`);
+    await res.arrayBuffer();
+  }
+  toString = () => `customerCharge(${this.merchant}, ${this.capture}, ${this.act})`;
+}
+
 /** The other merchant charges the same order reference and amount as an existing payment (issue 8, defect 4). */
 export class ChargeSameReference implements Cmd {
   constructor(
@@ -120,15 +165,23 @@ export class ChargeSameReference implements Cmd {
     const merchant = other(p.merchant);
     await arm(w, this.fault, 'create', p.body.orderId);
     const label = `${this.toString()} [${merchant} copies ${p.merchant}/${p.key}]`;
+    // This merchant's own earlier payments of the order (a copy of a copy comes back to it): one may still be open.
+    const own = m.payments
+      .filter((x) => x.merchant === merchant && x.body.orderId === p.body.orderId)
+      .map((x) => x.key);
     const r = await sendCharge(m, w, merchant, fresh(m, 'pay'), { ...p.body }, label);
-    // Another merchant's open payment for the same order is none of this merchant's business: no payment_in_flight.
-    assertOneOf(m, label, r, MOVING);
+    // Another merchant's open payment for the same order is none of this merchant's business: no payment_in_flight,
+    // unless it names one of this merchant's own payments of the order.
+    const named = (r.body.error as { paymentKey?: unknown } | undefined)?.paymentKey;
+    const namesOwn = r.status === 409 && own.includes(String(named));
+    assertOneOf(m, label, r, namesOwn ? ['409:payment_in_flight'] : MOVING);
   }
   toString = () => `chargeSameReference(#${this.index})${describeFault(this.fault)}`;
 }
 
 /**
- * The same merchant charges the same order under a new key. While the first payment is pending or unknown (before
+ * The same merchant charges the same order under a new key. While the first payment is pending, unknown or waits for
+ * the customer (before
  * and after this request), the answer must be 409 `payment_in_flight` (issue 8, defect 10); `whileUnknown` first makes
  * a payment whose create is in an outage, so its outcome stays open for seconds.
  */
@@ -159,7 +212,7 @@ export class ChargeSameOrder implements Cmd {
     const before = await w.api('GET', `/v1/payments/${p.key}`, { merchant: p.merchant });
     const r = await sendCharge(m, w, p.merchant, fresh(m, 'pay'), { ...p.body }, `${this.toString()} [${p.key}]`);
     const after = await w.api('GET', `/v1/payments/${p.key}`, { merchant: p.merchant });
-    const open = (v: ApiResponse) => v.body.status === 'pending' || v.body.status === 'unknown';
+    const open = (v: ApiResponse) => ['pending', 'unknown', 'requires_action'].includes(String(v.body.status));
     if (open(before) && open(after)) {
       assertOneOf(m, `${this} while ${p.key} stayed ${String(after.body.status)}`, r, ['409:payment_in_flight']);
     } else {

@@ -22,7 +22,8 @@ async function unsettled(w: World, m: Model, p: PaymentRec): Promise<string | un
   if (r.status !== 200) return `GET answered ${r.status}`;
   const view = r.body as unknown as PaymentView;
   see(p, view);
-  if (view.status === 'pending' || view.status === 'unknown') return `status ${view.status}`;
+  if (view.status === 'pending' || view.status === 'unknown' || view.status === 'requires_action')
+    return `status ${view.status}`;
   const running = view.operations?.filter((o) => o.state === 'running') ?? [];
   if (running.length > 0) return `operation ${running.map((o) => `${o.kind} ${o.key}`).join(', ')} running`;
   // The children of today's workflows; an id that was never started is simply not found.
@@ -179,6 +180,8 @@ function ownership(
   for (const p of m.payments) {
     addIntent(p.merchant, 'create', p.key);
     addIntent(p.merchant, 'void', `${p.key}:void`);
+    // The cancel of a payment whose customer never acted (customer-action.ts).
+    addIntent(p.merchant, 'void', `${p.key}:cancel`);
   }
   for (const o of m.ops) addIntent(o.merchant, o.kind, o.key);
   for (const e of effects) {

@@ -12,6 +12,8 @@ import {
   ChargeUnknownProvider,
   type Cmd,
   ConcurrentOp,
+  type CustomerAct,
+  CustomerCharge,
   FlushWebhooks,
   MerchantResolve,
   OperatorResolve,
@@ -36,6 +38,7 @@ export const commandNames = [
   'chargeSameReference',
   'chargeSameOrder',
   'chargeUnknownProvider',
+  'customerCharge',
   'repeatCharge',
   'reuseChargeKey',
   'capture',
@@ -163,6 +166,17 @@ export function commandArbs(exclude: readonly string[], heavy = 1): fc.Arbitrary
     ['chargeSameReference', fc.tuple(index, createFaults).map(([i, f]) => new ChargeSameReference(i, f)), 1],
     ['chargeSameOrder', fc.tuple(index, fc.boolean()).map(([i, u]) => new ChargeSameOrder(i, u)), 1],
     ['chargeUnknownProvider', merchant.map((mm) => new ChargeUnknownProvider(mm)), 1],
+    [
+      'customerCharge',
+      fc
+        .tuple(
+          merchant,
+          fc.constantFrom<'automatic' | 'manual'>('automatic', 'manual'),
+          fc.constantFrom<CustomerAct>('kept', 'refused', 'abandoned'),
+        )
+        .map(([mm, capture, act]) => new CustomerCharge(mm, capture, act)),
+      1,
+    ],
     ['repeatCharge', index.map((i) => new RepeatCharge(i)), 1],
     ['reuseChargeKey', index.map((i) => new ReuseChargeKey(i)), 1],
     [

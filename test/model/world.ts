@@ -34,6 +34,8 @@ export const modelTimings: PaymentTimings = {
   authorizationExpiryMs: 600_000,
   refundWindowMs: 600_000,
   unknownSweepThresholdMs: 3_600_000,
+  // A customer who never acts: the payment is cancelled and declined within seconds (look-ups at 1, 2.5, 4.5 s).
+  customerActionTimeoutMs: 6_000,
 };
 
 /** Two attempts per write within seconds; the HTTP client's total timeout (1.4-1.5 s, fleet.ts) bounds each call. */
@@ -61,7 +63,7 @@ export type MerchantName = 'a' | 'b';
 /** A provider payment as the simulator answers `GET /v1/payments/:id`. */
 export interface SimPayment {
   readonly id: string;
-  readonly status: 'authorized' | 'succeeded' | 'voided';
+  readonly status: 'requires_action' | 'authorized' | 'succeeded' | 'voided' | 'failed';
   readonly amount: number;
   readonly amount_captured: number;
   readonly amount_refunded: number;

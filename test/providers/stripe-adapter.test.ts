@@ -1,7 +1,8 @@
 /**
  * The Stripe adapter against stripe-mock (Stripe's official mock: its OpenAPI spec validates every request we send, in
  * the API version the `stripe` package pins, `-strict-version-check`), and against a local server answering Stripe's
- * error bodies for what stripe-mock cannot produce (it never declines, rate-limits or locks a key).
+ * error bodies for what stripe-mock cannot produce (it never declines, rate-limits or locks a key). PaymentIntents that
+ * wait for the customer (3-D Secure) are read from fixtures changed to Stripe's shapes for them (at the end).
  *
  * stripe-mock is stateless: every PaymentIntent answer is its one fixture with the request's fields reflected (amount,
  * currency, capture_method, amount_to_capture, ids in the path). It cannot show a payment moving from authorized to
@@ -16,10 +17,11 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import pino from 'pino';
+import Stripe from 'stripe';
 import { type RunningStripeMock, resolveStripeMock, startStripeMock } from '../../scripts/lib/stripe-mock';
 import { ErrorType } from '../../src/domain/errors';
 import { isProviderError } from '../../src/providers/errors';
-import { StripeProvider } from '../../src/providers/stripe';
+import { StripeProvider, StripeWebhookVerifier } from '../../src/providers/stripe';
 
 const logger = pino({ level: 'silent' });
 const ctx = (op: string) => ({ idempotencyKey: `${op}:m1:${randomUUID()}`, attempt: 1 });
@@ -288,5 +290,117 @@ describe('Stripe adapter: error shapes stripe-mock cannot produce, through the S
     const failure = await failureOf(charge(stripe));
     expect(failure).toMatchObject({ type: ErrorType.OutcomeUnknown, operation: 'create' });
     await stripe.close();
+  });
+});
+
+// PaymentIntents that wait for the customer (3-D Secure): stripe-mock answers its PaymentIntent fixture changed to what
+// Stripe shows for one (`requires_action` with `next_action.redirect_to_url`) and for one whose customer failed the
+// authentication (`requires_payment_method` with `payment_intent_authentication_failure`); requests are still
+// validated against Stripe's spec.
+const REDIRECT = 'https://hooks.stripe.com/3d_secure_2/hosted?merchant=acct_1&payment_intent=pi_1';
+
+const input = {
+  amount: 2_000,
+  currency: 'EUR',
+  reference: 'order-3ds',
+  paymentMethod: 'pm_card_authenticationRequired',
+  capture: 'automatic',
+} as const;
+
+describe('Stripe adapter: PaymentIntents that wait for the customer (stripe-mock)', () => {
+  let waiting: RunningStripeMock;
+  let failedAuth: RunningStripeMock;
+
+  beforeAll(async () => {
+    const mock = await resolveStripeMock();
+    const dir = mkdtempSync(path.join(tmpdir(), 'stripe-mock-3ds-'));
+    [waiting, failedAuth] = await Promise.all([
+      startStripeMock(mock.path, {
+        fixtures: fixturesWith(mock.fixtures, dir, 'waiting', {
+          status: 'requires_action',
+          next_action: { type: 'redirect_to_url', redirect_to_url: { url: REDIRECT, return_url: 'https://shop/ret' } },
+        }),
+      }),
+      startStripeMock(mock.path, {
+        fixtures: fixturesWith(mock.fixtures, dir, 'failed', {
+          status: 'requires_payment_method',
+          last_payment_error: { type: 'invalid_request_error', code: 'payment_intent_authentication_failure' },
+        }),
+      }),
+    ]);
+  }, 120_000);
+
+  afterAll(async () => {
+    await Promise.all([waiting?.close(), failedAuth?.close()]);
+  });
+
+  it('a create answered requires_action + redirect_to_url is requires_action with nextAction, not a decline', async () => {
+    const stripe = provider(waiting.url);
+    const result = await stripe.createPayment(input, ctx('create'));
+    expect(result).toMatchObject({
+      outcome: 'requires_action',
+      payment: { status: 'requires_action', nextAction: { type: 'redirect_to_url', url: REDIRECT }, amountCaptured: 0 },
+    });
+    // A look-up (the wait's schedule) reads the same: still waiting, not "no payment".
+    await expect(stripe.getPayment('pi_waiting')).resolves.toMatchObject({
+      id: 'pi_waiting',
+      status: 'requires_action',
+      nextAction: { url: REDIRECT },
+    });
+    await stripe.close();
+  });
+
+  it('a failed authentication is a decline authentication_failed on create, and failed on a look-up', async () => {
+    const stripe = provider(failedAuth.url);
+    await expect(stripe.createPayment(input, ctx('create'))).resolves.toEqual({
+      outcome: 'declined',
+      declineCode: 'authentication_failed',
+    });
+    await expect(stripe.getPayment('pi_failed')).resolves.toMatchObject({
+      status: 'failed',
+      declineCode: 'authentication_failed',
+    });
+    await stripe.close();
+  });
+});
+
+describe('Stripe webhooks of a PaymentIntent whose customer failed the authentication', () => {
+  const secret = 'whsec_3ds_test';
+  const verifier = new StripeWebhookVerifier({ secret, toleranceS: 300 });
+  const signed = (type: string, object: Record<string, unknown>) => {
+    const raw = JSON.stringify({ id: `evt_${randomUUID()}`, type, created: 1_700_000_000, data: { object } });
+    const header = new Stripe('sk_test_123').webhooks.generateTestHeaderString({ payload: raw, secret });
+    return verifier.verify(raw, { 'stripe-signature': header });
+  };
+  const intent = {
+    id: 'pi_3ds',
+    status: 'requires_payment_method',
+    amount: 2_000,
+    amount_received: 0,
+    currency: 'eur',
+    created: 1_700_000_000,
+    metadata: { merchant_id: 'm1', payment_key: 'k1', reference: 'order-3ds' },
+  };
+
+  it('payment_intent.payment_failed with payment_intent_authentication_failure is payment.failed authentication_failed', () => {
+    const verdict = signed('payment_intent.payment_failed', {
+      ...intent,
+      last_payment_error: { type: 'invalid_request_error', code: 'payment_intent_authentication_failure' },
+    });
+    expect(verdict).toMatchObject({
+      kind: 'event',
+      event: {
+        type: 'payment.failed',
+        payment: { id: 'pi_3ds', status: 'failed', declineCode: 'authentication_failed' },
+      },
+    });
+  });
+
+  it('a card refused after confirmation (no authentication involved) stays no payment: ignored', () => {
+    const verdict = signed('payment_intent.payment_failed', {
+      ...intent,
+      last_payment_error: { type: 'card_error', code: 'card_declined', decline_code: 'insufficient_funds' },
+    });
+    expect(verdict).toMatchObject({ kind: 'ignored' });
   });
 });

@@ -54,7 +54,7 @@ export function verifySimulatorSignature(
  */
 export const SimulatorWebhookEvent = z.object({
   id: z.string().min(1).max(255),
-  type: z.enum(['payment.succeeded', 'payment.authorized', 'payment.voided', 'refund.succeeded']),
+  type: z.enum(['payment.succeeded', 'payment.authorized', 'payment.voided', 'payment.failed', 'refund.succeeded']),
   created: z.number().int().nonnegative(),
   data: z.object({
     payment: ProviderPaymentWire.extend({

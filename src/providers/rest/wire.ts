@@ -9,7 +9,7 @@ const minorUnits = z.number().int().nonnegative();
 /** A payment as the provider API serves it. */
 export const ProviderPaymentWire = z.object({
   id: z.string().min(1),
-  status: z.enum(['authorized', 'succeeded', 'voided']),
+  status: z.enum(['requires_action', 'authorized', 'succeeded', 'voided', 'failed']),
   amount: minorUnits,
   amount_captured: minorUnits,
   amount_refunded: minorUnits,
@@ -17,6 +17,8 @@ export const ProviderPaymentWire = z.object({
   reference: z.string(),
   created: z.number(),
   metadata: z.record(z.string(), z.string()).optional(),
+  next_action: z.object({ type: z.literal('redirect_to_url'), url: z.string().min(1) }).optional(),
+  decline_code: z.string().optional(),
 });
 export type ProviderPaymentWire = z.infer<typeof ProviderPaymentWire>;
 
@@ -31,18 +33,26 @@ export const toPayment = (p: ProviderPaymentWire): ProviderPayment => ({
   reference: p.reference,
   created: p.created,
   ...(p.metadata ? { metadata: p.metadata } : {}),
+  ...(p.next_action ? { nextAction: { type: p.next_action.type, url: p.next_action.url } } : {}),
+  ...(p.decline_code ? { declineCode: p.decline_code } : {}),
 });
 
 /** Any payment answer (capture, void, get, list items). */
 export const ProviderPaymentSchema = ProviderPaymentWire.transform(toPayment);
 
 /**
- * The answer to a create: only `authorized` or `succeeded` make sense; anything else is not an answer we can act on,
- * so it is an unparseable 2xx (OutcomeUnknown) and the workflow reconciles by lookup.
+ * The answer to a create: `authorized`, `succeeded`, or `requires_action` with the customer's `next_action`; anything
+ * else is not an answer we can act on, so it is an unparseable 2xx (OutcomeUnknown) and the workflow reconciles by
+ * lookup.
  */
 export const CreatedPaymentSchema = ProviderPaymentWire.extend({
-  status: z.enum(['authorized', 'succeeded']),
-}).transform((p) => ({ ...toPayment(p), status: p.status }));
+  status: z.enum(['authorized', 'succeeded', 'requires_action']),
+})
+  .refine((p) => p.status !== 'requires_action' || p.next_action !== undefined, {
+    message: 'requires_action without next_action',
+    path: ['next_action'],
+  })
+  .transform((p) => ({ ...toPayment(p), status: p.status }));
 
 /** A refund as the provider API serves it. */
 export const ProviderRefundWire = z.object({

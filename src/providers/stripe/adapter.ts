@@ -124,12 +124,14 @@ export class StripeProvider implements PaymentProvider {
       );
       const state = intentState(parse(PaymentIntentWire, pi, 'create'));
       const replayed = scope.replayed === true;
-      if (state.kind === 'payment' && state.payment.status !== 'voided') {
-        return { outcome: state.payment.status, payment: state.payment, replayed };
+      if (state.kind === 'payment') {
+        const { payment } = state;
+        if (payment.status === 'failed') return { outcome: 'declined', declineCode: payment.declineCode ?? 'failed' };
+        if (payment.status !== 'voided') return { outcome: payment.status, payment, replayed };
       }
       // Confirmed but waiting for a payment method again: the card was refused (Stripe answers 402 for that, but
-      // a replayed or an asynchronous refusal reads like this); waiting for the customer (3-D Secure): nobody can
-      // complete it here, so nothing will move.
+      // a replayed or an asynchronous refusal reads like this); an action other than a redirect: nobody can complete
+      // it here, so nothing will move.
       if (state.kind === 'open') return { outcome: 'declined', declineCode: state.declineCode ?? state.status };
       throw new OutcomeUnknownError({ operation: 'create', reason: 'unexpected_status', code: pi.status });
     });

@@ -20,6 +20,8 @@ const intentEvents: Readonly<Record<string, ProviderEvent['type']>> = {
   'payment_intent.succeeded': 'payment.succeeded',
   'payment_intent.amount_capturable_updated': 'payment.authorized',
   'payment_intent.canceled': 'payment.voided',
+  // A customer's failed 3-D Secure (the PaymentIntent reads `failed`, see intentState); other failures read `open`.
+  'payment_intent.payment_failed': 'payment.failed',
 };
 
 // Stripe's verifier needs no key to check a signature: this placeholder never reaches Stripe.

@@ -32,6 +32,10 @@ export const PaymentIntentWire = z.object({
   last_payment_error: z
     .object({ type: z.string().optional(), code: z.string().nullish(), decline_code: z.string().nullish() })
     .nullish(),
+  /** What the customer must do while `requires_action` (3-D Secure: `redirect_to_url`). */
+  next_action: z
+    .object({ type: z.string(), redirect_to_url: z.object({ url: z.string().nullish() }).nullish() })
+    .nullish(),
 });
 export type PaymentIntentWire = z.infer<typeof PaymentIntentWire>;
 
@@ -50,8 +54,10 @@ export const referenceMetadataKey = 'reference';
 
 /**
  * Where a PaymentIntent stands in the domain's terms. `requires_capture`, `succeeded` and `canceled` are payments
- * (authorized, captured, voided); a PaymentIntent still waiting for a payment method, a confirmation or a customer action
- * moved no money (`open`); `processing` may still move money (`processing`).
+ * (authorized, captured, voided); `requires_action` with a `redirect_to_url` is a payment waiting for the customer, and
+ * one whose authentication failed (back to `requires_payment_method` with `payment_intent_authentication_failure`) is
+ * `failed` (`authentication_failed`); a PaymentIntent still waiting for a payment method, a confirmation or another
+ * action moved no money (`open`); `processing` may still move money (`processing`).
  */
 export type IntentState =
   | { readonly kind: 'payment'; readonly payment: ProviderPayment }
@@ -64,9 +70,12 @@ const statusOf: Readonly<Record<string, ProviderPayment['status']>> = {
   canceled: 'voided',
 };
 
+/** Stripe's code for a PaymentIntent whose customer failed (or abandoned) 3-D Secure. */
+const AUTHENTICATION_FAILURE = 'payment_intent_authentication_failure';
+
 /** A PaymentIntent in the domain's shape (currency upper case, refunds from its expanded charge). */
 export function intentState(pi: PaymentIntentWire): IntentState {
-  const status = Object.hasOwn(statusOf, pi.status) ? statusOf[pi.status] : undefined;
+  const status = customerStatus(pi) ?? (Object.hasOwn(statusOf, pi.status) ? statusOf[pi.status] : undefined);
   if (pi.status === 'processing') return { kind: 'processing' };
   if (status === undefined) {
     const error = pi.last_payment_error;
@@ -87,8 +96,29 @@ export function intentState(pi: PaymentIntentWire): IntentState {
       reference: metadata[referenceMetadataKey] ?? '',
       created: pi.created,
       ...(Object.keys(metadata).length > 0 ? { metadata } : {}),
+      ...customerFields(pi, status),
     },
   };
+}
+
+/** The customer's part of a PaymentIntent: waiting for them (with a URL to send them to), or failed by them. */
+function customerStatus(pi: PaymentIntentWire): ProviderPayment['status'] | undefined {
+  if (pi.status === 'requires_action' && redirectUrl(pi) !== undefined) return 'requires_action';
+  if (pi.status === 'requires_payment_method' && pi.last_payment_error?.code === AUTHENTICATION_FAILURE)
+    return 'failed';
+  return undefined;
+}
+
+const redirectUrl = (pi: PaymentIntentWire): string | undefined =>
+  pi.next_action?.type === 'redirect_to_url' ? (pi.next_action.redirect_to_url?.url ?? undefined) : undefined;
+
+function customerFields(
+  pi: PaymentIntentWire,
+  status: ProviderPayment['status'],
+): Pick<ProviderPayment, 'nextAction' | 'declineCode'> {
+  const url = redirectUrl(pi);
+  if (status === 'requires_action' && url !== undefined) return { nextAction: { type: 'redirect_to_url', url } };
+  return status === 'failed' ? { declineCode: 'authentication_failed' } : {};
 }
 
 /** A refunded charge (`charge.refunded` webhook) as its PaymentIntent's payment; null without a PaymentIntent. */
