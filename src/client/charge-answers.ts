@@ -96,7 +96,11 @@ export async function startedWithoutAnswer(
  * provider call settled (its progress), read by query (nothing in history) until `answerBy`; past it the current
  * view if a worker answered at all, undefined if none did.
  */
-async function firstAnswer(ctx: ClientContext, workflowId: string, answerBy: number): Promise<PaymentView | undefined> {
+export async function firstAnswer(
+  ctx: ClientContext,
+  workflowId: string,
+  answerBy: number,
+): Promise<PaymentView | undefined> {
   const handle = chargeHandle(ctx, workflowId);
   let last: PaymentView | undefined;
   try {

@@ -9,13 +9,20 @@ import {
   WorkflowUpdateRPCTimeoutOrCancelledError,
   WorkflowUpdateStage,
 } from '@temporalio/client';
-import { paymentQuery, submitUpdate } from '../domain/definitions';
+import { acceptUpdate, paymentQuery } from '../domain/definitions';
 import { ChargeRequest, type PaymentView } from '../domain/payment';
 import { MerchantIdAttr, OrderIdAttr, PaymentStatusAttr, ProviderAttr } from '../domain/search-attributes';
 import { paymentStaticDetails, paymentSummary } from '../domain/summaries';
 import type { ChargeWorkflowInput, PaymentTimings } from '../domain/workflow-inputs';
 import type { chargeWorkflow } from '../workflows';
-import { type ChargeMemo, type ChargeResult, replayClosed, startedWithoutAnswer, wasStartedBy } from './charge-answers';
+import {
+  type ChargeMemo,
+  type ChargeResult,
+  firstAnswer,
+  replayClosed,
+  startedWithoutAnswer,
+  wasStartedBy,
+} from './charge-answers';
 import { chargeHandle, paymentScope } from './context';
 import { ValidationError } from './errors';
 import { closedBeforeUpdate, parseOrThrow, translateUpdateFailure, updateFailureOf } from './failures';
@@ -128,7 +135,7 @@ async function startCharge(
     workflowId,
     taskQueue: ctx.taskQueue,
     // A repeat of a running payment is answered by query (startedWithoutAnswer), never by an update that would reach
-    // the workflow in the middle of its life: only the first workflow task accepts `submit` (definitions.ts says why).
+    // the workflow in the middle of its life: only the first workflow task accepts `accept` (definitions.ts says why).
     workflowIdConflictPolicy: 'FAIL',
     // A closed payment is never charged again under its key: the repeat gets the stored result.
     workflowIdReusePolicy: 'REJECT_DUPLICATE',
@@ -169,9 +176,9 @@ async function startCharge(
 }
 
 /**
- * Update-with-Start for the lean shape: the workflow answers `submit` when the first provider call settled, and this
- * client waits for that at most `submitWaitMs` (its own deadline, no timer in the workflow's history); past it the
- * current view answers (pending: 202), and the payment goes on. Without a worker neither acceptance nor the query
+ * Update-with-Start for the lean shape: the workflow answers `accept` at once, and this client reads the first
+ * provider call's answer by query for at most `submitWaitMs` (its own deadline, nothing in the workflow's history);
+ * past it the current view answers (pending: 202), and the payment goes on. Without a worker neither acceptance nor the query
  * comes by `deadline`: the caller then answers from what Temporal durably has (see startedWithoutAnswer).
  */
 async function submitLean(
@@ -182,14 +189,17 @@ async function submitLean(
   deadline: number,
 ): Promise<PaymentView> {
   const update = await ctx.client.connection.withDeadline(deadline, () =>
-    ctx.starts().workflow.startUpdateWithStart(submitUpdate, {
+    ctx.starts().workflow.startUpdateWithStart(acceptUpdate, {
       args: [{ fingerprint }],
       startWorkflowOperation,
       waitForStage: WorkflowUpdateStage.ACCEPTED,
     }),
   );
   try {
-    return await ctx.client.connection.withDeadline(deadline, () => update.result());
+    const view = await ctx.client.connection.withDeadline(deadline, () => update.result());
+    // `accept` answers at once (definitions.ts says why): the first call's answer is read by query, as a repeat's is.
+    if (view.status !== 'pending') return view;
+    return (await firstAnswer(ctx, workflowId, deadline)) ?? view;
   } catch (err) {
     if (!(err instanceof WorkflowUpdateRPCTimeoutOrCancelledError)) throw err;
     return ctx.client.connection.withDeadline(Math.max(deadline, Date.now() + 1_000), () =>

@@ -37,8 +37,18 @@ export interface RefundArgs {
 /** `resolve` args: the operator's verdict; `operator` is who (for the audit trail, never customer data). */
 export type ResolveArgs = ResolveRequest & { readonly operator?: string };
 
-/** Submits the charge (Update-with-Start); answers the view once the first provider call settled or after `submitWaitMs`. */
+/**
+ * Submits the charge (Update-with-Start) as histories before `acceptUpdate` recorded it: answers the view once the first
+ * provider call settled or after `submitWaitMs`. Kept registered so those histories replay; no client sends it.
+ */
 export const submitUpdate = defineUpdate<PaymentView, [SubmitArgs]>('submit');
+
+/**
+ * Submits the charge (Update-with-Start): answers at once, in the workflow task that accepts it, with the view as it
+ * is then; the caller reads the first call's answer by query (`firstAnswerQuery`). An update answered in a later task
+ * can wedge the payment for good (docs/operations.md, "A charge wedged on its submit answer").
+ */
+export const acceptUpdate = defineUpdate<PaymentView, [SubmitArgs]>('accept');
 
 /** Captures an authorized payment (full or partial); validated against the current state before any side effect. */
 export const captureUpdate = defineUpdate<PaymentView, [CaptureArgs]>('capture');

@@ -15,6 +15,7 @@ import {
   type ResolveAnswer,
   type ResolveArgs,
   type SubmitArgs,
+  acceptUpdate,
   captureRequest,
   captureUpdate,
   ensureReconcileSignal,
@@ -193,6 +194,8 @@ export class PaymentEntity implements CreatePort, MovementsPort, CustomerActionP
     setHandler(paymentQuery, () => this.state.view);
     setCurrentDetails(paymentCurrentDetails(this.state.view));
     setHandler(submitUpdate, () => this.submit(), { validator: (args) => this.validateSubmit(args) });
+    // Answered in the accepting task, before any local activity's result (definitions.ts says why).
+    setHandler(acceptUpdate, () => this.state.view, { validator: (args) => this.validateSubmit(args) });
     setHandler(webhookSignal, (event, from, handling) => this.onProviderEvent(event, from, handling?.whenReady));
     setHandler(ensureReconcileSignal, () => this.ensureReconcile());
     // The updates stay for payments whose history has them; the client sends requests (definitions.ts says why).
@@ -320,7 +323,7 @@ export class PaymentEntity implements CreatePort, MovementsPort, CustomerActionP
 
   // ---- handlers ----
 
-  /** `submit`: the early answer, the first provider call's result. */
+  /** `submit` (histories before `accept`): the early answer, the first provider call's result. */
   private async submit(): Promise<PaymentView> {
     const { timings } = this.input;
     // The lean shape leaves the short wait to the caller's own deadline (then 202 from a query): no timer in history.

@@ -91,7 +91,7 @@ it('a late payment.succeeded webhook with this payment’s metadata settles a pa
     const name = e.workflowExecutionUpdateAcceptedEventAttributes?.acceptedRequest?.input?.name;
     return name ? [name] : [];
   });
-  expect(updates).toEqual(['submit']);
+  expect(updates).toEqual(['accept']);
   expect(events.filter((e) => e.workflowExecutionSignaledEventAttributes?.signalName === 'providerEvent')).toHaveLength(
     1,
   );

@@ -68,9 +68,9 @@ it('a repeat, captures, refunds and refusals after the first task add no update 
   const events = await eventsOf(chargeWorkflowId(h.a.id, key));
   const firstTaskScheduled = events.find((e) => e.eventType === EventType.EVENT_TYPE_WORKFLOW_TASK_SCHEDULED);
   const accepted = events.filter((e) => e.eventType === EventType.EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_ACCEPTED);
-  // One update, `submit`, admitted with the start and accepted by the first workflow task.
+  // One update, `accept`, admitted with the start and accepted by the first workflow task.
   expect(accepted.map((e) => e.workflowExecutionUpdateAcceptedEventAttributes?.acceptedRequest?.input?.name)).toEqual([
-    'submit',
+    'accept',
   ]);
   expect(Number(accepted[0]?.workflowExecutionUpdateAcceptedEventAttributes?.acceptedRequestSequencingEventId)).toBe(
     Number(firstTaskScheduled?.eventId),

@@ -1,4 +1,5 @@
 import {
+  acceptUpdate,
   ChargeWorkflowInput,
   PaymentTimings,
   ProviderEvent,
@@ -36,6 +37,7 @@ describe('ids', () => {
 describe('definitions', () => {
   it('keeps the wire names stable', () => {
     expect(submitUpdate.name).toBe('submit');
+    expect(acceptUpdate.name).toBe('accept');
     expect(resolveUpdate.name).toBe('resolve');
     expect(webhookSignal.name).toBe('providerEvent');
     expect(paymentQuery.name).toBe('payment');

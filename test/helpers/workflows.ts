@@ -7,7 +7,8 @@ import path from 'node:path';
 import { type WorkflowHandle, WorkflowUpdateFailedError } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
 import { temporal } from '@temporalio/proto';
-import { paymentQuery, submitUpdate } from '../../src/domain/definitions';
+import { readUntil } from '../../src/client/read-until';
+import { acceptUpdate, firstAnswerQuery, paymentQuery } from '../../src/domain/definitions';
 import type { PaymentStatus, PaymentView } from '../../src/domain/payment';
 import type { ChargeWorkflowInput } from '../../src/domain/workflow-inputs';
 import type { chargeWorkflow } from '../../src/workflows';
@@ -27,8 +28,16 @@ export async function startCharge(
     memo: { fingerprint: input.fingerprint },
   });
   rig.track(handle.workflowId);
-  const view = await handle.executeUpdate(submitUpdate, { args: [{ fingerprint: input.fingerprint }] });
-  return { handle, view };
+  const accepted = await handle.executeUpdate(acceptUpdate, { args: [{ fingerprint: input.fingerprint }] });
+  // `accept` answers at once: the first call's answer is read by query, as the API's client reads it.
+  if (accepted.status !== 'pending') return { handle, view: accepted };
+  const answerBy = Date.now() + input.timings.submitWaitMs;
+  const answer = await readUntil(
+    () => handle.query(firstAnswerQuery),
+    (a) => a.settled,
+    answerBy,
+  );
+  return { handle, view: answer.view };
 }
 
 /**
