@@ -29,7 +29,8 @@ export async function eventually<T>(what: string, probe: Probe<T>, timeoutMs = 1
     } catch (err) {
       last = err;
     }
-    if (Date.now() > deadline) throw new Error(`${what} did not happen within ${timeoutMs} ms; last: ${describe(last)}`);
+    if (Date.now() > deadline)
+      throw new Error(`${what} did not happen within ${timeoutMs} ms; last: ${describe(last)}`);
     await sleep(intervalMs);
   }
 }
