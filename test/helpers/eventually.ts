@@ -5,7 +5,7 @@ export type Probe<T> = () => T | undefined | false | null | Promise<T | undefine
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
-const describe = (last: unknown): string => {
+const shown = (last: unknown): string => {
   if (last instanceof Error) return String(last);
   try {
     return JSON.stringify(last) ?? String(last);
@@ -30,7 +30,7 @@ export async function eventually<T>(what: string, probe: Probe<T>, timeoutMs = 1
       last = err;
     }
     if (Date.now() > deadline)
-      throw new Error(`${what} did not happen within ${timeoutMs} ms; last: ${describe(last)}`);
+      throw new Error(`${what} did not happen within ${timeoutMs} ms; last: ${shown(last)}`);
     await sleep(intervalMs);
   }
 }
