@@ -29,8 +29,7 @@ export async function eventually<T>(what: string, probe: Probe<T>, timeoutMs = 1
     } catch (err) {
       last = err;
     }
-    if (Date.now() > deadline)
-      throw new Error(`${what} did not happen within ${timeoutMs} ms; last: ${shown(last)}`);
+    if (Date.now() > deadline) throw new Error(`${what} did not happen within ${timeoutMs} ms; last: ${shown(last)}`);
     await sleep(intervalMs);
   }
 }

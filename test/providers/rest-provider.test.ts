@@ -9,13 +9,7 @@ import {
 } from '../../src/providers/rest/adapter';
 import type { CallContext, CreatePaymentInput } from '../../src/providers/types';
 import { startSimulator } from '../../src/simulator/server';
-import {
-  fixedHttpServer,
-  memoryLogger,
-  providerFailure,
-  silentLogger,
-  type TestServer,
-} from './net-helpers';
+import { fixedHttpServer, memoryLogger, providerFailure, silentLogger, type TestServer } from './net-helpers';
 import { eventually } from '../helpers/eventually';
 import { closedPort } from '../helpers/net';
 
