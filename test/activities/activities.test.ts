@@ -3,7 +3,6 @@
  * server): each test sets the attempt and the schedule timestamps Temporal would give it.
  */
 import { randomUUID } from 'node:crypto';
-import { createServer } from 'node:net';
 import type { Info } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
 import { MockActivityEnvironment } from '@temporalio/testing';
@@ -19,6 +18,8 @@ import {
 } from '../../src/providers/rest/adapter';
 import type { PaymentProvider, ProviderCapabilities } from '../../src/providers/types';
 import { startSimulator, type RunningSimulator } from '../../src/simulator/server';
+import { eventually } from '../helpers/eventually';
+import { closedPort } from '../helpers/net';
 
 let sim: RunningSimulator;
 beforeAll(async () => {
@@ -264,12 +265,7 @@ describe('createPayment', () => {
   });
 
   it('connection refused: NotSent, retryable; the breaker opens and then answers CircuitOpen without calling', async () => {
-    const port = await new Promise<number>((resolve) => {
-      const srv = createServer().listen(0, '127.0.0.1', () => {
-        const { port: p } = srv.address() as { port: number };
-        srv.close(() => resolve(p));
-      });
-    });
+    const port = await closedPort();
     const clock = manualClock();
     const s = await setup({ baseUrl: `http://127.0.0.1:${port}`, now: clock.now });
     for (let attempt = 1; attempt <= 3; attempt++) {
@@ -655,7 +651,12 @@ describe('attempt safety: heartbeats, what earlier attempts did, cancellation', 
     sim.addFaults({ rules: [{ match: { operation: 'create' }, fault: 'latency', latency_ms: 30_000 }] });
     const env = attemptEnv(1);
     const pending = failureOf(run(env, s.acts.createPayment, charge(s, 'c1')));
-    await eventuallyTrue(() => sim.ledger(s.apiKey).requests.some((r) => r.operation === 'create'));
+    await eventually(
+      'the create at the provider',
+      () => sim.ledger(s.apiKey).requests.some((r) => r.operation === 'create'),
+      5_000,
+      20,
+    );
     env.cancel('TIMED_OUT');
     const f = await pending;
     expect(f).toMatchObject({ type: ErrorType.OutcomeUnknown, nonRetryable: true });
@@ -667,7 +668,12 @@ describe('attempt safety: heartbeats, what earlier attempts did, cancellation', 
     sim.addFaults({ rules: [{ match: { operation: 'lookup' }, fault: 'latency', latency_ms: 30_000 }] });
     const env = attemptEnv(2, 1_000);
     const pending = failureOf(run(env, s.acts.createPayment, charge(s, 'c2')));
-    await eventuallyTrue(() => sim.ledger(s.apiKey).requests.some((r) => r.operation === 'lookup'));
+    await eventually(
+      'the lookup at the provider',
+      () => sim.ledger(s.apiKey).requests.some((r) => r.operation === 'lookup'),
+      5_000,
+      20,
+    );
     env.cancel('TIMED_OUT');
     const f = await pending;
     // The look-up was aborted after it left (unknown for a read), so this attempt sent nothing: NotSent, retryable.
@@ -699,12 +705,3 @@ describe('attempt safety: heartbeats, what earlier attempts did, cancellation', 
     expect(s.effects('refund')).toHaveLength(1);
   });
 });
-
-/** Polls a condition (real time, bounded). */
-async function eventuallyTrue(check: () => boolean, timeoutMs = 5_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!check()) {
-    if (Date.now() > deadline) throw new Error('condition not met in time');
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}

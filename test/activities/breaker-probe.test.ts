@@ -6,7 +6,6 @@
  * for the provider: it re-opens it.
  */
 import { randomUUID } from 'node:crypto';
-import { createServer } from 'node:net';
 import { ApplicationFailure } from '@temporalio/common';
 import { MockActivityEnvironment } from '@temporalio/testing';
 import { DefaultLogger } from '@temporalio/worker';
@@ -23,6 +22,7 @@ import {
 } from '../../src/providers/rest/adapter';
 import { type RunningSimulator, startSimulator } from '../../src/simulator/server';
 import { type RunningRedis, startRedisServer } from '../../scripts/lib/redis-server';
+import { closedPort } from '../helpers/net';
 
 let sim: RunningSimulator;
 let redisServer: RunningRedis;
@@ -51,15 +51,6 @@ const redis: Store = async (now) => {
   if (!(await redisReady(client, 5_000))) throw new Error('redis not ready');
   return new RedisCircuitBreaker(client, { ...options(now), keyPrefix: `t:${randomUUID()}:` });
 };
-
-/** A port nothing listens on: a connection to it is refused. */
-const closedPort = () =>
-  new Promise<number>((resolve) => {
-    const srv = createServer().listen(0, '127.0.0.1', () => {
-      const { port } = srv.address() as { port: number };
-      srv.close(() => resolve(port));
-    });
-  });
 
 const attemptEnv = (attempt: number) =>
   new MockActivityEnvironment(

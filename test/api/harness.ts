@@ -23,6 +23,7 @@ import type { WalletLedger } from '../../src/wallets';
 import type { StackWorkers } from '../../src/stack';
 import type { WebhookEndpoints } from '../../src/merchant-webhooks';
 import { workflowBundle } from '../helpers/payments';
+import { type Probe, eventually as poll } from '../helpers/eventually';
 
 /** Real-time timings: a reconcile waits a minute first, so an unknown payment stays unknown during a test. */
 export const testTimings: PaymentTimings = {
@@ -291,22 +292,6 @@ export const chargeBody = (over: Record<string, unknown> = {}): Record<string, u
 /** A fresh idempotency key. */
 export const newKey = (): string => `key_${randomUUID()}`;
 
-/** Polls `probe` until it returns a truthy value or `timeoutMs` passes (then throws naming `what`). */
-export async function eventually<T>(
-  what: string,
-  probe: () => Promise<T | undefined | false>,
-  timeoutMs = 10_000,
-): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  let last: unknown;
-  for (;;) {
-    try {
-      const value = await probe();
-      if (value) return value;
-    } catch (err) {
-      last = err;
-    }
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}${last ? `: ${String(last)}` : ''}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
+/** The kit's poller (test/helpers/eventually.ts) with the API tests' bound: 10 s unless a test says otherwise. */
+export const eventually = <T>(what: string, probe: Probe<T>, timeoutMs = 10_000): Promise<T> =>
+  poll(what, probe, timeoutMs, 100);

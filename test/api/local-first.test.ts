@@ -4,7 +4,6 @@
  * its request at the provider, lost its response after the provider committed), and a create that never left ends
  * exactly as it did before (failed `provider_unavailable`). Every money claim is checked in the simulator's ledger.
  */
-import { createServer } from 'node:net';
 import { defaultPayloadConverter } from '@temporalio/common';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { temporal } from '@temporalio/proto';
@@ -12,7 +11,8 @@ import pino from 'pino';
 import { providerIdempotencyKey } from '../../src/activities/keys';
 import { chargeWorkflowId } from '../../src/domain/ids';
 import type { PaymentView } from '../../src/domain/payment';
-import { type RestProvider, createProvider, simulatorCapabilities } from '../../src/providers';
+import type { RestProvider } from '../../src/providers';
+import { refusingProvider } from '../helpers/refusing-provider';
 import { connectDevServer } from '../helpers/servers';
 import { recordHistories } from '../helpers/workflows';
 import { type ApiHarness, chargeBody, eventually, newKey, startApiHarness, testRetry } from './harness';
@@ -25,28 +25,9 @@ let env: TestWorkflowEnvironment;
 let h: ApiHarness;
 let down: RestProvider;
 
-/** A port nothing listens on: connecting to it is refused before anything is sent. */
-const closedPort = async (): Promise<number> => {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as { port: number };
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
-};
-
 beforeAll(async () => {
   const logger = pino({ level: process.env.TEST_LOG_LEVEL ?? 'silent' });
-  down = createProvider(
-    {
-      name: 'down',
-      baseUrl: `http://127.0.0.1:${await closedPort()}`,
-      apiKey: 'sk_test_down',
-      capabilities: simulatorCapabilities(),
-      connectTimeoutMs: 500,
-      totalTimeoutMs: 1_500,
-    },
-    logger,
-  );
+  down = await refusingProvider('down', logger);
   env = await connectDevServer();
   h = await startApiHarness(env, {
     extraProviders: { down },

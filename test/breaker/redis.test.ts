@@ -16,6 +16,7 @@ import { FallbackCircuitBreaker } from '../../src/breaker/fallback';
 import { RedisCircuitBreaker, closeBreakerRedis, connectBreakerRedis, redisReady } from '../../src/breaker/redis';
 import { ErrorType } from '../../src/domain/errors';
 import { type RunningRedis, startRedisServer } from '../../scripts/lib/redis-server';
+import { eventually } from '../helpers/eventually';
 
 let server: RunningRedis;
 const clients: Redis[] = [];
@@ -48,14 +49,6 @@ const twoProcesses = async (opts: { failureThreshold: number; cooldownMs: number
     new RedisCircuitBreaker(a, { ...opts, keyPrefix, now: clock }),
     new RedisCircuitBreaker(b, { ...opts, keyPrefix, now: clock }),
   ] as const;
-};
-
-const until = async (what: string, check: () => boolean | Promise<boolean>, timeoutMs = 10_000) => {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
 };
 
 it('a trip seen by one process opens the breaker for both; the probe of one closes it for both', async () => {
@@ -157,7 +150,7 @@ it('Redis killed: each process falls back to its in-process breaker and says so;
     expect(await b.acquire('sim')).toMatchObject({ allowed: false, reason: 'open' }); // shared
 
     await own.kill();
-    await until('both connections to notice', () => ca.status !== 'ready' && cb.status !== 'ready');
+    await eventually('both connections to notice', () => ca.status !== 'ready' && cb.status !== 'ready', 10_000, 20);
     // Payments go on: b's own breaker is closed; what b sees now stays in b.
     expect(await b.acquire('sim')).toEqual({ allowed: true });
     expect(b.store).toBe('local');
@@ -169,7 +162,7 @@ it('Redis killed: each process falls back to its in-process breaker and says so;
 
     const again = await startRedisServer({ port: own.port }); // the same address, empty (no persistence)
     try {
-      await until('both connections to be back', () => ca.status === 'ready' && cb.status === 'ready');
+      await eventually('both connections to be back', () => ca.status === 'ready' && cb.status === 'ready', 10_000, 20);
       expect(await b.acquire('sim')).toEqual({ allowed: true }); // Redis's state wins: a fresh, closed breaker
       expect(b.store).toBe('shared');
       await a.record('sim', ErrorType.NotSent);

@@ -2,11 +2,11 @@
  * Database failures are classified like provider outcomes, on a real PostgreSQL: refused before the statement =
  * nothing applied (retry is safe); the answer to a COMMIT lost = unknown, settled by reading the operation id back.
  */
-import net from 'node:net';
 import { WalletFailure } from '../../src/domain/wallet-errors';
 import { createPool, inTransaction, type DatabaseError } from '../../src/db';
 import { WalletLedger } from '../../src/wallets';
 import { openTestDatabase } from '../helpers/database';
+import { closedPort } from '../helpers/net';
 import { startCommitCuttingProxy } from '../helpers/commit-cutting-proxy';
 
 let db: Awaited<ReturnType<typeof openTestDatabase>>;
@@ -20,15 +20,6 @@ const failureOf = (p: Promise<unknown>) =>
     () => undefined,
     (err: DatabaseError) => ({ type: err.type, reason: err.reason }),
   );
-
-/** A port on which nothing listens. */
-async function closedPort(): Promise<number> {
-  const s = net.createServer();
-  await new Promise<void>((r) => s.listen(0, '127.0.0.1', r));
-  const { port } = s.address() as net.AddressInfo;
-  await new Promise<void>((r) => s.close(() => r()));
-  return port;
-}
 
 it('classifies a refused connection and an exhausted pool as not applied', async () => {
   const refused = createPool({ url: `postgres://postgres@127.0.0.1:${await closedPort()}/x`, connectTimeoutMs: 500 });

@@ -2,13 +2,14 @@
  * A payments test rig: the real simulator over HTTP, the real REST provider, and the real worker set-up
  * (src/stack.ts) on a fresh task queue, against whichever Temporal environment the test file chose.
  */
-import { createHash, randomUUID } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { bundleWorkflowCode, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import { failureConverterPath } from '../../src/codec';
 import pino from 'pino';
 import { chargeWorkflowId } from '../../src/domain/ids';
-import { canonicalJson, significantFields, ChargeRequest, type ChargeRequestInput } from '../../src/domain/payment';
+import { chargeFingerprint } from '../../src/client/fingerprint';
+import { ChargeRequest, type ChargeRequestInput } from '../../src/domain/payment';
 import type { ChargeWorkflowInput, PaymentTimings } from '../../src/domain/workflow-inputs';
 import type { RetryOverrides } from '../../src/domain/retry';
 import { createProvider, simulatorCapabilities, simulatorCapabilitiesWithoutKeys } from '../../src/providers';
@@ -74,13 +75,6 @@ export interface Rig {
   close(): Promise<void>;
 }
 
-/** SHA-256 of the canonical significant fields: the same fingerprint the client computes. */
-export function fingerprintOf(request: ChargeRequest): string {
-  return createHash('sha256')
-    .update(canonicalJson(significantFields(request)))
-    .digest('hex');
-}
-
 /** Starts a simulator, a provider pointed at it, and workers on a fresh task queue. */
 export async function startRig(env: TestWorkflowEnvironment, opts: RigOptions = {}): Promise<Rig> {
   const sim = await startSimulator({ port: 0 });
@@ -138,7 +132,7 @@ export async function startRig(env: TestWorkflowEnvironment, opts: RigOptions = 
       return {
         merchantId,
         key: o.key ?? `key_${randomUUID()}`,
-        fingerprint: fingerprintOf(request),
+        fingerprint: chargeFingerprint(request),
         request,
         timings: { ...fastTimings, ...o.timings },
         ...(o.retry ? { retry: o.retry } : {}),

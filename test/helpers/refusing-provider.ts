@@ -2,18 +2,9 @@
  * A provider whose port refuses connections: every attempt at it provably never left the machine (the failover tests'
  * `down`).
  */
-import { createServer } from 'node:net';
 import type { Logger } from '../../src/providers/logging';
 import { type RestProvider, createProvider, simulatorCapabilities } from '../../src/providers';
-
-/** A port nothing listens on: connecting to it is refused before anything is sent. */
-export const closedPort = async (): Promise<number> => {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as { port: number };
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
-};
+import { closedPort } from './net';
 
 /** A simulator-shaped REST provider named `name` pointed at a closed port on 127.0.0.1. */
 export const refusingProvider = async (name: string, logger: Logger): Promise<RestProvider> =>

@@ -183,18 +183,3 @@ export async function startWorkersHere(
   fx.cleanup(() => stack.close());
   return stack;
 }
-
-/** Polls `check` every `everyMs` until it answers a value; throws naming `what` after `timeoutMs`. */
-export async function until<T>(
-  what: string,
-  check: () => Promise<T | undefined>,
-  { timeoutMs = 10_000, everyMs = 25 }: { readonly timeoutMs?: number; readonly everyMs?: number } = {},
-): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await check();
-    if (v !== undefined) return v;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, everyMs));
-  }
-}

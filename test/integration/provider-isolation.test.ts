@@ -31,6 +31,7 @@ import {
   startApiHarness,
 } from '../api/harness';
 import { connectDevServer } from '../helpers/servers';
+import { eventually } from '../helpers/eventually';
 import { terminateAll } from '../helpers/terminate';
 
 const LATENCY_MS = 30_000;
@@ -60,15 +61,6 @@ function counted(provider: PaymentProvider) {
     },
   });
   return { provider: wrapped, counts };
-}
-
-/** Waits (bounded) until `probe` holds. */
-async function until(what: string, probe: () => boolean, timeoutMs: number): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!probe()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
 }
 
 let env: TestWorkflowEnvironment;
@@ -158,7 +150,7 @@ it('a 30 s latency on every call to one provider does not delay payments on the 
   await withSlowProvider({ slow: { maxConcurrency: SLOW_SLOTS } }, async ({ h, slow, slowSim, apiKey, pay }) => {
     // The slow provider's backlog: nobody waits for these answers yet.
     const slowPayments = Array.from({ length: SLOW_PAYMENTS }, () => pay('slow'));
-    await until('every slot of the slow provider to be busy', () => slow.counts.now >= SLOW_SLOTS, 20_000);
+    await eventually('every slot of the slow provider to be busy', () => slow.counts.now >= SLOW_SLOTS, 20_000, 20);
 
     // Payments on the other provider, all at once, each answer stamped with where the slow provider stood.
     const fast = await Promise.all(
@@ -221,10 +213,11 @@ it('a provider without limits of its own: its first attempts run locally, bounde
   // local-activity slots these 8 slow payments cannot exhaust them; the limited-provider test above is the bulkhead's.
   await withSlowProvider(undefined, async ({ h, slow, slowSim, apiKey, pay }) => {
     const slowAnswers = Array.from({ length: SLOW_PAYMENTS }, () => pay('slow').answer);
-    await until(
+    await eventually(
       'every slow payment to have its first attempt in flight',
       () => slow.counts.now >= SLOW_PAYMENTS,
       20_000,
+      20,
     );
     const fast = await Promise.all(
       Array.from({ length: FAST_PAYMENTS }, async () => {

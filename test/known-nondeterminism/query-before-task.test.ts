@@ -42,24 +42,16 @@ import { createProvider, simulatorCapabilities } from '../../src/providers';
 import type { CreatePaymentResult, PaymentProvider, ProviderPayment } from '../../src/providers/types';
 import { type RunningSimulator, startSimulator } from '../../src/simulator/server';
 import { createWorkers } from '../../src/stack';
+import { chargeFingerprint } from '../../src/client/fingerprint';
 import type { chargeWorkflow } from '../../src/workflows';
-import { chargeRequest, fastTimings, fingerprintOf, workflowBundle } from '../helpers/payments';
+import { chargeRequest, fastTimings, workflowBundle } from '../helpers/payments';
 import { connectDevServer } from '../helpers/servers';
 import { recordHistories } from '../helpers/workflows';
+import { eventually } from '../helpers/eventually';
 import type { StickyWorkerSpec } from './sticky-worker';
 
 const { EventType } = temporal.api.enums.v1;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-async function until<T>(what: string, probe: () => Promise<T | undefined>, ms = 30_000): Promise<T> {
-  const end = Date.now() + ms;
-  for (;;) {
-    const v = await probe();
-    if (v !== undefined) return v;
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await sleep(100);
-  }
-}
 
 /** Spawns sticky-worker.ts and resolves once it polls; kill() SIGKILLs it. */
 async function spawnStickyWorker(spec: StickyWorkerSpec) {
@@ -225,7 +217,7 @@ async function querySplit<T = PaymentView>(options: SplitOptions<T> = {}) {
   const input: ChargeWorkflowInput = {
     merchantId,
     key,
-    fingerprint: fingerprintOf(request),
+    fingerprint: chargeFingerprint(request),
     request,
     timings: fastTimings,
     capabilities,
@@ -251,11 +243,16 @@ async function querySplit<T = PaymentView>(options: SplitOptions<T> = {}) {
     }),
   });
   const handle = client.workflow.getHandle(workflowId);
-  await until('createPayment in flight', async () => {
-    const d = await handle.describe();
-    const started = temporal.api.enums.v1.PendingActivityState.PENDING_ACTIVITY_STATE_STARTED;
-    return d.raw.pendingActivities?.some((a) => a.state === started) ? true : undefined;
-  });
+  await eventually(
+    'createPayment in flight',
+    async () => {
+      const d = await handle.describe();
+      const started = temporal.api.enums.v1.PendingActivityState.PENDING_ACTIVITY_STATE_STARTED;
+      return d.raw.pendingActivities?.some((a) => a.state === started) ? true : undefined;
+    },
+    30_000,
+    100,
+  );
 
   const answer = options.trigger ? await created : undefined;
   const providerPayment = answer && answer.outcome !== 'declined' ? answer.payment : undefined;
@@ -274,10 +271,15 @@ async function querySplit<T = PaymentView>(options: SplitOptions<T> = {}) {
   await sleep(6_000);
   // 3. createPayment completes; its workflow task (scheduled on A's sticky queue) admits the refund.
   go();
-  await until('the workflow task of the result', async () => {
-    const d = await handle.describe();
-    return (d.raw.pendingActivities?.length ?? 0) === 0 && d.raw.pendingWorkflowTask ? true : undefined;
-  });
+  await eventually(
+    'the workflow task of the result',
+    async () => {
+      const d = await handle.describe();
+      return (d.raw.pendingActivities?.length ?? 0) === 0 && d.raw.pendingWorkflowTask ? true : undefined;
+    },
+    30_000,
+    100,
+  );
   return { client, handle, queried, workerB, bundle, workflowId };
 }
 
@@ -303,22 +305,30 @@ it('a query that replays an uncached charge past its last workflow task makes th
     UPDATE_WORKFLOW_EXECUTION_LIFECYCLE_STAGE_ADMITTED: ADMITTED,
     UPDATE_WORKFLOW_EXECUTION_LIFECYCLE_STAGE_ACCEPTED: ACCEPTED,
   } = temporal.api.enums.v1.UpdateWorkflowExecutionLifecycleStage;
-  await until('the refund admitted', () =>
-    pollUpdate(ADMITTED).then(
-      () => true,
-      () => undefined,
-    ),
+  await eventually(
+    'the refund admitted',
+    () =>
+      pollUpdate(ADMITTED).then(
+        () => true,
+        () => undefined,
+      ),
+    30_000,
+    100,
   );
 
   // 4./5. Worker B, with no cache of the run, takes the query, then the task.
   const { view, outcome } = await workerB.runUntil(async () => {
     const v = await queried;
     // Accepted, or completed by a rejection (the validator's failure).
-    const polled = await until('the refund accepted or refused', () =>
-      pollUpdate(ACCEPTED).then(
-        (r) => r,
-        () => undefined,
-      ),
+    const polled = await eventually(
+      'the refund accepted or refused',
+      () =>
+        pollUpdate(ACCEPTED).then(
+          (r) => r,
+          () => undefined,
+        ),
+      30_000,
+      100,
     );
     const refused = polled.outcome?.failure?.message;
     return { view: v, outcome: refused === undefined || refused === null ? 'accepted' : `refused: ${refused}` };
@@ -370,10 +380,15 @@ it('the same race with the refund sent as a signal (as the client sends it now):
         amount: 100,
         requestId: 'req-split',
       });
-      return until('the refund settled', async () => {
-        const a = await handle.query(refundRequest.answer, 'refund', refundKey, 'req-split', 'refund-fp');
-        return a?.settled ? a : undefined;
-      });
+      return eventually(
+        'the refund settled',
+        async () => {
+          const a = await handle.query(refundRequest.answer, 'refund', refundKey, 'req-split', 'refund-fp');
+          return a?.settled ? a : undefined;
+        },
+        30_000,
+        100,
+      );
     });
     expect(answer.refusal).toBeUndefined();
     expect(answer.view.amountRefunded).toBe(100);
@@ -418,8 +433,11 @@ it('a provider event routed by query then signal, its query the one that splits:
     });
     const delivered = await workerB.runUntil(async () => {
       const d = await queried;
-      await until('the payment voided', async () =>
-        (await handle.query(paymentQuery)).status === 'voided' ? true : undefined,
+      await eventually(
+        'the payment voided',
+        async () => ((await handle.query(paymentQuery)).status === 'voided' ? true : undefined),
+        30_000,
+        100,
       );
       return d;
     });
@@ -453,10 +471,15 @@ it('a cancellation request in the same window is decided after the result: the a
     const view = await workerB.runUntil(async () => {
       expect((await queried).status).toBe('authorized');
       await handle.cancel();
-      return until('the payment voided', async () => {
-        const v = await handle.query(paymentQuery);
-        return v.status === 'voided' ? v : undefined;
-      });
+      return eventually(
+        'the payment voided',
+        async () => {
+          const v = await handle.query(paymentQuery);
+          return v.status === 'voided' ? v : undefined;
+        },
+        30_000,
+        100,
+      );
     });
     expect(view.operations).toEqual([expect.objectContaining({ kind: 'void', state: 'succeeded' })]);
     const history = await handle.fetchHistory();
@@ -495,11 +518,16 @@ it('a payment that announces its events, a routed provider event splitting its t
     });
     await workerB.runUntil(async () => {
       await queried;
-      await until('the payment voided and both events handed over', async () => {
-        const voided = (await handle.query(paymentQuery)).status === 'voided';
-        const handed = shapeOf(await handle.fetchHistory()).filter((s) => s === 'ACTIVITY_TASK_COMPLETED').length;
-        return voided && handed >= 3 ? true : undefined; // the create, then one handoff per event
-      });
+      await eventually(
+        'the payment voided and both events handed over',
+        async () => {
+          const voided = (await handle.query(paymentQuery)).status === 'voided';
+          const handed = shapeOf(await handle.fetchHistory()).filter((s) => s === 'ACTIVITY_TASK_COMPLETED').length;
+          return voided && handed >= 3 ? true : undefined; // the create, then one handoff per event
+        },
+        30_000,
+        100,
+      );
     });
     const history = await handle.fetchHistory();
     const shape = shapeOf(history);

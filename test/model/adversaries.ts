@@ -7,6 +7,7 @@
  */
 import { chargeWorkflowId } from '../../src/domain/ids';
 import { type Cmd, MOVING, OP_ANSWERS, arm, sendCharge, sendOp, seenOf } from './commands';
+import { eventually } from '../helpers/eventually';
 import {
   type ChargeBody,
   type Model,
@@ -78,8 +79,14 @@ export class CrashDuringCreate implements Cmd {
     const key = fresh(m, 'pay');
     const label = this.toString();
     const answer = sendCharge(m, w, this.merchant, key, body, label);
-    const reached = await until(6_000, () =>
-      w.h.sim.ledger(w.h.apiKey).requests.some((r) => r.operation === 'create' && r.reference === body.orderId),
+    const reached = await eventually(
+      `${label}'s create at the provider`,
+      () => w.h.sim.ledger(w.h.apiKey).requests.some((r) => r.operation === 'create' && r.reference === body.orderId),
+      6_000,
+      20,
+    ).then(
+      () => true,
+      () => false,
     );
     const killed = reached ? await w.fleet.killHolder(chargeWorkflowId(w.merchant(this.merchant).id, key)) : undefined;
     m.trace.push(`${label}: ${killed === undefined ? 'no worker killed' : `worker ${killed + 1} SIGKILLed`}`);
@@ -229,13 +236,4 @@ export class RepeatWhileOrderOpen implements Cmd {
     see(p, r.body as unknown as PaymentView);
   }
   toString = () => `repeatWhileOrderOpen(#${this.index})`;
-}
-
-async function until(timeoutMs: number, check: () => boolean): Promise<boolean> {
-  const deadline = Date.now() + timeoutMs;
-  while (Date.now() < deadline) {
-    if (check()) return true;
-    await sleep(20);
-  }
-  return check();
 }

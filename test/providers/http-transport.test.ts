@@ -5,14 +5,14 @@ import { HttpClient, type HttpClientOptions, type HttpClock } from '../../src/pr
 import { ProviderPaymentSchema } from '../../src/providers/rest/wire';
 import {
   blackholeServer,
-  closedPort,
-  eventually,
   fixedHttpServer,
   providerFailure,
   rawResponseServer,
   silentLogger,
   silentServer,
 } from './net-helpers';
+import { eventually } from '../helpers/eventually';
+import { closedPort } from '../helpers/net';
 
 // Transport situations the simulator cannot produce, on raw 127.0.0.1 servers. The question each test answers: did the
 // request leave (OutcomeUnknown) or provably not (NotSent)? And: the client never tries twice.
@@ -150,7 +150,7 @@ describe('before the request leaves: NotSent', () => {
     expect(second.type).toBe(ErrorType.NotSent);
     // The queued request is still dispatched once the first socket is gone: onto a fresh connection, where undici
     // aborts it before writing a byte.
-    await eventually(() => server.connections() === 2 && server.open() === 0);
+    await eventually('two connections, both closed', () => server.connections() === 2 && server.open() === 0, 2000);
     expect(server.requests()).toBe(1);
   });
 });
@@ -225,7 +225,7 @@ describe("the caller's cancellation (an activity's signal)", () => {
     const { clock } = manualDeadlines();
     const c = client(server.url, { clock, headersTimeoutMs: 60_000 });
     const call = providerFailure(c.send({ ...post, signal: controller.signal }));
-    await eventually(() => server.requests() === 1);
+    await eventually('one request at the server', () => server.requests() === 1, 2000);
     controller.abort(new Error('activity cancelled'));
     const e = await call;
     expect(e.type).toBe(ErrorType.OutcomeUnknown);

@@ -36,14 +36,6 @@ const track = (server: net.Server): Set<net.Socket> => {
   return sockets;
 };
 
-/** A port on which nothing listens (bound, then released): connecting is refused. */
-export const closedPort = async (): Promise<number> => {
-  const server = net.createServer();
-  const port = await listen(server);
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
-};
-
 /** Accepts connections, reads requests, never answers: a timeout after send. Counts requests and connections. */
 export const silentServer = async (): Promise<
   TestServer & { readonly requests: () => number; readonly connections: () => number; readonly open: () => number }
@@ -67,15 +59,6 @@ export const silentServer = async (): Promise<
     open: () => sockets.size,
     close: () => closeServer(server, sockets),
   };
-};
-
-/** Polls a condition every 10 ms, for at most `timeoutMs`. */
-export const eventually = async (condition: () => boolean | Promise<boolean>, timeoutMs = 2000): Promise<void> => {
-  const until = Date.now() + timeoutMs;
-  while (!(await condition())) {
-    if (Date.now() > until) throw new Error('condition not met in time');
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
 };
 
 /**

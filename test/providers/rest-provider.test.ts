@@ -9,15 +9,9 @@ import {
 } from '../../src/providers/rest/adapter';
 import type { CallContext, CreatePaymentInput } from '../../src/providers/types';
 import { startSimulator } from '../../src/simulator/server';
-import {
-  closedPort,
-  eventually,
-  fixedHttpServer,
-  memoryLogger,
-  providerFailure,
-  silentLogger,
-  type TestServer,
-} from './net-helpers';
+import { fixedHttpServer, memoryLogger, providerFailure, silentLogger, type TestServer } from './net-helpers';
+import { eventually } from '../helpers/eventually';
+import { closedPort } from '../helpers/net';
 
 // The REST adapter against the real simulator over 127.0.0.1: every row of the outcome classification produced by a
 // real fault, and the ledger as the witness of what the provider actually did (and that the client sent once).
@@ -312,7 +306,7 @@ describe('failures, each from a real simulator fault; the client never sends twi
     expect(e.details.reason).toBe('timeout_after_send');
     expect((await ledger(apiKey)).requests).toHaveLength(1);
     // Why a timeout is not a failure: the provider finishes the work anyway.
-    await eventually(async () => (await ledger(apiKey)).effects.length > 0, 3000);
+    await eventually('an effect in the ledger', async () => (await ledger(apiKey)).effects.length > 0, 3000);
     const effects = (await ledger(apiKey)).effects.length;
     expect(effects).toBe(1);
     expect((await ledger(apiKey)).requests).toHaveLength(1);
@@ -356,7 +350,7 @@ describe('failures, each from a real simulator fault; the client never sends twi
     const p = provider(apiKey);
     const first = p.createPayment(charge(reference), ctx(key));
     // The first request holds the key (claimed before the latency); send the second only once it has arrived.
-    await eventually(async () => (await ledger(apiKey)).requests.length === 1);
+    await eventually('one request in the ledger', async () => (await ledger(apiKey)).requests.length === 1, 2000);
     const e = await providerFailure(p.createPayment(charge(reference), ctx(key, 2)));
     expect(e.type).toBe(ErrorType.ProviderUnavailable);
     expect(e.details).toMatchObject({ status: 409, code: 'idempotency_key_in_use' });

@@ -6,24 +6,12 @@
 import { temporal } from '@temporalio/proto';
 import { ErrorType } from '../../src/domain/errors';
 import { serverPerFile } from '../helpers/rigs';
+import { eventually } from '../helpers/eventually';
 import { type Rig, chargeRequest } from '../helpers/payments';
 import { effectsOf, requestsOf, startCharge, waitForStatus } from '../helpers/workflows';
-import type { PaymentView } from '../../src/domain/payment';
 import { paymentQuery } from '../../src/domain/definitions';
 
 const t = serverPerFile();
-
-/** Polls until `done` holds (real time, bounded). */
-async function until<T>(what: string, probe: () => Promise<T> | T, done: (v: T) => boolean, timeoutMs: number) {
-  const deadline = Date.now() + timeoutMs;
-  let last: T | undefined;
-  while (Date.now() < deadline) {
-    last = await probe();
-    if (done(last)) return last;
-    await new Promise((r) => setTimeout(r, 200));
-  }
-  throw new Error(`${what} not reached within ${timeoutMs} ms; last: ${JSON.stringify(last)}`);
-}
 
 it('no keys, a 503 then 9 s latency on lookups and creates, short attempt timeouts: exactly one create effect', async () => {
   // An HTTP deadline (12 s) that lets a 9 s call answer, and an attempt timeout (5 s) shorter than one call: before
@@ -46,18 +34,21 @@ it('no keys, a 503 then 9 s latency on lookups and creates, short attempt timeou
     });
     const { handle } = await startCharge(b, input);
     // Until the payment settles, or a second charge shows that it never will be right.
-    const { view } = await until(
+    const { view } = await eventually(
       'a settled payment or a second create effect',
-      async () => ({ view: await handle.query(paymentQuery), effects: effectsOf(b, 'create').length }),
-      (s: { view: PaymentView; effects: number }) => s.view.status !== 'pending' || s.effects > 1,
+      async () => {
+        const s = { view: await handle.query(paymentQuery), effects: effectsOf(b, 'create').length };
+        return (s.view.status !== 'pending' || s.effects > 1) && s;
+      },
       90_000,
+      200,
     );
     // Every create that went out has been answered (an orphan still in the simulator would be a later effect).
-    await until(
+    await eventually(
       'every create answered',
-      () => requestsOf(b, 'create'),
-      (rs) => rs.every((r) => r.status !== null),
+      () => requestsOf(b, 'create').every((r) => r.status !== null),
       30_000,
+      200,
     );
     expect(effectsOf(b, 'create')).toHaveLength(1);
     expect(requestsOf(b, 'create').map((r) => r.status)).toEqual([503, 200]);

@@ -8,7 +8,8 @@
  */
 import { type InspectableBreaker, InMemoryCircuitBreaker } from '../../src/breaker';
 import { chargeRequest } from '../helpers/payments';
-import { observeBreaker, redisFixture, startWorkerPair, startWorkersHere, until } from '../helpers/shared-breaker';
+import { observeBreaker, redisFixture, startWorkerPair, startWorkersHere } from '../helpers/shared-breaker';
+import { eventually } from '../helpers/eventually';
 import { effectsOf, requestsOf, startCharge, waitForStatus } from '../helpers/workflows';
 
 const fx = redisFixture();
@@ -55,13 +56,14 @@ describe.each([
     const creates = () => requestsOf(b, 'create');
     const between = (from: number, to: number) => creates().filter((r) => (r.at_ms ?? 0) > from && (r.at_ms ?? 0) < to);
 
-    const first = await until(
+    const first = await eventually(
       'the trip',
       async () => {
         const s = await observer.state('simulator');
         return s.kind === 'open' ? s.until : undefined;
       },
-      { timeoutMs: 30_000 },
+      30_000,
+      25,
     );
     const trippedAt = first - OPEN_MS;
     const beforeTrip = creates().length;
@@ -69,13 +71,14 @@ describe.each([
     // ...three more start while it is open: their first attempts never leave.
     handles.push(...(await Promise.all([charge(), charge(), charge()])));
     // The failed probe re-opens it: a later `until`.
-    const second = await until(
+    const second = await eventually(
       'the failed probe to re-open it',
       async () => {
         const s = await observer.state('simulator');
         return s.kind === 'open' && s.until > first ? s.until : undefined;
       },
-      { timeoutMs: 30_000 },
+      30_000,
+      25,
     );
     b.sim.clearFaults(); // healthy again: the next probe will succeed
     expect(between(trippedAt, first)).toHaveLength(0); // open: nothing reached the provider

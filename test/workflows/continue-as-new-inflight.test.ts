@@ -9,6 +9,7 @@ import { ensureReconcileSignal, paymentQuery, webhookSignal } from '../../src/do
 import { reconcileWorkflowId } from '../../src/domain/ids';
 import { startDevServer } from '../../scripts/lib/dev-server';
 import { serverPerFile } from '../helpers/rigs';
+import { eventually } from '../helpers/eventually';
 import { chargeRequest } from '../helpers/payments';
 import { refund } from '../helpers/requests';
 import { effectsOf, recordHistories, startCharge } from '../helpers/workflows';
@@ -20,17 +21,6 @@ const t = serverPerFile(() =>
 );
 
 const HOUR = 3_600_000;
-
-/** Polls `probe` (real time, bounded) until it answers a truthy value. */
-async function until<T>(what: string, probe: () => Promise<T | undefined | false>, timeoutMs = 20_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
 
 /** Workflow tasks of the current run that the server started with the continue-as-new suggestion, and completed. */
 async function suggestedTasksCompleted(handle: WorkflowHandle): Promise<number> {
@@ -69,21 +59,28 @@ it('does not continue as new while a refund’s reconcile runs; continues as new
     expect(answered.operations).toEqual([expect.objectContaining({ kind: 'refund', state: 'running' })]);
     const reconcile = t.env.client.workflow.getHandle(reconcileWorkflowId(input.merchantId, 'refund', 'r-inflight'));
     // The reconcile child starts beside the request's answer, so right after the answer it may not exist yet.
-    await until('the refund reconcile running', async () => {
-      const described = await reconcile.describe().catch((err: unknown) => {
-        if (err instanceof WorkflowNotFoundError) return undefined;
-        throw err;
-      });
-      return described?.status.name === 'RUNNING';
-    });
+    await eventually(
+      'the refund reconcile running',
+      async () => {
+        const described = await reconcile.describe().catch((err: unknown) => {
+          if (err instanceof WorkflowNotFoundError) return undefined;
+          throw err;
+        });
+        return described?.status.name === 'RUNNING';
+      },
+      20_000,
+      100,
+    );
     const runBefore = (await handle.describe()).runId;
 
     // Signals that change nothing grow the history past the threshold: the server now suggests continue-as-new.
     for (let i = 0; i < 15; i++) await handle.signal(ensureReconcileSignal);
     const firstRun = t.env.client.workflow.getHandle(handle.workflowId, runBefore);
-    await until(
+    await eventually(
       'a workflow task that saw the suggestion completed',
       async () => (await suggestedTasksCompleted(firstRun)) > 0,
+      20_000,
+      100,
     );
     // That task completed without continuing as new: same run, and the reconcile still runs.
     expect((await reconcile.describe()).status.name).toBe('RUNNING');
@@ -107,10 +104,15 @@ it('does not continue as new while a refund’s reconcile runs; continues as new
     });
     expect(await reconcile.result()).toMatchObject({ outcome: 'found', via: 'webhook' });
     expect((await reconcile.describe()).status.name).toBe('COMPLETED');
-    const runAfter = await until('a new run', async () => {
-      const d = await t.env.client.workflow.getHandle(handle.workflowId).describe();
-      return d.runId !== runBefore && d.runId;
-    });
+    const runAfter = await eventually(
+      'a new run',
+      async () => {
+        const d = await t.env.client.workflow.getHandle(handle.workflowId).describe();
+        return d.runId !== runBefore && d.runId;
+      },
+      20_000,
+      100,
+    );
     const latest = t.env.client.workflow.getHandle(handle.workflowId, runAfter);
     const after = await latest.query(paymentQuery);
     expect(after).toMatchObject({ status: 'succeeded', amountCaptured: 1_000, amountRefunded: 400 });

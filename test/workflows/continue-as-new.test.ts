@@ -16,6 +16,7 @@ import { startDevServer } from '../../scripts/lib/dev-server';
 import type { PaymentView } from '../../src/domain/payment';
 import type { reconcileSweepWorkflow } from '../../src/workflows/sweep';
 import { serverPerFile } from '../helpers/rigs';
+import { eventually } from '../helpers/eventually';
 import { carriedChargeState, runChain } from '../helpers/history';
 import { type Rig, chargeRequest } from '../helpers/payments';
 import { sweepInputOver } from '../helpers/sweeps';
@@ -136,10 +137,15 @@ async function unknownThenContinued(b: Rig, wait: (view: PaymentView) => Promise
       payment: foreign,
     });
   }
-  const chain = await eventuallyValue(async () => {
-    const runs = await runChain(b.env.client, handle.workflowId, firstRunId);
-    return runs.length > 1 ? runs : undefined;
-  });
+  const chain = await eventually(
+    'a continued run',
+    async () => {
+      const runs = await runChain(b.env.client, handle.workflowId, firstRunId);
+      return runs.length > 1 ? runs : undefined;
+    },
+    20_000,
+    200,
+  );
   return { input, handle, reconcile, chain };
 }
 
@@ -170,13 +176,18 @@ it('the sweep finds a payment unknown past its threshold whose run continued as 
     expect(runStartMs - unknownSinceMs).toBeGreaterThanOrEqual(2_000);
     // The current run is what visibility lists as running (it lags the continue-as-new a little).
     const namespace = b.env.namespace ?? 'default';
-    await eventuallyValue(async () => {
-      const { executions } = await b.env.client.workflowService.listWorkflowExecutions({
-        namespace,
-        query: `WorkflowId = '${handle.workflowId}' AND ExecutionStatus = 'Running' AND PaymentStatus = 'unknown'`,
-      });
-      return executions.length === 1 || undefined;
-    });
+    await eventually(
+      'the continued run visible as unknown',
+      async () => {
+        const { executions } = await b.env.client.workflowService.listWorkflowExecutions({
+          namespace,
+          query: `WorkflowId = '${handle.workflowId}' AND ExecutionStatus = 'Running' AND PaymentStatus = 'unknown'`,
+        });
+        return executions.length === 1 || undefined;
+      },
+      20_000,
+      200,
+    );
 
     // Unknown for longer than the threshold, but its current run started within it.
     const cutoffMs = Math.round((unknownSinceMs + runStartMs) / 2);
@@ -192,25 +203,19 @@ it('the sweep finds a payment unknown past its threshold whose run continued as 
     });
     expect(result).toMatchObject({ stuckUnknown: 1, reconcilesEnsured: 1 });
     // The payment's current run got the signal and started a reconcile again.
-    const again = await eventuallyValue(async () => {
-      const d = await reconcile.describe();
-      return d.status.name === 'RUNNING' ? d : undefined;
-    });
+    const again = await eventually(
+      'a running reconcile',
+      async () => {
+        const d = await reconcile.describe();
+        return d.status.name === 'RUNNING' ? d : undefined;
+      },
+      20_000,
+      200,
+    );
     expect(again.status.name).toBe('RUNNING');
     await recordHistories(b, 'charge-unknown-continued-swept', [handle.workflowId]);
   });
 });
-
-/** Polls until `probe` answers a value (bounded: 20 s). */
-async function eventuallyValue<T>(probe: () => Promise<T | undefined>): Promise<T> {
-  const deadline = Date.now() + 20_000;
-  for (;;) {
-    const value = await probe();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error('timed out');
-    await new Promise((r) => setTimeout(r, 200));
-  }
-}
 
 it('hands each key’s first answer over once across continue-as-new: the charge in the first run, each refund once', async () => {
   const b = await t.rig();
@@ -250,10 +255,15 @@ it('hands each key’s first answer over once across continue-as-new: the charge
       }
       return keys;
     };
-    const keys = await eventuallyValue(async () => {
-      const got = await handedOver();
-      return got.length >= refunds + 1 ? got : undefined;
-    });
+    const keys = await eventually(
+      'every key handed over',
+      async () => {
+        const got = await handedOver();
+        return got.length >= refunds + 1 ? got : undefined;
+      },
+      20_000,
+      200,
+    );
     expect(keys.sort()).toEqual(
       [
         `charge:${input.key}`,

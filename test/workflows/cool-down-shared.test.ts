@@ -10,7 +10,8 @@
 import type { WorkflowHandle } from '@temporalio/client';
 import type { ChargeWorkflowInput } from '../../src/domain/workflow-inputs';
 import { chargeRequest } from '../helpers/payments';
-import { observeBreaker, redisFixture, startWorkerPair, until } from '../helpers/shared-breaker';
+import { observeBreaker, redisFixture, startWorkerPair } from '../helpers/shared-breaker';
+import { eventually } from '../helpers/eventually';
 import { requestsOf, startChargeOn, waitForStatus } from '../helpers/workflows';
 
 const fx = redisFixture();
@@ -75,14 +76,15 @@ it('one 429 with Retry-After: 3 seen by one workflow delays the next creates of 
   });
   const seer = await start(there, first);
   // Its first attempt has failed, so its outcome (and the cool-down) was recorded: the activity waits for attempt 2.
-  await until(
+  await eventually(
     'the 429 to fail the first attempt',
     async () => {
       const { raw } = await seer.describe();
       const create = raw.pendingActivities?.find((a) => a.activityType?.name === 'createPayment');
       return (create?.attempt ?? 0) >= 2 ? true : undefined;
     },
-    { everyMs: 10 }, // the window is 3 s: every 10 ms of waiting here is 10 ms less of it for the others
+    10_000,
+    10, // the window is 3 s: every 10 ms of waiting here is 10 ms less of it for the others
   );
   const [the429] = requestsOf(b, 'create');
   expect(the429?.status).toBe(429);

@@ -10,21 +10,12 @@ import { InMemoryCircuitBreaker } from '../../src/breaker';
 import { captureRequest, paymentQuery } from '../../src/domain/definitions';
 import { ErrorType } from '../../src/domain/errors';
 import { serverPerFile } from '../helpers/rigs';
+import { eventually } from '../helpers/eventually';
 import { opOf, within } from '../helpers/operations';
 import { chargeRequest, idOf, workflowBundle } from '../helpers/payments';
 import { recordHistories, requestsOf, startChargeOn, waitForStatus } from '../helpers/workflows';
 
 const t = serverPerFile();
-
-async function eventually<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs = 15_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
 
 it("waits only the capped delay for a capture's own 429 asking for 180 s, then captures once", async () => {
   const b = await t.rig({ maxRetryAfterMs: 2_000 });

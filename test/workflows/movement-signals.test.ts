@@ -7,21 +7,12 @@ import { Worker } from '@temporalio/worker';
 import { captureRequest, paymentQuery, refundRequest } from '../../src/domain/definitions';
 import { ErrorType } from '../../src/domain/errors';
 import { serverPerFile } from '../helpers/rigs';
+import { eventually } from '../helpers/eventually';
 import { opOf, within } from '../helpers/operations';
 import { chargeRequest, idOf, workflowBundle } from '../helpers/payments';
 import { recordHistories, startChargeOn, waitForStatus } from '../helpers/workflows';
 
 const t = serverPerFile();
-
-async function eventually<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs = 15_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
 
 it('a capture requested while the authorization is in flight waits for it, then captures once; the history replays', async () => {
   const b = await t.rig();

@@ -9,7 +9,8 @@ import pino from 'pino';
 import type { BreakerStoreEvent } from '../../src/breaker';
 import { ErrorType } from '../../src/domain/errors';
 import { chargeRequest } from '../helpers/payments';
-import { observeBreaker, redisFixture, startWorkerPair, until } from '../helpers/shared-breaker';
+import { observeBreaker, redisFixture, startWorkerPair } from '../helpers/shared-breaker';
+import { eventually } from '../helpers/eventually';
 import { requestsOf, startChargeOn, waitForStatus } from '../helpers/workflows';
 
 const fx = redisFixture();
@@ -65,13 +66,18 @@ it('Redis killed mid-run: payments keep succeeding on both processes, each logs 
   await fx.restartRedis();
   const observer = observeBreaker(fx, policy, pair.keyPrefix);
   const observerClient = observer.redis;
-  await until('both workers to reconnect', async () => {
-    if (observerClient.status !== 'ready') return undefined;
-    const clients = String(await observerClient.client('LIST'))
-      .trim()
-      .split('\n');
-    return clients.length >= 3 ? true : undefined; // the observer, this process, the child
-  });
+  await eventually(
+    'both workers to reconnect',
+    async () => {
+      if (observerClient.status !== 'ready') return undefined;
+      const clients = String(await observerClient.client('LIST'))
+        .trim()
+        .split('\n');
+      return clients.length >= 3 ? true : undefined; // the observer, this process, the child
+    },
+    10_000,
+    25,
+  );
   await onePaymentEach();
   expect(hereSays('is back; using it again')).toBe(1);
   expect(childSays('is back; using it again')).toBe(1);
@@ -81,18 +87,28 @@ it('Redis killed mid-run: payments keep succeeding on both processes, each logs 
   b.sim.addFaults({ rules: [{ match: { operation: 'create' }, fault: 'status', status: 503 }] });
   const tripper = b.input(chargeRequest(), { retry });
   const tripping = await startChargeOn(b, tripper, there);
-  const openUntil = await until('the child to trip the shared breaker', async () => {
-    const s = await observer.state('simulator');
-    return s.kind === 'open' ? s.until : undefined;
-  });
+  const openUntil = await eventually(
+    'the child to trip the shared breaker',
+    async () => {
+      const s = await observer.state('simulator');
+      return s.kind === 'open' ? s.until : undefined;
+    },
+    10_000,
+    25,
+  );
   // ...and a payment of this process is refused before it is sent.
   const held = b.input(chargeRequest(), { retry });
   const holding = await startChargeOn(b, held, here);
-  const refusal = await until('this process to refuse its create', async () => {
-    const { raw } = await holding.describe();
-    const create = raw.pendingActivities?.find((a) => a.activityType?.name === 'createPayment');
-    return (create?.attempt ?? 0) >= 2 ? create : undefined;
-  });
+  const refusal = await eventually(
+    'this process to refuse its create',
+    async () => {
+      const { raw } = await holding.describe();
+      const create = raw.pendingActivities?.find((a) => a.activityType?.name === 'createPayment');
+      return (create?.attempt ?? 0) >= 2 ? create : undefined;
+    },
+    10_000,
+    25,
+  );
   expect(refusal.lastFailure?.applicationFailureInfo?.type).toBe(ErrorType.CircuitOpen);
   expect(Date.now()).toBeLessThan(openUntil);
   const heldCreates = () => requestsOf(b, 'create').filter((r) => r.reference === held.request.orderId);

@@ -29,6 +29,7 @@ import { ensureSweepSchedule } from '../../src/schedules';
 import { paymentMetadata } from '../../src/workflows/activity-options';
 import type { reconcileSweepWorkflow } from '../../src/workflows/sweep';
 import { serverPerFile } from '../helpers/rigs';
+import { eventually } from '../helpers/eventually';
 import { type Rig, chargeRequest } from '../helpers/payments';
 import { connectDevServer } from '../helpers/servers';
 import { hourlySchedule, ourPayment, sweepCutoff, sweepInputOver } from '../helpers/sweeps';
@@ -56,21 +57,6 @@ async function runSweep(b: Rig, input: SweepInput): Promise<SweepResult> {
   return result;
 }
 
-/** Polls `probe` until it answers something truthy, at most `timeoutMs`. */
-async function eventually<T>(
-  what: string,
-  probe: () => Promise<T | undefined | false>,
-  timeoutMs = 10_000,
-): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value) return value;
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
-
 /** Workflow ids a visibility query matches (one page is plenty for one test's workflows). */
 async function visible(query: string): Promise<string[]> {
   const response = await t.env.client.workflowService.listWorkflowExecutions({
@@ -87,10 +73,15 @@ const openReviewItemsQuery = (reference: string) =>
 
 /** Waits until visibility shows exactly `ids` for `query`. */
 const visibleExactly = (query: string, ids: string[]) =>
-  eventually(`visibility to show ${JSON.stringify(ids)}`, async () => {
-    const found = await visible(query);
-    return found.length === ids.length && ids.every((id) => found.includes(id)) && found;
-  });
+  eventually(
+    `visibility to show ${JSON.stringify(ids)}`,
+    async () => {
+      const found = await visible(query);
+      return found.length === ids.length && ids.every((id) => found.includes(id)) && found;
+    },
+    10_000,
+    100,
+  );
 
 /** Creates a payment at the provider directly: an effect no workflow of ours started. */
 async function createAtProvider(
@@ -134,7 +125,12 @@ async function unknownPayment(b: Rig) {
   const reconcileId = reconcileWorkflowId(input.merchantId, 'create', input.key);
   b.track(reconcileId);
   const reconcile = t.env.client.workflow.getHandle(reconcileId);
-  await eventually('the reconcile child to run', async () => (await reconcile.describe()).status.name === 'RUNNING');
+  await eventually(
+    'the reconcile child to run',
+    async () => (await reconcile.describe()).status.name === 'RUNNING',
+    10_000,
+    100,
+  );
   // The sweep finds stuck payments through visibility: wait until it has indexed this one as unknown.
   await visibleExactly(`TaskQueue = '${b.taskQueue}' AND PaymentStatus = 'unknown'`, [handle.workflowId]);
   const effect = b.ledger().effects.find((e) => e.operation === 'create' && e.reference === input.request.orderId);
@@ -211,10 +207,15 @@ describe('reconcile sweep: payments stuck in unknown', () => {
       const result = await runSweep(b, sweepInput(fromMs, { unknownThresholdMs: 1 }));
 
       expect(result).toMatchObject({ stuckUnknown: 1, reconcilesEnsured: 1 });
-      const again = await eventually('a new reconcile run', async () => {
-        const d = await t.env.client.workflow.getHandle(reconcile.workflowId).describe();
-        return d.runId !== lostRunId && d.status.name === 'RUNNING' && d;
-      });
+      const again = await eventually(
+        'a new reconcile run',
+        async () => {
+          const d = await t.env.client.workflow.getHandle(reconcile.workflowId).describe();
+          return d.runId !== lostRunId && d.status.name === 'RUNNING' && d;
+        },
+        10_000,
+        100,
+      );
       expect(again.status.name).toBe('RUNNING');
       expect((await handle.describe()).status.name).toBe('RUNNING');
     });
@@ -423,6 +424,8 @@ describe('ensureSweepSchedule', () => {
         const workflowId = await eventually(
           'the schedule to start a run',
           async () => (await handle.describe()).info.recentActions[0]?.action.workflow.workflowId,
+          10_000,
+          100,
         );
         b.track(workflowId);
         expect(workflowId.startsWith(`${scheduleId}-`)).toBe(true);
