@@ -100,9 +100,18 @@ const clone = <T>(x: T): T => structuredClone(x);
  * How far a payment has got. Provider news only ever raises it; `needs_review`, `declined` and `failed` are not on
  * this scale (provider news never moves them).
  */
-const RANK: Partial<Record<PaymentStatus, number>> = { pending: 0, unknown: 0, authorized: 1, succeeded: 2, voided: 2 };
-const MOVABLE: readonly PaymentStatus[] = ['pending', 'unknown', 'authorized'];
-const PROVIDER_STATUSES = ['authorized', 'succeeded', 'voided'] as const;
+const RANK: Partial<Record<PaymentStatus, number>> = {
+  pending: 0,
+  unknown: 0,
+  requires_action: 0,
+  authorized: 1,
+  succeeded: 2,
+  voided: 2,
+};
+const MOVABLE: readonly PaymentStatus[] = ['pending', 'unknown', 'requires_action', 'authorized'];
+const PROVIDER_STATUSES = ['requires_action', 'authorized', 'succeeded', 'voided', 'failed'] as const;
+/** The provider's statuses that carry money (a payment waiting for the customer or failed there moved none). */
+const MONEY_STATUSES = ['authorized', 'succeeded', 'voided'] as const;
 
 // ---------------------------------------------------------------------------------------------------------------
 
@@ -138,6 +147,13 @@ describe('forwardStatus', () => {
           const next = forwardStatus(ours, theirs);
           if (!MOVABLE.includes(ours)) {
             expect(next).toBe(ours);
+            return;
+          }
+          if (next === 'declined') {
+            // Only a payment that never reached authorized declines: the customer's authentication failed, or it was
+            // cancelled while it waited for the customer.
+            expect(ours).not.toBe('authorized');
+            expect(theirs === 'failed' || (theirs === 'voided' && ours === 'requires_action')).toBe(true);
             return;
           }
           expect(RANK[next]).toBeGreaterThanOrEqual(RANK[ours] as number);
@@ -272,7 +288,7 @@ describe('applyProviderPayment', () => {
 
   const arbPayment: fc.Arbitrary<ProviderPayment> = fc
     .record({
-      status: fc.constantFrom(...PROVIDER_STATUSES),
+      status: fc.constantFrom(...MONEY_STATUSES),
       amount: fc.integer({ min: 0, max: 10_000 }),
       captured: fc.integer({ min: 0, max: 10_000 }),
       refunded: fc.integer({ min: 0, max: 10_000 }),
