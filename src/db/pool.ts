@@ -36,5 +36,9 @@ export function createPool(settings: DatabaseSettings, onIdleError: (err: Error)
     keepAlive: true,
   });
   pool.on('error', onIdleError);
+  // Every connection keeps a listener for its whole life: a server that dies while a connection is between the pool's
+  // hand-over and the transaction's own listener (or in any other gap) must fail the statement, which is classified,
+  // never emit an unhandled `error` that ends the process (CI saw it once under the crash-and-restart test).
+  pool.on('connect', (client) => client.on('error', () => undefined));
   return pool;
 }
