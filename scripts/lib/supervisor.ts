@@ -210,7 +210,12 @@ export class Supervisor {
       this.changed();
       return;
     }
-    const verdict = service.policy.crashed();
+    // A clean exit (code 0) was asked for by someone (a deploy's SIGTERM, drained): a stop, not a failure. It is
+    // restarted without spending the crash budget, which is for processes that fail.
+    const verdict =
+      code === 0 && signal === null
+        ? { action: 'restart' as const, delayMs: 500, crashesInWindow: 0 }
+        : service.policy.crashed();
     if (verdict.action === 'give_up') {
       service.state = 'stopped';
       this.changed();
