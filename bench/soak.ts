@@ -459,7 +459,13 @@ function kill(pid: number, signal: NodeJS.Signals): boolean {
 
 /** Kills a supervised service and measures until the supervisor has it running again under a new pid. */
 async function killService(fault: string, name: string, signal: NodeJS.Signals, ready?: () => Promise<boolean>) {
-  const before = readStack().services[name];
+  let before: StackInfo['services'][string] | undefined;
+  try {
+    before = readStack().services[name];
+  } catch (err) {
+    log(`${fault}: the stack file cannot be read (${err instanceof Error ? err.message : String(err)}); skipped`);
+    return;
+  }
   if (!before?.pid) {
     log(`${fault}: no ${name} in ${stackFile}; skipped`);
     return;
@@ -568,11 +574,20 @@ async function main(): Promise<number> {
   let quiet = false;
   const chaosDone = chaos(loadMs, () => loadDone);
   const webhooksDone = webhookChaos(() => quiet);
+  // The stack file goes away when the stack stops (its supervisor gave up on a service): the soak has nothing left to
+  // measure, so it stops with a line that says so (the cluster's own output says why) instead of running blind.
+  let missingSince: number | undefined;
   const refresh = setInterval(() => {
     try {
       stack = readStack();
-    } catch {
-      // being rewritten
+      missingSince = undefined;
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'ENOENT') return; // being rewritten
+      missingSince ??= Date.now();
+      if (Date.now() - missingSince >= 5_000) {
+        log(`the stack stopped during the soak (${stackFile} is gone for 5 s): see the stack's own output for why`);
+        process.exit(2);
+      }
     }
   }, 1_000);
 

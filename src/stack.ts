@@ -10,7 +10,7 @@
 import type { AddressInfo } from 'node:net';
 import { Client, Connection } from '@temporalio/client';
 import type { DataConverter, PayloadCodec } from '@temporalio/common';
-import { NativeConnection, Worker, type WorkerOptions } from '@temporalio/worker';
+import { NativeConnection, type NativeConnectionOptions, Worker, type WorkerOptions } from '@temporalio/worker';
 import type { FastifyInstance } from 'fastify';
 import { Registry, collectDefaultMetrics } from 'prom-client';
 import type { Logger as PinoLogger } from 'pino';
@@ -44,7 +44,7 @@ import {
 import { configureKeyHash, keyHash } from './providers/logging';
 import { configuredCapabilities, createConfiguredProviders, webhookVerifiers } from './providers/registry';
 import type { PaymentProvider } from './providers/types';
-import { type TemporalTarget, connectionOptions } from './temporal-connection';
+import { type TemporalTarget, connectWithin, connectionOptions } from './temporal-connection';
 import { openDatabase } from './db';
 import { KeyRecords, startKeyRecordPruner } from './key-records';
 import { walletMetricsObserver } from './metrics/wallet-metrics';
@@ -390,6 +390,16 @@ export async function startStack(options: StackOptions): Promise<Stack> {
     return options.temporal;
   };
 
+  // A process started while the server restarts waits for it (TEMPORAL_CONNECT_WAIT_MS) instead of exiting.
+  const connectPatiently = <C>(connect: (o: NativeConnectionOptions) => Promise<C>): Promise<C> => {
+    const opts = connectionOptions(target());
+    return connectWithin(() => connect(opts), {
+      waitMs: target().TEMPORAL_CONNECT_WAIT_MS ?? 0,
+      address: opts.address ?? '',
+      logger,
+    });
+  };
+
   const createWorkersOnce = (): Promise<Worker[]> => {
     const setup = options.workers;
     if (setup === undefined || nativeConnection === undefined) {
@@ -469,7 +479,7 @@ export async function startStack(options: StackOptions): Promise<Stack> {
   try {
     if (options.workers !== undefined) {
       if (nativeConnection === undefined) {
-        const connection = await NativeConnection.connect(connectionOptions(target()));
+        const connection = await connectPatiently((o) => NativeConnection.connect(o));
         owned.push(() => connection.close());
         nativeConnection = connection;
       }
@@ -489,7 +499,7 @@ export async function startStack(options: StackOptions): Promise<Stack> {
           // grpc-js, not a NativeConnection: with the Rust core's client the API's own deadline did not bound the
           // submit's wait for a worker (8.6 s instead of SUBMIT_WAIT_MS + margin, test/api/no-worker.test.ts), though
           // it costs ~0.5-1 ms less CPU per charge (bench/rpc-cost.ts).
-          const opened = await Connection.connect(connectionOptions(target()));
+          const opened = await connectPatiently((o) => Connection.connect(o));
           owned.push(() => opened.close());
           connection = opened;
         }

@@ -23,6 +23,11 @@ export const EnvSchema = z.object({
   NODE_ENV: z.string().optional(),
   TEMPORAL_ADDRESS: hostPort.default('127.0.0.1:7233'),
   TEMPORAL_NAMESPACE: nonEmpty.default('default'),
+  /**
+   * How long a worker or API process waits at start for an unreachable Temporal server (restarting, or started after
+   * it) before it gives up with exit 1; 0 gives up at the first refusal.
+   */
+  TEMPORAL_CONNECT_WAIT_MS: ms.default(60_000),
   TASK_QUEUE: nonEmpty.default('payments'),
   PORT: port.default(3000),
   /** The API's listen address: loopback unless deployed (docker-compose sets 0.0.0.0). */
