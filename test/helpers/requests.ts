@@ -1,17 +1,15 @@
 /**
  * Captures, refunds and operators' verdicts sent to a running payment the way production's client sends them
- * (src/client): the payment's check query first (a refusal records nothing), then the request as a signal (unless the
+ * (src/client/request-protocol.ts, the same code): the payment's check query first (a refusal records nothing), then the request as a signal (unless the
  * payment knows its key already: nothing is sent again), then its answer read by query until it settled. The update
  * handlers the payment keeps for older runs are covered by the histories that recorded them (test/histories/
  * *-by-updates.*.json), not by tests.
  */
-import { randomUUID } from 'node:crypto';
-import type { WorkflowHandle } from '@temporalio/client';
-import type { SignalDefinition } from '@temporalio/common';
+import { Client, type WorkflowHandle } from '@temporalio/client';
 import {
   type CaptureArgs,
+  type MovementAnswer,
   type RefundArgs,
-  type RequestId,
   type RequestRefusal,
   type ResolveArgs,
   captureRequest,
@@ -19,6 +17,8 @@ import {
   resolveRequest,
 } from '../../src/domain/definitions';
 import type { PaymentView } from '../../src/domain/payment';
+import type { ClientContext } from '../../src/client/context';
+import { sendRequest } from '../../src/client/request-protocol';
 
 /** A request the payment refused, before anything was sent or when it handled it: the refusal's type and details. */
 export class RequestRefused extends Error {
@@ -33,57 +33,69 @@ export class RequestRefused extends Error {
   }
 }
 
-/** The messages a request needs: a handle of a charge workflow (any run: queries and signals go to the latest). */
-type PaymentHandle = Pick<WorkflowHandle, 'query' | 'signal'>;
+/** A handle of a charge workflow (any run: queries and signals go to the latest); its client sends the request. */
+type PaymentHandle = Pick<WorkflowHandle, 'workflowId' | 'client'>;
 
 /** How long a request's answer is read for at most (real time): the update it replaces waited as long as it took. */
 const ANSWER_WAIT_MS = 30_000;
 
+/**
+ * The client context of `handle`: production's protocol over the test's connection, each call bounded by `waitMs`.
+ * Its payload codecs are carried; a failure converter is not (no test client that sends requests has one).
+ */
+const contextOf = (handle: PaymentHandle, waitMs: number): ClientContext => {
+  const { connection, options } = handle.client;
+  const dataConverter = { payloadCodecs: options.loadedDataConverter.payloadCodecs };
+  const client = new Client({ connection, namespace: options.namespace, dataConverter });
+  return { client, namespace: options.namespace, rpcTimeoutMs: waitMs };
+};
+
+const refused = (refusal: RequestRefusal): Error => new RequestRefused(refusal);
+
 /** Captures (all that is authorized without an amount); answers the view once its first provider call settled. */
 export function capture(handle: PaymentHandle, args: CaptureArgs, waitMs = ANSWER_WAIT_MS): Promise<PaymentView> {
-  return moveMoney(handle, 'capture', args.captureKey, args, captureRequest.requested, waitMs);
+  return moveMoney(handle, 'capture', args.captureKey, args, waitMs);
 }
 
 /** Refunds; answers the view once its first provider call settled. */
 export function refund(handle: PaymentHandle, args: RefundArgs, waitMs = ANSWER_WAIT_MS): Promise<PaymentView> {
-  return moveMoney(handle, 'refund', args.refundKey, args, refundRequest.requested, waitMs);
+  return moveMoney(handle, 'refund', args.refundKey, args, waitMs);
 }
 
-async function moveMoney<Args extends CaptureArgs | RefundArgs>(
+async function moveMoney(
   handle: PaymentHandle,
   kind: 'capture' | 'refund',
   key: string,
-  args: Args,
-  signal: SignalDefinition<[Args & RequestId]>,
+  args: CaptureArgs | RefundArgs,
   waitMs: number,
 ): Promise<PaymentView> {
-  const check = await handle.query(captureRequest.check, kind, args);
-  if (check.refusal) throw new RequestRefused(check.refusal);
-  const requestId = randomUUID();
-  if (check.known !== true) await handle.signal(signal, { ...args, requestId });
-  const answer = await readUntil(
-    `the ${kind} ${key}`,
-    () => handle.query(captureRequest.answer, kind, key, requestId, args.fingerprint, check.answeredByTry),
-    (a) => a.settled,
+  const { answer } = await sendRequest(contextOf(handle, waitMs), handle.workflowId, {
+    request: kind === 'capture' ? captureRequest : refundRequest,
+    args,
+    checkArgs: [kind, args],
+    verdict: (check) => check,
+    answerArgs: (requestId, check) => [kind, key, requestId, args.fingerprint, check.answeredByTry],
+    done: (a: MovementAnswer | null) => a?.settled === true,
     waitMs,
-  );
-  if (answer.refusal) throw new RequestRefused(answer.refusal);
+    refused,
+  });
+  if (answer?.settled !== true) throw new Error(`the ${kind} ${key} was not answered within ${waitMs} ms`);
   return answer.view;
 }
 
 /** An operator's verdict on a payment under review; answers the view once the payment applied it. */
 export async function resolve(handle: PaymentHandle, args: ResolveArgs, waitMs = ANSWER_WAIT_MS): Promise<PaymentView> {
-  const refusal = await handle.query(resolveRequest.check);
-  if (refusal) throw new RequestRefused(refusal);
-  const requestId = randomUUID();
-  await handle.signal(resolveRequest.requested, { ...args, requestId });
-  const answer = await readUntil(
-    'the verdict',
-    () => handle.query(resolveRequest.answer, requestId),
-    () => true,
+  const { answer } = await sendRequest(contextOf(handle, waitMs), handle.workflowId, {
+    request: resolveRequest,
+    args,
+    checkArgs: [],
+    verdict: (refusal) => ({ refusal }),
+    answerArgs: (requestId) => [requestId],
+    done: (handled) => handled !== null,
     waitMs,
-  );
-  if (answer.refusal) throw new RequestRefused(answer.refusal);
+    refused,
+  });
+  if (answer === null) throw new Error(`the verdict was not answered within ${waitMs} ms`);
   return answer.view;
 }
 
@@ -96,23 +108,4 @@ export async function refusalType(request: Promise<unknown>): Promise<string> {
     throw err;
   }
   throw new Error('expected the request to be refused');
-}
-
-/**
- * Reads an answer query until it answers and `done` holds (real time, bounded: a request the payment never answers
- * fails the test instead of hanging it).
- */
-async function readUntil<T>(
-  what: string,
-  read: () => Promise<T | null>,
-  done: (answer: T) => boolean,
-  waitMs: number,
-): Promise<T> {
-  const deadline = Date.now() + waitMs;
-  for (;;) {
-    const answer = await read();
-    if (answer !== null && done(answer)) return answer;
-    if (Date.now() > deadline) throw new Error(`${what} was not answered within ${waitMs} ms`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
 }
