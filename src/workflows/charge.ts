@@ -11,9 +11,10 @@ import { announceMerchantEvents } from './merchant-events';
 import { createAtProvider, reconcileCreate } from './payment-create';
 import { type ChargeContinuation, PaymentEntity } from './payment-entity';
 import { hasRunningOperation, isClosedStatus } from './payment-state';
+import { PATCHES } from './patches';
 
 /** Patch: the run continues as new only once every reconcile the provider's news cancelled has ended. */
-const CONTINUE_AFTER_CANCELLED_RECONCILES = 'continue-after-cancelled-reconciles-end';
+const CONTINUE_AFTER_CANCELLED_RECONCILES = PATCHES.continueAfterCancelledReconciles.id;
 
 export type { ChargeContinuation } from './payment-entity';
 

@@ -3,6 +3,7 @@ import { defaultCustomerActionTimeoutMs } from '../domain/customer-action';
 import { formatWait } from '../domain/summaries';
 import { messageOf } from './failures';
 import type { PaymentPort } from './payment-port';
+import { PATCHES } from './patches';
 
 /** What the wait for the customer needs of the payment: the {@link PaymentPort} and the main line's parking. */
 export interface CustomerActionPort extends PaymentPort {
@@ -15,7 +16,7 @@ export interface CustomerActionPort extends PaymentPort {
  * read such a payment), so nothing replays differently; the marker names the commands of this path in the histories
  * that have them.
  */
-const CUSTOMER_ACTION_WAIT = 'customer-action-wait';
+const CUSTOMER_ACTION_WAIT = PATCHES.customerActionWait.id;
 
 /**
  * A payment that waits for the customer (`requires_action`, 3-D Secure): durably, for the provider's word, a webhook

@@ -23,6 +23,7 @@ import { nowIso } from './payment-port';
 import { ProviderBinding } from './provider-binding';
 import { reconcileWorkflow } from './reconcile';
 import { NEWS, unlessNews } from './unless-news';
+import { PATCHES } from './patches';
 
 /** What the create needs of the payment beyond the {@link BindingPort}: its shape and its reconcile's flags. */
 export interface CreatePort extends BindingPort {
@@ -41,9 +42,9 @@ export interface CreatePort extends BindingPort {
 const FIRST_TASK_HISTORY_LENGTH = 3;
 
 /** Patch: a worker's refusal to send (`ValidationError`) after a request may have left is unknown, never `failed`. */
-const REFUSAL_AFTER_SEND_UNKNOWN = 'refusal-after-send-unknown';
+const REFUSAL_AFTER_SEND_UNKNOWN = PATCHES.refusalAfterSendUnknown.id;
 /** Patch: the create's reconcile ends as soon as provider news moved the payment on (see unlessNews). */
-const CREATE_RECONCILE_ENDS_WITH_NEWS = 'create-reconcile-ends-with-news';
+const CREATE_RECONCILE_ENDS_WITH_NEWS = PATCHES.createReconcileEndsWithNews.id;
 
 /**
  * The charge's first provider call: a value (authorized, succeeded, declined), a refusal (failed), a write that

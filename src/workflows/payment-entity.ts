@@ -17,16 +17,12 @@ import {
   type SubmitArgs,
   acceptUpdate,
   captureRequest,
-  captureUpdate,
   ensureReconcileSignal,
   firstAnswerQuery,
   paymentQuery,
   reconcileResolvedSignal,
   refundRequest,
-  refundUpdate,
   resolveRequest,
-  resolveUpdate,
-  submitUpdate,
   webhookSignal,
 } from '../domain/definitions';
 import { ErrorType } from '../domain/errors';
@@ -43,6 +39,7 @@ import {
 } from '../domain/search-attributes';
 import { formatWait, paymentCurrentDetails } from '../domain/summaries';
 import type { ChargeWorkflowInput } from '../domain/workflow-inputs';
+import { registerLegacyUpdates } from './legacy-updates';
 import { setHandlerIn } from './life-scope';
 import { Lock } from './lock';
 import type { CustomerActionPort } from './customer-action';
@@ -68,13 +65,14 @@ import {
 } from './payment-state';
 import { ProviderBinding, type RecordedProviderConfig } from './provider-binding';
 import { whenSettled } from './settled';
+import { PATCHES } from './patches';
 
 /** Patch: the status search attribute is upserted only when the status changed (histories before it upsert more). */
-const PUBLISH_ON_CHANGE = 'publish-status-on-change';
+const PUBLISH_ON_CHANGE = PATCHES.publishOnChange.id;
 /** Patch: a provider event is applied only from the provider holding the payment (failover moves it). */
-const EVENTS_FROM_HOLDER = 'provider-events-from-holder';
+const EVENTS_FROM_HOLDER = PATCHES.eventsFromHolder.id;
 /** Patch: a run that continued as new while unknown publishes when the payment became unknown (`UnknownSince`). */
-const PUBLISH_UNKNOWN_SINCE = 'publish-unknown-since';
+const PUBLISH_UNKNOWN_SINCE = PATCHES.publishUnknownSince.id;
 
 /** Carried across continue-as-new: the payment's whole state plus what the first run learnt. */
 export interface ChargeContinuation {
@@ -193,17 +191,11 @@ export class PaymentEntity implements CreatePort, MovementsPort, CustomerActionP
     const setHandler = setHandlerIn(life);
     setHandler(paymentQuery, () => this.state.view);
     setCurrentDetails(paymentCurrentDetails(this.state.view));
-    setHandler(submitUpdate, () => this.submit(), { validator: (args) => this.validateSubmit(args) });
     // Answered in the accepting task, before any local activity's result (definitions.ts says why).
     setHandler(acceptUpdate, () => this.state.view, { validator: (args) => this.validateSubmit(args) });
     setHandler(webhookSignal, (event, from, handling) => this.onProviderEvent(event, from, handling?.whenReady));
     setHandler(ensureReconcileSignal, () => this.ensureReconcile());
-    // The updates stay for payments whose history has them; the client sends requests (definitions.ts says why).
     const requests = this.movementRequests;
-    setHandler(captureUpdate, (args) => requests.capture(args), {
-      validator: (args) => requests.validateCapture(args),
-    });
-    setHandler(refundUpdate, (args) => requests.refund(args), { validator: (args) => requests.validateRefund(args) });
     // A request acts only when the payment is ready for it (see readyForRequest).
     const ready = () => this.readyForRequest();
     const movementQueries = {
@@ -238,8 +230,16 @@ export class PaymentEntity implements CreatePort, MovementsPort, CustomerActionP
       },
       answer: (requestId) => this.resolveAnswer(requestId),
     });
-    setHandler(resolveUpdate, (args) => this.resolve(args), {
-      validator: (_args: ResolveArgs) => assertUnderReview(this.state),
+    // The updates stay for payments whose history has them; the client sends requests (legacy-updates.ts).
+    registerLegacyUpdates(setHandler, {
+      submit: () => this.submit(),
+      validateSubmit: (args) => this.validateSubmit(args),
+      capture: (args) => requests.capture(args),
+      validateCapture: (args) => requests.validateCapture(args),
+      refund: (args) => requests.refund(args),
+      validateRefund: (args) => requests.validateRefund(args),
+      resolve: (args) => this.resolve(args),
+      validateResolve: () => assertUnderReview(this.state),
     });
   }
 

@@ -23,11 +23,12 @@ import { type SubOperation, findSubOperation, operationShown, reviewOf } from '.
 import { reconcileWorkflow } from './reconcile';
 import { refundWorkflow } from './refund';
 import { NEWS, unlessNews } from './unless-news';
+import { PATCHES } from './patches';
 
 /** Patch: a capture's or refund's reconcile ends as soon as the provider's news shows the operation (see unlessNews). */
-const MOVEMENT_ENDS_WITH_NEWS = 'movement-reconcile-ends-with-news';
+const MOVEMENT_ENDS_WITH_NEWS = PATCHES.movementEndsWithNews.id;
 /** Patch: a capture or refund records the payment's total before it (histories before it have none). */
-const OPERATION_TOTAL_BEFORE = 'operation-total-before';
+const OPERATION_TOTAL_BEFORE = PATCHES.operationTotalBefore.id;
 
 type MovementKind = 'capture' | 'refund';
 

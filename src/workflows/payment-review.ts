@@ -8,11 +8,12 @@ import { messageOf, notSentRetryAfterMs, waitAskedOf } from './failures';
 import { statusAfterResolve } from './payment-guards';
 import { type PaymentPort, nowIso } from './payment-port';
 import { type PendingReview, applyProviderPayment, closeReview, forwardStatus } from './payment-state';
+import { PATCHES } from './patches';
 
 /** Patch: an operator's `providerPaymentId` is looked up at the provider before it is accepted. */
-const VERIFY_OPERATOR_PAYMENT = 'verify-operator-payment-id';
+const VERIFY_OPERATOR_PAYMENT = PATCHES.verifyOperatorPayment.id;
 /** Patch: every verdict is checked against a look-up at the provider, whose amounts and status the payment takes. */
-const RESOLVE_FROM_PROVIDER = 'resolve-from-provider';
+const RESOLVE_FROM_PROVIDER = PATCHES.resolveFromProvider.id;
 
 /**
  * An operator's verdicts on the payment's reviews. Nothing an operator says is trusted without the provider: each

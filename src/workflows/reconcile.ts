@@ -16,6 +16,7 @@ import type { ProviderPayment } from '../domain/provider-payment';
 import { paymentMetadata, providerActivities } from './activity-options';
 import { failureType, lastFailureType, messageOf, notSentReason, sendsOf } from './failures';
 import { type ReconcileTally, reconcileReviewReason } from './reconcile-reason';
+import { PATCHES } from './patches';
 
 type ProviderActivities = ReturnType<typeof providerActivities>;
 
@@ -38,20 +39,20 @@ export function meetsExpectation(p: ProviderPayment, expect: Expectation): boole
  * nothing: the reconcile goes on checking, past its schedule until the provider's key lifetime while the look-ups keep
  * failing. Histories before it ended the reconcile with the look-up's failure.
  */
-const CHECK_THROUGH_OUTAGES = 'reconcile-checks-through-outages';
+const CHECK_THROUGH_OUTAGES = PATCHES.reconcileChecksThroughOutages.id;
 
 /**
  * Patch: a capture's or refund's reconcile resends the same write with the same key after the settle window, as a
  * create's does. Histories before it ended such a reconcile in review when its look-ups found nothing.
  */
-const MOVEMENT_RESUBMITS = 'movement-reconcile-resubmits';
+const MOVEMENT_RESUBMITS = PATCHES.movementResubmits.id;
 
 /**
  * Patch: a resubmission refused here before it left (nothing sent) does not use up the reconcile's one resubmission;
  * the next check past the settle window tries again. Histories before it went on checking without resending and ended
  * in review ("refused here before sending").
  */
-const RESUBMITS_UNTIL_SENT = 'reconcile-resubmits-until-sent';
+const RESUBMITS_UNTIL_SENT = PATCHES.resubmitsUntilSent.id;
 
 /**
  * Durable wait-and-check for one write whose outcome is unknown: wait (a webhook ends the wait early), look the write

@@ -1,0 +1,118 @@
+/**
+ * Every `patched()` id of the workflows, in one place: what the new branch does, what runs started before it do, and
+ * the commit that added it. A workflow module imports its id from here, so this list is the inventory of code kept
+ * only for older histories (docs/versioning.md: why patching and not worker versioning, and when an entry may go:
+ * `deprecatePatch` once no open run predates it, then the old branch and the entry are removed a release later).
+ * test/workflows/patches.test.ts holds src/workflows to this list and counts the recorded histories of each branch.
+ */
+
+/** One patch: its id (the marker in histories) and what it changed. */
+export interface PatchEntry {
+  /** The `patched()` id, recorded as a marker in the histories of runs that took the new branch. */
+  readonly id: string;
+  /** The commit that added it. */
+  readonly since: string;
+  /** The new branch. */
+  readonly change: string;
+  /** What a run whose history predates it does (the old branch, kept so it replays). */
+  readonly before: string;
+  /**
+   * Why no recorded history carries its marker, when none does: the new branch is not reachable by the current code, or
+   * only on a path the tests reach without recording. Absent: at least one history in test/histories/ carries it.
+   */
+  readonly unrecorded?: string;
+}
+
+export const PATCHES = {
+  publishOnChange: {
+    id: 'publish-status-on-change',
+    since: '87b3a37',
+    change: 'the PaymentStatus search attribute is upserted only when the status changed',
+    before: 'upserted at more transitions',
+  },
+  verifyOperatorPayment: {
+    id: 'verify-operator-payment-id',
+    since: '87b3a37',
+    change: "an operator's providerPaymentId is looked up at the provider before it is accepted",
+    before: "the operator's id taken as told",
+    unrecorded:
+      'reached only inside the verdict-as-told path, which runs only for histories before resolve-from-provider: ' +
+      'no new run takes it',
+  },
+  operationTotalBefore: {
+    id: 'operation-total-before',
+    since: '33e905a',
+    change: "a capture or refund records the payment's total before it (a resubmission needs it)",
+    before: 'no total recorded',
+  },
+  resolveFromProvider: {
+    id: 'resolve-from-provider',
+    since: '33e905a',
+    change: 'every verdict is checked by a look-up at the provider, whose amounts and status the payment takes',
+    before: 'the verdict as the operator told it (amounts at least what was expected)',
+  },
+  eventsFromHolder: {
+    id: 'provider-events-from-holder',
+    since: 'c3f84b6',
+    change: 'a provider event is applied only from the provider holding the payment (failover moves it)',
+    before: 'events from any provider applied',
+  },
+  publishUnknownSince: {
+    id: 'publish-unknown-since',
+    since: 'eab1012',
+    change: 'a run that continued as new while unknown publishes when the payment became unknown (UnknownSince)',
+    before: 'no UnknownSince: the sweep finds such a run by its StartTime',
+  },
+  reconcileChecksThroughOutages: {
+    id: 'reconcile-checks-through-outages',
+    since: '6315d1e',
+    change: 'a look-up that failed for its whole budget is a check that learnt nothing: the reconcile goes on',
+    before: "the reconcile ended with the look-up's failure",
+  },
+  refusalAfterSendUnknown: {
+    id: 'refusal-after-send-unknown',
+    since: '3da55b6',
+    change: "a worker's refusal to send (ValidationError) after a request may have left is unknown, never failed",
+    before: 'failed',
+    unrecorded:
+      'a worker configured otherwise now refuses retryably once a request may have left (it waits for a matching ' +
+      'worker, attempt/worker-config.ts); a final ValidationError after a send comes only from a worker that polls a ' +
+      "provider's queue without that provider configured (attempt/pipeline.ts), a path no test records",
+  },
+  createReconcileEndsWithNews: {
+    id: 'create-reconcile-ends-with-news',
+    since: 'ef020c0',
+    change: "the create's reconcile ends as soon as provider news moved the payment on",
+    before: 'the reconcile ran its schedule to the end',
+  },
+  movementEndsWithNews: {
+    id: 'movement-reconcile-ends-with-news',
+    since: 'ef020c0',
+    change: "a capture's or refund's reconcile ends as soon as the provider's news shows the operation",
+    before: 'the reconcile ran its schedule to the end',
+  },
+  customerActionWait: {
+    id: 'customer-action-wait',
+    since: 'dd5669b',
+    change: "a requires_action payment waits for the customer's action, bounded by CUSTOMER_ACTION_TIMEOUT_MS",
+    before: 'no such path (the marker names its commands in the histories that have them)',
+  },
+  movementResubmits: {
+    id: 'movement-reconcile-resubmits',
+    since: 'd5ee27f',
+    change: "a capture's or refund's reconcile resends the same write under its key after the settle window",
+    before: 'review when the look-ups found nothing',
+  },
+  resubmitsUntilSent: {
+    id: 'reconcile-resubmits-until-sent',
+    since: '1c5aeec',
+    change: 'a resubmission refused before it left is tried again at the next check past the settle window',
+    before: 'checking went on without resending, then review ("refused here before sending")',
+  },
+  continueAfterCancelledReconciles: {
+    id: 'continue-after-cancelled-reconciles-end',
+    since: 'a831fe1',
+    change: 'the run continues as new only once every reconcile the provider news cancelled has ended',
+    before: 'continued as new at once (a cancelled reconcile could still be ending)',
+  },
+} as const satisfies Record<string, PatchEntry>;
