@@ -2,7 +2,8 @@
 # The payments namespace on a Temporal server: waits until the frontend is healthy, creates the namespace with an
 # explicit retention when it is missing, registers the search attributes that are missing, and waits until the
 # namespace answers a visibility query. docker-compose.yml's `temporal-namespace` job runs this file in
-# temporalio/admin-tools; `npm run cluster` runs the same file with the provisioned CLI after every server (re)start.
+# temporalio/admin-tools; `npm run cluster` runs the same file with the provisioned CLI at the server's first start (a
+# restart keeps the namespace, which lives in PostgreSQL).
 #
 # Environment: TEMPORAL_ADDRESS (read by the CLI itself), NAMESPACE, NAMESPACE_RETENTION (e.g. 72h),
 # SEARCH_ATTRIBUTES (space separated Name=Type pairs), TEMPORAL_CLI (default temporal), SETUP_TIMEOUT_S (default 120).
