@@ -1,5 +1,5 @@
 /**
- * Webhooks to the merchant (CONTRACTS.md §1c): the events a payment announces, the per-merchant delivery workflow's id,
+ * Webhooks to the merchant (docs/http-api.md, "Webhooks to your endpoint"): the events a payment announces, the per-merchant delivery workflow's id,
  * task queue and wake signal. Zod-free: the charge workflow and the delivery workflow import it.
  */
 import { defineSignal } from '@temporalio/workflow';
@@ -107,5 +107,5 @@ export const defaultMerchantWebhookSettings: MerchantWebhookSettings = {
   roundBudgetMs: 20_000,
 };
 
-/** The shortest retry window production accepts (CONTRACTS.md §1c: retried for at least 3 days). */
+/** The shortest retry window production accepts (docs/http-api.md, "Webhooks to your endpoint": retried for at least 3 days). */
 export const minimumRetryForMs = 3 * DAY;

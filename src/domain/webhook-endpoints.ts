@@ -1,5 +1,5 @@
 /**
- * `/v1/webhook-endpoint` (CONTRACTS.md §1c): the merchant's endpoint for the events of its payments, as the API takes
+ * `/v1/webhook-endpoint` (docs/http-api.md, "Webhooks to your endpoint"): the merchant's endpoint for the events of its payments, as the API takes
  * and answers it; and what a private address is, for deployments that refuse to post to their own network.
  */
 import { z } from 'zod';

@@ -99,7 +99,7 @@ export const ChargeWorkflowInput = z.strictObject({
   capabilities: ProviderCapabilitiesInput.optional(),
   shape: HistoryShape.optional(),
   /**
-   * Announce the payment's status changes and succeeded refunds to its merchant's webhook endpoint (CONTRACTS.md §1c),
+   * Announce the payment's status changes and succeeded refunds to its merchant's webhook endpoint (docs/http-api.md, "Webhooks to your endpoint"),
    * chosen by the starter (config `MERCHANT_WEBHOOKS`) and fixed for the payment's life. Absent (every payment started
    * before it existed): nothing is announced, and the history has nothing new.
    */

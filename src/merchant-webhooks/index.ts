@@ -1,5 +1,5 @@
 /**
- * Webhooks to the merchant (CONTRACTS.md §1c) on PostgreSQL: the endpoint table, the event queue, signing, one POST,
+ * Webhooks to the merchant (docs/http-api.md, "Webhooks to your endpoint") on PostgreSQL: the endpoint table, the event queue, signing, one POST,
  * and the activities a payment's handoff and the per-merchant delivery workflow run.
  */
 export * from './activities';

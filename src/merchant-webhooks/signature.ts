@@ -1,6 +1,6 @@
 /**
  * `Payments-Signature: t=<unix seconds>,v1=<hex HMAC-SHA256 of "<t>.<raw body>">`, keyed by the endpoint's secret, as
- * the provider signs its own webhooks (CONTRACTS.md §1c). The verifier is what a merchant's receiver does (the tests,
+ * the provider signs its own webhooks (docs/http-api.md, "Webhooks to your endpoint"). The verifier is what a merchant's receiver does (the tests,
  * the demo's receiver and docs/http-api.md use it).
  */
 import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';

@@ -1,5 +1,5 @@
 /**
- * The activities against the REAL simulator over HTTP (STYLE.md #8), run in a MockActivityEnvironment (no Temporal
+ * The activities against the REAL simulator over HTTP (no HTTP mocks), run in a MockActivityEnvironment (no Temporal
  * server): each test sets the attempt and the schedule timestamps Temporal would give it.
  */
 import { randomUUID } from 'node:crypto';

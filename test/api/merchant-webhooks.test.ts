@@ -1,5 +1,5 @@
 /**
- * Webhooks to the merchant (CONTRACTS.md §1c) end to end: `/v1/webhook-endpoint` over HTTP, payments that announce
+ * Webhooks to the merchant (docs/http-api.md, "Webhooks to your endpoint") end to end: `/v1/webhook-endpoint` over HTTP, payments that announce
  * their status changes and refunds, the per-merchant delivery workflow on its own task queue, and real HTTP endpoints
  * (test/helpers/webhook-receiver.ts) against the run's dev server and PostgreSQL.
  */

@@ -32,7 +32,7 @@ describe('GET /openapi.json', () => {
     );
   });
 
-  it('documents every endpoint of CONTRACTS.md §1', async () => {
+  it('documents every endpoint of the payments API (docs/http-api.md)', async () => {
     const doc = await fetchDoc();
     const operations = Object.entries(doc.paths).flatMap(([path, ops]) =>
       Object.keys(ops).map((m) => `${m.toUpperCase()} ${path}`),

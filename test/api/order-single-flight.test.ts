@@ -1,5 +1,5 @@
 /**
- * One open payment per order (CONTRACTS.md §1, DESIGN.md "Identity and idempotency"): while a payment for
+ * One open payment per order (docs/http-api.md, "Payments"; docs/architecture.md, key scopes): while a payment for
  * (merchant, orderId) is pending or unknown (or in review with its create undecided), a new key for that order is
  * 409 `payment_in_flight` naming the open key. Real API, PaymentsClient, workers and simulator on the run's dev
  * server; an open payment is held by simulator faults, and the simulator's ledger says whether a second charge left.

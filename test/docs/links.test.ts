@@ -122,3 +122,30 @@ describe('the link checker itself', () => {
     ]);
   });
 });
+
+describe('references a reader can follow', () => {
+  /** Source, scripts, bench and test files (this file names the notes to test the checker). */
+  function codeFiles(): string[] {
+    const out: string[] = [];
+    const walk = (dir: string) => {
+      for (const name of readdirSync(dir)) {
+        const full = path.join(dir, name);
+        if (statSync(full).isDirectory()) walk(full);
+        else if (/\.(ts|sh|md)$/.test(name) && full !== __filename) out.push(full);
+      }
+    };
+    for (const d of ['src', 'scripts', 'bench', 'test', 'docs']) walk(path.join(ROOT, d));
+    return out;
+  }
+
+  it('never point at the team notes outside the repository (DESIGN.md, STYLE.md, CONTRACTS.md)', () => {
+    const pointers = codeFiles().flatMap((f) =>
+      readFileSync(f, 'utf8')
+        .split('\n')
+        .map((line, i) => ({ line, at: `${path.relative(ROOT, f)}:${i + 1}` }))
+        .filter(({ line }) => /\b(DESIGN|STYLE|CONTRACTS)\.md\b/.test(line))
+        .map(({ at }) => at),
+    );
+    expect(pointers).toEqual([]);
+  });
+});

@@ -20,7 +20,7 @@ import {
 } from '../../src/domain';
 
 describe('ids', () => {
-  it('follows DESIGN.md: <kind>:<merchantId>:<key>', () => {
+  it('follows docs/architecture.md: <kind>:<merchantId>:<key>', () => {
     expect(chargeWorkflowId('m_1', 'key:with:colons')).toBe('charge:m_1:key:with:colons');
     expect(captureWorkflowId('m_1', 'c1')).toBe('capture:m_1:c1');
     expect(refundWorkflowId('m_1', 'r1')).toBe('refund:m_1:r1');

@@ -147,7 +147,7 @@ describe('PaymentStatus and PaymentView', () => {
     ]);
   });
 
-  it('parses the CONTRACTS.md shape', () => {
+  it('parses the shape docs/http-api.md documents', () => {
     const view = {
       key: 'k1',
       merchantId: 'm1',

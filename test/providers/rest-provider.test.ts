@@ -45,7 +45,7 @@ afterEach(async () => {
   await Promise.all(servers.splice(0).map((s) => s.close()));
 });
 
-/** The simulator's control API (CONTRACTS.md section 2), over HTTP like any other client of it. */
+/** The simulator's control API (src/simulator/control.ts), over HTTP like any other client of it. */
 const control = async (method: string, path: string, body?: unknown): Promise<unknown> => {
   const res = await fetch(`${sim.url}${path}`, {
     method,
