@@ -14,6 +14,8 @@ export interface AmbiguityView {
 }
 
 interface Ambiguous {
+  /** What was unknown: the payment's create, or one of its captures or refunds. */
+  readonly kind: string;
   /** Epoch ms of the first unknown: the view's `unknownSince` for a create, the 202's arrival for a capture/refund. */
   readonly since: number;
   /** Epoch ms of the first final view seen. */
@@ -32,6 +34,10 @@ export interface AmbiguitySummary {
   readonly withoutOperatorPct: number;
   /** Still unknown, running or in review at the end. */
   readonly open: number;
+  /** The same per kind (create, capture, refund): where the slow end of the distribution comes from. */
+  readonly byKind: Readonly<
+    Record<string, { readonly settled: number; readonly p50Ms: number; readonly p99Ms: number; readonly maxMs: number }>
+  >;
 }
 
 const OPEN = ['pending', 'unknown', 'needs_review'];
@@ -49,7 +55,7 @@ export class AmbiguityTally {
       (view.status === 'needs_review' && !view.operations?.some((o) => o.state === 'needs_review'));
     if (createOpen && !create) {
       const since = view.unknownSince === undefined ? Number.NaN : Date.parse(view.unknownSince);
-      this.start(paymentKey, Number.isNaN(since) ? atMs : since);
+      this.start(paymentKey, 'create', Number.isNaN(since) ? atMs : since);
     } else if (create && create.final === undefined && view.status !== undefined && !OPEN.includes(view.status)) {
       const updated = view.updatedAt === undefined ? Number.NaN : Date.parse(view.updatedAt);
       create.final = Number.isNaN(updated) ? atMs : Math.max(create.since, updated);
@@ -64,7 +70,7 @@ export class AmbiguityTally {
   /** A capture's or refund's answer, arrived at `atMs`: a 202 is an outcome still unknown (its reconcile goes on). */
   movementAnswered(paymentKey: string, kind: string, opKey: string, status: number, atMs: number): void {
     const id = opId(paymentKey, kind, opKey);
-    if (status === 202 && !this.items.has(id)) this.start(id, atMs);
+    if (status === 202 && !this.items.has(id)) this.start(id, kind, atMs);
   }
 
   /** An operator's verdict on the payment's review (its create, or the operation `kind`/`opKey`) was accepted. */
@@ -78,7 +84,21 @@ export class AmbiguityTally {
     const settled = all.filter((a) => a.final !== undefined);
     const durations = settled.map((a) => (a.final as number) - a.since).sort((x, y) => x - y);
     const withoutOperator = settled.filter((a) => !a.byOperator).length;
+    const byKind: Record<string, { settled: number; p50Ms: number; p99Ms: number; maxMs: number }> = {};
+    for (const kind of [...new Set(settled.map((a) => a.kind))].sort()) {
+      const ds = settled
+        .filter((a) => a.kind === kind)
+        .map((a) => (a.final as number) - a.since)
+        .sort((x, y) => x - y);
+      byKind[kind] = {
+        settled: ds.length,
+        p50Ms: percentile(ds, 50),
+        p99Ms: percentile(ds, 99),
+        maxMs: ds[ds.length - 1] ?? Number.NaN,
+      };
+    }
     return {
+      byKind,
       unknown: all.length,
       settled: settled.length,
       p50Ms: percentile(durations, 50),
@@ -88,8 +108,8 @@ export class AmbiguityTally {
     };
   }
 
-  private start(id: string, since: number): Ambiguous {
-    const item: Ambiguous = { since, byOperator: false };
+  private start(id: string, kind: string, since: number): Ambiguous {
+    const item: Ambiguous = { kind, since, byOperator: false };
     this.items.set(id, item);
     return item;
   }
@@ -105,4 +125,13 @@ export function ambiguityLine(s: AmbiguitySummary): string {
     `ambiguity: ${s.unknown} unknown, p50 ${sec(s.p50Ms)}, p99 ${sec(s.p99Ms)} to final, ` +
     `${s.withoutOperatorPct.toFixed(1)} % without an operator${open}`
   );
+}
+
+/** `ambiguity by kind: create 180 (p50 40.1 s, p99 300.2 s, max 320.0 s); capture ...`: where the p99 comes from. */
+export function ambiguityByKindLine(s: AmbiguitySummary): string {
+  const sec = (ms: number) => (Number.isNaN(ms) ? '-' : `${(ms / 1000).toFixed(1)} s`);
+  const parts = Object.entries(s.byKind).map(
+    ([kind, k]) => `${kind} ${k.settled} (p50 ${sec(k.p50Ms)}, p99 ${sec(k.p99Ms)}, max ${sec(k.maxMs)})`,
+  );
+  return `ambiguity by kind: ${parts.length === 0 ? 'none' : parts.join('; ')}`;
 }

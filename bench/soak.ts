@@ -32,7 +32,7 @@ import { type SoakAnswer, type SoakPayment, type SoakView, checkSoak } from './s
 import { type SoakControls, longRetryAfter, outageAfterCrash, rollingDeploy, setFaults } from './soak-adversaries';
 import { formatWait } from '../src/domain/summaries';
 import { defaultPaymentTimings } from '../src/domain/workflow-inputs';
-import { AmbiguityTally, ambiguityLine } from './soak-ambiguity';
+import { AmbiguityTally, ambiguityByKindLine, ambiguityLine } from './soak-ambiguity';
 import { describeQuiescenceWindow, quiescenceWindow } from './soak-quiescence';
 import { summarize } from './stats';
 
@@ -681,6 +681,7 @@ async function main(): Promise<number> {
   for (const a of answers) statuses.set(`${a.kind} ${a.status}`, (statuses.get(`${a.kind} ${a.status}`) ?? 0) + 1);
   log(`answers: ${[...statuses].map(([k, n]) => `${k}: ${n}`).join(', ')}`);
   log(`${ambiguityLine(ambiguity.summary())} (reconcile schedule ${scheduleShape()})`);
+  log(ambiguityByKindLine(ambiguity.summary()));
   log(`repeated: ${retried503} answers 503, ${httpErrors} dropped connections, ${other5xx.length} other 5xx`);
   for (const [what, n] of counts(other5xx)) log(`unexpected answer (repeated): ${what} x ${n}`);
   log(`provider effects: ${ledger.effects.length}; faults hit: ${ledger.requests.filter((r) => r.fault).length}`);

@@ -2,7 +2,7 @@
  * The soak's time-to-resolution line (issue 21 §4) and its quiescence window: what they count from the views and
  * answers the soak reads, and what the window is made of.
  */
-import { AmbiguityTally, ambiguityLine } from '../../bench/soak-ambiguity';
+import { AmbiguityTally, ambiguityByKindLine, ambiguityLine } from '../../bench/soak-ambiguity';
 import { QUIESCENCE_MARGIN_MS, describeQuiescenceWindow, quiescenceWindow } from '../../bench/soak-quiescence';
 
 const T0 = Date.parse('2026-12-01T10:00:00Z');
@@ -27,6 +27,9 @@ describe('the ambiguity line', () => {
     const s = t.summary();
     expect(s).toMatchObject({ unknown: 2, settled: 2, open: 0, p50Ms: 20_000, p99Ms: 40_000, withoutOperatorPct: 100 });
     expect(ambiguityLine(s)).toBe('ambiguity: 2 unknown, p50 20.0 s, p99 40.0 s to final, 100.0 % without an operator');
+    expect(ambiguityByKindLine(s)).toBe(
+      'ambiguity by kind: capture 1 (p50 20.0 s, p99 20.0 s, max 20.0 s); create 1 (p50 40.0 s, p99 40.0 s, max 40.0 s)',
+    );
   });
 
   it('a review an operator settled counts against "without an operator"; one still in review is not final', () => {
