@@ -295,7 +295,10 @@ export function eventMayBeOurs(view: PaymentView, p: ProviderPayment): boolean {
   if (view.providerPaymentId !== undefined) return view.providerPaymentId === p.id;
   return (
     verdict === 'ours' ||
-    (p.amount === view.amount.value && p.currency === view.amount.currency && p.reference === view.orderId)
+    // A wallet part is held apart: the provider's payment is the rest.
+    (p.amount === view.amount.value - (view.wallet?.amount ?? 0) &&
+      p.currency === view.amount.currency &&
+      p.reference === view.orderId)
   );
 }
 
