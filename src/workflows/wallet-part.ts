@@ -1,4 +1,4 @@
-import { condition, log, proxyActivities } from '@temporalio/workflow';
+import { ApplicationFailure, condition, log, proxyActivities } from '@temporalio/workflow';
 import type { WalletActivities } from '../activities/wallets';
 import type { PaymentStatus, WalletPartView } from '../domain/payment';
 import { WalletFailure } from '../domain/wallet-errors';
@@ -8,7 +8,7 @@ import { failureType, messageOf } from './failures';
 import type { Handoffs } from './handoffs';
 import { noHandoffs } from './handoffs';
 import { nowIso } from './payment-port';
-import type { PaymentState } from './payment-state';
+import { type PaymentState, walletRefundable } from './payment-state';
 
 const { holdWallet } = proxyActivities<WalletActivities>({
   ...walletActivityOptions.hold,
@@ -21,6 +21,10 @@ const { captureWalletHold } = proxyActivities<WalletActivities>({
 const { releaseWalletHold } = proxyActivities<WalletActivities>({
   ...walletActivityOptions.settle,
   summary: 'release the wallet part: the payment was declined or failed, nothing was taken',
+});
+const { refundToWallet } = proxyActivities<WalletActivities>({
+  ...walletActivityOptions.settle,
+  summary: 'return the refund’s wallet share to the wallet (before any card refund)',
 });
 
 /** What the wallet part needs of the payment: its input and state, and how a status change is published. */
@@ -130,6 +134,39 @@ export function settleWalletPart(payment: WalletPort): Handoffs {
     }
   })();
   return { idle: () => !out && due() === undefined };
+}
+
+/**
+ * The wallet's share of a refund (`requested`) of a payment with a wallet part, returned to the wallet first: as much
+ * of it as the wallet's captured part not yet refunded covers; the card refunds the rest. Once per refund key (the
+ * ledger's operation id is `refund:<merchant>:<refundKey>`): a later try of the key (`earlierShare`) repeats it
+ * without a second effect. Undefined for a payment without a wallet part. A refusal of the ledger refuses the refund.
+ */
+export async function refundWalletShare(
+  payment: WalletPort,
+  refundKey: string,
+  requested: number,
+  earlierShare: number | undefined,
+): Promise<number | undefined> {
+  const { input, state } = payment;
+  const wallet = state.view.wallet;
+  if (wallet === undefined) return undefined;
+  const share = earlierShare ?? Math.min(requested, walletRefundable(state.view));
+  if (share === 0) return 0;
+  try {
+    await refundToWallet({ ...settleArgs(input), refundKey, amount: share });
+  } catch (err) {
+    throw ApplicationFailure.create({
+      type: failureType(err) ?? WalletFailure.DatabaseNotApplied,
+      message: `The refund's wallet share could not be returned: ${messageOf(err)}`,
+      nonRetryable: true,
+    });
+  }
+  if (earlierShare === undefined) {
+    state.view.wallet = { ...wallet, refunded: wallet.refunded + share };
+    state.view.updatedAt = nowIso();
+  }
+  return share;
 }
 
 /** What a payment's status means for its held wallet part. */

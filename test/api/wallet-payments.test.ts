@@ -307,3 +307,70 @@ describe('POST /v1/payments with a wallet part: the money', () => {
     expect(simOf(body.orderId as string).requests).toEqual([]);
   });
 });
+
+describe('refunds of a payment with a wallet part', () => {
+  it('return to the wallet first, up to its captured part, then to the card', async () => {
+    const walletId = await walletWith(1_000);
+    const key = newKey();
+    const body = chargeBody({ wallet: { walletId, amount: 400 } });
+    const orderId = body.orderId as string;
+    expect((await pay(key, body)).status).toBe(200);
+    await eventually(
+      'the hold captured',
+      async () => ((await view(key)).wallet as { status: string }).status === 'captured',
+    );
+    const refund = (amount: number) =>
+      h.request('POST', `/v1/payments/${encodeURIComponent(key)}/refunds`, { key: newKey(), body: { amount } });
+
+    const walletOnly = await refund(300);
+    expect(walletOnly.status).toBe(200);
+    expect(walletOnly.body).toMatchObject({ amountRefunded: 0, wallet: { status: 'captured', refunded: 300 } });
+    expect(simOf(orderId).effects.map((e) => e.operation)).toEqual(['create']);
+
+    const split = await refund(500);
+    expect(split.status).toBe(200);
+    expect(split.body).toMatchObject({ amountRefunded: 400, wallet: { refunded: 400 } });
+    expect(split.body.operations).toEqual([
+      expect.objectContaining({ kind: 'refund', amount: 300, state: 'succeeded' }),
+      expect.objectContaining({ kind: 'refund', amount: 500, state: 'succeeded' }),
+    ]);
+
+    const over = await refund(201);
+    expect(over.status).toBe(422);
+    expect(over.body.error?.type).toBe('amount_exceeded');
+
+    expect(simOf(orderId).effects.map((e) => [e.operation, e.amount])).toEqual([
+      ['create', 600],
+      ['refund', 400],
+    ]);
+    expect(await movesOf(walletId)).toEqual([
+      ['hold', 400],
+      ['capture', 400],
+      ['refund', 300],
+      ['refund', 100],
+    ]);
+    expect(await walletOf(walletId)).toMatchObject({ balance: 1_000, held: 0, available: 1_000 });
+    await recordHistories(h, 'wallet-split-payment-refunds', [chargeWorkflowId(h.a.id, key)]);
+  });
+
+  it('of a wallet-only payment: all to the wallet, nothing sent to the provider', async () => {
+    const walletId = await walletWith(1_000);
+    const key = newKey();
+    const body = chargeBody({ amount: { value: 700, currency: 'EUR' }, wallet: { walletId, amount: 700 } });
+    expect((await pay(key, body)).status).toBe(200);
+    const res = await h.request('POST', `/v1/payments/${encodeURIComponent(key)}/refunds`, {
+      key: newKey(),
+      body: { amount: 200 },
+    });
+
+    expect(res.status).toBe(200);
+    expect(res.body).toMatchObject({ amountRefunded: 0, wallet: { status: 'captured', refunded: 200 } });
+    expect(await movesOf(walletId)).toEqual([
+      ['hold', 700],
+      ['capture', 700],
+      ['refund', 200],
+    ]);
+    expect(await walletOf(walletId)).toMatchObject({ balance: 500 });
+    expect(simOf(body.orderId as string).requests).toEqual([]);
+  });
+});
