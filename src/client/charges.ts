@@ -135,7 +135,7 @@ async function startCharge(
   };
   const startedBy = randomUUID();
   const { orderId, amount, provider, capture } = request;
-  const facts = { merchantId: merchant, key: paymentKey, orderId, amount, provider, capture };
+  const facts = { merchantId: merchant, key: paymentKey, orderId, amount, provider, capture, wallet: request.wallet };
   const startWorkflowOperation = new WithStartWorkflowOperation<typeof chargeWorkflow>('chargeWorkflow', {
     workflowId,
     taskQueue: ctx.taskQueue,

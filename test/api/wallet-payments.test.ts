@@ -6,7 +6,10 @@
  */
 import { randomUUID } from 'node:crypto';
 import pino from 'pino';
+import { Registry } from 'prom-client';
+import { defaultPayloadConverter } from '@temporalio/common';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
+import { walletMetricsObserver } from '../../src/metrics/wallet-metrics';
 import { chargeWorkflowId } from '../../src/domain/ids';
 import type { RestProvider } from '../../src/providers';
 import { WalletLedger } from '../../src/wallets';
@@ -21,13 +24,15 @@ let db: Awaited<ReturnType<typeof openTestDatabase>>;
 let h: ApiHarness;
 let bare: ApiHarness;
 let down: RestProvider;
+/** The workers' metrics: their ledger counts into it, as the worker process's does (src/stack.ts). */
+const workerRegistry = new Registry();
 
 beforeAll(async () => {
   env = await connectDevServer();
   db = await openTestDatabase();
   down = await refusingProvider('down', pino({ level: 'silent' }));
   h = await startApiHarness(env, {
-    wallets: new WalletLedger(db.pool),
+    wallets: new WalletLedger(db.pool, walletMetricsObserver(workerRegistry)),
     extraProviders: { down },
     // No provider webhooks: an unknown outcome stays unknown until the reconcile asks, a few seconds later.
     webhooks: false,
@@ -154,6 +159,20 @@ describe('POST /v1/payments with a wallet part: the money', () => {
     ]);
     const sim = simOf(body.orderId as string);
     expect(sim.effects.map((e) => [e.operation, e.amount])).toEqual([['create', 1_100]]);
+    // The web UI tells it: each wallet step's activity carries a summary.
+    const history = await env.client.workflow.getHandle(chargeWorkflowId(h.a.id, key)).fetchHistory();
+    const summaries = (history.events ?? []).flatMap((e) => {
+      const name = e.activityTaskScheduledEventAttributes?.activityType?.name;
+      const payload = e.userMetadata?.summary;
+      return name?.includes('Wallet') && payload ? [[name, defaultPayloadConverter.fromPayload<string>(payload)]] : [];
+    });
+    expect(summaries).toEqual([
+      ['holdWallet', expect.stringContaining('hold the payment’s wallet part')],
+      ['captureWalletHold', expect.stringContaining('capture the wallet part')],
+    ]);
+    const metrics = await workerRegistry.metrics();
+    expect(metrics).toMatch(/payments_wallet_operations_total\{kind="hold",outcome="applied"\} [1-9]/);
+    expect(metrics).toMatch(/payments_wallet_operations_total\{kind="capture",outcome="applied"\} [1-9]/);
     await recordHistories(h, 'wallet-split-payment-succeeded', [chargeWorkflowId(h.a.id, key)]);
   });
 
