@@ -289,6 +289,34 @@ describe('POST /v1/payments with a wallet part: the money', () => {
     expect(simOf(orderId).effects).toEqual([]);
   });
 
+  it('a card part in review keeps the hold; the operator’s `failed` verdict releases it', async () => {
+    const walletId = await walletWith(1_000);
+    const key = newKey();
+    const body = chargeBody({ wallet: { walletId, amount: 400 } });
+    const orderId = body.orderId as string;
+    // Every create of this order is answered 500 before anything is committed: unknown, the reconcile finds nothing.
+    await h.sim.addFaults({
+      rules: [{ match: { operation: 'create', reference: orderId }, fault: 'status', status: 500 }],
+    });
+    expect((await pay(key, body)).status).toBe(202);
+    await eventually('in review', async () => (await view(key)).status === 'needs_review', 60_000);
+    expect((await view(key)).wallet).toMatchObject({ status: 'held' });
+    expect(await walletOf(walletId)).toMatchObject({ balance: 1_000, held: 400, available: 600 });
+
+    const verdict = await h.request('POST', `/v1/payments/${encodeURIComponent(key)}/resolve?merchantId=${h.a.id}`, {
+      token: h.operator.token,
+      body: { outcome: 'failed', note: 'nothing at the provider' },
+    });
+    expect(verdict.status).toBe(200);
+    await eventually('released', async () => ((await view(key)).wallet as { status: string }).status === 'released');
+    expect(await walletOf(walletId)).toMatchObject({ balance: 1_000, held: 0, available: 1_000 });
+    expect(await movesOf(walletId)).toEqual([
+      ['hold', 400],
+      ['release', 400],
+    ]);
+    expect(simOf(orderId).effects).toEqual([]);
+  }, 90_000);
+
   it('a wallet-only payment: captured in the first answer, no provider call at all', async () => {
     const walletId = await walletWith(1_000);
     const key = newKey();
