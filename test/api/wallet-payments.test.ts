@@ -196,6 +196,7 @@ describe('POST /v1/payments with a wallet part: the money', () => {
     const sim = simOf(body.orderId as string);
     expect(sim.requests.map((r) => r.operation)).toContain('create');
     expect(sim.effects).toEqual([]);
+    await recordHistories(h, 'wallet-split-payment-declined', [chargeWorkflowId(h.a.id, key)]);
   });
 
   it('a split payment whose card part fails before it is sent: failed, the hold released', async () => {
@@ -335,6 +336,7 @@ describe('POST /v1/payments with a wallet part: the money', () => {
       ['capture', 700],
     ]);
     expect(simOf(body.orderId as string).requests).toEqual([]);
+    await recordHistories(h, 'wallet-only-payment', [chargeWorkflowId(h.a.id, key)]);
   });
 
   it('short funds: declined wallet_insufficient_funds (200), nothing held, no provider call', async () => {
@@ -352,6 +354,7 @@ describe('POST /v1/payments with a wallet part: the money', () => {
     expect(await walletOf(walletId)).toMatchObject({ balance: 100, held: 0, available: 100 });
     expect(await movesOf(walletId)).toEqual([]);
     expect(simOf(body.orderId as string).requests).toEqual([]);
+    await recordHistories(h, 'wallet-insufficient-funds', [chargeWorkflowId(h.a.id, key)]);
   });
 });
 
