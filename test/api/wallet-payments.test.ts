@@ -81,6 +81,17 @@ const simOf = (orderId: string) => {
 const pay = (key: string, body: Record<string, unknown>, harness: ApiHarness = h) =>
   harness.request('POST', '/v1/payments', { key, body });
 const view = async (key: string) => (await h.request('GET', `/v1/payments/${encodeURIComponent(key)}`)).body;
+/** The payment's view once its status is `status` (any, when absent) and its wallet part's is `wallet`. */
+const settledAs = (key: string, wallet: 'captured' | 'released', status?: string, timeoutMs?: number) =>
+  eventually(
+    `wallet part ${wallet}${status ? `, payment ${status}` : ''}`,
+    async () => {
+      const v = await view(key);
+      const ok = (v.wallet as { status: string }).status === wallet && (status === undefined || v.status === status);
+      return ok ? v : undefined;
+    },
+    timeoutMs,
+  );
 
 describe('POST /v1/payments with a wallet part: validation', () => {
   it('answers 400 naming the field for a bad wallet part, and starts nothing', async () => {
@@ -127,10 +138,7 @@ describe('POST /v1/payments with a wallet part: validation', () => {
     expect(other.status).toBe(422);
     expect(other.body.error?.type).toBe('idempotency_key_reused');
     expect(none.status).toBe(422);
-    await eventually(
-      'the hold captured',
-      async () => ((await view(key)).wallet as { status: string }).status === 'captured',
-    );
+    await settledAs(key, 'captured');
     expect(await movesOf(walletId)).toEqual([
       ['hold', 300],
       ['capture', 300],
@@ -147,10 +155,7 @@ describe('POST /v1/payments with a wallet part: the money', () => {
 
     expect(res.status).toBe(200);
     expect(res.body).toMatchObject({ status: 'succeeded', amountCaptured: 1_100 });
-    const settled = await eventually('the hold captured', async () => {
-      const v = await view(key);
-      return (v.wallet as { status: string }).status === 'captured' ? v : undefined;
-    });
+    const settled = await settledAs(key, 'captured');
     expect(settled.wallet).toEqual({ walletId, amount: 400, status: 'captured', refunded: 0 });
     expect(await walletOf(walletId)).toMatchObject({ balance: 600, held: 0, available: 600 });
     expect(await movesOf(walletId)).toEqual([
@@ -184,10 +189,7 @@ describe('POST /v1/payments with a wallet part: the money', () => {
 
     expect(res.status).toBe(200);
     expect(res.body.status).toBe('declined');
-    await eventually(
-      'the hold released',
-      async () => ((await view(key)).wallet as { status: string }).status === 'released',
-    );
+    await settledAs(key, 'released');
     expect(await walletOf(walletId)).toMatchObject({ balance: 1_000, held: 0, available: 1_000 });
     expect(await movesOf(walletId)).toEqual([
       ['hold', 400],
@@ -204,14 +206,7 @@ describe('POST /v1/payments with a wallet part: the money', () => {
     const key = newKey();
     const res = await pay(key, chargeBody({ provider: 'down', wallet: { walletId, amount: 400 } }));
 
-    const failed = await eventually(
-      'failed',
-      async () => {
-        const v = await view(key);
-        return v.status === 'failed' && (v.wallet as { status: string }).status === 'released' ? v : undefined;
-      },
-      20_000,
-    );
+    const failed = await settledAs(key, 'released', 'failed', 20_000);
     expect([200, 202]).toContain(res.status);
     expect(failed.failureReason).toBe('provider_unavailable');
     expect(await walletOf(walletId)).toMatchObject({ balance: 1_000, held: 0, available: 1_000 });
@@ -242,14 +237,7 @@ describe('POST /v1/payments with a wallet part: the money', () => {
     expect(await walletOf(walletId)).toMatchObject({ balance: 1_000, held: 400, available: 600 });
     expect(await movesOf(walletId)).toEqual([['hold', 400]]);
 
-    await eventually(
-      'succeeded and captured',
-      async () => {
-        const v = await view(key);
-        return v.status === 'succeeded' && (v.wallet as { status: string }).status === 'captured';
-      },
-      30_000,
-    );
+    await settledAs(key, 'captured', 'succeeded', 30_000);
     expect(await walletOf(walletId)).toMatchObject({ balance: 600, held: 0 });
     expect(await movesOf(walletId)).toEqual([
       ['hold', 400],
@@ -273,14 +261,7 @@ describe('POST /v1/payments with a wallet part: the money', () => {
     expect((await view(key)).wallet).toMatchObject({ status: 'held' });
     expect(await walletOf(walletId)).toMatchObject({ held: 400, available: 600 });
 
-    const declined = await eventually(
-      'declined and released',
-      async () => {
-        const v = await view(key);
-        return v.status === 'declined' && (v.wallet as { status: string }).status === 'released' ? v : undefined;
-      },
-      30_000,
-    );
+    const declined = await settledAs(key, 'released', 'declined', 30_000);
     expect(declined.declineCode).not.toBe('wallet_insufficient_funds');
     expect(await walletOf(walletId)).toMatchObject({ balance: 1_000, held: 0, available: 1_000 });
     expect(await movesOf(walletId)).toEqual([
@@ -309,7 +290,7 @@ describe('POST /v1/payments with a wallet part: the money', () => {
       body: { outcome: 'failed', note: 'nothing at the provider' },
     });
     expect(verdict.status).toBe(200);
-    await eventually('released', async () => ((await view(key)).wallet as { status: string }).status === 'released');
+    await settledAs(key, 'released');
     expect(await walletOf(walletId)).toMatchObject({ balance: 1_000, held: 0, available: 1_000 });
     expect(await movesOf(walletId)).toEqual([
       ['hold', 400],
@@ -365,10 +346,7 @@ describe('refunds of a payment with a wallet part', () => {
     const body = chargeBody({ wallet: { walletId, amount: 400 } });
     const orderId = body.orderId as string;
     expect((await pay(key, body)).status).toBe(200);
-    await eventually(
-      'the hold captured',
-      async () => ((await view(key)).wallet as { status: string }).status === 'captured',
-    );
+    await settledAs(key, 'captured');
     const refund = (amount: number) =>
       h.request('POST', `/v1/payments/${encodeURIComponent(key)}/refunds`, { key: newKey(), body: { amount } });
 
