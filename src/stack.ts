@@ -429,7 +429,12 @@ export async function startStack(options: StackOptions): Promise<Stack> {
   const startApi = async (): Promise<RunningApi> => {
     const api = options.api;
     if (api === undefined || apiClient === undefined) throw new TypeError('startStack: this stack has no API');
-    const payments = new PaymentsClient(apiClient, { taskQueue, ...api.payments });
+    // The API's ledger checks a charge's wallet part before it starts (the workers' takes it).
+    const payments = new PaymentsClient(apiClient, {
+      taskQueue,
+      ...api.payments,
+      ...(api.wallets ? { wallets: api.wallets } : {}),
+    });
     const app = await buildApi({
       client: payments,
       config: api.config,

@@ -30,6 +30,8 @@ import { chargeFingerprint } from './fingerprint';
 import { recordedAnswer } from './key-records';
 import { type OrderGuardContext, guardOrder } from './order-guard';
 import type { StartReporting } from './start-report';
+import type { WalletReader } from '../domain/wallets';
+import { checkWalletPart } from './wallet-part';
 
 /** What starting a charge needs beyond the {@link OrderGuardContext}. */
 export interface ChargeContext extends OrderGuardContext {
@@ -47,6 +49,8 @@ export interface ChargeContext extends OrderGuardContext {
   readonly defaultProvider: string;
   /** Charges in flight in this process by workflow id and fingerprint: identical concurrent requests share one. */
   readonly inflight: Map<string, Promise<ChargeResult>>;
+  /** The wallet ledger a charge's wallet part is checked against; absent: a charge with a wallet part is refused. */
+  readonly wallets?: WalletReader;
   /** Update-with-Start that says whether it created the run (see start-report.ts), built on the first charge. */
   readonly starts: () => StartReporting;
 }
@@ -67,6 +71,7 @@ export async function charge(
 ): Promise<ChargeResult> {
   const { workflowId, merchant, paymentKey } = paymentScope(merchantId, key);
   const request = parseCharge(ctx, body);
+  await checkWalletPart(ctx.wallets, merchant, request);
   const fingerprint = chargeFingerprint(request);
   const recorded = await recordedAnswer(ctx.keyRecords, 'charge', merchant, paymentKey, fingerprint);
   if (recorded) return { view: recorded, replayed: true };
@@ -130,7 +135,7 @@ async function startCharge(
   };
   const startedBy = randomUUID();
   const { orderId, amount, provider, capture } = request;
-  const facts = { merchantId: merchant, key: paymentKey, orderId, amount, provider, capture };
+  const facts = { merchantId: merchant, key: paymentKey, orderId, amount, provider, capture, wallet: request.wallet };
   const startWorkflowOperation = new WithStartWorkflowOperation<typeof chargeWorkflow>('chargeWorkflow', {
     workflowId,
     taskQueue: ctx.taskQueue,

@@ -10,6 +10,7 @@ import type { ReviewItemView } from '../domain/api-schemas';
 import type { ProviderEvent } from '../domain/definitions';
 import type { PaymentView } from '../domain/payment';
 import type { PaymentTimings } from '../domain/workflow-inputs';
+import type { WalletReader } from '../domain/wallets';
 import type { ChargeResult } from './charge-answers';
 import { type ChargeContext, charge } from './charges';
 import type { ClientContext } from './context';
@@ -83,6 +84,11 @@ export interface PaymentsClientOptions {
    * workflow is gone. Absent: repeats are answered by the workflow alone, for as long as the namespace keeps it.
    */
   readonly keyRecords?: KeyRecordReader;
+  /**
+   * The wallet ledger (docs/http-api.md#payments-with-a-wallet-part): a charge's wallet part is checked against it
+   * (the wallet exists, in the charge's currency) before anything starts. Absent: a charge with a wallet part is 400.
+   */
+  readonly wallets?: WalletReader;
 }
 
 /** The provider of a charge that names none, when no providers are configured (the one the worker builds today). */
@@ -123,6 +129,7 @@ export class PaymentsClient {
       orderSingleFlight: options.orderSingleFlight !== false,
       splitPaymentMerchants: new Set(options.splitPaymentMerchants ?? []),
       merchantEvents: options.merchantEvents === true,
+      ...(options.wallets === undefined ? {} : { wallets: options.wallets }),
       startingOrders: new Map(),
       inflight: new Map(),
       // Built on the first charge (see start-report.ts).

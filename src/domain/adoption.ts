@@ -6,6 +6,7 @@
  * goes to an operator. Pure rules, shared by the lookups (activities), the webhook router (client), the sweep and the
  * charge workflow.
  */
+import { providerAmountOf } from './wallet-operations';
 import type { ProviderPayment } from './definitions';
 import type { PaymentView } from './payment';
 
@@ -95,7 +96,7 @@ export function adoptCandidate<P extends AdoptionCandidate>(
 /** What routing and the sweep know of one payment of ours. */
 export type OurPaymentFacts = Pick<
   PaymentView,
-  'merchantId' | 'key' | 'orderId' | 'amount' | 'createdAt' | 'providerPaymentId'
+  'merchantId' | 'key' | 'orderId' | 'amount' | 'createdAt' | 'providerPaymentId' | 'wallet'
 >;
 
 /** Where a provider payment belongs among payments of ours found by its reference. */
@@ -140,10 +141,11 @@ export function attributeProviderPayment<C extends { readonly view: OurPaymentFa
 }
 
 /** Our payment's fields as {@link ChargeFacts}; it was created (`createdAt`) before its first send. */
-export function chargeFactsOf(view: Pick<OurPaymentFacts, 'orderId' | 'amount' | 'createdAt'>): ChargeFacts {
+export function chargeFactsOf(view: Pick<OurPaymentFacts, 'orderId' | 'amount' | 'createdAt' | 'wallet'>): ChargeFacts {
   const createdMs = Date.parse(view.createdAt);
   return {
-    amount: view.amount.value,
+    // A wallet part is held apart: the provider was charged for the rest.
+    amount: providerAmountOf(view),
     currency: view.amount.currency,
     reference: view.orderId,
     ...(Number.isNaN(createdMs) ? {} : { notBeforeMs: createdMs }),

@@ -51,6 +51,8 @@ export interface PaymentFacts {
   readonly amount: { readonly value: number; readonly currency: string };
   readonly provider: string;
   readonly capture: 'automatic' | 'manual';
+  /** The wallet part's amount (never the wallet's id: the merchant's own name, maybe a customer's). */
+  readonly wallet?: { readonly amount: number } | undefined;
 }
 
 /** One line for the workflow list: `EUR 10.00 for order 1001 (merchant m1, simulator)`. */
@@ -67,6 +69,12 @@ export function paymentStaticDetails(p: PaymentFacts): string {
     `- idempotency key: \`${p.key}\``,
     `- provider: ${p.provider}`,
     `- capture: ${p.capture}`,
+    ...(p.wallet === undefined
+      ? []
+      : [
+          `- wallet part: ${formatMoney(p.wallet.amount, p.amount.currency)} held first, the provider charged ` +
+            formatMoney(p.amount.value - p.wallet.amount, p.amount.currency),
+        ]),
   ].join('\n');
 }
 
@@ -91,6 +99,7 @@ export interface PaymentProgress {
   readonly review?: { readonly reason: string } | undefined;
   readonly declineCode?: string | undefined;
   readonly verdicts?: readonly VerdictFacts[] | undefined;
+  readonly wallet?: { readonly amount: number; readonly status: string; readonly refunded: number } | undefined;
 }
 
 /** The charge workflow's current details: its status, what moved and who decided, kept in step by the workflow. */
@@ -101,6 +110,10 @@ export function paymentCurrentDetails(v: PaymentProgress): string {
     '',
     `- authorized ${money(v.amountAuthorized)}, captured ${money(v.amountCaptured)}, refunded ${money(v.amountRefunded)}`,
   ];
+  if (v.wallet) {
+    const { amount, status, refunded } = v.wallet;
+    lines.push(`- wallet part ${money(amount)} **${status}**, refunded to the wallet ${money(refunded)}`);
+  }
   if (v.status === 'requires_action') lines.push('- waits for the customer to authenticate the payment (3-D Secure)');
   if (v.declineCode) lines.push(`- declined: \`${v.declineCode}\``);
   if (v.review) lines.push(`- needs review: ${v.review.reason}`);

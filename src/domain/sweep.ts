@@ -3,6 +3,7 @@
  * input, result, the window it compares with the provider, and the pure rule that compares one provider payment with
  * ours.
  */
+import { providerAmountOf } from './wallet-operations';
 import { z } from 'zod';
 import type { ProviderPayment } from './definitions';
 import { type PaymentView, ProviderName } from './payment';
@@ -125,10 +126,12 @@ export function compareWithOurs(
     };
   }
   if (ours.status === 'needs_review') return { kind: 'in_review' };
-  if (theirs.amount !== ours.amount.value || theirs.currency !== ours.amount.currency) {
+  // A wallet part is held apart: the provider was charged for the rest.
+  const charged = providerAmountOf(ours);
+  if (theirs.amount !== charged || theirs.currency !== ours.amount.currency) {
     return {
       kind: 'disagreement',
-      detail: `provider shows ${theirs.amount} ${theirs.currency}, our payment is for ${ours.amount.value} ${ours.amount.currency}`,
+      detail: `provider shows ${theirs.amount} ${theirs.currency}, our payment is for ${charged} ${ours.amount.currency}`,
     };
   }
   // Voided, still waiting for the customer, or failed authentication: no money moved.

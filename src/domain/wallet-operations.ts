@@ -20,6 +20,15 @@ export type WalletOperationKind = WalletEntryKind | 'read';
 export const walletOperationId = (kind: WalletEntryKind, merchantId: string, key: string): string =>
   `${kind}:${merchantId}:${key}`;
 
+/**
+ * What the provider is charged for a charge request: its amount less its wallet part (0: the wallet pays it all and
+ * no provider call is made). Structural, so workflow code uses it without the request's schema.
+ */
+export const providerAmountOf = (req: {
+  readonly amount: { readonly value: number };
+  readonly wallet?: { readonly amount: number } | undefined;
+}): number => req.amount.value - (req.wallet?.amount ?? 0);
+
 const retry: RetryPolicy = {
   initialInterval: '200ms',
   backoffCoefficient: 2,

@@ -39,6 +39,11 @@ export const WalletView = z.object({
 });
 export type WalletView = z.infer<typeof WalletView>;
 
+/** Reads a merchant's wallet (the ledger is one): the API checks a payment's wallet part with it before any start. */
+export interface WalletReader {
+  get(merchantId: string, walletId: string): Promise<WalletView | undefined>;
+}
+
 /** One append-only entry of a wallet. */
 export const WalletEntry = z.object({
   operationId: z.string(),

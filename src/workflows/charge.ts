@@ -8,10 +8,12 @@ import { type PaymentScopes, callIn, paymentScopes } from './life-scope';
 import { allHandoffs } from './handoffs';
 import { recordKeyAnswers } from './key-answers';
 import { announceMerchantEvents } from './merchant-events';
-import { createAtProvider, reconcileCreate } from './payment-create';
+import { createAtProvider, firstTaskRetried, reconcileCreate } from './payment-create';
 import { type ChargeContinuation, PaymentEntity } from './payment-entity';
 import { hasRunningOperation, isClosedStatus } from './payment-state';
 import { PATCHES } from './patches';
+import { holdWalletPart, payFromWallet, settleWalletPart } from './wallet-part';
+import { providerAmountOf } from '../domain/wallet-operations';
 
 /** Patch: the run continues as new only once every reconcile the provider's news cancelled has ended. */
 const CONTINUE_AFTER_CANCELLED_RECONCILES = PATCHES.continueAfterCancelledReconciles.id;
@@ -29,6 +31,19 @@ export function chargeWorkflow(input: ChargeWorkflowInput, carried?: ChargeConti
   return callIn(scopes.life, () => runPayment(input, scopes, carried));
 }
 
+/**
+ * The payment's first steps: its wallet part's hold, if it has one (a refusal or short funds end the payment there),
+ * then the provider for the rest, unless the wallet pays it all.
+ */
+async function startPayment(payment: PaymentEntity): Promise<void> {
+  if (payment.input.request.wallet === undefined) return createAtProvider(payment);
+  // Read before the hold's activity: whether the first workflow task was tried before, as the create reads it.
+  const retried = firstTaskRetried(payment.input);
+  if (!(await holdWalletPart(payment))) return;
+  if (providerAmountOf(payment.input.request) === 0) return payFromWallet(payment);
+  return createAtProvider(payment, retried);
+}
+
 /** The payment's main line, in its life scope. */
 async function runPayment(
   input: ChargeWorkflowInput,
@@ -42,12 +57,14 @@ async function runPayment(
   const handoffs = allHandoffs(
     announceMerchantEvents(state, input.merchantId, input.merchantEvents),
     recordKeyAnswers(state, input),
+    // Only for a payment with a wallet part (no history before it had one): no patch.
+    settleWalletPart(payment),
   );
   onCancellationRequest(payment, scopes.shield);
   payment.publishAttributes();
   if (carried) payment.publishUnknownSince();
   await payment.connectProvider();
-  if (!carried) await createAtProvider(payment);
+  if (!carried) await startPayment(payment);
   payment.firstCallAnswered();
 
   // The payment stays open while money can still move through it.

@@ -16,6 +16,7 @@ import type { ReconcileInput, ReconcileResult } from '../domain/operations';
 import { ProviderAttr } from '../domain/search-attributes';
 import type { PaymentSinks } from '../domain/sinks';
 import { paymentCurrentDetails } from '../domain/summaries';
+import { providerAmountOf } from '../domain/wallet-operations';
 import { paymentMetadata } from './activity-options';
 import { type BindingPort, firstCreate } from './first-create';
 import { failureType, messageOf, neverSent, notSentReason, sendsOf } from './failures';
@@ -53,12 +54,11 @@ const CREATE_RECONCILE_ENDS_WITH_NEWS = PATCHES.createReconcileEndsWithNews.id;
  * else does (an unknown outcome, an answer, a decline may have moved money at the provider that holds the payment).
  * Once a request may have reached the provider, the payment is never `failed` but by the provider's own refusal.
  */
-export async function createAtProvider(payment: CreatePort): Promise<void> {
-  // Read in the first activation. Longer than a clean first task: an earlier try of this task failed or timed out (its
-  // worker died), and the local first attempt it may have made left no marker. Also when a signal came before the
-  // first task: a false "possibly sent" only reconciles; a false "never sent" could charge twice. No patch: it changes
-  // the local attempt's arguments and the view's count, never a command (the decisions follow the recorded results).
-  let unaccounted = payment.input.shape === 3 && workflowInfo().historyLength > FIRST_TASK_HISTORY_LENGTH;
+export async function createAtProvider(
+  payment: CreatePort,
+  retried: boolean = firstTaskRetried(payment.input),
+): Promise<void> {
+  let unaccounted = retried;
   for (;;) {
     const notSent = await createOnce(payment, unaccounted);
     unaccounted = false;
@@ -74,6 +74,17 @@ export async function createAtProvider(payment: CreatePort): Promise<void> {
     await failOver(payment, next, notSent);
   }
   payment.state.firstCallSettled = true;
+}
+
+/**
+ * Whether an earlier try of the payment's first workflow task may have sent a local first attempt; read in the first
+ * activation. Longer than a clean first task: an earlier try of this task failed or timed out (its worker died), and
+ * the local first attempt it may have made left no marker. Also when a signal came before the first task: a false
+ * "possibly sent" only reconciles; a false "never sent" could charge twice. No patch: it changes the local attempt's
+ * arguments and the view's count, never a command (the decisions follow the recorded results).
+ */
+export function firstTaskRetried(input: CreatePort['input']): boolean {
+  return input.shape === 3 && workflowInfo().historyLength > FIRST_TASK_HISTORY_LENGTH;
 }
 
 /** The next provider of the request's list after the one holding the payment, if any. */
@@ -122,7 +133,8 @@ async function createOnce(payment: CreatePort, unaccounted: boolean): Promise<st
         provider: payment.provider,
         ...scope,
         input: {
-          amount: request.amount.value,
+          // The wallet part is held apart: the provider is charged for the rest (all of it without one).
+          amount: providerAmountOf(request),
           currency: request.amount.currency,
           reference: request.orderId,
           paymentMethod: request.paymentMethod,
@@ -201,7 +213,7 @@ export async function reconcileCreate(payment: CreatePort): Promise<void> {
     operation: 'create',
     provider: payment.provider,
     reference: request.orderId,
-    expect: { kind: 'created', amount: request.amount.value, currency: request.amount.currency },
+    expect: { kind: 'created', amount: providerAmountOf(request), currency: request.amount.currency },
     capabilities: binding.capabilities,
     scheduleMs: input.timings.reconcileScheduleMs,
     settleWindowMs: input.timings.settleWindowMs,
@@ -209,7 +221,7 @@ export async function reconcileCreate(payment: CreatePort): Promise<void> {
     retry: binding.retry,
     resubmit: {
       kind: 'create',
-      amount: request.amount.value,
+      amount: providerAmountOf(request),
       currency: request.amount.currency,
       paymentMethod: request.paymentMethod,
       capture: request.capture,
@@ -260,7 +272,7 @@ export async function reconcileCreate(payment: CreatePort): Promise<void> {
     state.pendingReview = {
       operation: 'create',
       key: input.key,
-      amount: request.amount.value,
+      amount: providerAmountOf(request),
       expectAtLeast: 0,
       statusBefore: 'unknown',
     };

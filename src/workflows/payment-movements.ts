@@ -24,6 +24,7 @@ import { reconcileWorkflow } from './reconcile';
 import { refundWorkflow } from './refund';
 import { NEWS, unlessNews } from './unless-news';
 import { PATCHES } from './patches';
+import { refundWalletShare } from './wallet-part';
 
 /** Patch: a capture's or refund's reconcile ends as soon as the provider's news shows the operation (see unlessNews). */
 const MOVEMENT_ENDS_WITH_NEWS = PATCHES.movementEndsWithNews.id;
@@ -84,7 +85,15 @@ export class MoneyMovements {
       if (earlier && earlier.fingerprint !== args.fingerprint) throw keyReused(kind);
       if (earlier && earlier.state !== 'failed') return earlier; // a repeat: the same answer, no new effect
       assertAllowed();
-      const amount = earlier?.amount ?? args.amount ?? state.view.amountAuthorized - state.view.amountCaptured;
+      // A payment with a wallet part refunds to the wallet first (undefined without one: the refund is the card's).
+      const walletShare =
+        kind === 'refund' ? await refundWalletShare(payment, key, args.amount ?? 0, earlier?.walletAmount) : undefined;
+      const amount =
+        earlier?.amount ??
+        (args.amount === undefined
+          ? state.view.amountAuthorized - state.view.amountCaptured
+          : args.amount - (walletShare ?? 0));
+      if (walletShare !== undefined && amount === 0) return this.walletOnlyRefund(key, args.fingerprint, walletShare);
       const before = this.totalBefore(kind);
       const movement: MoneyMovementInput = { ...this.movementInput(key, amount), firstCallOnly: true };
       const startedAtMs = Date.now();
@@ -97,6 +106,7 @@ export class MoneyMovements {
         amount,
         state: 'running',
         answer: null,
+        ...(walletShare === undefined ? {} : { walletAmount: walletShare }),
       };
       if (earlier) {
         Object.assign(earlier, { state: 'running', tries, firstCallSettled: false });
@@ -123,6 +133,24 @@ export class MoneyMovements {
     });
     await condition(() => op.firstCallSettled === true || op.state !== 'running');
     return state.view;
+  }
+
+  /** A refund the wallet's captured part covers: done once the wallet has it back, nothing sent to the provider. */
+  private walletOnlyRefund(key: string, fingerprint: string, walletAmount: number): SubOperation {
+    const op: SubOperation = {
+      kind: 'refund',
+      key,
+      fingerprint,
+      amount: 0,
+      walletAmount,
+      state: 'done',
+      answer: null,
+      firstCallSettled: true,
+    };
+    this.payment.state.subOperations.push(op);
+    this.payment.syncOperations();
+    this.payment.publish();
+    return op;
   }
 
   /** What a capture or refund child needs to move money on this payment. */

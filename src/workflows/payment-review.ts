@@ -1,3 +1,4 @@
+import { providerAmountOf } from '../domain/wallet-operations';
 import { ActivityFailure, ApplicationFailure, log, patched, setCurrentDetails } from '@temporalio/workflow';
 import type { ResolveArgs } from '../domain/definitions';
 import { ErrorType } from '../domain/errors';
@@ -84,7 +85,7 @@ export class OperatorReview {
         ...(known === undefined
           ? {
               match: {
-                amount: request.amount.value,
+                amount: providerAmountOf(request),
                 currency: request.amount.currency,
                 ...(state.firstSentAtMs === undefined ? {} : { createdGteMs: state.firstSentAtMs }),
               },
@@ -160,7 +161,7 @@ export class OperatorReview {
     const m = found.metadata;
     if (m && (m.merchant_id !== input.merchantId || m.payment_key !== input.key))
       throw reject('belongs to another payment at the provider');
-    if (found.amount !== request.amount.value || found.currency !== request.amount.currency)
+    if (found.amount !== providerAmountOf(request) || found.currency !== request.amount.currency)
       throw reject('has another amount or currency at the provider');
     if (!m && found.reference !== request.orderId) throw reject('has another reference at the provider');
     return found;

@@ -26,6 +26,11 @@ export interface SubOperation {
   retryAfterMs?: number;
   /** The provider's own error code of a refusal. */
   providerCode?: string;
+  /**
+   * A refund of a payment with a wallet part: what of it went back to the wallet (first, up to the wallet's captured
+   * part); `amount` is the rest, the provider's (0: none of it reached the provider).
+   */
+  walletAmount?: number;
   /** Its first provider call settled (value, refusal or unknown): the update may answer. */
   firstCallSettled?: boolean;
   /** Its outcome was unknown and a reconcile child is checking the provider. */
@@ -295,7 +300,10 @@ export function eventMayBeOurs(view: PaymentView, p: ProviderPayment): boolean {
   if (view.providerPaymentId !== undefined) return view.providerPaymentId === p.id;
   return (
     verdict === 'ours' ||
-    (p.amount === view.amount.value && p.currency === view.amount.currency && p.reference === view.orderId)
+    // A wallet part is held apart: the provider's payment is the rest.
+    (p.amount === view.amount.value - (view.wallet?.amount ?? 0) &&
+      p.currency === view.amount.currency &&
+      p.reference === view.orderId)
   );
 }
 
@@ -346,7 +354,13 @@ export function refundable(state: PaymentState): number {
   const running = state.subOperations
     .filter((o) => o.kind === 'refund' && o.state === 'running')
     .reduce((sum, o) => sum + notYetShown(o, refunded), 0);
-  return state.view.amountCaptured - refunded - running;
+  return state.view.amountCaptured - refunded - running + walletRefundable(state.view);
+}
+
+/** What refunds may still return to a payment's wallet: its captured part less what went back (0 without one). */
+export function walletRefundable(view: PaymentView): number {
+  const w = view.wallet;
+  return w?.status === 'captured' ? w.amount - w.refunded : 0;
 }
 
 /**
@@ -363,7 +377,8 @@ export function operationViews(state: PaymentState): OperationView[] {
   return state.subOperations.map((o) => ({
     kind: o.kind,
     key: o.key,
-    amount: o.amount,
+    // What the merchant asked for: the provider's part and the wallet's (a refund of a payment with a wallet part).
+    amount: o.amount + (o.walletAmount ?? 0),
     state: o.state === 'done' ? 'succeeded' : o.state,
     ...(o.reason === undefined ? {} : { reason: o.reason }),
     ...(o.providerCode === undefined ? {} : { providerCode: o.providerCode }),

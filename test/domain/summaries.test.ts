@@ -90,3 +90,18 @@ it('names activities and waits as an operator reads them', () => {
   expect(formatWait(21_600_000)).toBe('6 h');
   expect(formatWait(30 * 86_400_000)).toBe('30 d');
 });
+
+it('tells a payment’s wallet part: its amount in the static details, its status and refunds in the current details', () => {
+  const split = { ...facts, wallet: { amount: 400 } };
+  expect(paymentStaticDetails(split)).toContain('- wallet part: EUR 4.00 held first, the provider charged EUR 6.00');
+  const details = paymentCurrentDetails({
+    status: 'succeeded',
+    amount: { value: 1000, currency: 'EUR' },
+    amountAuthorized: 600,
+    amountCaptured: 600,
+    amountRefunded: 0,
+    attempts: 1,
+    wallet: { amount: 400, status: 'captured', refunded: 100 },
+  });
+  expect(details).toContain('- wallet part EUR 4.00 **captured**, refunded to the wallet EUR 1.00');
+});

@@ -73,6 +73,9 @@ export const paymentRoutes: FastifyPluginAsyncZod<PaymentRoutesOptions> = async 
           'A `provider` that is not configured is 400 naming `provider`. One open payment per order: while a payment ' +
           'for the same `orderId` is pending or unknown (or in review with its charge undecided), a new key is 409 ' +
           '`payment_in_flight` whose `paymentKey` names the open payment (off for merchants that split payments). ' +
+          'A `wallet` part is held on the merchant’s wallet first (short funds: 200 `declined` ' +
+          '`wallet_insufficient_funds`, nothing sent to the provider), the provider is charged for the rest; 400 ' +
+          'naming `wallet.amount`, `wallet.walletId`, `amount.currency` or `wallet` (manual capture, no wallets here). ' +
           'Operator tokens: 403.',
         tags,
         headers: IdempotencyKeyHeaders,

@@ -1,0 +1,189 @@
+import { ApplicationFailure, condition, log, proxyActivities } from '@temporalio/workflow';
+import type { WalletActivities } from '../activities/wallets';
+import type { PaymentStatus, WalletPartView } from '../domain/payment';
+import { WalletFailure } from '../domain/wallet-errors';
+import { walletActivityOptions } from '../domain/wallet-operations';
+import type { ChargeWorkflowInput } from '../domain/workflow-inputs';
+import { failureType, messageOf } from './failures';
+import type { Handoffs } from './handoffs';
+import { noHandoffs } from './handoffs';
+import { nowIso } from './payment-port';
+import { type PaymentState, walletRefundable } from './payment-state';
+
+const { holdWallet } = proxyActivities<WalletActivities>({
+  ...walletActivityOptions.hold,
+  summary: 'hold the payment’s wallet part before the provider is charged for the rest',
+});
+const { captureWalletHold } = proxyActivities<WalletActivities>({
+  ...walletActivityOptions.settle,
+  summary: 'capture the wallet part: the payment succeeded',
+});
+const { releaseWalletHold } = proxyActivities<WalletActivities>({
+  ...walletActivityOptions.settle,
+  summary: 'release the wallet part: the payment was declined or failed, nothing was taken',
+});
+const { refundToWallet } = proxyActivities<WalletActivities>({
+  ...walletActivityOptions.settle,
+  summary: 'return the refund’s wallet share to the wallet (before any card refund)',
+});
+
+/** What the wallet part needs of the payment: its input and state, and how a status change is published. */
+export interface WalletPort {
+  readonly input: ChargeWorkflowInput;
+  readonly state: PaymentState;
+  transition(status: PaymentStatus, reason?: string): void;
+  publish(): void;
+}
+
+/** Why a payment failed when its hold was refused for good; nothing was held, nothing reached the provider. */
+const holdRefusals: Partial<Record<string, string>> = {
+  [WalletFailure.WalletNotFound]: 'wallet_not_found',
+  [WalletFailure.CurrencyMismatch]: 'wallet_currency_mismatch',
+  [WalletFailure.OperationConflict]: 'wallet_operation_conflict',
+};
+
+/**
+ * The wallet part's first step, before any provider call: holds `wallet.amount` under `hold:<merchant>:<key>`.
+ * Answers whether the payment goes on. Short funds decline it (`wallet_insufficient_funds`), a refusal fails it, both
+ * with nothing held; a hold whose outcome stayed unknown through its budget (database trouble) fails it
+ * (`wallet_unavailable`) and stays `held` in the view, so {@link settleWalletPart} releases whatever it may have held.
+ */
+export async function holdWalletPart(payment: WalletPort): Promise<boolean> {
+  const { input, state } = payment;
+  const part = input.request.wallet;
+  const view = state.view.wallet;
+  if (part === undefined || view === undefined) return true;
+  try {
+    const held = await holdWallet({
+      merchantId: input.merchantId,
+      walletId: part.walletId,
+      paymentKey: input.key,
+      amount: part.amount,
+      currency: input.request.amount.currency,
+    });
+    if (held.status === 'held') return true;
+    markWallet(state, 'released');
+    state.view.declineCode = 'wallet_insufficient_funds';
+    payment.transition('declined');
+  } catch (err) {
+    const type = failureType(err) ?? '';
+    const refusal = holdRefusals[type];
+    if (refusal !== undefined) markWallet(state, 'released');
+    state.view.failureReason = refusal ?? 'wallet_unavailable';
+    log.warn('the wallet part could not be held; the payment failed before any provider call', {
+      reason: messageOf(err),
+      type,
+    });
+    payment.transition('failed');
+  }
+  state.firstCallSettled = true;
+  return false;
+}
+
+/**
+ * A wallet-only payment (nothing left for the provider): captured at once, then `succeeded`. A capture that did not
+ * answer in time is left to {@link settleWalletPart}: the hold is the payment's, the capture happens eventually.
+ */
+export async function payFromWallet(payment: WalletPort): Promise<void> {
+  const { input, state } = payment;
+  try {
+    await captureWalletHold(settleArgs(input));
+    markWallet(state, 'captured');
+  } catch (err) {
+    log.warn('the wallet-only payment’s capture is left to the settlement', { reason: messageOf(err) });
+  }
+  payment.transition('succeeded');
+  state.firstCallSettled = true;
+}
+
+/**
+ * Settles a held wallet part once the payment's outcome is known, whichever path decided it (the first call, a
+ * reconcile, a provider webhook, an operator's verdict): captured when the payment succeeded, released when it was
+ * declined, failed (nothing reached the provider, or the provider refused) or voided. While the outcome is unknown, in
+ * review or waiting for the customer the hold is kept. The payment neither closes nor continues as new while a
+ * settlement is due or out (its handoffs are not idle).
+ */
+export function settleWalletPart(payment: WalletPort): Handoffs {
+  const { input, state } = payment;
+  if (input.request.wallet === undefined) return noHandoffs;
+  let out = false;
+  let gaveUp = false;
+  const due = (): 'capture' | 'release' | undefined =>
+    state.view.wallet?.status === 'held' && !out && !gaveUp ? settlementOf(state.view.status) : undefined;
+  void (async () => {
+    for (;;) {
+      await condition(() => due() !== undefined);
+      const kind = due();
+      out = true;
+      try {
+        if (kind === 'capture') await captureWalletHold(settleArgs(input));
+        else await releaseWalletHold(settleArgs(input));
+        markWallet(state, kind === 'capture' ? 'captured' : 'released');
+        payment.publish();
+      } catch (err) {
+        // A day of database trouble, or the ledger's refusal: an operator must look (the hold stays in the ledger).
+        gaveUp = true;
+        log.error('the wallet part could not be settled; its hold stays in the ledger', {
+          settlement: kind,
+          type: failureType(err),
+          reason: messageOf(err),
+        });
+      } finally {
+        out = false;
+      }
+    }
+  })();
+  return { idle: () => !out && due() === undefined };
+}
+
+/**
+ * The wallet's share of a refund (`requested`) of a payment with a wallet part, returned to the wallet first: as much
+ * of it as the wallet's captured part not yet refunded covers; the card refunds the rest. Once per refund key (the
+ * ledger's operation id is `refund:<merchant>:<refundKey>`): a later try of the key (`earlierShare`) repeats it
+ * without a second effect. Undefined for a payment without a wallet part. A refusal of the ledger refuses the refund.
+ */
+export async function refundWalletShare(
+  payment: WalletPort,
+  refundKey: string,
+  requested: number,
+  earlierShare: number | undefined,
+): Promise<number | undefined> {
+  const { input, state } = payment;
+  const wallet = state.view.wallet;
+  if (wallet === undefined) return undefined;
+  const share = earlierShare ?? Math.min(requested, walletRefundable(state.view));
+  if (share === 0) return 0;
+  try {
+    await refundToWallet({ ...settleArgs(input), refundKey, amount: share });
+  } catch (err) {
+    throw ApplicationFailure.create({
+      type: failureType(err) ?? WalletFailure.DatabaseNotApplied,
+      message: `The refund's wallet share could not be returned: ${messageOf(err)}`,
+      nonRetryable: true,
+    });
+  }
+  if (earlierShare === undefined) {
+    state.view.wallet = { ...wallet, refunded: wallet.refunded + share };
+    state.view.updatedAt = nowIso();
+  }
+  return share;
+}
+
+/** What a payment's status means for its held wallet part. */
+function settlementOf(status: PaymentStatus): 'capture' | 'release' | undefined {
+  if (status === 'succeeded') return 'capture';
+  if (status === 'declined' || status === 'failed' || status === 'voided') return 'release';
+  return undefined;
+}
+
+const settleArgs = (input: ChargeWorkflowInput) => ({
+  merchantId: input.merchantId,
+  walletId: input.request.wallet?.walletId ?? '',
+  paymentKey: input.key,
+});
+
+function markWallet(state: PaymentState, status: WalletPartView['status']): void {
+  if (state.view.wallet === undefined) return;
+  state.view.wallet = { ...state.view.wallet, status };
+  state.view.updatedAt = nowIso();
+}

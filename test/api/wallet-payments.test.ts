@@ -1,0 +1,404 @@
+/**
+ * Payments with a wallet part (docs/http-api.md#payments-with-a-wallet-part) through the real stack: PostgreSQL (this
+ * file's database), the dev server, the API over HTTP, the workers and the simulator. Every case reads the wallet's
+ * entries and the simulator's ledger, not only the payment's view: the hold comes first, the provider is charged for
+ * the rest only, the hold is captured on success, released on a decline or a failure, kept while the outcome is unknown.
+ */
+import { randomUUID } from 'node:crypto';
+import pino from 'pino';
+import { Registry } from 'prom-client';
+import { defaultPayloadConverter } from '@temporalio/common';
+import type { TestWorkflowEnvironment } from '@temporalio/testing';
+import { walletMetricsObserver } from '../../src/metrics/wallet-metrics';
+import { chargeWorkflowId } from '../../src/domain/ids';
+import type { RestProvider } from '../../src/providers';
+import { WalletLedger } from '../../src/wallets';
+import { openTestDatabase } from '../helpers/database';
+import { refusingProvider } from '../helpers/refusing-provider';
+import { connectDevServer } from '../helpers/servers';
+import { recordHistories } from '../helpers/workflows';
+import { type ApiHarness, chargeBody, eventually, newKey, startApiHarness } from './harness';
+
+let env: TestWorkflowEnvironment;
+let db: Awaited<ReturnType<typeof openTestDatabase>>;
+let h: ApiHarness;
+let bare: ApiHarness;
+let down: RestProvider;
+/** The workers' metrics: their ledger counts into it, as the worker process's does (src/stack.ts). */
+const workerRegistry = new Registry();
+
+beforeAll(async () => {
+  env = await connectDevServer();
+  db = await openTestDatabase();
+  down = await refusingProvider('down', pino({ level: 'silent' }));
+  h = await startApiHarness(env, {
+    wallets: new WalletLedger(db.pool, walletMetricsObserver(workerRegistry)),
+    extraProviders: { down },
+    // No provider webhooks: an unknown outcome stays unknown until the reconcile asks, a few seconds later.
+    webhooks: false,
+    timings: { reconcileScheduleMs: [3_000, 3_000] },
+  });
+  // A stack without a ledger (no DATABASE_URL): nothing may start for a payment with a wallet part.
+  bare = await startApiHarness(env, { workers: false });
+});
+afterAll(async () => {
+  await h?.close();
+  await bare?.close();
+  await down?.close();
+  await db?.drop();
+  await env?.teardown();
+});
+
+interface Entry {
+  readonly kind: string;
+  readonly amount: number;
+  readonly paymentKey?: string;
+}
+
+/** A fresh wallet of merchant A credited with `balance` EUR minor units. */
+async function walletWith(balance: number): Promise<string> {
+  const walletId = `w-${randomUUID().slice(0, 8)}`;
+  const res = await h.request('POST', `/v1/wallets/${walletId}/credits`, {
+    key: newKey(),
+    body: { amount: { value: balance, currency: 'EUR' } },
+  });
+  expect(res.status).toBe(200);
+  return walletId;
+}
+
+const walletOf = async (walletId: string) => (await h.request('GET', `/v1/wallets/${walletId}`)).body;
+const entriesOf = async (walletId: string): Promise<Entry[]> =>
+  (await h.request('GET', `/v1/wallets/${walletId}/entries`)).body.entries as Entry[];
+/** The (kind, amount) of each entry after the first credit. */
+const movesOf = async (walletId: string) => (await entriesOf(walletId)).slice(1).map((e) => [e.kind, e.amount]);
+const simOf = (orderId: string) => {
+  const ledger = h.ledger();
+  return {
+    requests: ledger.requests.filter((r) => r.reference === orderId),
+    effects: ledger.effects.filter((e) => e.reference === orderId),
+  };
+};
+const pay = (key: string, body: Record<string, unknown>, harness: ApiHarness = h) =>
+  harness.request('POST', '/v1/payments', { key, body });
+const view = async (key: string) => (await h.request('GET', `/v1/payments/${encodeURIComponent(key)}`)).body;
+/** The payment's view once its status is `status` (any, when absent) and its wallet part's is `wallet`. */
+const settledAs = (key: string, wallet: 'captured' | 'released', status?: string, timeoutMs?: number) =>
+  eventually(
+    `wallet part ${wallet}${status ? `, payment ${status}` : ''}`,
+    async () => {
+      const v = await view(key);
+      const ok = (v.wallet as { status: string }).status === wallet && (status === undefined || v.status === status);
+      return ok ? v : undefined;
+    },
+    timeoutMs,
+  );
+
+describe('POST /v1/payments with a wallet part: validation', () => {
+  it('answers 400 naming the field for a bad wallet part, and starts nothing', async () => {
+    const walletId = await walletWith(1_000);
+    const order = `order_${randomUUID()}`;
+    const over = await pay(newKey(), chargeBody({ orderId: order, wallet: { walletId, amount: 1_001 } }));
+    const zero = await pay(newKey(), chargeBody({ orderId: order, wallet: { walletId, amount: 0 } }));
+    const fraction = await pay(newKey(), chargeBody({ orderId: order, wallet: { walletId, amount: 1.5 } }));
+    const manual = await pay(
+      newKey(),
+      chargeBody({ orderId: order, capture: 'manual', wallet: { walletId, amount: 1 } }),
+    );
+    const missing = await pay(newKey(), chargeBody({ orderId: order, wallet: { walletId: 'w-none', amount: 1 } }));
+    const currency = await pay(
+      newKey(),
+      chargeBody({ orderId: order, amount: { value: 1_000, currency: 'USD' }, wallet: { walletId, amount: 1 } }),
+    );
+    const noLedger = await pay(newKey(), chargeBody({ orderId: order, wallet: { walletId, amount: 1 } }), bare);
+
+    const fields = (r: Awaited<ReturnType<typeof pay>>) => [r.status, r.body.error?.fields?.map((f) => f.path)];
+    expect(fields(over)).toEqual([400, ['wallet.amount']]);
+    expect(fields(zero)).toEqual([400, ['wallet.amount']]);
+    expect(fields(fraction)).toEqual([400, ['wallet.amount']]);
+    expect(fields(manual)).toEqual([400, ['wallet']]);
+    expect(fields(missing)).toEqual([400, ['wallet.walletId']]);
+    expect(fields(currency)).toEqual([400, ['amount.currency']]);
+    expect(fields(noLedger)).toEqual([400, ['wallet']]);
+    // Nothing started: no hold, nothing at the provider, no payment under the order.
+    expect(await movesOf(walletId)).toEqual([]);
+    expect(simOf(order).requests).toEqual([]);
+    const listed = await h.request('GET', `/v1/payments?orderId=${order}`);
+    expect(listed.body.payments).toEqual([]);
+  });
+
+  it('fingerprints the wallet part: the same key with another wallet part is 422 idempotency_key_reused', async () => {
+    const walletId = await walletWith(1_000);
+    const key = newKey();
+    const body = chargeBody({ wallet: { walletId, amount: 300 } });
+    const first = await pay(key, body);
+    const other = await pay(key, { ...body, wallet: { walletId, amount: 301 } });
+    const none = await pay(key, { ...body, wallet: undefined });
+
+    expect(first.status).toBe(200);
+    expect(other.status).toBe(422);
+    expect(other.body.error?.type).toBe('idempotency_key_reused');
+    expect(none.status).toBe(422);
+    await settledAs(key, 'captured');
+    expect(await movesOf(walletId)).toEqual([
+      ['hold', 300],
+      ['capture', 300],
+    ]);
+  });
+});
+
+describe('POST /v1/payments with a wallet part: the money', () => {
+  it('a split payment whose card part succeeds: the hold captured, the provider charged only the rest', async () => {
+    const walletId = await walletWith(1_000);
+    const key = newKey();
+    const body = chargeBody({ amount: { value: 1_500, currency: 'EUR' }, wallet: { walletId, amount: 400 } });
+    const res = await pay(key, body);
+
+    expect(res.status).toBe(200);
+    expect(res.body).toMatchObject({ status: 'succeeded', amountCaptured: 1_100 });
+    const settled = await settledAs(key, 'captured');
+    expect(settled.wallet).toEqual({ walletId, amount: 400, status: 'captured', refunded: 0 });
+    expect(await walletOf(walletId)).toMatchObject({ balance: 600, held: 0, available: 600 });
+    expect(await movesOf(walletId)).toEqual([
+      ['hold', 400],
+      ['capture', 400],
+    ]);
+    const sim = simOf(body.orderId as string);
+    expect(sim.effects.map((e) => [e.operation, e.amount])).toEqual([['create', 1_100]]);
+    // The web UI tells it: each wallet step's activity carries a summary.
+    const history = await env.client.workflow.getHandle(chargeWorkflowId(h.a.id, key)).fetchHistory();
+    const summaries = (history.events ?? []).flatMap((e) => {
+      const name = e.activityTaskScheduledEventAttributes?.activityType?.name;
+      const payload = e.userMetadata?.summary;
+      return name?.includes('Wallet') && payload ? [[name, defaultPayloadConverter.fromPayload<string>(payload)]] : [];
+    });
+    expect(summaries).toEqual([
+      ['holdWallet', expect.stringContaining('hold the payment’s wallet part')],
+      ['captureWalletHold', expect.stringContaining('capture the wallet part')],
+    ]);
+    const metrics = await workerRegistry.metrics();
+    expect(metrics).toMatch(/payments_wallet_operations_total\{kind="hold",outcome="applied"\} [1-9]/);
+    expect(metrics).toMatch(/payments_wallet_operations_total\{kind="capture",outcome="applied"\} [1-9]/);
+    await recordHistories(h, 'wallet-split-payment-succeeded', [chargeWorkflowId(h.a.id, key)]);
+  });
+
+  it('a split payment whose card part is declined: the hold released, the balance back, nothing charged', async () => {
+    const walletId = await walletWith(1_000);
+    const key = newKey();
+    const body = chargeBody({ paymentMethod: 'pm_decline_card', wallet: { walletId, amount: 400 } });
+    const res = await pay(key, body);
+
+    expect(res.status).toBe(200);
+    expect(res.body.status).toBe('declined');
+    await settledAs(key, 'released');
+    expect(await walletOf(walletId)).toMatchObject({ balance: 1_000, held: 0, available: 1_000 });
+    expect(await movesOf(walletId)).toEqual([
+      ['hold', 400],
+      ['release', 400],
+    ]);
+    const sim = simOf(body.orderId as string);
+    expect(sim.requests.map((r) => r.operation)).toContain('create');
+    expect(sim.effects).toEqual([]);
+    await recordHistories(h, 'wallet-split-payment-declined', [chargeWorkflowId(h.a.id, key)]);
+  });
+
+  it('a split payment whose card part fails before it is sent: failed, the hold released', async () => {
+    const walletId = await walletWith(1_000);
+    const key = newKey();
+    const res = await pay(key, chargeBody({ provider: 'down', wallet: { walletId, amount: 400 } }));
+
+    const failed = await settledAs(key, 'released', 'failed', 20_000);
+    expect([200, 202]).toContain(res.status);
+    expect(failed.failureReason).toBe('provider_unavailable');
+    expect(await walletOf(walletId)).toMatchObject({ balance: 1_000, held: 0, available: 1_000 });
+    expect(await movesOf(walletId)).toEqual([
+      ['hold', 400],
+      ['release', 400],
+    ]);
+  });
+
+  it('an unknown card part keeps the hold; the reconcile finds it succeeded and the hold is captured', async () => {
+    const walletId = await walletWith(1_000);
+    const key = newKey();
+    const body = chargeBody({ wallet: { walletId, amount: 400 } });
+    const orderId = body.orderId as string;
+    // The first create committed and its answer lost, the retries refused: unknown, then the reconcile finds it.
+    await h.sim.addFaults({
+      rules: [
+        { match: { operation: 'create', reference: orderId }, fault: 'commit_then_drop', times: 1 },
+        { match: { operation: 'create', reference: orderId }, fault: 'status', status: 503, times: 5 },
+      ],
+    });
+    const res = await pay(key, body);
+
+    expect(res.status).toBe(202);
+    const unknown = await view(key);
+    expect(unknown.status).toBe('unknown');
+    expect(unknown.wallet).toMatchObject({ status: 'held' });
+    expect(await walletOf(walletId)).toMatchObject({ balance: 1_000, held: 400, available: 600 });
+    expect(await movesOf(walletId)).toEqual([['hold', 400]]);
+
+    await settledAs(key, 'captured', 'succeeded', 30_000);
+    expect(await walletOf(walletId)).toMatchObject({ balance: 600, held: 0 });
+    expect(await movesOf(walletId)).toEqual([
+      ['hold', 400],
+      ['capture', 400],
+    ]);
+    expect(simOf(orderId).effects.map((e) => [e.operation, e.amount])).toEqual([['create', 600]]);
+  });
+
+  it('an unknown card part keeps the hold; the reconcile’s resubmission is declined and the hold is released', async () => {
+    const walletId = await walletWith(1_000);
+    const key = newKey();
+    const body = chargeBody({ paymentMethod: 'pm_decline_card', wallet: { walletId, amount: 400 } });
+    const orderId = body.orderId as string;
+    // Refused before anything was committed, but the payment cannot know: unknown, then the reconcile asks again.
+    await h.sim.addFaults({
+      rules: [{ match: { operation: 'create', reference: orderId }, fault: 'reset_before_commit', times: 3 }],
+    });
+    const res = await pay(key, body);
+
+    expect(res.status).toBe(202);
+    expect((await view(key)).wallet).toMatchObject({ status: 'held' });
+    expect(await walletOf(walletId)).toMatchObject({ held: 400, available: 600 });
+
+    const declined = await settledAs(key, 'released', 'declined', 30_000);
+    expect(declined.declineCode).not.toBe('wallet_insufficient_funds');
+    expect(await walletOf(walletId)).toMatchObject({ balance: 1_000, held: 0, available: 1_000 });
+    expect(await movesOf(walletId)).toEqual([
+      ['hold', 400],
+      ['release', 400],
+    ]);
+    expect(simOf(orderId).effects).toEqual([]);
+  });
+
+  it('a card part in review keeps the hold; the operator’s `failed` verdict releases it', async () => {
+    const walletId = await walletWith(1_000);
+    const key = newKey();
+    const body = chargeBody({ wallet: { walletId, amount: 400 } });
+    const orderId = body.orderId as string;
+    // Every create of this order is answered 500 before anything is committed: unknown, the reconcile finds nothing.
+    await h.sim.addFaults({
+      rules: [{ match: { operation: 'create', reference: orderId }, fault: 'status', status: 500 }],
+    });
+    expect((await pay(key, body)).status).toBe(202);
+    await eventually('in review', async () => (await view(key)).status === 'needs_review', 60_000);
+    expect((await view(key)).wallet).toMatchObject({ status: 'held' });
+    expect(await walletOf(walletId)).toMatchObject({ balance: 1_000, held: 400, available: 600 });
+
+    const verdict = await h.request('POST', `/v1/payments/${encodeURIComponent(key)}/resolve?merchantId=${h.a.id}`, {
+      token: h.operator.token,
+      body: { outcome: 'failed', note: 'nothing at the provider' },
+    });
+    expect(verdict.status).toBe(200);
+    await settledAs(key, 'released');
+    expect(await walletOf(walletId)).toMatchObject({ balance: 1_000, held: 0, available: 1_000 });
+    expect(await movesOf(walletId)).toEqual([
+      ['hold', 400],
+      ['release', 400],
+    ]);
+    expect(simOf(orderId).effects).toEqual([]);
+  }, 90_000);
+
+  it('a wallet-only payment: captured in the first answer, no provider call at all', async () => {
+    const walletId = await walletWith(1_000);
+    const key = newKey();
+    const body = chargeBody({ amount: { value: 700, currency: 'EUR' }, wallet: { walletId, amount: 700 } });
+    const res = await pay(key, body);
+
+    expect(res.status).toBe(200);
+    expect(res.body).toMatchObject({
+      status: 'succeeded',
+      amountCaptured: 0,
+      wallet: { walletId, amount: 700, status: 'captured', refunded: 0 },
+    });
+    expect(await walletOf(walletId)).toMatchObject({ balance: 300, held: 0 });
+    expect(await movesOf(walletId)).toEqual([
+      ['hold', 700],
+      ['capture', 700],
+    ]);
+    expect(simOf(body.orderId as string).requests).toEqual([]);
+    await recordHistories(h, 'wallet-only-payment', [chargeWorkflowId(h.a.id, key)]);
+  });
+
+  it('short funds: declined wallet_insufficient_funds (200), nothing held, no provider call', async () => {
+    const walletId = await walletWith(100);
+    const key = newKey();
+    const body = chargeBody({ wallet: { walletId, amount: 400 } });
+    const res = await pay(key, body);
+
+    expect(res.status).toBe(200);
+    expect(res.body).toMatchObject({
+      status: 'declined',
+      declineCode: 'wallet_insufficient_funds',
+      wallet: { status: 'released' },
+    });
+    expect(await walletOf(walletId)).toMatchObject({ balance: 100, held: 0, available: 100 });
+    expect(await movesOf(walletId)).toEqual([]);
+    expect(simOf(body.orderId as string).requests).toEqual([]);
+    await recordHistories(h, 'wallet-insufficient-funds', [chargeWorkflowId(h.a.id, key)]);
+  });
+});
+
+describe('refunds of a payment with a wallet part', () => {
+  it('return to the wallet first, up to its captured part, then to the card', async () => {
+    const walletId = await walletWith(1_000);
+    const key = newKey();
+    const body = chargeBody({ wallet: { walletId, amount: 400 } });
+    const orderId = body.orderId as string;
+    expect((await pay(key, body)).status).toBe(200);
+    await settledAs(key, 'captured');
+    const refund = (amount: number) =>
+      h.request('POST', `/v1/payments/${encodeURIComponent(key)}/refunds`, { key: newKey(), body: { amount } });
+
+    const walletOnly = await refund(300);
+    expect(walletOnly.status).toBe(200);
+    expect(walletOnly.body).toMatchObject({ amountRefunded: 0, wallet: { status: 'captured', refunded: 300 } });
+    expect(simOf(orderId).effects.map((e) => e.operation)).toEqual(['create']);
+
+    const split = await refund(500);
+    expect(split.status).toBe(200);
+    expect(split.body).toMatchObject({ amountRefunded: 400, wallet: { refunded: 400 } });
+    expect(split.body.operations).toEqual([
+      expect.objectContaining({ kind: 'refund', amount: 300, state: 'succeeded' }),
+      expect.objectContaining({ kind: 'refund', amount: 500, state: 'succeeded' }),
+    ]);
+
+    const over = await refund(201);
+    expect(over.status).toBe(422);
+    expect(over.body.error?.type).toBe('amount_exceeded');
+
+    expect(simOf(orderId).effects.map((e) => [e.operation, e.amount])).toEqual([
+      ['create', 600],
+      ['refund', 400],
+    ]);
+    expect(await movesOf(walletId)).toEqual([
+      ['hold', 400],
+      ['capture', 400],
+      ['refund', 300],
+      ['refund', 100],
+    ]);
+    expect(await walletOf(walletId)).toMatchObject({ balance: 1_000, held: 0, available: 1_000 });
+    await recordHistories(h, 'wallet-split-payment-refunds', [chargeWorkflowId(h.a.id, key)]);
+  });
+
+  it('of a wallet-only payment: all to the wallet, nothing sent to the provider', async () => {
+    const walletId = await walletWith(1_000);
+    const key = newKey();
+    const body = chargeBody({ amount: { value: 700, currency: 'EUR' }, wallet: { walletId, amount: 700 } });
+    expect((await pay(key, body)).status).toBe(200);
+    const res = await h.request('POST', `/v1/payments/${encodeURIComponent(key)}/refunds`, {
+      key: newKey(),
+      body: { amount: 200 },
+    });
+
+    expect(res.status).toBe(200);
+    expect(res.body).toMatchObject({ amountRefunded: 0, wallet: { status: 'captured', refunded: 200 } });
+    expect(await movesOf(walletId)).toEqual([
+      ['hold', 700],
+      ['capture', 700],
+      ['refund', 200],
+    ]);
+    expect(await walletOf(walletId)).toMatchObject({ balance: 500 });
+    expect(simOf(body.orderId as string).requests).toEqual([]);
+  });
+});
