@@ -13,6 +13,7 @@ import { setMaxListeners } from 'node:events';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { growthMain } from './growth';
 import { runMemoryBench } from './memory';
 import type { MemoryReport } from './memory-worker';
 import { latencyTable, peersTable, ratio, resourceTable, temporalTable } from './report';
@@ -118,8 +119,9 @@ function intFromEnv(name: string, fallback: number, min: number, max: number): n
 }
 
 function parseOptions(argv: readonly string[]): Options {
-  const unknown = argv.filter((a) => a !== '--quick' && a !== '--memory');
-  if (unknown.length > 0) throw new Error(`unknown argument(s): ${unknown.join(' ')} (only --quick, --memory)`);
+  const unknown = argv.filter((a) => a !== '--quick' && a !== '--memory' && a !== '--growth');
+  if (unknown.length > 0)
+    throw new Error(`unknown argument(s): ${unknown.join(' ')} (only --quick, --memory, --growth)`);
   const quick = argv.includes('--quick');
   const payments = intFromEnv('BENCH_PAYMENTS', quick ? 80 : 300, 1, 100_000);
   const concurrency = intFromEnv('BENCH_CONCURRENCY', 16, 1, 1_000);
@@ -333,6 +335,8 @@ async function memoryMain(quick: boolean): Promise<number> {
 }
 
 async function main(): Promise<number> {
+  // Against a running `npm run cluster`: cost per open payment from 1,000 to 50,000 (bench/growth.ts).
+  if (process.argv.includes('--growth')) return growthMain();
   if (process.argv.includes('--memory')) {
     parseOptions(process.argv.slice(2));
     return memoryMain(process.argv.includes('--quick'));
