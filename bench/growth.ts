@@ -33,8 +33,10 @@ export interface GrowthStep {
   readonly latencyP99Ms: number;
   /** CPU time of all the cluster's processes per payment opened in this step. */
   readonly cpuMsPerPayment: number;
-  /** PostgreSQL bytes (all three databases) per open payment. */
+  /** PostgreSQL bytes (all three databases) per open payment: fixed overhead included. */
   readonly pgBytesPerOpen: number;
+  /** PostgreSQL bytes added per payment opened since the step before (the first step: as pgBytesPerOpen). */
+  readonly pgMarginalBytesPerOpen: number;
   readonly pgBytes: { readonly temporal: number; readonly visibility: number; readonly payments: number };
   /** Resident memory of the workers, summed, MiB. */
   readonly workersRssMiB: number;
@@ -86,7 +88,7 @@ export function growthReport(steps: readonly GrowthStep[]): string[] {
     (s) =>
       `growth: ${s.open} open: new payment p50 ${s.latencyP50Ms.toFixed(0)} ms, p99 ${s.latencyP99Ms.toFixed(0)} ms; ` +
       `CPU ${s.cpuMsPerPayment.toFixed(1)} ms per payment; PostgreSQL ${(s.pgBytesPerOpen / 1024).toFixed(1)} KiB ` +
-      `per open payment (temporal ${mib(s.pgBytes.temporal)}, visibility ${mib(s.pgBytes.visibility)}, payments ` +
+      `per open payment, ${(s.pgMarginalBytesPerOpen / 1024).toFixed(1)} KiB per payment added (temporal ${mib(s.pgBytes.temporal)}, visibility ${mib(s.pgBytes.visibility)}, payments ` +
       `${mib(s.pgBytes.payments)}); workers ${s.workersRssMiB.toFixed(0)} MiB`,
   );
   const first = steps[0];
@@ -96,7 +98,7 @@ export function growthReport(steps: readonly GrowthStep[]): string[] {
       ['latency p50', (s) => s.latencyP50Ms],
       ['latency p99', (s) => s.latencyP99Ms],
       ['CPU per payment', (s) => s.cpuMsPerPayment],
-      ['PostgreSQL bytes per open payment', (s) => s.pgBytesPerOpen],
+      ['PostgreSQL bytes per payment added', (s) => s.pgMarginalBytesPerOpen],
       ['worker memory', (s) => s.workersRssMiB],
     ];
     lines.push(
@@ -213,12 +215,18 @@ export async function growthMain(): Promise<number> {
         visibility: await dbBytes('temporal_visibility'),
         payments: await dbBytes('payments'),
       };
+      const total = pgBytes.temporal + pgBytes.visibility + pgBytes.payments;
+      const before = results[results.length - 1];
       const step: GrowthStep = {
         open: opened,
         latencyP50Ms: percentile(latencies, 50),
         latencyP99Ms: percentile(latencies, 99),
         cpuMsPerPayment: cpuMs / Math.max(1, opened - openedBefore),
-        pgBytesPerOpen: (pgBytes.temporal + pgBytes.visibility + pgBytes.payments) / Math.max(1, opened),
+        pgBytesPerOpen: total / Math.max(1, opened),
+        pgMarginalBytesPerOpen: before
+          ? (total - (before.pgBytes.temporal + before.pgBytes.visibility + before.pgBytes.payments)) /
+            Math.max(1, opened - before.open)
+          : total / Math.max(1, opened),
         pgBytes,
         workersRssMiB: workers.reduce((sum, pid) => sum + rssMiB(pid), 0),
       };
@@ -231,10 +239,11 @@ export async function growthMain(): Promise<number> {
   for (const line of growthReport(results).slice(results.length)) console.log(line);
   const last = results[results.length - 1];
   if (last) {
-    const perOpen = last.pgBytesPerOpen;
+    // Per payment added (the fixed size of empty databases left out), as a large deployment grows.
+    const perOpen = last.pgMarginalBytesPerOpen;
     console.log(
       `growth: projected for 10,000,000 open payments: PostgreSQL ${((perOpen * 10_000_000) / 1024 ** 3).toFixed(0)} GiB ` +
-        `(at ${(perOpen / 1024).toFixed(1)} KiB per open payment)`,
+        `(at ${(perOpen / 1024).toFixed(1)} KiB per payment added)`,
     );
   }
   const dir = path.join(__dirname, 'results');

@@ -7,6 +7,7 @@ const step = (open: number, over: Partial<GrowthStep> = {}): GrowthStep => ({
   latencyP99Ms: 120,
   cpuMsPerPayment: 30,
   pgBytesPerOpen: 20_480,
+  pgMarginalBytesPerOpen: 10_240,
   pgBytes: { temporal: 10 * 1024 ** 2, visibility: 2 * 1024 ** 2, payments: 1024 ** 2 },
   workersRssMiB: 600,
   ...over,
@@ -18,11 +19,11 @@ describe('the growth report', () => {
     expect(lines).toHaveLength(4);
     expect(lines[0]).toBe(
       'growth: 1000 open: new payment p50 40 ms, p99 120 ms; CPU 30.0 ms per payment; PostgreSQL 20.0 KiB per open ' +
-        'payment (temporal 10.0 MiB, visibility 2.0 MiB, payments 1.0 MiB); workers 600 MiB',
+        'payment, 10.0 KiB per payment added (temporal 10.0 MiB, visibility 2.0 MiB, payments 1.0 MiB); workers 600 MiB',
     );
     expect(lines[3]).toBe(
       'growth 1000 -> 50000 open (within +-20 %?): latency p50 +0 % yes, latency p99 +33 % NO, CPU per payment +0 % ' +
-        'yes, PostgreSQL bytes per open payment +0 % yes, worker memory +0 % yes',
+        'yes, PostgreSQL bytes per payment added +0 % yes, worker memory +0 % yes',
     );
   });
 
