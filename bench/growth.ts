@@ -17,6 +17,7 @@ import path from 'node:path';
 import { Client as PgClient } from 'pg';
 import { DEFAULT_CACHE_DIR } from '../scripts/lib/temporal-binaries';
 import { loadConfig } from '../src/config';
+import { TICKS_PER_S, rssKiB } from './resources';
 import { percentile } from './stats';
 
 interface StackInfo {
@@ -42,7 +43,6 @@ export interface GrowthStep {
   readonly workersRssMiB: number;
 }
 
-const TICKS_PER_S = 100;
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
 const intList = (raw: string | undefined, fallback: number[]): number[] =>
@@ -69,11 +69,6 @@ function groupCpuMs(groups: ReadonlySet<number>): number {
     }
   }
   return (ticks * 1000) / TICKS_PER_S;
-}
-
-function rssMiB(pid: number): number {
-  const match = /^VmRSS:\s+(\d+)\s+kB$/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
-  return match ? Number(match[1]) / 1024 : 0;
 }
 
 /** Within ±`pct` % of the first value at the last step. */
@@ -228,7 +223,7 @@ export async function growthMain(): Promise<number> {
             Math.max(1, opened - before.open)
           : total / Math.max(1, opened),
         pgBytes,
-        workersRssMiB: workers.reduce((sum, pid) => sum + rssMiB(pid), 0),
+        workersRssMiB: workers.reduce((sum, pid) => sum + rssKiB(pid), 0) / 1024,
       };
       results.push(step);
       for (const line of growthReport([step])) console.log(line);

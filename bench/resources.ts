@@ -29,7 +29,7 @@ function childPids(): number[] {
 }
 
 /** VmRSS of `pid` in KiB; 0 when it is gone. */
-function rssKiB(pid: number): number {
+export function rssKiB(pid: number): number {
   try {
     const match = /^VmRSS:\s+(\d+)\s+kB$/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
     return match?.[1] === undefined ? 0 : Number(match[1]);
@@ -71,7 +71,7 @@ export interface CpuSnapshot {
 }
 
 /** Clock ticks per second of /proc times: 100 on every mainstream Linux build. */
-const TICKS_PER_S = 100;
+export const TICKS_PER_S = 100;
 
 function childrenCpuMs(): number | null {
   try {
