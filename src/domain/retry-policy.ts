@@ -406,6 +406,14 @@ export interface AttemptRecord {
    * as `attempts`). Absent in records written before it was counted: at least one when `everSent`.
    */
   sends?: number | undefined;
+  /**
+   * The attempt whose end wrote this record: every attempt of a write closes its record before it fails, and the
+   * failure carries it to the next attempt. A later attempt that finds the record not closed by the attempt right before
+   * it knows that attempt ended without saying what it did (its worker died, it timed out): it may have sent, with an
+   * unknown outcome, even when no heartbeat of its send reached the server (the SDK throttles heartbeats). Absent in
+   * records written before attempts closed them: they count as not closed.
+   */
+  closedBy?: number | undefined;
 }
 
 /** Nothing done yet. */

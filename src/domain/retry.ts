@@ -57,6 +57,7 @@ export const AttemptRecord = z.object({
   everUnknown: z.boolean(),
   inFlight: z.boolean(),
   sends: z.number().int().nonnegative().optional(),
+  closedBy: z.number().int().positive().optional(),
 });
 export type AttemptRecord = AttemptRecordShape;
 
@@ -70,19 +71,27 @@ const sameShapes: [
 void sameShapes;
 
 /**
- * The record a new attempt starts from: what the earlier ones left (anything unreadable counts as nothing, as on a
- * first attempt), where a write still in flight when its attempt ended counts as sent (one more send) with an unknown
- * outcome.
+ * The record attempt `attempt` starts from: what the earlier ones left (anything unreadable counts as nothing, as on a
+ * first attempt). It counts one more possible send with an unknown outcome when the attempt right before this one did
+ * not close the record: a write still in flight at its last heartbeat, or an attempt that ended without a word (its
+ * worker died between a send and a heartbeat that would have said so, or it timed out). Only a record closed by the
+ * attempt right before proves what that attempt did; a later attempt with no record at all follows attempts that
+ * recorded nothing, so nothing they did is proven either.
  */
-export const carriedAttemptRecord = (heartbeatDetails: unknown): AttemptRecord => {
+export const carriedAttemptRecord = (heartbeatDetails: unknown, attempt: number): AttemptRecord => {
   const parsed = AttemptRecord.safeParse(heartbeatDetails);
-  if (!parsed.success) return noAttempts;
-  const earlier = parsed.data;
+  if (attempt <= 1) return parsed.success ? carried(parsed.data, false) : noAttempts;
+  if (!parsed.success) return { everSent: true, everUnknown: true, inFlight: false, sends: 1 };
+  return carried(parsed.data, parsed.data.closedBy !== attempt - 1);
+};
+
+const carried = (earlier: AttemptRecord, unaccounted: boolean): AttemptRecord => {
+  const open = earlier.inFlight || unaccounted;
   return {
-    everSent: earlier.everSent || earlier.inFlight,
-    everUnknown: earlier.everUnknown || earlier.inFlight,
+    everSent: earlier.everSent || open,
+    everUnknown: earlier.everUnknown || open,
     inFlight: false,
-    sends: (earlier.sends ?? (earlier.everSent ? 1 : 0)) + (earlier.inFlight ? 1 : 0),
+    sends: (earlier.sends ?? (earlier.everSent ? 1 : 0)) + (open ? 1 : 0),
   };
 };
 

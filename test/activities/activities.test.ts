@@ -111,6 +111,20 @@ const attemptEnv = (attempt: number, elapsedMs = 0, info: Partial<Info> = {}) =>
     { logger: new DefaultLogger('ERROR') },
   );
 
+/** Every heartbeat an attempt sends. */
+const beatsOf = (env: MockActivityEnvironment) => {
+  const beats: unknown[] = [];
+  env.on('heartbeat', (d: unknown) => beats.push(d));
+  return beats;
+};
+
+/**
+ * Attempt `attempt` after attempts that ran here: as Temporal does, it starts from the details of the last heartbeat
+ * the attempt before it recorded (a failure carries them). Call `.next()` with the env's beats for the next attempt.
+ */
+const chainedEnv = (attempt: number, elapsedMs: number, lastBeat: unknown) =>
+  attemptEnv(attempt, elapsedMs, attempt > 1 ? { heartbeatDetails: lastBeat } : {});
+
 /** `env.run` with the activity's own argument and result types (MockActivityEnvironment infers `unknown`). */
 const run = <A extends unknown[], R>(env: MockActivityEnvironment, fn: (...args: A) => Promise<R>, ...args: A) =>
   env.run(fn, ...args) as Promise<R>;
@@ -268,13 +282,17 @@ describe('createPayment', () => {
     const port = await closedPort();
     const clock = manualClock();
     const s = await setup({ baseUrl: `http://127.0.0.1:${port}`, now: clock.now });
+    let last: unknown;
     for (let attempt = 1; attempt <= 3; attempt++) {
-      const f = await failureOf(run(attemptEnv(attempt, 1_000), s.acts.createPayment, charge(s, 'k10')));
+      const env = chainedEnv(attempt, 1_000, last);
+      const beats = beatsOf(env);
+      const f = await failureOf(run(env, s.acts.createPayment, charge(s, 'k10')));
       expect(f).toMatchObject({ type: ErrorType.NotSent, nonRetryable: false });
+      last = beats.at(-1);
     }
     // Opened at the third failure with a 5 s cool-down; 1.5 s later the breaker asks for exactly the 3.5 s left.
     clock.advance(1_500);
-    const open = await failureOf(run(attemptEnv(4, 2_000), s.acts.createPayment, charge(s, 'k10')));
+    const open = await failureOf(run(chainedEnv(4, 2_000, last), s.acts.createPayment, charge(s, 'k10')));
     expect(open).toMatchObject({ type: ErrorType.CircuitOpen, nonRetryable: false, nextRetryDelay: 3_500 });
     expect(open.details?.[0]).toMatchObject({ everSent: false, everUnknown: false });
   });
@@ -517,13 +535,6 @@ describe('plumbing', () => {
 });
 
 describe('attempt safety: heartbeats, what earlier attempts did, cancellation', () => {
-  /** Every heartbeat an attempt sends. */
-  const beatsOf = (env: MockActivityEnvironment) => {
-    const beats: unknown[] = [];
-    env.on('heartbeat', (d: unknown) => beats.push(d));
-    return beats;
-  };
-
   it('a write heartbeats its record right before it is sent and right after its outcome', async () => {
     const s = await setup();
     sim.addFaults({ rules: [{ match: { operation: 'create' }, fault: 'status', status: 500, times: 1 }] });
@@ -533,6 +544,8 @@ describe('attempt safety: heartbeats, what earlier attempts did, cancellation', 
     expect(beats).toEqual([
       { everSent: false, everUnknown: false, inFlight: true, sends: 0 },
       { everSent: true, everUnknown: true, inFlight: false, sends: 1 },
+      // The attempt's last word, which its failure carries to the next attempt: closed by attempt 1.
+      { everSent: true, everUnknown: true, inFlight: false, sends: 1, closedBy: 1 },
     ]);
     expect(f).toMatchObject({ type: ErrorType.OutcomeUnknown, nonRetryable: false });
     expect(f.details?.[0]).toMatchObject({ everSent: true, everUnknown: true, sends: 1 });
@@ -540,15 +553,45 @@ describe('attempt safety: heartbeats, what earlier attempts did, cancellation', 
 
   it('counts the requests that may have left across attempts, never one refused before it was sent', async () => {
     const s = await setup();
-    const earlier = { everSent: true, everUnknown: true, inFlight: false, sends: 2 };
+    const earlier = { everSent: true, everUnknown: true, inFlight: false, sends: 2, closedBy: 2 };
     const ok = await run(attemptEnv(3, 1_000, { heartbeatDetails: earlier }), s.acts.createPayment, charge(s, 'n1'));
     expect(ok).toMatchObject({ outcome: 'succeeded', sends: 3 });
     // The breaker refuses: nothing left this attempt, the earlier ones' count stands.
     for (let i = 0; i < 3; i++) await s.breaker.record('simulator', ErrorType.ProviderUnavailable);
     const refused = await failureOf(
-      run(attemptEnv(4, 1_000, { heartbeatDetails: earlier }), s.acts.createPayment, charge(s, 'n2')),
+      run(attemptEnv(3, 1_000, { heartbeatDetails: earlier }), s.acts.createPayment, charge(s, 'n2')),
     );
     expect(refused.details?.[0]).toMatchObject({ type: ErrorType.CircuitOpen, everSent: true, sends: 2 });
+  });
+
+  it('an attempt refused by the breaker closes its record, first attempt included: the next one knows it sent nothing', async () => {
+    const s = await setup();
+    for (let i = 0; i < 3; i++) await s.breaker.record('simulator', ErrorType.ProviderUnavailable);
+    const env = attemptEnv(1, 1_000);
+    const beats = beatsOf(env);
+    const f = await failureOf(run(env, s.acts.createPayment, charge(s, 'b1')));
+    expect(f.details?.[0]).toMatchObject({ type: ErrorType.CircuitOpen, everSent: false });
+    expect(beats).toEqual([{ everSent: false, everUnknown: false, inFlight: false, sends: 0, closedBy: 1 }]);
+    const again = await failureOf(run(chainedEnv(2, 2_000, beats.at(-1)), s.acts.createPayment, charge(s, 'b1')));
+    expect(again.details?.[0]).toMatchObject({ type: ErrorType.CircuitOpen, everSent: false, sends: 0 });
+    expect(sim.ledger(s.apiKey).requests).toHaveLength(0);
+  });
+
+  it('a worker killed after its send, before a heartbeat said so: the attempts after it count it as possibly sent (issue 19, 10,000 soak)', async () => {
+    // Attempt 1 was refused by the breaker and closed its record. Attempt 2 sent the create, and its worker was SIGKILLed
+    // before the heartbeat of the send reached the server (heartbeats are throttled): the server still holds attempt 1's
+    // record. Attempt 3 is refused by the breaker again: that proves nothing about attempt 2's send.
+    const s = await setup();
+    await run(attemptEnv(1), s.acts.createPayment, charge(s, 'w1')); // what attempt 2 did at the provider
+    for (let i = 0; i < 3; i++) await s.breaker.record('simulator', ErrorType.ProviderUnavailable);
+    const attempt1 = { everSent: false, everUnknown: false, inFlight: false, sends: 0, closedBy: 1 };
+    const f = await failureOf(run(chainedEnv(3, 5_000, attempt1), s.acts.createPayment, charge(s, 'w1')));
+    expect(f).toMatchObject({ type: ErrorType.CircuitOpen, nonRetryable: false });
+    expect(f.details?.[0]).toMatchObject({ everSent: true, everUnknown: true, sends: 1 });
+    // Its budget spent on refusals, the create ends with everSent: the workflow reconciles instead of calling it failed.
+    const spent = await failureOf(run(chainedEnv(4, 119_000, attempt1), s.acts.createPayment, charge(s, 'w1')));
+    expect(spent.details?.[0]).toMatchObject({ everSent: true, everUnknown: true });
+    expect(sim.ledger(s.apiKey).effects.filter((e) => e.operation === 'create')).toHaveLength(1);
   });
 
   describe('a worker configured otherwise than the payment recorded (PROVIDER_* drift)', () => {
@@ -626,7 +669,7 @@ describe('attempt safety: heartbeats, what earlier attempts did, cancellation', 
   it('a refusal stays a refusal when no earlier outcome was unknown, or when it is about the key itself', async () => {
     const s = await setup();
     sim.addFaults({ rules: [{ match: { operation: 'create' }, fault: 'status', status: 401, times: 1 }] });
-    const clean = { everSent: true, everUnknown: false, inFlight: false };
+    const clean = { everSent: true, everUnknown: false, inFlight: false, closedBy: 1 };
     const f = await failureOf(
       run(attemptEnv(2, 1_000, { heartbeatDetails: clean }), s.acts.createPayment, charge(s, 'h4')),
     );
@@ -666,7 +709,7 @@ describe('attempt safety: heartbeats, what earlier attempts did, cancellation', 
   it('cancelled during the look-up before a resend: the create is never sent', async () => {
     const s = await setup({ keys: false });
     sim.addFaults({ rules: [{ match: { operation: 'lookup' }, fault: 'latency', latency_ms: 30_000 }] });
-    const env = attemptEnv(2, 1_000);
+    const env = chainedEnv(2, 1_000, { everSent: false, everUnknown: false, inFlight: false, sends: 0, closedBy: 1 });
     const pending = failureOf(run(env, s.acts.createPayment, charge(s, 'c2')));
     await eventually(
       'the lookup at the provider',

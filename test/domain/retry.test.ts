@@ -243,30 +243,73 @@ describe('the attempt timeout covers every call one attempt can make', () => {
 });
 
 describe('carriedAttemptRecord', () => {
+  const closed = (record: object, by: number) => ({ ...record, closedBy: by });
+
   it('a write still in flight when its attempt ended counts as sent with an unknown outcome', () => {
-    expect(carriedAttemptRecord({ everSent: false, everUnknown: false, inFlight: true, sends: 0 })).toEqual({
+    expect(carriedAttemptRecord({ everSent: false, everUnknown: false, inFlight: true, sends: 0 }, 2)).toEqual({
       everSent: true,
       everUnknown: true,
       inFlight: false,
       sends: 1,
     });
-    expect(carriedAttemptRecord({ everSent: true, everUnknown: false, inFlight: false, sends: 2 })).toEqual({
+    expect(
+      carriedAttemptRecord(closed({ everSent: true, everUnknown: false, inFlight: false, sends: 2 }, 2), 3),
+    ).toEqual({ everSent: true, everUnknown: false, inFlight: false, sends: 2 });
+  });
+
+  it('a record closed by the attempt right before is what that attempt did, nothing more', () => {
+    expect(
+      carriedAttemptRecord(closed({ everSent: false, everUnknown: false, inFlight: false, sends: 0 }, 4), 5),
+    ).toEqual({ everSent: false, everUnknown: false, inFlight: false, sends: 0 });
+  });
+
+  it('an attempt that ended without closing the record (its worker died before a heartbeat said it sent) may have sent', () => {
+    // Attempt 2 refused before sending and closed the record; attempt 3 sent, then its worker was killed before the
+    // throttled heartbeat of the send reached the server: attempt 4 finds attempt 2's record.
+    const attempt2 = closed({ everSent: false, everUnknown: false, inFlight: false, sends: 0 }, 2);
+    expect(carriedAttemptRecord(attempt2, 4)).toEqual({ everSent: true, everUnknown: true, inFlight: false, sends: 1 });
+    // A heartbeat between sends (not closed) says as little about the end of its attempt.
+    expect(carriedAttemptRecord({ everSent: true, everUnknown: false, inFlight: false, sends: 1 }, 2)).toEqual({
       everSent: true,
-      everUnknown: false,
+      everUnknown: true,
       inFlight: false,
       sends: 2,
     });
+    // In flight and not closed: one possible send, not two.
+    expect(carriedAttemptRecord({ everSent: false, everUnknown: false, inFlight: true, sends: 0 }, 3)).toMatchObject({
+      sends: 1,
+    });
+  });
+
+  it('a later attempt with no record at all follows attempts that never said what they did: possibly sent', () => {
+    for (const details of [undefined, null, 'x', { everSent: 'yes' }]) {
+      expect(carriedAttemptRecord(details, 2)).toEqual({
+        everSent: true,
+        everUnknown: true,
+        inFlight: false,
+        sends: 1,
+      });
+    }
   });
 
   it('a record written before sends were counted: at least one send when it says sent', () => {
-    expect(carriedAttemptRecord({ everSent: true, everUnknown: false, inFlight: false })).toMatchObject({ sends: 1 });
-    expect(carriedAttemptRecord({ everSent: true, everUnknown: true, inFlight: true })).toMatchObject({ sends: 2 });
-    expect(carriedAttemptRecord({ everSent: false, everUnknown: false, inFlight: false })).toMatchObject({ sends: 0 });
+    expect(carriedAttemptRecord(closed({ everSent: true, everUnknown: false, inFlight: false }, 1), 2)).toMatchObject({
+      sends: 1,
+    });
+    expect(carriedAttemptRecord({ everSent: true, everUnknown: true, inFlight: true }, 2)).toMatchObject({ sends: 2 });
+    expect(carriedAttemptRecord(closed({ everSent: false, everUnknown: false, inFlight: false }, 1), 2)).toMatchObject({
+      sends: 0,
+    });
   });
 
-  it('nothing recorded (a first attempt) or unreadable details: nothing done', () => {
+  it('nothing recorded on a first attempt, or unreadable details there: nothing done', () => {
     for (const details of [undefined, null, 'x', { everSent: 'yes' }]) {
-      expect(carriedAttemptRecord(details)).toEqual({ everSent: false, everUnknown: false, inFlight: false, sends: 0 });
+      expect(carriedAttemptRecord(details, 1)).toEqual({
+        everSent: false,
+        everUnknown: false,
+        inFlight: false,
+        sends: 0,
+      });
     }
   });
 });

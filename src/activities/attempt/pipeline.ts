@@ -180,7 +180,7 @@ export const createAttemptPipeline = (deps: AttemptDeps) => {
 
     // What earlier attempts did (their heartbeat details), and what this one adds as it goes.
     const earlier = AttemptRecord.safeParse(info.heartbeatDetails);
-    const carried = startingRecord(info.heartbeatDetails, before, afterUnknown);
+    const carried = startingRecord(info.heartbeatDetails, attempt, before, afterUnknown);
     const attempts = { current: carried, wrote: false };
     const history = (): AttemptHistory | undefined =>
       safety === 'read'
@@ -194,6 +194,12 @@ export const createAttemptPipeline = (deps: AttemptDeps) => {
     // A local activity (a charge's local first attempt) has no heartbeat: the core refuses one with a warning per call.
     const beat = () => {
       if (!info.isLocal) context.heartbeat(attempts.current);
+    };
+    // Every attempt of a write that fails closes its record last: the failure carries the last heartbeat's details to
+    // the next attempt, which counts an attempt that did not close (it died mid-way) as one that may have sent.
+    const close = () => {
+      attempts.current = { ...attempts.current, closedBy: attempt };
+      beat();
     };
 
     // The retry spec follows the provider's capabilities as the payment recorded them where it says (this worker's may
@@ -215,7 +221,7 @@ export const createAttemptPipeline = (deps: AttemptDeps) => {
     // A worker whose adapter differs from the one the payment recorded never sends for it (wrong safety, wrong timeouts).
     if (expectCapabilities !== undefined) {
       const differs = capabilitiesDiffer(provider, expectCapabilities);
-      if (differs !== undefined) throw refuseToSend(operation, differs, attempts.current, classify, beat, log);
+      if (differs !== undefined) throw refuseToSend(operation, differs, attempts.current, classify, close, log);
     }
 
     // The breaker gates writes only: it exists to stop piling new, possibly-unknown effects onto a failing provider.
@@ -225,8 +231,8 @@ export const createAttemptPipeline = (deps: AttemptDeps) => {
       const failure = classify(
         new CircuitOpenError({ operation, reason: 'breaker_open', retryAfterMs: decision.retryAfterMs }),
       );
-      // Keep what earlier attempts did for the next one (details persist only when some attempt records them).
-      if (info.attempt > 1) beat();
+      // Keep what earlier attempts did for the next one, closed by this attempt: it sent nothing.
+      close();
       log.warn(
         { outcome: ErrorType.CircuitOpen, failure: failure.type, nextRetryDelay: failure.nextRetryDelay },
         'activity',
@@ -263,6 +269,7 @@ export const createAttemptPipeline = (deps: AttemptDeps) => {
       await record(provider.name, details.type, breakerReport(safety, decision, details, attempts.wrote), log);
       const err = safety === 'read' ? caught : rejectedAfterUnknown(caught, operation, carried);
       const failure = classify(err);
+      if (safety !== 'read') close();
       log.warn(
         {
           outcome: failureDetailsOf(err, operation).type,
@@ -293,10 +300,11 @@ export type AttemptPipeline = ReturnType<typeof createAttemptPipeline>;
  */
 function startingRecord(
   heartbeatDetails: unknown,
+  attempt: number,
   before: Execution<unknown>['before'],
   afterUnknown: boolean,
 ): AttemptRecord {
-  const fromHeartbeat = carriedAttemptRecord(heartbeatDetails);
+  const fromHeartbeat = carriedAttemptRecord(heartbeatDetails, attempt);
   const fromAttempts =
     before === undefined
       ? fromHeartbeat

@@ -44,7 +44,7 @@ export function refuseToSend(
   why: string,
   record: AttemptRecord,
   classify: (err: unknown) => ApplicationFailure,
-  beat: () => void,
+  close: () => void,
   log: Logger,
 ): ApplicationFailure {
   if (!record.everSent) {
@@ -56,8 +56,8 @@ export function refuseToSend(
       details: [{ everSent: false, everUnknown: false, sends: 0 }],
     });
   }
-  // Keep what earlier attempts did for the next one.
-  beat();
+  // Keep what earlier attempts did for the next one, closed by this attempt (it sent nothing).
+  close();
   const failure = classify(new NotSentError({ operation, reason: 'worker_config_mismatch' }));
   log.warn({ outcome: ErrorType.NotSent, failure: failure.type, nextRetryDelay: failure.nextRetryDelay }, why);
   return failure;
