@@ -47,6 +47,36 @@ export interface SoakVerdict {
   readonly problems: readonly string[];
 }
 
+/**
+ * What a payment's charge answers (in order) say about it, the one definition the soak and its verdict share:
+ * - `refused`: answered, and every answer 4xx: nothing started, there is no view to wait for;
+ * - `unanswered`: no answer at all (the soak gave up, the connection kept dropping), or the last one neither 2xx nor
+ *   4xx (a 5xx, a 503 past the soak's repeat window): an order service repeats such a charge, same key and body;
+ * - `taken`: otherwise (a 2xx came, or a 4xx came last after one): there is a payment to read.
+ * An unanswered payment is no refused one: the verdict waits for its view.
+ */
+export type ChargeState = 'refused' | 'unanswered' | 'taken';
+
+export function chargeState(charges: readonly Pick<SoakAnswer, 'status'>[]): ChargeState {
+  const is4xx = (a: Pick<SoakAnswer, 'status'>) => a.status >= 400 && a.status < 500;
+  const last = charges.at(-1);
+  if (last === undefined) return 'unanswered';
+  if (charges.every(is4xx)) return 'refused';
+  return is4xx(last) || (last.status >= 200 && last.status < 300) ? 'taken' : 'unanswered';
+}
+
+/** Each payment's charge answers, in the order given. */
+export function chargeAnswers(answers: readonly SoakAnswer[]): Map<string, SoakAnswer[]> {
+  const byPayment = new Map<string, SoakAnswer[]>();
+  for (const a of answers) {
+    if (a.kind !== 'charge') continue;
+    const list = byPayment.get(a.payment);
+    if (list) list.push(a);
+    else byPayment.set(a.payment, [a]);
+  }
+  return byPayment;
+}
+
 /** Counts double effects, stuck payments and mismatches. */
 export function checkSoak(
   merchantId: string,
@@ -57,17 +87,15 @@ export function checkSoak(
   /** Views read before the final one (e.g. a review an operator then resolved). */
   earlier: ReadonlyMap<string, readonly InvariantView[]> = new Map(),
 ): SoakVerdict {
-  const refused = (p: SoakPayment) => {
-    const charges = answers.filter((a) => a.payment === p.key && a.kind === 'charge');
-    // Refused (4xx) and never taken on: nothing started, there is no view to wait for.
-    return charges.length > 0 && charges.every((a) => a.status >= 400 && a.status < 500);
-  };
+  const charges = chargeAnswers(answers);
   const problems = checkMoneyInvariant({
     payments: payments.map((p) => ({
       merchantId,
       key: p.key,
       capture: p.capture,
-      ...(refused(p) ? {} : { final: views.get(p.key) ?? { error: 'never read' } }),
+      ...(chargeState(charges.get(p.key) ?? []) === 'refused'
+        ? {}
+        : { final: views.get(p.key) ?? { error: 'never read' } }),
       earlier: earlier.get(p.key) ?? [],
     })),
     answers: answers.map(({ payment, ...a }) => ({ ...a, merchantId, paymentKey: payment })),

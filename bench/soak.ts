@@ -14,6 +14,8 @@
  * operator resolves every review from the provider's ledger as soon as the soak sees it (racing webhooks and
  * reconciles; one verdict in five on a capture or refund is a careless "succeeded") and after quiescence; 5 % of the
  * payments, once settled, are repeated while a new key of their order is pending.
+ * Quiescence: every charge still unanswered (a 5xx, or no answer) is repeated, same key and body; then views are read,
+ * SOAK_READ_CONCURRENCY (default 8) at once, until nothing moves or the window ended.
  * Verdict: after quiescence, the money invariant (bench/money-invariant.ts) over the answers, the views and the
  * simulator's ledger (bench/soak-check.ts); it prints
  * throughput, latency percentiles, recovery after each fault, and last
@@ -28,7 +30,8 @@ import type { Ledger } from '../src/simulator/server';
 import { DEFAULT_CACHE_DIR } from '../scripts/lib/temporal-binaries';
 import { providerIdempotencyKey } from '../src/activities/keys';
 import { type InvariantView, invariantAnswer } from './money-invariant';
-import { type SoakAnswer, type SoakPayment, type SoakView, checkSoak } from './soak-check';
+import { type SoakAnswer, type SoakPayment, type SoakView, chargeAnswers, chargeState, checkSoak } from './soak-check';
+import { forEachBounded } from './bounded';
 import { type SoakControls, longRetryAfter, outageAfterCrash, rollingDeploy, setFaults } from './soak-adversaries';
 import { formatWait } from '../src/domain/summaries';
 import { defaultPaymentTimings } from '../src/domain/workflow-inputs';
@@ -44,6 +47,8 @@ const SEED = Number(process.env.SOAK_SEED ?? 42);
 const QUIESCE_OVERRIDE_MS = process.env.SOAK_QUIESCE_MS ? Number(process.env.SOAK_QUIESCE_MS) : undefined;
 /** How long one read of a view during quiescence repeats a 503: a payment that keeps answering 503 stalls no pass. */
 const QUIESCENCE_READ_MS = 10_000;
+/** How many views the quiescence passes read at once, and how many unanswered charges it repeats at once. */
+const READ_CONCURRENCY = Number(process.env.SOAK_READ_CONCURRENCY ?? 8);
 /** How long one payment's scenario may take before the soak stops driving it (the verdict still reads it). */
 const SCENARIO_LIMIT_MS = Number(process.env.SOAK_SCENARIO_LIMIT_MS ?? 180_000);
 /** The provider outage: longer than every retry budget of the workers (production's: 2-10 min; the CI cluster's less). */
@@ -146,8 +151,6 @@ async function call(
 // One payment's scenario.
 
 const payments: SoakPayment[] = [];
-/** Payments whose charge was refused (4xx): no view to wait for. */
-const refused = new Set<string>();
 const answers: SoakAnswer[] = [];
 const settleMs: number[] = [];
 let completedScenarios = 0;
@@ -345,7 +348,6 @@ async function repeatWhileOrderOpen(p: SoakPayment, deadline: number): Promise<v
   payments.push(second);
   const r2 = await call('charge', 'POST', '/v1/payments', { key: second.key, body: chargeBody(second) });
   record(second.key, 'charge', second.key, second.amount, r2);
-  if (r2.status >= 400 && r2.status < 500) refused.add(second.key);
   const repeat = await call('charge', 'POST', '/v1/payments', { key: p.key, body: chargeBody(p) });
   record(p.key, 'charge', p.key, p.amount, repeat);
   if (r2.status === 202)
@@ -378,7 +380,7 @@ async function scenario(i: number): Promise<void> {
   if (charge.status === 202) {
     view = await follow(key, (v) => v.status !== 'pending' && v.status !== 'unknown', deadline - Date.now());
   } else if (charge.status !== 200) {
-    refused.add(key); // refused (4xx): nothing started, there is no payment to read
+    // Refused (4xx): nothing started. Anything else is unanswered: quiescence repeats it (repeatUnansweredCharges).
     return;
   }
   if (view?.status === 'needs_review') view = await resolveReview(p, view);
@@ -396,6 +398,32 @@ async function scenario(i: number): Promise<void> {
       if (random() < 0.3) await moveMoney(p, 'refund', `${key}-ref2`, Math.max(1, Math.floor(captured / 4)), deadline);
     }
   }
+}
+
+/**
+ * Quiescence's first step: every charge still unanswered after the load (a 5xx after the repeats, or no answer at all;
+ * soak-check's chargeState) is repeated as an order service would, same key and body; the answer is recorded like the
+ * scenario's. A 4xx then makes the payment refused; anything else leaves it to the read passes like every payment.
+ */
+async function repeatUnansweredCharges(): Promise<void> {
+  const charges = chargeAnswers(answers);
+  const unanswered = payments.filter((p) => chargeState(charges.get(p.key) ?? []) === 'unanswered');
+  const answered: string[] = [];
+  await forEachBounded(unanswered, READ_CONCURRENCY, async (p) => {
+    try {
+      const r = await call('charge', 'POST', '/v1/payments', { key: p.key, body: chargeBody(p) });
+      record(p.key, 'charge', p.key, p.amount, r);
+      answered.push(String(r.status));
+    } catch (err) {
+      answered.push(`no answer (${err instanceof Error ? err.name : 'error'})`);
+    }
+  });
+  const byStatus = counts(answered)
+    .sort(([a], [b]) => a.localeCompare(b))
+    .map(([status, n]) => `${status} x ${n}`);
+  log(
+    `unanswered charges repeated (same key and body): ${unanswered.length}${byStatus.length ? `: ${byStatus.join(', ')}` : ''}`,
+  );
 }
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -620,36 +648,42 @@ async function main(): Promise<number> {
   quiet = true;
   await webhooksDone;
   await simulator('/_sim/faults', { method: 'DELETE' }).catch(() => undefined);
+  await repeatUnansweredCharges();
   const views = new Map<string, SoakView>();
   log(describeQuiescenceWindow(quiescence, QUIESCE_OVERRIDE_MS));
   const quiesceDeadline = Date.now() + QUIESCE_MS;
-  let open = payments.map((p) => p.key).filter((k) => !refused.has(k));
+  // Every payment but the refused ones (the verdict's own definition): an unanswered charge was repeated above.
+  const charges = chargeAnswers(answers);
+  let open = payments.map((p) => p.key).filter((k) => chargeState(charges.get(k) ?? []) !== 'refused');
   while (open.length > 0) {
     // A pass that starts after the deadline is the last: every view the verdict reads is read after the deadline.
     const last = Date.now() > quiesceDeadline;
-    const stillOpen: string[] = [];
-    for (const key of open) {
-      const v = await verdictViewOf(key).catch((err: unknown): SoakView => ({ error: String(err) }));
-      views.set(key, v);
-      const busy =
+    await forEachBounded(open, READ_CONCURRENCY, async (key) => {
+      views.set(key, await verdictViewOf(key).catch((err: unknown): SoakView => ({ error: String(err) })));
+    });
+    open = open.filter((key) => {
+      const v = views.get(key);
+      return (
+        v === undefined ||
         'error' in v ||
         v.status === 'pending' ||
         v.status === 'unknown' ||
-        (v.operations ?? []).some((o) => o.state === 'running');
-      if (busy) stillOpen.push(key);
-    }
-    open = stillOpen;
+        (v.operations ?? []).some((o) => o.state === 'running')
+      );
+    });
     if (open.length === 0 || last) break;
     log(`${open.length} payments still moving`);
     await sleep(5_000);
   }
   // The operator's last pass: every review still open is resolved from the ledger, and the view read again.
-  for (const p of payments) {
+  const inReview = payments.filter((p) => {
     const v = views.get(p.key);
-    if (!v || !('status' in v) || v.status !== 'needs_review') continue;
-    const after = await resolveReview(p, v as View);
+    return v !== undefined && 'status' in v && v.status === 'needs_review';
+  });
+  await forEachBounded(inReview, READ_CONCURRENCY, async (p) => {
+    const after = await resolveReview(p, views.get(p.key) as View);
     if (after) views.set(p.key, after as SoakView);
-  }
+  });
   const quiescedMs = Date.now() - loadEnded;
   clearInterval(refresh);
   const ledger = (await simulator(

@@ -1,4 +1,11 @@
-import { checkSoak, type SoakAnswer, type SoakPayment, type SoakView } from '../../bench/soak-check';
+import {
+  chargeAnswers,
+  chargeState,
+  checkSoak,
+  type SoakAnswer,
+  type SoakPayment,
+  type SoakView,
+} from '../../bench/soak-check';
 import { providerIdempotencyKey } from '../../src/activities/keys';
 import type { LedgerEffect } from '../../src/simulator/server';
 
@@ -169,5 +176,57 @@ describe('the soak verdict (bench/soak-check.ts)', () => {
     expect(
       checkSoak(merchant, [manual, auto, refused], answers, cleanViews(), { effects: withEffect }).mismatches,
     ).toBe(1);
+  });
+
+  it('a charge answered 503 (never 4xx) is no refusal: without a view it is stuck, never read', () => {
+    const unanswered: SoakPayment = {
+      key: 'p4',
+      orderId: 'order-p4',
+      amount: 100,
+      capture: 'automatic',
+      declines: false,
+    };
+    const refused: SoakPayment = { key: 'p3', orderId: 'order-p3', amount: 100, capture: 'automatic', declines: false };
+    const answers: SoakAnswer[] = [
+      ...cleanAnswers(),
+      { payment: 'p3', kind: 'charge', opKey: 'p3', amount: 100, status: 422, errorType: 'invalid_request' },
+      { payment: 'p4', kind: 'charge', opKey: 'p4', amount: 100, status: 503, errorType: 'unavailable' },
+    ];
+    const v = checkSoak(merchant, [manual, auto, refused, unanswered], answers, cleanViews(), {
+      effects: cleanEffects(),
+    });
+    expect(v.stuck).toBe(1);
+    expect(v.problems).toEqual([expect.stringMatching(/^stuck: .*p4.*never read/)]);
+    // A payment the soak gave up on before any answer is no refusal either.
+    const silent: SoakPayment = { ...unanswered, key: 'p5', orderId: 'order-p5' };
+    const w = checkSoak(merchant, [manual, auto, refused, silent], answers.slice(0, -1), cleanViews(), {
+      effects: cleanEffects(),
+    });
+    expect(w.problems).toEqual([expect.stringMatching(/^stuck: .*p5.*never read/)]);
+  });
+
+  it('chargeState: refused only when every answer is 4xx; unanswered when none came or the last is a 5xx', () => {
+    const s = (...statuses: number[]) => chargeState(statuses.map((status) => ({ status })));
+    expect(s(409)).toBe('refused');
+    expect(s(422, 409)).toBe('refused');
+    expect(s()).toBe('unanswered');
+    expect(s(503)).toBe('unanswered');
+    expect(s(500)).toBe('unanswered');
+    expect(s(200, 503)).toBe('unanswered');
+    expect(s(503, 409)).toBe('taken');
+    expect(s(503, 202)).toBe('taken');
+    expect(s(200)).toBe('taken');
+    expect(s(202)).toBe('taken');
+  });
+
+  it("chargeAnswers: each payment's charge answers in order, captures and refunds left out", () => {
+    const answers: SoakAnswer[] = [
+      ...cleanAnswers(),
+      { payment: 'p1', kind: 'charge', opKey: 'p1', amount: 1_000, status: 503 },
+    ];
+    const byPayment = chargeAnswers(answers);
+    expect([...byPayment.keys()]).toEqual(['p1', 'p2']);
+    expect(byPayment.get('p1')?.map((a) => a.status)).toEqual([200, 503]);
+    expect(byPayment.get('p2')?.map((a) => a.kind)).toEqual(['charge']);
   });
 });
