@@ -52,7 +52,7 @@ const redis: Store = async (now) => {
   return new RedisCircuitBreaker(client, { ...options(now), keyPrefix: `t:${randomUUID()}:` });
 };
 
-const attemptEnv = (attempt: number) =>
+const attemptEnv = (attempt: number, heartbeatDetails?: unknown) =>
   new MockActivityEnvironment(
     {
       attempt,
@@ -60,6 +60,7 @@ const attemptEnv = (attempt: number) =>
       currentAttemptScheduledTimestampMs: Date.now(),
       scheduleToCloseTimeoutMs: 120_000,
       startToCloseTimeoutMs: 15_000,
+      ...(heartbeatDetails === undefined ? {} : { heartbeatDetails }),
     },
     { logger: new DefaultLogger('ERROR') },
   );
@@ -167,7 +168,9 @@ describe.each([
     const paymentId = await authorized(s);
     await halfOpenNext(s.breaker);
     sim.addFaults({ rules: [{ match: { operation: 'lookup' }, fault: 'status', status: 500, times: 1 }] });
-    const f = await failureOf(run(attemptEnv(2), s.acts.capturePayment, captureArgs(s, paymentId)));
+    // Attempt 1 sent nothing and closed its record (refused before sending).
+    const attempt1 = { everSent: false, everUnknown: false, inFlight: false, sends: 0, closedBy: 1 };
+    const f = await failureOf(run(attemptEnv(2, attempt1), s.acts.capturePayment, captureArgs(s, paymentId)));
     expect(f).toMatchObject({ type: ErrorType.NotSent, nonRetryable: false });
     expect(f.details?.[0]).toMatchObject({ reason: 'lookup_before_resend_failed', everSent: false });
     expect(captureRequests(s.apiKey)).toBe(0);

@@ -108,7 +108,8 @@ it('keys honoured: a 500 (unknown) then a 401 on the retry: the payment is unkno
           status: 401,
           everSent: true,
           everUnknown: true,
-          earlier: { everSent: true, everUnknown: true, inFlight: false, sends: 1 },
+          // Attempt 1 closed its record: its failure carried its last heartbeat to attempt 2 through the server.
+          earlier: { everSent: true, everUnknown: true, inFlight: false, sends: 1, closedBy: 1 },
           sends: 2,
         }),
       },
