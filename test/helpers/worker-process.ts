@@ -16,6 +16,7 @@ import type { BreakerOptions } from '../../src/breaker';
 import type { RetryOverrides } from '../../src/domain/retry';
 import { createPool } from '../../src/db';
 import { MerchantEventOutbox, type MerchantWebhookSettings } from '../../src/merchant-webhooks';
+import { WalletLedger } from '../../src/wallets';
 
 export interface WorkerProcessSpec {
   readonly temporalAddress: string;
@@ -44,6 +45,8 @@ export interface WorkerProcessSpec {
   readonly retry?: RetryOverrides;
   /** Deliver merchant webhooks from this database's queue (migrated already), with these settings. */
   readonly merchantWebhooks?: { readonly databaseUrl: string; readonly settings: MerchantWebhookSettings };
+  /** The wallet ledger's database (migrated already), as `DATABASE_URL` gives it to a worker: wallet activities run. */
+  readonly walletsDatabaseUrl?: string;
 }
 
 export interface WorkerProcess {
@@ -151,6 +154,7 @@ async function main() {
   const calls = { creates: 0 };
   const connection = await NativeConnection.connect({ address: spec.temporalAddress });
   const pool = spec.merchantWebhooks && createPool({ url: spec.merchantWebhooks.databaseUrl });
+  const walletPool = spec.walletsDatabaseUrl === undefined ? undefined : createPool({ url: spec.walletsDatabaseUrl });
   const stack = await startStack({
     logger,
     namespace: 'default',
@@ -161,6 +165,7 @@ async function main() {
       workflows: { workflowBundle: { codePath: spec.workflowBundlePath } },
       breaker: breaker.breaker,
       ...(spec.retry === undefined ? {} : { retry: spec.retry }),
+      ...(walletPool ? { wallets: new WalletLedger(walletPool) } : {}),
       ...(pool && spec.merchantWebhooks
         ? { merchantWebhooks: { outbox: new MerchantEventOutbox(pool), settings: spec.merchantWebhooks.settings } }
         : {}),
@@ -171,6 +176,7 @@ async function main() {
       () => provider.close(),
       () => connection.close(),
       async () => void (await pool?.end()),
+      async () => void (await walletPool?.end()),
     ],
   });
   const workers = await stack.createWorkers();

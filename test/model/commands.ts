@@ -15,6 +15,7 @@ import {
   accepted,
   assertOneOf,
   assertWellFormed,
+  cardOnly,
   describeAnswer,
   fresh,
   pick,
@@ -169,7 +170,7 @@ export class ChargeSameReference implements Cmd {
     const own = m.payments
       .filter((x) => x.merchant === merchant && x.body.orderId === p.body.orderId)
       .map((x) => x.key);
-    const r = await sendCharge(m, w, merchant, fresh(m, 'pay'), { ...p.body }, label);
+    const r = await sendCharge(m, w, merchant, fresh(m, 'pay'), cardOnly(p.body), label);
     // Another merchant's open payment for the same order is none of this merchant's business: no payment_in_flight,
     // unless it names one of this merchant's own payments of the order.
     const named = (r.body.error as { paymentKey?: unknown } | undefined)?.paymentKey;
@@ -395,7 +396,7 @@ export class ReuseOpKey implements Cmd {
       if (!target) {
         // A second payment of the same merchant to reuse the key on, in the state the operation needs.
         const body: ChargeBody = {
-          ...own.body,
+          ...cardOnly(own.body),
           orderId: fresh(m, 'order'),
           capture: op.kind === 'capture' ? 'manual' : 'automatic',
         };

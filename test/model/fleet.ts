@@ -36,6 +36,8 @@ export interface FleetBase {
   readonly redisUrl: string;
   readonly keyPrefix: string;
   readonly retry: RetryOverrides;
+  /** The wallet ledger's database: the workers run the wallet activities on it. */
+  readonly walletsDatabaseUrl: string;
 }
 
 interface Slot {
@@ -74,6 +76,7 @@ export async function startFleet(base: FleetBase, client: Client, size = 2): Pro
       breaker: modelBreaker,
       provider: workerProfiles[profile],
       retry: base.retry,
+      walletsDatabaseUrl: base.walletsDatabaseUrl,
     });
   const slots: Slot[] = Array.from({ length: size }, () => ({ profile: 'A', proc: spawnWith('A') }));
   await Promise.all(slots.map((s) => s.proc));

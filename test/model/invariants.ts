@@ -8,7 +8,8 @@ import { captureWorkflowId, reconcileWorkflowId, refundWorkflowId } from '../../
 import type { PaymentView } from '../../src/domain/payment';
 import { checkMoneyInvariant, invariantAnswer } from '../../bench/money-invariant';
 import { operatorResolve } from './commands';
-import { type Model, type PaymentRec, ModelViolation, see } from './model';
+import { type Model, type PaymentRec, ModelViolation, paymentOf, see } from './model';
+import { type LedgerEntry, type WalletCase, checkWallets, readLedger } from './wallet-invariants';
 import type { MerchantName, SimEffect, SimPayment, World } from './world';
 
 /** How long a sequence may take to settle after its last command. */
@@ -24,6 +25,9 @@ async function unsettled(w: World, m: Model, p: PaymentRec): Promise<string | un
   see(p, view);
   if (view.status === 'pending' || view.status === 'unknown' || view.status === 'requires_action')
     return `status ${view.status}`;
+  // A wallet part follows its payment's end within moments (its own activity): captured or released.
+  if (view.wallet?.status === 'held' && ['succeeded', 'declined', 'failed', 'voided'].includes(view.status))
+    return `wallet part still held while ${view.status}`;
   const running = view.operations?.filter((o) => o.state === 'running') ?? [];
   if (running.length > 0) return `operation ${running.map((o) => `${o.kind} ${o.key}`).join(', ')} running`;
   // The children of today's workflows; an id that was never started is simply not found.
@@ -126,32 +130,40 @@ export async function settleAndCheck(w: World, m: Model): Promise<void> {
     );
   }
 
+  const walletLedger = await readLedger(w.db);
+  // The provider's side only (docs/http-api.md#payments-with-a-wallet-part): a wallet-only payment is none of the
+  // provider's business, and a refund counts at the provider for its card share (what the wallet did not take).
+  const card = cardSide(m, walletLedger.entries, (merchant) => w.merchant(merchant).id);
   const invariant = checkMoneyInvariant({
-    payments: m.payments.map((p) => ({
-      merchantId: w.merchant(p.merchant).id,
-      key: p.key,
-      capture: p.body.capture,
-      final: finals.get(p)?.view ?? { error: 'not read' },
-      earlier: p.views,
-    })),
-    answers: m.seen.map((s) =>
-      invariantAnswer(
-        {
-          merchantId: w.merchant(s.merchant).id,
-          paymentKey: s.paymentKey,
-          kind: s.what,
-          opKey: s.key,
-          amount: s.amount,
-          status: s.status,
-        },
-        s.body,
-      ),
-    ),
+    payments: m.payments
+      .filter((p) => !card.walletOnly(p))
+      .map((p) => ({
+        merchantId: w.merchant(p.merchant).id,
+        key: p.key,
+        capture: p.body.capture,
+        final: card.view(p, finals.get(p)?.view) ?? { error: 'not read' },
+        earlier: p.views.map((v) => card.view(p, v) as PaymentView),
+      })),
+    answers: m.seen.flatMap((s) => {
+      const p = paymentOf(m, s.merchant, s.paymentKey);
+      const amount = p && s.what === 'refund' ? card.refund(p, s.key, s.amount) : s.amount;
+      if (p && (card.walletOnly(p) || amount === 0)) return [];
+      const what = { paymentKey: s.paymentKey, kind: s.what, opKey: s.key, amount, status: s.status };
+      return [invariantAnswer({ merchantId: w.merchant(s.merchant).id, ...what }, s.body)];
+    }),
     ledger: { effects, requests: ledger.requests },
     reviewsResolved: true,
   });
   problems.push(...invariant.map((p) => `${p.kind} ${p.message}`));
   problems.push(...ownership(w, m, effects, finals));
+  problems.push(
+    ...checkWallets({
+      ...walletLedger,
+      payments: walletCases(w, m, finals),
+      effects: ledger.effects,
+      requests: ledger.requests,
+    }),
+  );
 
   if (problems.length > 0) {
     throw new ModelViolation(
@@ -220,4 +232,62 @@ function ownership(
       problems.push(`${who.merchant}'s ${e.operation} ${who.key} moved merchant ${owner}'s payment ${e.payment_id}`);
   }
   return problems;
+}
+
+/**
+ * The card side of the sequence's payments with a wallet part, for the money invariant: which are wallet-only, a
+ * refund's card share (its amount less what the wallet's entry of its key took), and a view without the refunds the
+ * wallet covered entirely (the provider never saw them).
+ */
+function cardSide(m: Model, entries: readonly LedgerEntry[], merchantId: (name: MerchantName) => string) {
+  const walletShare = new Map(entries.filter((e) => e.kind === 'refund').map((e) => [e.operationId, e.amount]));
+  const refund = (p: PaymentRec, key: string, amount: number | undefined): number | undefined =>
+    p.body.wallet === undefined || amount === undefined
+      ? amount
+      : amount - (walletShare.get(`refund:${merchantId(p.merchant)}:${key}`) ?? 0);
+  const requested = (p: PaymentRec, key: string) =>
+    m.ops.find((o) => o.merchant === p.merchant && o.paymentKey === p.key && o.key === key)?.body.amount;
+  return {
+    walletOnly: (p: PaymentRec) => p.body.wallet !== undefined && p.body.wallet.amount === p.body.amount.value,
+    refund,
+    view(p: PaymentRec, view: PaymentView | undefined): PaymentView | undefined {
+      if (view === undefined || p.body.wallet === undefined || view.operations === undefined) return view;
+      const operations = view.operations.filter(
+        (o) => o.kind !== 'refund' || refund(p, o.key, requested(p, o.key)) !== 0,
+      );
+      return { ...view, operations };
+    },
+  };
+}
+
+/** The sequence's payments with a wallet part, as they ended, for the wallet checks. */
+function walletCases(
+  w: World,
+  m: Model,
+  finals: ReadonlyMap<PaymentRec, { view: PaymentView; at?: SimPayment }>,
+): WalletCase[] {
+  return m.payments.flatMap((p) => {
+    const part = p.body.wallet;
+    const view = finals.get(p)?.view;
+    if (part === undefined || view === undefined) return [];
+    const refunds = m.ops
+      .filter((o) => o.kind === 'refund' && o.merchant === p.merchant && o.paymentKey === p.key)
+      .map((o) => ({
+        key: o.key,
+        amount: o.body.amount ?? 0,
+        providerKey: w.providerKey(p.merchant, 'refund', o.key),
+      }));
+    return [
+      {
+        merchantId: w.merchant(p.merchant).id,
+        key: p.key,
+        total: p.body.amount.value,
+        walletId: part.walletId,
+        walletAmount: part.amount,
+        view,
+        createKey: w.providerKey(p.merchant, 'create', p.key),
+        refunds,
+      },
+    ];
+  });
 }

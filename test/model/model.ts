@@ -14,6 +14,19 @@ export interface ChargeBody {
   readonly paymentMethod: string;
   readonly capture: 'automatic' | 'manual';
   readonly provider?: string;
+  /** The part taken from the merchant's wallet first (docs/http-api.md#payments-with-a-wallet-part). */
+  readonly wallet?: { readonly walletId: string; readonly amount: number };
+}
+
+/** The body without its wallet part: a card-only copy (another merchant has none of this merchant's wallets). */
+export const cardOnly = ({ wallet: _, ...body }: ChargeBody): ChargeBody => body;
+
+/** A wallet the sequence credited: its merchant and id (the id carries the run's id). */
+export interface WalletRec {
+  readonly merchant: MerchantName;
+  readonly walletId: string;
+  /** The credits sent to it and the balance each first answer showed, for exact repeats. */
+  readonly credits: { readonly key: string; readonly amount: number; readonly balance: number }[];
 }
 
 /** A payment the API accepted (2xx) under (merchant, key). */
@@ -70,6 +83,7 @@ export interface Model {
   readonly runId: string;
   readonly payments: PaymentRec[];
   readonly ops: OpRec[];
+  readonly wallets: WalletRec[];
   readonly seen: Seen[];
   /** One line per command with its answers: printed with a failure. */
   readonly trace: string[];
@@ -79,7 +93,7 @@ export interface Model {
 
 /** A fresh model; `runId` scopes every key and order id of the sequence. */
 export function newModel(runId: string): Model {
-  return { runId, payments: [], ops: [], seen: [], trace: [], counter: 0 };
+  return { runId, payments: [], ops: [], wallets: [], seen: [], trace: [], counter: 0 };
 }
 
 /** A broken promise about money or about the API contract. */

@@ -25,6 +25,7 @@ import {
   ReuseOpKey,
   WebhookMode,
 } from './commands';
+import { CreditWallet, RepeatWalletCharge, WalletCharge, WalletRefund, type WalletShape } from './wallet-commands';
 import { CrashDuringCreate, LongRetryAfter, ProviderOutage, RepeatWhileOrderOpen, RollingDeploy } from './adversaries';
 import { type FaultKind, faultArb, faultKinds } from './faults';
 import { type Model, newModel } from './model';
@@ -51,6 +52,10 @@ export const commandNames = [
   'webhooks',
   'flushWebhooks',
   'repeatWhileOrderOpen',
+  'creditWallet',
+  'walletCharge',
+  'walletRefund',
+  'repeatWalletCharge',
   'rollingDeploy',
   'crashDuringCreate',
   'providerOutage',
@@ -236,6 +241,41 @@ export function commandArbs(exclude: readonly string[], heavy = 1): fc.Arbitrary
     ],
     ['flushWebhooks', fc.constant(new FlushWebhooks()), 1],
     ['repeatWhileOrderOpen', index.map((i) => new RepeatWhileOrderOpen(i)), 1],
+    // Wallets (issue 23): a charge credits a wallet itself when its merchant has none, so credits stay rare.
+    [
+      'creditWallet',
+      fc
+        .tuple(merchant, fc.constantFrom<'new' | 'more' | 'repeat'>('new', 'more', 'repeat'), index, fc.nat(2))
+        .map(([mm, mode, i, amount]) => new CreditWallet(mm, mode, i, amount)),
+      1,
+    ],
+    [
+      'walletCharge',
+      fc
+        .tuple(
+          merchant,
+          fc.constantFrom<WalletShape>('walletOnly', 'split', 'split', 'over'),
+          index,
+          fc.nat(2),
+          fraction,
+          createFaults,
+        )
+        .map(([mm, shape, i, amount, f, fault]) => new WalletCharge(mm, shape, i, amount, f, fault)),
+      2,
+    ],
+    [
+      'walletRefund',
+      fc
+        .tuple(
+          index,
+          fc.constantFrom<'wallet' | 'spill' | 'all' | 'over'>('wallet', 'spill', 'spill', 'all', 'over'),
+          fraction,
+          opFaults,
+        )
+        .map(([i, mode, f, fault]) => new WalletRefund(i, mode, f, fault)),
+      2,
+    ],
+    ['repeatWalletCharge', index.map((i) => new RepeatWalletCharge(i)), 1],
   ];
   const heavies: [CommandName, fc.Arbitrary<Cmd>][] = [
     ['rollingDeploy', slot.map((s) => new RollingDeploy(s))],

@@ -1,22 +1,25 @@
 /**
  * The real side of the money model: the API harness (API + simulator on the run's dev server) with short real timings,
  * its workers in two child processes (test/model/fleet.ts) that reach the simulator through a proxy the model can take
- * off the network and share one breaker through a redis-server, and the simulator's control and provider endpoints
- * over HTTP.
+ * off the network and share one breaker through a redis-server, the simulator's control and provider endpoints over
+ * HTTP, and a PostgreSQL database of the wallet ledger (the API and both workers use it, as DATABASE_URL gives it).
  */
 import { randomUUID } from 'node:crypto';
 import { rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
+import type pg from 'pg';
 import { providerIdempotencyKey } from '../../src/activities/keys';
 import { closeBreakerRedis, connectBreakerRedis } from '../../src/breaker/redis';
 import type { ScopeOperation } from '../../src/domain/ids';
 import type { RetryOverrides } from '../../src/domain/retry';
 import type { PaymentTimings } from '../../src/domain/workflow-inputs';
 import type { LedgerRequest } from '../../src/simulator/server';
+import { WalletLedger } from '../../src/wallets';
 import { startRedisServer } from '../../scripts/lib/redis-server';
 import { type ApiHarness, type ApiResponse, type TestMerchant, WEBHOOK_SECRET, startApiHarness } from '../api/harness';
+import { openTestDatabase } from '../helpers/database';
 import { workflowBundle } from '../helpers/payments';
 import { DEV_SERVER_ADDRESS_ENV } from '../helpers/servers';
 import { type Fleet, type WorkerProfile, startFleet } from './fleet';
@@ -100,6 +103,8 @@ export interface World {
   readonly h: ApiHarness;
   /** The worker processes (rolling deploys, crashes). */
   readonly fleet: Fleet;
+  /** The wallet ledger's database (the API's and both workers'), for the checks to read its tables. */
+  readonly db: pg.Pool;
   /** Takes the provider down for `ms` (every operation, lookups too), then brings it back on its own. */
   outage(kind: OutageKind, ms: number): Promise<void>;
   /**
@@ -140,12 +145,20 @@ async function simCall(url: string, init: RequestInit = {}): Promise<unknown> {
 
 /** Starts the harness with the model's timings (no workers of its own), the worker processes behind the proxy, Redis. */
 export async function startWorld(env: TestWorkflowEnvironment): Promise<World> {
-  const h = await startApiHarness(env, { timings: modelTimings, retry: modelRetry, workers: false });
-  const closers: (() => Promise<void>)[] = [() => h.close()];
+  // A database of its own for the wallets: the API's routes and both worker processes' wallet activities use it.
+  const db = await openTestDatabase();
+  const closers: (() => Promise<void>)[] = [() => db.drop()];
   const close = async () => {
     for (const c of closers.splice(0).reverse()) await c().catch(() => undefined);
   };
   try {
+    const h = await startApiHarness(env, {
+      timings: modelTimings,
+      retry: modelRetry,
+      workers: false,
+      wallets: new WalletLedger(db.pool),
+    });
+    closers.push(() => h.close());
     const redis = await startRedisServer();
     closers.push(() => redis.stop());
     const breakerStore = connectBreakerRedis(redis.url);
@@ -165,12 +178,13 @@ export async function startWorld(env: TestWorkflowEnvironment): Promise<World> {
         redisUrl: redis.url,
         keyPrefix: 'model:',
         retry: modelRetry,
+        walletsDatabaseUrl: db.url,
       },
       env.client,
     );
     closers.push(() => fleet.close());
     const resetBreaker = async () => void (await breakerStore.flushdb());
-    return worldOver(h, fleet, proxy, resetBreaker, close);
+    return worldOver(h, fleet, db.pool, proxy, resetBreaker, close);
   } catch (err) {
     await close();
     throw err;
@@ -181,6 +195,7 @@ export async function startWorld(env: TestWorkflowEnvironment): Promise<World> {
 function worldOver(
   h: ApiHarness,
   fleet: Fleet,
+  db: pg.Pool,
   proxy: ProviderProxy,
   resetBreaker: () => Promise<void>,
   close: () => Promise<void>,
@@ -207,6 +222,7 @@ function worldOver(
   return {
     h,
     fleet,
+    db,
     merchant: (name) => merchants[name],
     providerKey: (name, operation, key) => providerIdempotencyKey(merchants[name].id, operation, key),
     async outage(kind, ms) {

@@ -1,0 +1,240 @@
+/**
+ * The model's wallet commands (issue 23): credits through the API's wallet endpoint, charges with a wallet part
+ * (wallet-only, split with the card, more than the wallet has), refunds of those (wallet first, then card) and exact
+ * repeats. They interleave with every other command and adversary; the end-of-sequence checks read the ledger's tables
+ * (wallet-invariants.ts).
+ */
+import type { PaymentView } from '../../src/domain/payment';
+import type { ApiResponse } from '../api/harness';
+import { type FaultSpec, describeFault } from './faults';
+import { type Cmd, MOVING, OP_ANSWERS, arm, sendCharge, sendOp, seenOf } from './commands';
+import {
+  type ChargeBody,
+  type Model,
+  type PaymentRec,
+  type WalletRec,
+  accepted,
+  assertOneOf,
+  describeAnswer,
+  fresh,
+  pick,
+  see,
+  violation,
+} from './model';
+import type { MerchantName, World } from './world';
+
+const CREDITS = [3_000, 1_200, 5_000] as const;
+const CHARGES = [1_000, 2_500, 777] as const;
+const OPEN = ['pending', 'unknown', 'requires_action', 'needs_review'];
+
+const hasWallet = (p: PaymentRec) => p.body.wallet !== undefined;
+
+/** A credit's answer: 200 with a WalletView (the database is the rig's own and up). */
+function walletAnswer(m: Model, label: string, r: ApiResponse): void {
+  if (r.status !== 200 || typeof r.body.balance !== 'number' || typeof r.body.available !== 'number')
+    violation(m, `${label}: answered ${r.status}, expected 200 with a wallet: ${JSON.stringify(r.body)}`);
+}
+
+/** Credits `amount` to the wallet under a new key (the first credit creates it) and records it. */
+async function credit(m: Model, w: World, wallet: WalletRec, amount: number, label: string): Promise<void> {
+  const key = fresh(m, 'credit');
+  const r = await w.api('POST', `/v1/wallets/${wallet.walletId}/credits`, {
+    merchant: wallet.merchant,
+    key,
+    body: { amount: { value: amount, currency: 'EUR' }, reason: 'model' },
+  });
+  m.trace.push(
+    `${label} [${wallet.merchant}/${wallet.walletId} ${amount}] -> ${r.status} balance=${String(r.body.balance)}`,
+  );
+  walletAnswer(m, label, r);
+  wallet.credits.push({ key, amount, balance: Number(r.body.balance) });
+}
+
+/** A new wallet of `merchant`, credited once. */
+async function newWallet(m: Model, w: World, merchant: MerchantName, amount: number, label: string) {
+  const wallet: WalletRec = { merchant, walletId: fresh(m, 'w'), credits: [] };
+  m.wallets.push(wallet);
+  await credit(m, w, wallet, amount, label);
+  return wallet;
+}
+
+/** Credits a wallet (a new one, or one the sequence has), or repeats a credit exactly: the same answer, applied once. */
+export class CreditWallet implements Cmd {
+  constructor(
+    readonly merchant: MerchantName,
+    readonly mode: 'new' | 'more' | 'repeat',
+    readonly index: number,
+    readonly amountIdx: number,
+  ) {}
+  check = () => true;
+  async run(m: Model, w: World) {
+    const amount = CREDITS[this.amountIdx % CREDITS.length] as number;
+    const own = m.wallets.filter((x) => x.merchant === this.merchant);
+    const wallet = own[this.index % Math.max(own.length, 1)];
+    if (this.mode === 'new' || !wallet) return void (await newWallet(m, w, this.merchant, amount, this.toString()));
+    if (this.mode === 'more') return credit(m, w, wallet, amount, this.toString());
+    const first = wallet.credits[this.index % wallet.credits.length] as WalletRec['credits'][number];
+    const r = await w.api('POST', `/v1/wallets/${wallet.walletId}/credits`, {
+      merchant: wallet.merchant,
+      key: first.key,
+      body: { amount: { value: first.amount, currency: 'EUR' }, reason: 'model' },
+    });
+    const label = `${this} [${wallet.walletId} ${first.key}]`;
+    m.trace.push(`${label} -> ${r.status} balance=${String(r.body.balance)}`);
+    walletAnswer(m, label, r);
+    if (r.headers.get('idempotent-replayed') !== 'true') violation(m, `${label}: no Idempotent-Replayed header`);
+    if (Number(r.body.balance) !== first.balance)
+      violation(m, `${label}: the repeat says balance ${String(r.body.balance)}, the first answer ${first.balance}`);
+  }
+  toString = () => `creditWallet(${this.merchant}, ${this.mode}, ${CREDITS[this.amountIdx % CREDITS.length]})`;
+}
+
+/** How a charge takes its wallet part: all of it, part (the card pays the rest), or more than the wallet has. */
+export type WalletShape = 'walletOnly' | 'split' | 'over';
+
+/**
+ * A charge with a wallet part on one of the merchant's wallets (a new one when it has none). The wallet's `available`
+ * is read first: a part over it must be declined `wallet_insufficient_funds` with nothing sent to the provider (unless
+ * another payment of the wallet was still open and may have released its hold meanwhile).
+ */
+export class WalletCharge implements Cmd {
+  constructor(
+    readonly merchant: MerchantName,
+    readonly shape: WalletShape,
+    readonly index: number,
+    readonly amountIdx: number,
+    readonly fraction: number,
+    readonly fault: FaultSpec | undefined,
+  ) {}
+  check = () => true;
+  async run(m: Model, w: World) {
+    const own = m.wallets.filter((x) => x.merchant === this.merchant);
+    const wallet =
+      own[this.index % Math.max(own.length, 1)] ?? (await newWallet(m, w, this.merchant, 3_000, `${this} first`));
+    const read = await w.api('GET', `/v1/wallets/${wallet.walletId}`, { merchant: this.merchant });
+    const available = Number(read.body.available);
+    const price = CHARGES[this.amountIdx % CHARGES.length] as number;
+    const [total, part] =
+      this.shape === 'over'
+        ? [available + 1 + price, available + 1 + Math.floor(price * this.fraction)]
+        : this.shape === 'walletOnly'
+          ? [Math.max(1, Math.min(available, price)), Math.max(1, Math.min(available, price))]
+          : [price, Math.max(1, Math.min(available, Math.floor(price * this.fraction)))];
+    const body: ChargeBody = {
+      orderId: fresh(m, 'order'),
+      amount: { value: total, currency: 'EUR' },
+      paymentMethod: 'pm_card_visa',
+      capture: 'automatic',
+      wallet: { walletId: wallet.walletId, amount: part },
+    };
+    if (part < total) await arm(w, this.fault, 'create', body.orderId);
+    // Another payment of this wallet still open may release its hold (or apply a late one) while this one holds.
+    const quiet = !m.payments.some(
+      (p) => p.body.wallet?.walletId === wallet.walletId && OPEN.includes(String(p.view?.status)),
+    );
+    const key = fresh(m, 'pay');
+    const label = `${this} [${wallet.walletId} available ${available}: ${part} of ${total}]`;
+    const r = await sendCharge(m, w, this.merchant, key, body, label);
+    assertOneOf(m, label, r, MOVING);
+    const view = r.body as unknown as PaymentView;
+    const short = part > available;
+    if (quiet && short && (r.status !== 200 || view.declineCode !== 'wallet_insufficient_funds'))
+      violation(m, `${label}: more than the wallet has, yet ${describeAnswer(r)} ${String(view.declineCode)}`);
+    if (quiet && !short && view.declineCode === 'wallet_insufficient_funds')
+      violation(m, `${label}: the wallet had ${available}, yet declined wallet_insufficient_funds`);
+    if (quiet && !short && part === total && r.status === 200 && view.status !== 'succeeded')
+      violation(m, `${label}: a wallet-only payment the wallet covers answered ${describeAnswer(r)}`);
+    if (view.declineCode === 'wallet_insufficient_funds' || part === total) {
+      const createKey = w.providerKey(this.merchant, 'create', key);
+      const sent = (await w.sim.requests()).filter((q) => q.idempotency_key === createKey);
+      if (sent.length > 0) violation(m, `${label}: the provider got ${sent.length} create(s) for it`);
+    }
+  }
+  toString = () =>
+    `walletCharge(${this.merchant}, ${this.shape}${this.shape === 'walletOnly' ? '' : ` ${this.fraction}`}, ${
+      CHARGES[this.amountIdx % CHARGES.length]
+    })${describeFault(this.fault)}`;
+}
+
+/** How much of a payment a wallet refund asks: within the wallet's part, past it into the card's, all, or more. */
+export type WalletRefundMode = 'wallet' | 'spill' | 'all' | 'over';
+
+/**
+ * A refund of a payment with a wallet part, sized from its current view: the wallet gets its captured part back first,
+ * the card the rest; more than both is 422 `amount_exceeded` (when no operation of it is running).
+ */
+export class WalletRefund implements Cmd {
+  constructor(
+    readonly index: number,
+    readonly mode: WalletRefundMode,
+    readonly fraction: number,
+    readonly fault: FaultSpec | undefined,
+  ) {}
+  check = (m: Readonly<Model>) => m.payments.some(hasWallet);
+  async run(m: Model, w: World) {
+    const p = pick(
+      { ...m, payments: m.payments.filter(hasWallet) },
+      this.index,
+      (x) => x.view?.status === 'succeeded',
+    ) as PaymentRec;
+    const read = await w.api('GET', `/v1/payments/${p.key}`, { merchant: p.merchant });
+    const view = read.body as unknown as PaymentView;
+    if (read.status === 200) see(p, view);
+    const walletLeft = view.wallet?.status === 'captured' ? view.wallet.amount - view.wallet.refunded : 0;
+    const cardLeft = Math.max(0, (view.amountCaptured ?? 0) - (view.amountRefunded ?? 0));
+    const part = (n: number) => Math.max(1, Math.floor(n * this.fraction));
+    const amount = {
+      wallet: part(walletLeft),
+      spill: walletLeft + part(cardLeft),
+      all: Math.max(1, walletLeft + cardLeft),
+      over: walletLeft + cardLeft + 1,
+    }[this.mode];
+    await arm(w, this.fault, 'refund', p.body.orderId);
+    const key = fresh(m, 'ref');
+    const label = `${this} [${p.merchant}/${p.key} wallet left ${walletLeft}, card left ${cardLeft}: ${amount}]`;
+    const r = await sendOp(m, w, p, 'refund', key, { amount }, label);
+    assertOneOf(m, label, r, OP_ANSWERS);
+    m.ops.push({
+      kind: 'refund',
+      merchant: p.merchant,
+      paymentKey: p.key,
+      key,
+      body: { amount },
+      consumed: accepted(r),
+    });
+    const idle = !(view.operations ?? []).some((o) => o.state === 'running');
+    if (this.mode === 'over' && idle && view.status === 'succeeded' && r.status < 300)
+      violation(m, `${label}: more than the payment has left, yet ${describeAnswer(r)}`);
+  }
+  toString = () =>
+    `walletRefund(#${this.index}, ${this.mode}${this.mode === 'wallet' || this.mode === 'spill' ? ` ${this.fraction}` : ''})${describeFault(this.fault)}`;
+}
+
+/** The same key and body of a payment with a wallet part again: the same payment and wallet part, no second hold. */
+export class RepeatWalletCharge implements Cmd {
+  constructor(readonly index: number) {}
+  check = (m: Readonly<Model>) => m.payments.some(hasWallet);
+  async run(m: Model, w: World) {
+    const p = pick({ ...m, payments: m.payments.filter(hasWallet) }, this.index, () => true) as PaymentRec;
+    const r = await w.api('POST', '/v1/payments', { merchant: p.merchant, key: p.key, body: p.body });
+    const label = `${this} [${p.merchant}/${p.key}]`;
+    m.trace.push(`${label} -> ${describeAnswer(r)}`);
+    assertOneOf(m, label, r, MOVING);
+    m.seen.push(seenOf(m, 'charge', p.merchant, p.key, p.key, p.body.amount.value, r));
+    const view = r.body as unknown as PaymentView;
+    if (view.key !== p.key) violation(m, `${label}: answered another payment ${String(view.key)}`);
+    if (r.headers.get('idempotent-replayed') !== 'true') violation(m, `${label}: no Idempotent-Replayed header`);
+    if (view.wallet?.walletId !== p.body.wallet?.walletId || view.wallet?.amount !== p.body.wallet?.amount)
+      violation(
+        m,
+        `${label}: the repeat shows wallet part ${JSON.stringify(view.wallet)}, asked ${JSON.stringify(p.body.wallet)}`,
+      );
+    see(p, view);
+    const holds = await w.db.query('SELECT seq FROM wallet_entries WHERE merchant_id = $1 AND operation_id = $2', [
+      w.merchant(p.merchant).id,
+      `hold:${w.merchant(p.merchant).id}:${p.key}`,
+    ]);
+    if (holds.rows.length > 1) violation(m, `${label}: the payment is held ${holds.rows.length} times`);
+  }
+  toString = () => `repeatWalletCharge(#${this.index})`;
+}
