@@ -3,8 +3,10 @@
  * reused keys, provider faults, duplicated/reordered webhooks and operator resolves, across two merchants, against the
  * real stack (the run's dev server, the simulator over HTTP, the API, two worker processes); and issue 19's
  * adversaries: rolling deploys into other provider settings, a worker killed during a local first create attempt,
- * provider outages and Retry-After longer than every budget. After each sequence settles, every answer and every view
- * is held against the provider's ledger (bench/money-invariant.ts). `npm run fuzz -- --runs N` runs more of the same.
+ * provider outages and Retry-After longer than every budget; and issue 23's wallets (credits, split payments, refunds,
+ * repeats) in a PostgreSQL database of their own. After each sequence settles, every answer and every view is held
+ * against the provider's ledger (bench/money-invariant.ts), and every wallet against its entries and that ledger
+ * (wallet-invariants.ts). `npm run fuzz -- --runs N` runs more of the same.
  */
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import fc from 'fast-check';
@@ -21,7 +23,7 @@ let world: World;
 
 beforeAll(async () => {
   env = await connectDevServer();
-  // Two worker processes and a redis-server besides the harness.
+  // Two worker processes, a redis-server and a PostgreSQL database besides the harness.
   world = await startWorld(env);
 }, 180_000);
 

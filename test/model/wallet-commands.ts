@@ -28,6 +28,9 @@ const CHARGES = [1_000, 2_500, 777] as const;
 const OPEN = ['pending', 'unknown', 'requires_action', 'needs_review'];
 
 const hasWallet = (p: PaymentRec) => p.body.wallet !== undefined;
+/** Picks `index` among the payments with a wallet part (preferring those that satisfy `prefer`). */
+const pickWalletPayment = (m: Model, index: number, prefer: (p: PaymentRec) => boolean) =>
+  pick({ ...m, payments: m.payments.filter(hasWallet) }, index, prefer) as PaymentRec;
 
 /** A credit's answer: 200 with a WalletView (the database is the rig's own and up). */
 function walletAnswer(m: Model, label: string, r: ApiResponse): void {
@@ -172,11 +175,7 @@ export class WalletRefund implements Cmd {
   ) {}
   check = (m: Readonly<Model>) => m.payments.some(hasWallet);
   async run(m: Model, w: World) {
-    const p = pick(
-      { ...m, payments: m.payments.filter(hasWallet) },
-      this.index,
-      (x) => x.view?.status === 'succeeded',
-    ) as PaymentRec;
+    const p = pickWalletPayment(m, this.index, (x) => x.view?.status === 'succeeded');
     const read = await w.api('GET', `/v1/payments/${p.key}`, { merchant: p.merchant });
     const view = read.body as unknown as PaymentView;
     if (read.status === 200) see(p, view);
@@ -215,7 +214,7 @@ export class RepeatWalletCharge implements Cmd {
   constructor(readonly index: number) {}
   check = (m: Readonly<Model>) => m.payments.some(hasWallet);
   async run(m: Model, w: World) {
-    const p = pick({ ...m, payments: m.payments.filter(hasWallet) }, this.index, () => true) as PaymentRec;
+    const p = pickWalletPayment(m, this.index, () => true);
     const r = await w.api('POST', '/v1/payments', { merchant: p.merchant, key: p.key, body: p.body });
     const label = `${this} [${p.merchant}/${p.key}]`;
     m.trace.push(`${label} -> ${describeAnswer(r)}`);
