@@ -80,13 +80,8 @@ void sameShapes;
  */
 export const carriedAttemptRecord = (heartbeatDetails: unknown, attempt: number): AttemptRecord => {
   const parsed = AttemptRecord.safeParse(heartbeatDetails);
-  if (attempt <= 1) return parsed.success ? carried(parsed.data, false) : noAttempts;
-  if (!parsed.success) return { everSent: true, everUnknown: true, inFlight: false, sends: 1 };
-  return carried(parsed.data, parsed.data.closedBy !== attempt - 1);
-};
-
-const carried = (earlier: AttemptRecord, unaccounted: boolean): AttemptRecord => {
-  const open = earlier.inFlight || unaccounted;
+  const earlier = parsed.success ? parsed.data : noAttempts;
+  const open = earlier.inFlight || (attempt > 1 && earlier.closedBy !== attempt - 1);
   return {
     everSent: earlier.everSent || open,
     everUnknown: earlier.everUnknown || open,
