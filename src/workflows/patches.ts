@@ -109,6 +109,13 @@ export const PATCHES = {
     change: 'a resubmission refused before it left is tried again at the next check past the settle window',
     before: 'checking went on without resending, then review ("refused here before sending")',
   },
+  resubmitsThroughOutages: {
+    id: 'reconcile-resubmits-through-outages',
+    since: 'HEAD',
+    change:
+      'a resubmission still refused before it left when the schedule ends is tried again, on doubling waits, while the key lives',
+    before: 'review at the end of the schedule ("refused here before sending")',
+  },
   continueAfterCancelledReconciles: {
     id: 'continue-after-cancelled-reconciles-end',
     since: 'a831fe1',

@@ -17,6 +17,10 @@ export interface ReconcileTally {
   untilKeyLifetime: boolean;
   /** The resubmission with the same key, if one was made: its requests that may have left, and why none did. */
   resubmission?: { readonly sends: number; readonly refusedWhy?: string };
+  /** Resubmissions refused here before they left. */
+  refusedResubmissions?: number;
+  /** Resubmitted past the schedule, each refused here, until one more would not fit in the provider's key lifetime. */
+  refusedUntilKeyLifetime?: boolean;
 }
 
 const counted = (n: number, noun: string) => `${n} ${noun}${n === 1 ? '' : 's'}`;
@@ -42,9 +46,12 @@ export function reconcileReviewReason(
   }
   const resubmission = tally.resubmission;
   if (resubmission !== undefined) {
+    const refused = tally.refusedResubmissions ?? 1;
+    const times = refused > 1 ? ` ${refused} times` : '';
+    const last = tally.refusedUntilKeyLifetime ? ", the last as late as the provider's key lifetime allows" : '';
     parts.push(
       resubmission.sends === 0
-        ? `the resubmission with the same key was refused here before sending (${resubmission.refusedWhy ?? 'not_sent'}): nothing was sent`
+        ? `the resubmission with the same key was refused here before sending${times} (${resubmission.refusedWhy ?? 'not_sent'})${last}: nothing was sent`
         : 'one resubmission with the same key was sent, its outcome unknown',
     );
   }

@@ -55,6 +55,18 @@ const MOVEMENT_RESUBMITS = PATCHES.movementResubmits.id;
 const RESUBMITS_UNTIL_SENT = PATCHES.resubmitsUntilSent.id;
 
 /**
+ * Patch: a resubmission that was still refused here before it left (an open breaker, a provider's cool-down) when the
+ * schedule ends does not send the write to review: nothing is known to be at the provider and nothing left, so the
+ * reconcile goes on checking and resubmitting on doubling waits while the provider's key outlives one more write's
+ * budget. Histories before it ended in review ("refused here before sending"), which the soak's outages turned into
+ * operator work: a create whose every resubmission met a Retry-After of minutes.
+ */
+const RESUBMITS_THROUGH_OUTAGES = PATCHES.resubmitsThroughOutages.id;
+
+/** How long before the last moment a resubmission fits in the key's lifetime the last check is made. */
+const RESUBMIT_MARGIN_MS = 60_000;
+
+/**
  * Durable wait-and-check for one write whose outcome is unknown: wait (a webhook ends the wait early), look the write
  * up, and repeat on the schedule. After the settle window a provider that honours keys gets the same request again
  * with the same key while the key is alive. A look-up that fails is a check that learned nothing: an outage of any
@@ -135,10 +147,19 @@ async function waitAndCheck(input: ReconcileInput): Promise<ReconcileResult> {
         ...(answer.refusedWhy === undefined ? {} : { refusedWhy: answer.refusedWhy }),
       };
       if (answer.result) return done({ ...answer.result, checks: tally.checks });
+      if (answer.sends === 0) tally.refusedResubmissions = (tally.refusedResubmissions ?? 0) + 1;
       // Unknown again: keep checking on the schedule.
     }
-    // A check that answered ends the reconcile at the schedule's end: past it, only failed look-ups go on.
+    // A check that answered ends the reconcile at the schedule's end: past it, only failed look-ups go on, and a
+    // resubmission refused here before it left, while the key lives long enough for one more.
+    const lastWaitMs = waitMs;
     waitMs = input.scheduleMs[next];
+    if (waitMs === undefined && resubmission && tally.resubmission?.sends === 0 && patched(RESUBMITS_THROUGH_OUTAGES)) {
+      const lastResubmitAtMs =
+        input.firstSentAtMs + keyTtlMs - acts.writeBudgetMs(resubmission.kind) - RESUBMIT_MARGIN_MS;
+      waitMs = nextWait(input.scheduleMs, next, lastWaitMs, lastResubmitAtMs);
+      tally.refusedUntilKeyLifetime = waitMs === undefined && next > input.scheduleMs.length;
+    }
   }
   return done({
     outcome: 'needs_review',

@@ -10,6 +10,7 @@ import { reconcileWorkflowId } from '../../src/domain/ids';
 import type { ReconcileResult } from '../../src/domain/operations';
 import type { RetryOverrides } from '../../src/domain/retry';
 import type { ChargeWorkflowInput } from '../../src/domain/workflow-inputs';
+import { paymentQuery } from '../../src/domain/definitions';
 import { timeSkippingServerPerTest } from '../helpers/rigs';
 import { opOf, waitForOperation } from '../helpers/operations';
 import { type Rig, chargeRequest, idOf } from '../helpers/payments';
@@ -142,30 +143,72 @@ describe('a reconcile through a provider outage', () => {
   });
 });
 
-describe('what a review reason says', () => {
-  it('a resubmission refused by the open breaker is said to be refused here, nothing sent; the wait in readable units', async () => {
-    const breaker = new InMemoryCircuitBreaker({ failureThreshold: 1, cooldownMs: HOUR });
+describe('a resubmission refused here through an outage', () => {
+  /** A breaker opened by one failure for an hour, on a clock the test moves on (its worker runs in real time). */
+  function skewedBreaker() {
+    const skew = { ms: 0 };
+    const breaker = new InMemoryCircuitBreaker({
+      failureThreshold: 1,
+      cooldownMs: HOUR,
+      now: () => Date.now() + skew.ms,
+    });
+    return { breaker, skew };
+  }
+
+  /** A create reset after it was sent (never committed, the client cannot know): unknown, its reconcile waiting. */
+  async function resetCreate(b: Rig) {
+    const input = b.input(chargeRequest(), {
+      retry,
+      timings: { reconcileScheduleMs: [MINUTE, HOUR], settleWindowMs: 30_000 },
+    });
+    b.sim.addFaults({
+      rules: [{ match: { operation: 'create', reference: input.request.orderId }, fault: 'reset_before_commit' }],
+    });
+    const { handle } = await startCharge(b, input);
+    await waitForStatus(handle, 'unknown');
+    return { input, handle, sent: requestsOf(b, 'create').length };
+  }
+
+  it('still refused when the schedule ends, it is tried again past it: once the breaker lets it out the create is made, not reviewed', async () => {
+    const { breaker, skew } = skewedBreaker();
     const b = await t.rig({ breaker });
     await b.run(async () => {
-      const input = b.input(chargeRequest(), {
-        retry,
-        timings: { reconcileScheduleMs: [MINUTE, HOUR], settleWindowMs: 30_000 },
-      });
-      // Never committed, and the client cannot know: every create is reset after it was sent.
-      b.sim.addFaults({
-        rules: [{ match: { operation: 'create', reference: input.request.orderId }, fault: 'reset_before_commit' }],
-      });
-      const { handle } = await startCharge(b, input);
-      await waitForStatus(handle, 'unknown');
-      const sent = requestsOf(b, 'create').length;
-      // The provider is failing: the breaker opens, so the reconcile's resubmission is refused before it leaves.
+      const { input, handle, sent } = await resetCreate(b);
+      b.sim.clearFaults(); // the provider is healthy again, but the breaker does not know it yet
       await breaker.record('simulator', 'ProviderUnavailable');
+      // Past the schedule's two checks (1 min, 1 h): both look-ups found nothing, both resubmissions were refused here.
       await t.env.sleep(2 * HOUR);
-      const review = await waitForStatus(handle, 'needs_review');
-      expect(requestsOf(b, 'create')).toHaveLength(sent); // the resubmission never left
-      expect(review.review?.reason).toBe(
-        'create not found at simulator after 2 checks over 1 h: 2 look-ups found nothing; ' +
-          'the resubmission with the same key was refused here before sending (breaker_open): nothing was sent',
+      const waiting = await handle.query(paymentQuery);
+      expect(waiting.status).toBe('unknown'); // before: needs_review at the end of the schedule
+      expect(requestsOf(b, 'create')).toHaveLength(sent);
+      skew.ms = 2 * HOUR; // the breaker's hour is over: the next write is its probe
+      await t.env.sleep(2 * HOUR);
+      const view = await waitForStatus(handle, 'succeeded');
+      expect(requestsOf(b, 'create')).toHaveLength(sent + 1); // the resubmission, once
+      expect(effectsOf(b, 'create')).toHaveLength(1);
+      expect(view.providerPaymentId).toBe(effectsOf(b, 'create')[0]?.payment_id);
+      const reconcileId = reconcileWorkflowId(input.merchantId, 'create', input.key);
+      const result = (await t.env.client.workflow.getHandle(reconcileId).result()) as ReconcileResult;
+      expect(result).toMatchObject({ outcome: 'found', via: 'resubmit', checks: 3 });
+      await recordHistories(b, 'reconcile-resubmits-through-outage', [idOf(input), reconcileId]);
+    });
+  });
+
+  it('refused until the key lifetime leaves no room for one more: review, and the reason says how often and until when', async () => {
+    const { breaker } = skewedBreaker();
+    const b = await t.rig({ breaker, keyTtlS: 12 * 3_600 });
+    await b.run(async () => {
+      const { input, handle, sent } = await resetCreate(b);
+      await breaker.record('simulator', 'ProviderUnavailable'); // and it stays open: its clock never moves on
+      await t.env.sleep(13 * HOUR);
+      const review = await waitForStatus(handle, 'needs_review', 60_000);
+      expect(requestsOf(b, 'create')).toHaveLength(sent); // no resubmission ever left
+      const reconcileId = reconcileWorkflowId(input.merchantId, 'create', input.key);
+      const { checks } = (await t.env.client.workflow.getHandle(reconcileId).result()) as ReconcileResult;
+      // 1 min, 1 h (the schedule), then 2 h, 4 h and the last one a minute before a write's budget would outlive the key.
+      expect(checks).toBe(5);
+      expect(review.review?.reason).toMatch(
+        /^create not found at simulator after 5 checks over \d+ h: 5 look-ups found nothing; the resubmission with the same key was refused here before sending 5 times \(breaker_open\), the last as late as the provider's key lifetime allows: nothing was sent$/,
       );
       expect(review.attempts).toBe(sent);
     });
