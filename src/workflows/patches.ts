@@ -111,7 +111,7 @@ export const PATCHES = {
   },
   resubmitsThroughOutages: {
     id: 'reconcile-resubmits-through-outages',
-    since: 'HEAD',
+    since: 'b06ef4e',
     change:
       'a resubmission still refused before it left when the schedule ends is tried again, on doubling waits, while the key lives',
     before: 'review at the end of the schedule ("refused here before sending")',
