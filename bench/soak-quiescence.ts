@@ -1,7 +1,9 @@
 /**
  * How long the soak waits after its load for every payment to settle: derived from what the workers it drives are
  * configured to do, not a constant. An operation sent just before the load ended may spend its whole retry budget, then
- * the reconcile's whole schedule, and in it one resubmission with the same key (its budget again).
+ * the reconcile's whole schedule, and in it one resubmission with the same key (its budget again); a resubmission
+ * refused here (an open breaker, a cool-down) through the whole schedule is tried once more a wait twice the schedule's
+ * last later (src/workflows/reconcile.ts), which settles it when the outage was shorter than that.
  */
 import { type RetryCapabilities, type RetrySpec, retrySpecFor } from '../src/domain/retry-policy';
 
@@ -13,6 +15,8 @@ export interface QuiescenceWindow {
   readonly ms: number;
   readonly writeBudgetMs: number;
   readonly scheduleMs: number;
+  /** The first wait past the schedule for a resubmission still refused at its end: twice the schedule's last. */
+  readonly refusedRetryMs: number;
 }
 
 /** The window for workers with these settings (the same environment the soak reads its config from). */
@@ -26,16 +30,26 @@ export function quiescenceWindow(settings: {
       (op) => retrySpecFor(op, settings.providerCapabilities, settings.retry[op]).budgetMs,
     ),
   );
-  const scheduleMs = settings.timings.reconcileScheduleMs.reduce((sum, ms) => sum + ms, 0);
-  return { ms: 2 * writeBudgetMs + scheduleMs + QUIESCENCE_MARGIN_MS, writeBudgetMs, scheduleMs };
+  const schedule = settings.timings.reconcileScheduleMs;
+  const scheduleMs = schedule.reduce((sum, ms) => sum + ms, 0);
+  const refusedRetryMs = 2 * (schedule[schedule.length - 1] ?? 0);
+  return {
+    ms: 2 * writeBudgetMs + scheduleMs + refusedRetryMs + QUIESCENCE_MARGIN_MS,
+    writeBudgetMs,
+    scheduleMs,
+    refusedRetryMs,
+  };
 }
 
-/** `quiescence window 770 s (2 x the longest write budget 240 s + the reconcile schedule 230 s + 60 s margin)`. */
+/**
+ * `quiescence window 1010 s (2 x the longest write budget 240 s + the reconcile schedule 230 s + one check past it for a
+ * refused resubmission 240 s + 60 s margin)`.
+ */
 export function describeQuiescenceWindow(w: QuiescenceWindow, override?: number): string {
   const s = (ms: number) => `${Math.round(ms / 1000)} s`;
   const derived =
     `2 x the longest write budget ${s(w.writeBudgetMs)} + the reconcile schedule ${s(w.scheduleMs)} + ` +
-    `${s(QUIESCENCE_MARGIN_MS)} margin`;
+    `one check past it for a refused resubmission ${s(w.refusedRetryMs)} + ${s(QUIESCENCE_MARGIN_MS)} margin`;
   return override === undefined
     ? `quiescence window ${s(w.ms)} (${derived})`
     : `quiescence window ${s(override)} (SOAK_QUIESCE_MS; the configuration's would be ${s(w.ms)}: ${derived})`;
