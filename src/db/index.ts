@@ -8,6 +8,7 @@ import { migrate } from './migrate';
 import { type DatabaseSettings, createPool } from './pool';
 
 export * from './errors';
+export * from './group-commit';
 export * from './migrate';
 export * from './periodic-prune';
 export * from './pool';

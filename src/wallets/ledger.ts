@@ -7,7 +7,7 @@
  */
 import { createHash } from 'node:crypto';
 import type pg from 'pg';
-import { type Queryable, inTransaction, isDatabaseError, withConnection } from '../db';
+import { GroupCommit, type Queryable, isDatabaseError, withConnection } from '../db';
 import type { Currency } from '../domain/money';
 import { canonicalJson } from '../domain/payment';
 import { WalletFailure } from '../domain/wallet-errors';
@@ -80,7 +80,7 @@ export class WalletLedger {
   ): Promise<{ readonly wallet: WalletView; readonly replayed: boolean }> {
     const operationId = walletOperationId('credit', merchantId, key);
     const fingerprint = sha256({ walletId, amount: request.amount, reason: request.reason });
-    return this.step('credit', async (db) => {
+    return this.step('credit', { merchantId, walletId }, async (db) => {
       await db.query(
         'INSERT INTO wallets (merchant_id, wallet_id, currency) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING',
         [merchantId, walletId, request.amount.currency],
@@ -112,7 +112,7 @@ export class WalletLedger {
   hold(args: HoldArgs): Promise<HoldResult> {
     const { merchantId, walletId, paymentKey, amount } = args;
     const holdId = walletOperationId('hold', merchantId, paymentKey);
-    return this.step('hold', async (db): Promise<HoldResult> => {
+    return this.step('hold', { merchantId, walletId }, async (db): Promise<HoldResult> => {
       const wallet = await this.locked(db, merchantId, walletId);
       const related = await entriesOf(db, merchantId, [holdId], holdId);
       const earlier = related.find((e) => e.operation_id === holdId);
@@ -157,7 +157,7 @@ export class WalletLedger {
     const { merchantId, walletId, paymentKey, amount } = args;
     const holdId = walletOperationId('hold', merchantId, paymentKey);
     const refundId = walletOperationId('refund', merchantId, args.refundKey);
-    return this.step('refund', async (db) => {
+    return this.step('refund', { merchantId, walletId }, async (db) => {
       const wallet = await this.locked(db, merchantId, walletId);
       const related = await entriesOf(db, merchantId, [holdId, refundId], holdId);
       const earlier = related.find((e) => e.operation_id === refundId);
@@ -188,19 +188,19 @@ export class WalletLedger {
 
   /** The wallet, or undefined when this merchant has none of that id. */
   async get(merchantId: string, walletId: string): Promise<WalletView | undefined> {
-    return this.step('read', (db) => readWallet(db, merchantId, walletId), false);
+    return this.step('read', 'read', (db) => readWallet(db, merchantId, walletId));
   }
 
   /** A page of the wallet's entries, oldest first; undefined when this merchant has no such wallet. */
   async entries(merchantId: string, walletId: string, query: WalletEntriesQuery): Promise<WalletEntryList | undefined> {
-    return this.step('read', (db) => listEntries(db, merchantId, walletId, query), false);
+    return this.step('read', 'read', (db) => listEntries(db, merchantId, walletId, query));
   }
 
   /** Capture or release: ends the hold once, whichever comes first. */
   private settle(kind: 'capture' | 'release', { merchantId, walletId, paymentKey }: SettleArgs) {
     const holdId = walletOperationId('hold', merchantId, paymentKey);
     const ownId = walletOperationId(kind, merchantId, paymentKey);
-    return this.step(kind, async (db): Promise<SettleResult> => {
+    return this.step(kind, { merchantId, walletId }, async (db): Promise<SettleResult> => {
       const wallet = await this.locked(db, merchantId, walletId);
       const related = await entriesOf(db, merchantId, [holdId, ownId], holdId);
       const earlier = related.find((e) => e.operation_id === ownId);
@@ -235,11 +235,19 @@ export class WalletLedger {
   }
 
   /**
-   * One transaction (a read needs none), reported to the observer. A UNIQUE violation means a racer the wallet lock
-   * did not order (the same operation id on another wallet) committed first: run once more, and its entry decides.
+   * One transaction of the wallet's, shared with the other steps of that wallet waiting at the same time (group commit,
+   * src/db/group-commit.ts; a read needs none), reported to the observer. A UNIQUE violation means a racer the wallet
+   * lock did not order (the same operation id on another wallet) committed first: run once more, and its entry decides.
    */
-  private async step<T>(kind: WalletOperationKind, work: (db: Queryable) => Promise<T>, write = true): Promise<T> {
-    const run = () => (write ? inTransaction(this.pool, work) : withConnection(this.pool, work));
+  private async step<T>(
+    kind: WalletOperationKind,
+    wallet: { readonly merchantId: string; readonly walletId: string } | 'read',
+    work: (db: Queryable) => Promise<T>,
+  ): Promise<T> {
+    const run = () =>
+      wallet === 'read'
+        ? withConnection(this.pool, work)
+        : GroupCommit.of(this.pool).run(JSON.stringify([wallet.merchantId, wallet.walletId]), work);
     try {
       let result: T;
       try {
