@@ -18,6 +18,7 @@ import { Client as PgClient } from 'pg';
 import { DEFAULT_CACHE_DIR } from '../scripts/lib/temporal-binaries';
 import { loadConfig } from '../src/config';
 import { TICKS_PER_S, rssKiB } from './resources';
+import { forEachBounded, indices } from './bounded';
 import { percentile } from './stats';
 
 interface StackInfo {
@@ -188,14 +189,9 @@ export async function growthMain(): Promise<number> {
       const openedBefore = opened;
       // Fill up to the step (less the sample, which opens payments too), `concurrency` in flight.
       const fillTo = Math.max(opened, target - sample);
-      let next = opened;
-      const lanes = Array.from({ length: concurrency }, async () => {
-        while (next < fillTo) {
-          const i = next++;
-          await charge(i);
-        }
+      await forEachBounded(indices(opened, fillTo), concurrency, async (i) => {
+        await charge(i);
       });
-      await Promise.all(lanes);
       opened = fillTo;
       // The sample: one at a time, as a single caller meets the system holding `target` open payments.
       const latencies: number[] = [];

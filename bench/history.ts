@@ -4,6 +4,7 @@
  * latencies the history timestamps reveal (task schedule-to-start: what eager start / eager dispatch would remove).
  */
 import type { Client, WorkflowHandle } from '@temporalio/client';
+import { forEachBounded } from './bounded';
 import { mean } from './stats';
 
 type History = Awaited<ReturnType<WorkflowHandle['fetchHistory']>>;
@@ -208,18 +209,13 @@ export async function sampleHistories(
 ): Promise<{ stats: PaymentHistoryStats[]; firstTimeline: TimelineEvent[] | undefined }> {
   const out: PaymentHistoryStats[] = [];
   let firstTimeline: TimelineEvent[] | undefined;
-  let next = 0;
-  const lane = async () => {
-    while (next < workflowIds.length) {
-      const id = workflowIds[next++] as string;
-      const history = await client.connection.withDeadline(Date.now() + timeoutMs, () =>
-        client.workflow.getHandle(id).fetchHistory(),
-      );
-      out.push(analyzeHistory(history.events ?? []));
-      if (id === workflowIds[0]) firstTimeline = timeline(history.events ?? []);
-    }
-  };
-  await Promise.all(Array.from({ length: Math.min(4, workflowIds.length) }, lane));
+  await forEachBounded(workflowIds, 4, async (id) => {
+    const history = await client.connection.withDeadline(Date.now() + timeoutMs, () =>
+      client.workflow.getHandle(id).fetchHistory(),
+    );
+    out.push(analyzeHistory(history.events ?? []));
+    if (id === workflowIds[0]) firstTimeline = timeline(history.events ?? []);
+  });
   return { stats: out, firstTimeline };
 }
 

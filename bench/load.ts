@@ -13,6 +13,7 @@ import { chargeWorkflowId } from '../src/domain/ids';
 import { ChargeRequest, type PaymentView } from '../src/domain/payment';
 import type { ChargeWorkflowInput, PaymentTimings } from '../src/domain/workflow-inputs';
 import type { chargeWorkflow } from '../src/workflows';
+import { forEachBounded, indices } from './bounded';
 
 /** What happened to one payment, as its caller saw it. */
 export interface PaymentOutcome {
@@ -53,15 +54,15 @@ export async function runLoad(
   firstIndex = 0,
 ): Promise<LoadResult> {
   const outcomes: PaymentOutcome[] = [];
-  let next = 0;
   const started = performance.now();
-  const lane = async () => {
-    while (next < count && !signal.aborted) {
-      const index = firstIndex + next++;
+  await forEachBounded(
+    indices(firstIndex, firstIndex + count),
+    concurrency,
+    async (index) => {
       outcomes.push(await drive(index, signal));
-    }
-  };
-  await Promise.all(Array.from({ length: Math.min(concurrency, count) }, lane));
+    },
+    { signal },
+  );
   return { outcomes, wallMs: performance.now() - started };
 }
 

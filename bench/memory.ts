@@ -18,6 +18,7 @@ import { bundleWorkflowCode } from '@temporalio/worker';
 import { startDevServer } from '../scripts/lib/dev-server';
 import { PaymentsClient } from '../src/client';
 import { startSimulator } from '../src/simulator/server';
+import { forEachBounded, indices } from './bounded';
 import type { MemoryReport, MemoryRequest } from './memory-worker';
 import { benchTimings, devServerSettings, runClosers } from './stack';
 
@@ -135,11 +136,11 @@ export async function runMemoryBench(
     });
     const failures: string[] = [];
     let opened = 0;
-    const open = async (count: number) => {
-      let next = 0;
-      const lane = async () => {
-        while (next < count && !signal.aborted) {
-          const i = next++;
+    const open = (count: number) =>
+      forEachBounded(
+        indices(0, count),
+        concurrency,
+        async (i) => {
           try {
             const { view } = await client.charge(merchantId, `mem_${randomUUID()}`, {
               orderId: `order_mem_${i}_${randomUUID().slice(0, 8)}`,
@@ -152,10 +153,9 @@ export async function runMemoryBench(
           } catch (err) {
             failures.push(`charge failed: ${err instanceof Error ? err.message : String(err)}`);
           }
-        }
-      };
-      await Promise.all(Array.from({ length: concurrency }, lane));
-    };
+        },
+        { signal },
+      );
     await open(warmup);
     const before = await ask<MemoryReport>(child, { type: 'measure' }, 'memory', 30_000);
     log(`after ${warmup} warm-up payments: worker RSS ${before.rssMiB.toFixed(1)} MiB; opening ${payments} more...`);

@@ -22,6 +22,7 @@ import {
 } from './load';
 import { bareWorkflowId, startPeerStack } from './peers/stack';
 import { type CpuUsage, type MemorySnapshot, cpuSnapshot, cpuUsage, memorySnapshot } from './resources';
+import { forEachBounded } from './bounded';
 import { type BenchInfra, type ScenarioStack, benchTimings, startScenarioStack } from './stack';
 import { type DeliveryCost, deliveryCost } from './merchant-webhooks';
 import { type LatencySummary, summarize } from './stats';
@@ -378,22 +379,17 @@ const noHistory: PaymentHistoryStats = {
 /** Waits until every workflow closed (any outcome), four at a time, within `timeoutMs`; answers how many did not. */
 async function waitClosed(infra: BenchInfra, workflowIds: readonly string[], timeoutMs: number): Promise<number> {
   const deadline = Date.now() + timeoutMs;
-  let next = 0;
   let open = 0;
-  const lane = async () => {
-    while (next < workflowIds.length) {
-      const id = workflowIds[next++] as string;
-      try {
-        await infra.nativeClient.connection.withDeadline(deadline, () =>
-          infra.nativeClient.workflow.getHandle(id).result(),
-        );
-      } catch {
-        // A failed or terminated payment closed too; past the deadline it did not.
-        if (Date.now() >= deadline) open += 1;
-      }
+  await forEachBounded(workflowIds, 4, async (id) => {
+    try {
+      await infra.nativeClient.connection.withDeadline(deadline, () =>
+        infra.nativeClient.workflow.getHandle(id).result(),
+      );
+    } catch {
+      // A failed or terminated payment closed too; past the deadline it did not.
+      if (Date.now() >= deadline) open += 1;
     }
-  };
-  await Promise.all(Array.from({ length: Math.min(4, workflowIds.length) }, lane));
+  });
   return open;
 }
 

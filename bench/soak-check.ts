@@ -65,6 +65,12 @@ export function chargeState(charges: readonly Pick<SoakAnswer, 'status'>[]): Cha
   return is4xx(last) || (last.status >= 200 && last.status < 300) ? 'taken' : 'unanswered';
 }
 
+/** The {@link chargeState} of payment `key` among `charges` (by payment, as {@link chargeAnswers} makes them). */
+export const stateOf = (
+  charges: ReadonlyMap<string, readonly Pick<SoakAnswer, 'status'>[]>,
+  key: string,
+): ChargeState => chargeState(charges.get(key) ?? []);
+
 /** Each payment's charge answers, in the order given. */
 export function chargeAnswers(answers: readonly SoakAnswer[]): Map<string, SoakAnswer[]> {
   const byPayment = new Map<string, SoakAnswer[]>();
@@ -93,9 +99,7 @@ export function checkSoak(
       merchantId,
       key: p.key,
       capture: p.capture,
-      ...(chargeState(charges.get(p.key) ?? []) === 'refused'
-        ? {}
-        : { final: views.get(p.key) ?? { error: 'never read' } }),
+      ...(stateOf(charges, p.key) === 'refused' ? {} : { final: views.get(p.key) ?? { error: 'never read' } }),
       earlier: earlier.get(p.key) ?? [],
     })),
     answers: answers.map(({ payment, ...a }) => ({ ...a, merchantId, paymentKey: payment })),

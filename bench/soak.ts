@@ -30,7 +30,7 @@ import type { Ledger } from '../src/simulator/server';
 import { DEFAULT_CACHE_DIR } from '../scripts/lib/temporal-binaries';
 import { providerIdempotencyKey } from '../src/activities/keys';
 import { type InvariantView, invariantAnswer } from './money-invariant';
-import { type SoakAnswer, type SoakPayment, type SoakView, chargeAnswers, chargeState, checkSoak } from './soak-check';
+import { type SoakAnswer, type SoakPayment, type SoakView, chargeAnswers, checkSoak, stateOf } from './soak-check';
 import { forEachBounded } from './bounded';
 import { type SoakControls, longRetryAfter, outageAfterCrash, rollingDeploy, setFaults } from './soak-adversaries';
 import { formatWait } from '../src/domain/summaries';
@@ -407,7 +407,7 @@ async function scenario(i: number): Promise<void> {
  */
 async function repeatUnansweredCharges(): Promise<void> {
   const charges = chargeAnswers(answers);
-  const unanswered = payments.filter((p) => chargeState(charges.get(p.key) ?? []) === 'unanswered');
+  const unanswered = payments.filter((p) => stateOf(charges, p.key) === 'unanswered');
   const answered: string[] = [];
   await forEachBounded(unanswered, READ_CONCURRENCY, async (p) => {
     try {
@@ -654,7 +654,7 @@ async function main(): Promise<number> {
   const quiesceDeadline = Date.now() + QUIESCE_MS;
   // Every payment but the refused ones (the verdict's own definition): an unanswered charge was repeated above.
   const charges = chargeAnswers(answers);
-  let open = payments.map((p) => p.key).filter((k) => chargeState(charges.get(k) ?? []) !== 'refused');
+  let open = payments.map((p) => p.key).filter((k) => stateOf(charges, k) !== 'refused');
   while (open.length > 0) {
     // A pass that starts after the deadline is the last: every view the verdict reads is read after the deadline.
     const last = Date.now() > quiesceDeadline;

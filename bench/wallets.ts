@@ -14,6 +14,7 @@ import pino from 'pino';
 import { startPostgresServer } from '../scripts/lib/postgres-server';
 import { openDatabase } from '../src/db';
 import { WalletLedger } from '../src/wallets';
+import { forEachBounded, indices } from './bounded';
 import { percentile } from './stats';
 
 const arg = (name: string, fallback: number) => {
@@ -55,16 +56,11 @@ async function main() {
 
     // 2. Hot wallet vs spread, C=16.
     const run = async (walletOf: (i: number) => string) => {
-      let next = 0;
       const started = Date.now();
-      await Promise.all(
-        Array.from({ length: concurrency }, async () => {
-          for (let i = next++; i < load; i = next++) {
-            const r = await hold(walletOf(i));
-            if (r.status !== 'held') throw new Error(`hold ${r.status}`);
-          }
-        }),
-      );
+      await forEachBounded(indices(0, load), concurrency, async (i) => {
+        const r = await hold(walletOf(i));
+        if (r.status !== 'held') throw new Error(`hold ${r.status}`);
+      });
       return load / ((Date.now() - started) / 1000);
     };
     await fund('hot', 1_000_000);

@@ -1,4 +1,4 @@
-import { forEachBounded } from '../../bench/bounded';
+import { forEachBounded, indices } from '../../bench/bounded';
 
 const tick = () => new Promise<void>((resolve) => setImmediate(resolve));
 
@@ -47,6 +47,38 @@ describe('forEachBounded (bench/bounded.ts)', () => {
       }),
     ).rejects.toThrow('item 1 failed');
     expect(started).toEqual([0, 1]);
+  });
+
+  it('starts no item once the signal aborted, lets the started ones end and resolves', async () => {
+    const controller = new AbortController();
+    const started: number[] = [];
+    const ended: number[] = [];
+    await forEachBounded(
+      indices(0, 10),
+      2,
+      async (item) => {
+        started.push(item);
+        if (item === 2) controller.abort();
+        // Item 1 is still running when item 2 aborts: it ends, and its worker takes nothing more.
+        for (let t = 0; t < (item === 1 ? 3 : 1); t++) await tick();
+        ended.push(item);
+      },
+      { signal: controller.signal },
+    );
+    expect(started).toEqual([0, 1, 2]);
+    expect(ended.sort((a, b) => a - b)).toEqual([0, 1, 2]);
+  });
+
+  it('starts nothing under a signal that aborted before the call', async () => {
+    const fn = jest.fn(async () => undefined);
+    await forEachBounded([1, 2, 3], 2, fn, { signal: AbortSignal.abort() });
+    expect(fn).not.toHaveBeenCalled();
+  });
+
+  it('indices: from up to (not including) to, none when to <= from', () => {
+    expect(indices(3, 7)).toEqual([3, 4, 5, 6]);
+    expect(indices(0, 0)).toEqual([]);
+    expect(indices(5, 2)).toEqual([]);
   });
 
   it('refuses a concurrency below 1', async () => {

@@ -2,6 +2,7 @@ import {
   chargeAnswers,
   chargeState,
   checkSoak,
+  stateOf,
   type SoakAnswer,
   type SoakPayment,
   type SoakView,
@@ -217,6 +218,19 @@ describe('the soak verdict (bench/soak-check.ts)', () => {
     expect(s(503, 202)).toBe('taken');
     expect(s(200)).toBe('taken');
     expect(s(202)).toBe('taken');
+  });
+
+  it("stateOf: a payment's chargeState among the charges by payment; one with no answers is unanswered", () => {
+    const charges = chargeAnswers([
+      { payment: 'p1', kind: 'charge', opKey: 'p1', amount: 1_000, status: 409 },
+      { payment: 'p2', kind: 'charge', opKey: 'p2', amount: 1_000, status: 503 },
+      { payment: 'p2', kind: 'charge', opKey: 'p2', amount: 1_000, status: 202 },
+      { payment: 'p3', kind: 'charge', opKey: 'p3', amount: 1_000, status: 500 },
+    ]);
+    expect(stateOf(charges, 'p1')).toBe('refused');
+    expect(stateOf(charges, 'p2')).toBe('taken');
+    expect(stateOf(charges, 'p3')).toBe('unanswered');
+    expect(stateOf(charges, 'p4')).toBe('unanswered');
   });
 
   it("chargeAnswers: each payment's charge answers in order, captures and refunds left out", () => {

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import http, { type IncomingHttpHeaders } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { RunningSimulator } from '../../src/simulator/server';
+import { type Probe, eventually } from '../helpers/eventually';
 
 /** A fresh api key, so every test has its own merchant (payments and keys are scoped per api key). */
 export const newApiKey = (): string => `sk_test_${randomUUID()}`;
@@ -54,19 +55,8 @@ export const createBody = (over: Record<string, unknown> = {}): Record<string, u
   ...over,
 });
 
-/** T without its falsy members. */
-export type Truthy<T> = Exclude<T, false | 0 | '' | null | undefined>;
-
-/** Polls until `probe` returns a truthy value or the deadline passes (then throws with `what`). */
-export async function waitFor<T>(what: string, probe: () => T | Promise<T>, timeoutMs = 5_000): Promise<Truthy<T>> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value) return value as Truthy<T>;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 10));
-  }
-}
+/** The simulator tests' {@link eventually}: every 10 ms for up to 5 s (the simulator runs in this process). */
+export const waitFor = <T>(what: string, probe: Probe<T>): Promise<T> => eventually(what, probe, 5_000, 10);
 
 /** One request a {@link Receiver} got. */
 export interface Received {

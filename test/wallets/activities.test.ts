@@ -17,6 +17,7 @@ import { createWalletActivities } from '../../src/activities/wallets';
 import { openDatabase } from '../../src/db';
 import { WalletLedger } from '../../src/wallets';
 import { openTestDatabase } from '../helpers/database';
+import { eventually } from '../helpers/eventually';
 import { connectDevServer } from '../helpers/servers';
 import type { WalletPaymentArgs, walletPaymentWorkflow } from './fixtures/wallet-payment';
 import type { WalletWorkerSpec } from './fixtures/wallet-worker';
@@ -147,7 +148,7 @@ it('applies every payment exactly once when PostgreSQL crashes and restarts unde
       );
       // Crash the server while the payments run (some settled, most not), then start it again on its data.
       const settled = handles.map((h) => h.result());
-      await waitUntil(() => outcomes.filter((o) => o === 'applied').length >= 20);
+      await eventually('20 applied outcomes', () => outcomes.filter((o) => o === 'applied').length >= 20, 60_000, 20);
       await server.kill();
       await new Promise((r) => setTimeout(r, 1_000));
       await server.start();
@@ -174,11 +175,3 @@ it('applies every payment exactly once when PostgreSQL crashes and restarts unde
     await server.close(true);
   }
 }, 180_000);
-
-async function waitUntil(check: () => boolean, timeoutMs = 60_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!check()) {
-    if (Date.now() > deadline) throw new Error('condition not reached');
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}

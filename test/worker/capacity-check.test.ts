@@ -5,7 +5,7 @@
  */
 import { spawn } from 'node:child_process';
 import path from 'node:path';
-import { freePort } from '../../scripts/lib/redis-server';
+import { closedPort } from '../helpers/net';
 
 const root = path.resolve(__dirname, '..', '..');
 
@@ -37,7 +37,7 @@ const tightBudget = {
 
 it('refuses to start in production, naming the numbers, before it connects to anything', async () => {
   // Nothing listens there: a worker that got past the check would fail (or hang) connecting instead.
-  const port = await freePort();
+  const port = await closedPort();
   const { code, output } = await runWorker(
     {
       ...tightBudget,
@@ -62,7 +62,7 @@ it('refuses to start in production, naming the numbers, before it connects to an
 }, 90_000);
 
 it('warns in development and goes on to connect', async () => {
-  const port = await freePort();
+  const port = await closedPort();
   const { output } = await runWorker(
     {
       ...tightBudget,

@@ -18,6 +18,7 @@ import type { RestProvider } from '../../src/providers/rest/adapter';
 import type { PaymentProvider } from '../../src/providers/types';
 import { type RunningSimulator, startSimulator } from '../../src/simulator/server';
 import { type Stack, startStack } from '../../src/stack';
+import { eventually } from '../helpers/eventually';
 import { chargeRequest, fastTimings, workflowBundle } from '../helpers/payments';
 import { connectDevServer } from '../helpers/servers';
 import { terminateAll } from '../helpers/terminate';
@@ -149,11 +150,7 @@ it('a slow provider whose slots are all taken does not delay payments on a secon
 
     // The slow provider's backlog: its answers come after the submit wait (pending); nobody waits for them here.
     slowAnswers = Array.from({ length: SLOW_PAYMENTS }, () => charge('simulator'));
-    const saturatedBy = Date.now() + 15_000;
-    while (slow.counts.now < SLOW_SLOTS) {
-      if (Date.now() > saturatedBy) throw new Error('the slow provider never had all its slots busy');
-      await new Promise((r) => setTimeout(r, 20));
-    }
+    await eventually('the slow provider had all its slots busy', () => slow.counts.now >= SLOW_SLOTS, 15_000, 20);
 
     const fast: { status: string; ms: number; inFlightAtAnswer: number }[] = [];
     for (let i = 0; i < 4; i++) {

@@ -4,6 +4,7 @@
  */
 import { ErrorType } from '../../src/domain/errors';
 import { reconcileWorkflowId } from '../../src/domain/ids';
+import { eventually } from '../helpers/eventually';
 import { serverPerFile } from '../helpers/rigs';
 import { opOf, unknownRefundRetry, within } from '../helpers/operations';
 import { chargeRequest, idOf } from '../helpers/payments';
@@ -32,15 +33,15 @@ describe('an unknown refund outcome', () => {
       expect(opOf(view, 'refund', 'r-unknown')?.state).toBe('running');
       const reconcile = t.env.client.workflow.getHandle(reconcileWorkflowId(input.merchantId, 'refund', 'r-unknown'));
       // The reconcile child starts beside the answered request: wait (bounded) until the server shows it.
-      const deadline = Date.now() + 10_000;
-      let status = '';
-      while (Date.now() < deadline && status !== 'RUNNING') {
-        status = await reconcile.describe().then(
-          (d) => d.status.name,
-          () => '',
-        );
-        if (status !== 'RUNNING') await new Promise((r) => setTimeout(r, 100));
-      }
+      const status = await eventually(
+        'the reconcile child running',
+        async () => {
+          const name = (await reconcile.describe()).status.name;
+          return name === 'RUNNING' && name;
+        },
+        10_000,
+        100,
+      );
       expect(status).toBe('RUNNING');
       // While it is reconciled nothing else moves money on this payment.
       expect(await refusalType(refund(handle, { refundKey: 'r-next', fingerprint: 'f2', amount: 1 }))).toBe(
