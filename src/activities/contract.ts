@@ -115,13 +115,32 @@ export type CreatePaymentOutcome = (
 export interface FirstCreateArgs extends CreatePaymentArgs {
   /** The attempt's bound (the payment's `localAttemptTimeoutMs`); the worker shortens it to one attempt of its preset. */
   readonly boundMs?: number;
+  /**
+   * The workflow's time in the activation that scheduled the attempt (the server's start of that workflow task). An
+   * attempt that starts more than {@link LOCAL_RERUN_GAP_MS} later is a run again of one a dead worker may have sent.
+   */
+  readonly scheduledInTaskAtMs?: number;
 }
+
+/**
+ * A local first attempt starts within moments of the activation that schedules it. One that starts this much later is
+ * the same attempt run again by the next worker: the first task completed while the attempt was out (a query that
+ * waited with the task is answered at once and completes it; a long attempt heartbeats it), its worker died with the
+ * attempt sent, and no marker records it, so the workflow replays a clean first task and schedules it again. A dead
+ * worker's task is handed on only after its timeout (10 s), so a re-run comes at least that late; 5 s leaves a loaded
+ * worker's own attempt its moments (a false "re-run" only reconciles what would have failed or failed over).
+ */
+export const LOCAL_RERUN_GAP_MS = 5_000;
 
 /** Why a local first attempt sent nothing: the provider's create may only run on its own queue. */
 export type FirstCreateSkipped = 'not_idempotent' | 'provider_limits';
 
 /** What `firstCreateAttempt` answers: the worker's view of the provider, and what the attempt did. */
-export type FirstCreateResult = { readonly config: WorkerProviderConfig } & (
+export type FirstCreateResult = {
+  readonly config: WorkerProviderConfig;
+  /** The attempt was a run again of one a dead worker may have sent (see {@link LOCAL_RERUN_GAP_MS}). */
+  readonly rerunOfLost?: true;
+} & (
   | { readonly attempt: 'settled'; readonly outcome: CreatePaymentOutcome }
   | { readonly attempt: 'not_run'; readonly reason: FirstCreateSkipped }
 );
@@ -135,6 +154,8 @@ export interface WorkerConfigDetail {
    * workflow code). Absent when the failure is final.
    */
   readonly retryDelayMs?: number;
+  /** The attempt was a run again of one a dead worker may have sent (see {@link LOCAL_RERUN_GAP_MS}): counted once. */
+  readonly rerunOfLost?: true;
 }
 
 /** A refund's answer, with the payment as it stands after it (for the totals). */

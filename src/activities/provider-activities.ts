@@ -31,6 +31,7 @@ import type {
   RefundPaymentArgs,
   VoidPaymentArgs,
 } from './contract';
+import { LOCAL_RERUN_GAP_MS } from './contract';
 
 /** What the activities need: the pipeline's providers, breaker, logger, clock and presets, and two settings of their own. */
 export interface ActivityDeps extends AttemptDeps {
@@ -47,6 +48,7 @@ export interface ActivityDeps extends AttemptDeps {
 export const createActivities = (deps: ActivityDeps) => {
   const { providerNamed, execute } = createAttemptPipeline(deps);
   const skewMs = deps.clockSkewToleranceMs ?? 60_000;
+  const now = deps.now ?? Date.now;
 
   /**
    * A look-up made before a resend failed. This attempt sent nothing, so whatever went wrong with the read, the write
@@ -156,7 +158,12 @@ export const createActivities = (deps: ActivityDeps) => {
      * failure, like any other, says what may have been sent and carries this worker's view too.
      */
     async firstCreateAttempt(args: FirstCreateArgs): Promise<FirstCreateResult> {
-      const { boundMs, ...createArgs } = args;
+      const { boundMs, scheduledInTaskAtMs, ...given } = args;
+      // Run again after its worker died: what that worker may have sent is carried like an earlier attempt's.
+      const rerunOfLost = scheduledInTaskAtMs !== undefined && now() - scheduledInTaskAtMs > LOCAL_RERUN_GAP_MS;
+      const createArgs: CreatePaymentArgs = rerunOfLost
+        ? { ...given, earlier: { everSent: true, everUnknown: true } }
+        : given;
       const config = workerConfigOf(providerNamed(args.provider));
       const { capabilities } = config;
       const notRun: FirstCreateSkipped | undefined = !capabilities.idempotencyKeys
@@ -168,9 +175,10 @@ export const createActivities = (deps: ActivityDeps) => {
       const bound = AbortSignal.timeout(localFirstAttemptMs(boundMs, capabilities, config.retry));
       const signal = AbortSignal.any([Context.current().cancellationSignal, bound]);
       try {
-        return { config, attempt: 'settled', outcome: await create(createArgs, signal) };
+        const outcome = await create(createArgs, signal);
+        return { config, ...(rerunOfLost ? { rerunOfLost: true as const } : {}), attempt: 'settled', outcome };
       } catch (err) {
-        throw withWorkerConfig(err, config);
+        throw withWorkerConfig(err, config, rerunOfLost);
       }
     },
 

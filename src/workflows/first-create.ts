@@ -45,11 +45,17 @@ export async function firstCreate(
   if (unaccounted) payment.state.view.attempts += 1;
   let first: FirstCreateResult;
   try {
-    first = await firstCreateAttempt(boundMs, payment.provider)({ ...args, ...lost, boundMs });
+    // Its activation's time: an attempt that starts much later is a run again after a dead worker (see the activity).
+    first = await firstCreateAttempt(
+      boundMs,
+      payment.provider,
+    )({ ...args, ...lost, boundMs, scheduledInTaskAtMs: Date.now() });
   } catch (err) {
     const type = failureType(err);
     const detail = workerDetailOf(err);
     const recorded = detail?.workerConfig;
+    // Run again after a worker died with it out: the dead worker's attempt may have been sent, and is counted once.
+    if (detail?.rerunOfLost === true && !unaccounted) payment.state.view.attempts += 1;
     // A final answer: the local attempt's failure is the create's (nothing else runs against this provider).
     if (type === ErrorType.ProviderRejected || type === ErrorType.ValidationError) {
       if (recorded !== undefined) bindAfterLocal(recorded);
@@ -80,6 +86,7 @@ export async function firstCreate(
     payment.state.view.attempts += sendsOf(err);
     return after({ ...args, earlier, expectCapabilities: config.capabilities });
   }
+  if (first.rerunOfLost === true && !unaccounted) payment.state.view.attempts += 1;
   if (first.attempt === 'settled') {
     bindAfterLocal(first.config);
     return first.outcome;
@@ -101,6 +108,7 @@ function workerDetailOf(err: unknown): WorkerConfigDetail | undefined {
       return {
         workerConfig: found.workerConfig,
         ...(typeof retryDelayMs === 'number' && retryDelayMs > 0 ? { retryDelayMs } : {}),
+        ...(found.rerunOfLost === true ? { rerunOfLost: true as const } : {}),
       };
     }
   }

@@ -577,6 +577,28 @@ describe('attempt safety: heartbeats, what earlier attempts did, cancellation', 
     expect(sim.ledger(s.apiKey).requests).toHaveLength(0);
   });
 
+  it('a local first attempt that starts long after the task that scheduled it is a run again: what a dead worker may have sent is carried', async () => {
+    const clock = manualClock();
+    const s = await setup({ now: clock.now });
+    for (let i = 0; i < 3; i++) await s.breaker.record('simulator', ErrorType.ProviderUnavailable);
+    const attempt = (key: string, scheduledInTaskAtMs: number) =>
+      failureOf(run(attemptEnv(1), s.acts.firstCreateAttempt, { ...charge(s, key), scheduledInTaskAtMs }));
+    // At once (a loaded worker's moments included): the first attempt, refused, provably sent nothing.
+    const first = await attempt('r1', clock.now() - 1_000);
+    expect(first.details?.[0]).toMatchObject({ type: ErrorType.CircuitOpen, everSent: false, sends: 0 });
+    expect(first.details?.at(-1)).not.toHaveProperty('rerunOfLost');
+    // 12 s later (a dead worker's task handed on after its timeout): refused too, but it cannot prove nothing was sent.
+    const rerun = await attempt('r2', clock.now() - 12_000);
+    expect(rerun.details?.[0]).toMatchObject({
+      type: ErrorType.CircuitOpen,
+      everSent: true,
+      everUnknown: true,
+      sends: 0,
+    });
+    expect(rerun.details?.at(-1)).toMatchObject({ rerunOfLost: true });
+    expect(sim.ledger(s.apiKey).requests).toHaveLength(0); // neither left
+  });
+
   it('a worker killed after its send, before a heartbeat said so: the attempts after it count it as possibly sent (issue 19, 10,000 soak)', async () => {
     // Attempt 1 was refused by the breaker and closed its record. Attempt 2 sent the create, and its worker was SIGKILLed
     // before the heartbeat of the send reached the server (heartbeats are throttled): the server still holds attempt 1's

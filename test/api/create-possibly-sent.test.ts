@@ -15,6 +15,8 @@ import path from 'node:path';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { Worker } from '@temporalio/worker';
 import pino from 'pino';
+import { InMemoryCircuitBreaker } from '../../src/breaker';
+import { ErrorType } from '../../src/domain/errors';
 import { Registry } from 'prom-client';
 import { createActivities } from '../../src/activities';
 import { createWorkerMetrics, paymentSinks } from '../../src/metrics/worker-metrics';
@@ -243,6 +245,84 @@ it('a worker SIGKILLed during the local first attempt, every later attempt refus
     await recordHistories({ env }, 'local-first-worker-killed', [workflowId]);
   } finally {
     await doomed.kill().catch(() => undefined);
+    rmSync(bundlePath, { force: true });
+  }
+}, 120_000);
+
+it('a query delivered with the first task completes it while the local attempt is out, then the worker dies: the attempt run again is refused, never failed', async () => {
+  // The CI soak's mismatch (470eca1): the charge's first task waited to start; a query waited with it, so the worker
+  // answered it and completed that task at once, its local attempt still at the provider. SIGKILLed then, the worker
+  // left no marker of the attempt; the next worker replayed a clean first task, ran the attempt again as the first,
+  // met the open breaker, and the create ended `failed` while the provider held it.
+  const bundlePath = path.join(os.tmpdir(), `pw-bundle-${randomUUID()}.js`);
+  writeFileSync(bundlePath, (await workflowBundle()).code);
+  const taskQueue = `query-first-${randomUUID()}`;
+  const payments = new PaymentsClient(env.client, { taskQueue, timings, providers: ['simulator'] });
+  const key = newKey();
+  const body = chargeBody();
+  const orderId = body.orderId as string;
+  const workflowId = chargeWorkflowId(h.a.id, key);
+  h.sim.addFaults({
+    rules: [{ match: { operation: 'create', reference: orderId }, fault: 'latency', latency_ms: 3_000, times: 1 }],
+  });
+  // The charge and a query of it before any worker polls its queue: the query waits with the first task.
+  const charged = payments.charge(h.a.id, key, body).catch((err: unknown) => err);
+  const handle = env.client.workflow.getHandle(workflowId);
+  await eventually('the charge started', async () => (await handle.describe()).status.name === 'RUNNING');
+  const queried = handle.query(paymentQuery);
+  const doomed = await spawnWorkerProcess({
+    temporalAddress: process.env[DEV_SERVER_ADDRESS_ENV] ?? '',
+    taskQueue,
+    workflowBundlePath: bundlePath,
+    simulatorUrl: h.sim.url,
+    apiKey: h.apiKey,
+    breaker: {
+      failureThreshold: Number.MAX_SAFE_INTEGER,
+      window: { durationMs: 60_000, failureRate: 1, minimumCalls: Number.MAX_SAFE_INTEGER },
+      cooldownMs: 30_000,
+      probeTimeoutMs: 30_000,
+      jitterMs: 0,
+    },
+  });
+  // The next worker: its breaker open (the provider failing, as in the soak's outage), so it sends nothing.
+  const breaker = new InMemoryCircuitBreaker({ failureThreshold: 1, cooldownMs: 10 * 60_000 });
+  await breaker.record('simulator', ErrorType.ProviderUnavailable);
+  const provider = adapter(2_000);
+  try {
+    expect((await queried).status).toBe('pending'); // answered in the first task, the attempt still out
+    await eventually('the local attempt at the provider', async () => createsAt(orderId).requests.length === 1);
+    // The precondition, checked: the first task completed, and nothing in history says an attempt was made.
+    const before = (await handle.fetchHistory()).events ?? [];
+    expect(before.some((e) => e.workflowTaskCompletedEventAttributes)).toBe(true);
+    expect(before.some((e) => e.markerRecordedEventAttributes)).toBe(false);
+    await doomed.kill();
+
+    const acts = createActivities({ providers: { simulator: provider }, logger, breaker });
+    const next = await Worker.create({
+      connection: env.nativeConnection,
+      namespace: env.namespace ?? 'default',
+      taskQueue,
+      workflowBundle: { code: (await workflowBundle()).code },
+      sinks: paymentSinks(createWorkerMetrics(new Registry())),
+      activities: acts,
+    });
+    const onQueue = await Worker.create({
+      connection: env.nativeConnection,
+      namespace: env.namespace ?? 'default',
+      taskQueue: providerTaskQueue(taskQueue, 'simulator'),
+      activities: acts,
+    });
+    const view = await next.runUntil(onQueue.runUntil(settledView(workflowId)));
+    expect(view.providerPaymentId).toBe(createsAt(orderId).effects[0]?.payment_id);
+    expect(createsAt(orderId).requests).toHaveLength(1);
+    expect(createsAt(orderId).effects).toHaveLength(1);
+    expect(view.attempts).toBe(1); // the dead worker's attempt, counted; the one run again was refused here
+    const answer = await charged;
+    expect(answer instanceof Error ? answer.message : (answer as { view: PaymentView }).view.status).not.toBe('failed');
+    await recordHistories({ env }, 'local-first-query-completed-task-worker-killed', [workflowId]);
+  } finally {
+    await doomed.kill().catch(() => undefined);
+    await provider.close();
     rmSync(bundlePath, { force: true });
   }
 }, 120_000);

@@ -67,7 +67,7 @@ export function refuseToSend(
  * A local first attempt's failure, as it was, with the worker's view of the provider appended to its details: the
  * workflow reads the attempt record from the first detail as from any create failure, and its configuration from this.
  */
-export function withWorkerConfig(err: unknown, workerConfig: WorkerProviderConfig): unknown {
+export function withWorkerConfig(err: unknown, workerConfig: WorkerProviderConfig, rerunOfLost = false): unknown {
   if (!(err instanceof ApplicationFailure)) return err;
   return ApplicationFailure.create({
     ...(err.type == null ? {} : { type: err.type }),
@@ -80,6 +80,7 @@ export function withWorkerConfig(err: unknown, workerConfig: WorkerProviderConfi
       {
         workerConfig,
         ...(err.nonRetryable || err.nextRetryDelay == null ? {} : { retryDelayMs: msToNumber(err.nextRetryDelay) }),
+        ...(rerunOfLost ? { rerunOfLost: true as const } : {}),
       } satisfies WorkerConfigDetail,
     ],
   });
