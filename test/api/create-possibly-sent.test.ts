@@ -29,7 +29,7 @@ import { createProvider, simulatorCapabilities } from '../../src/providers';
 import { workflowBundle } from '../helpers/payments';
 import { DEV_SERVER_ADDRESS_ENV, connectDevServer } from '../helpers/servers';
 import { recordHistories } from '../helpers/workflows';
-import { spawnWorkerProcess } from '../helpers/worker-process';
+import { NEVER_OPENING_BREAKER, spawnWorkerProcess } from '../helpers/worker-process';
 import { type ApiHarness, chargeBody, eventually, newKey, startApiHarness, testRetry, testTimings } from './harness';
 
 const logger = pino({ level: process.env.TEST_LOG_LEVEL ?? 'silent' });
@@ -197,13 +197,7 @@ it('a worker SIGKILLed during the local first attempt, every later attempt refus
     workflowBundlePath: bundlePath,
     simulatorUrl: h.sim.url,
     apiKey: h.apiKey,
-    breaker: {
-      failureThreshold: Number.MAX_SAFE_INTEGER,
-      window: { durationMs: 60_000, failureRate: 1, minimumCalls: Number.MAX_SAFE_INTEGER },
-      cooldownMs: 30_000,
-      probeTimeoutMs: 30_000,
-      jitterMs: 0,
-    },
+    breaker: NEVER_OPENING_BREAKER,
   });
   try {
     const key = newKey();
@@ -276,13 +270,7 @@ it('a query delivered with the first task completes it while the local attempt i
     workflowBundlePath: bundlePath,
     simulatorUrl: h.sim.url,
     apiKey: h.apiKey,
-    breaker: {
-      failureThreshold: Number.MAX_SAFE_INTEGER,
-      window: { durationMs: 60_000, failureRate: 1, minimumCalls: Number.MAX_SAFE_INTEGER },
-      cooldownMs: 30_000,
-      probeTimeoutMs: 30_000,
-      jitterMs: 0,
-    },
+    breaker: NEVER_OPENING_BREAKER,
   });
   // The next worker: its breaker open (the provider failing, as in the soak's outage), so it sends nothing.
   const breaker = new InMemoryCircuitBreaker({ failureThreshold: 1, cooldownMs: 10 * 60_000 });

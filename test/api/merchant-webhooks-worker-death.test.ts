@@ -19,7 +19,7 @@ import { openTestDatabase } from '../helpers/database';
 import { workflowBundle } from '../helpers/payments';
 import { DEV_SERVER_ADDRESS_ENV, connectDevServer } from '../helpers/servers';
 import { type WebhookReceiver, startWebhookReceiver } from '../helpers/webhook-receiver';
-import { spawnWorkerProcess } from '../helpers/worker-process';
+import { NEVER_OPENING_BREAKER, spawnWorkerProcess } from '../helpers/worker-process';
 import { type ApiHarness, chargeBody, eventually, newKey, startApiHarness } from './harness';
 
 const settings = {
@@ -65,13 +65,7 @@ it('a worker SIGKILLed while its POST is at the endpoint: the next worker delive
     workflowBundlePath: bundlePath,
     simulatorUrl: h.sim.url,
     apiKey: h.apiKey,
-    breaker: {
-      failureThreshold: Number.MAX_SAFE_INTEGER,
-      window: { durationMs: 60_000, failureRate: 1, minimumCalls: Number.MAX_SAFE_INTEGER },
-      cooldownMs: 30_000,
-      probeTimeoutMs: 30_000,
-      jitterMs: 0,
-    },
+    breaker: NEVER_OPENING_BREAKER,
     merchantWebhooks: { databaseUrl: db.url, settings },
   });
   try {

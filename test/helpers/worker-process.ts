@@ -49,6 +49,15 @@ export interface WorkerProcessSpec {
   readonly walletsDatabaseUrl?: string;
 }
 
+/** A worker process's breaker that never opens: a test whose worker must send whatever happens to the provider. */
+export const NEVER_OPENING_BREAKER: WorkerProcessSpec['breaker'] = {
+  failureThreshold: Number.MAX_SAFE_INTEGER,
+  window: { durationMs: 60_000, failureRate: 1, minimumCalls: Number.MAX_SAFE_INTEGER },
+  cooldownMs: 30_000,
+  probeTimeoutMs: 30_000,
+  jitterMs: 0,
+};
+
 export interface WorkerProcess {
   readonly pid: number;
   /** SIGTERM, waits for the drain; answers how many creates the process sent. Fails when it exited non-zero. */
