@@ -117,20 +117,26 @@ export interface FirstCreateArgs extends CreatePaymentArgs {
   readonly boundMs?: number;
   /**
    * The workflow's time in the activation that scheduled the attempt (the server's start of that workflow task). An
-   * attempt that starts more than {@link LOCAL_RERUN_GAP_MS} later is a run again of one a dead worker may have sent.
+   * attempt that starts a workflow task timeout ({@link FirstCreateArgs.taskTimeoutMs}) or more later is a run again
+   * of one a dead worker may have sent.
    */
   readonly scheduledInTaskAtMs?: number;
+  /** The payment's workflow task timeout; default {@link LOCAL_RERUN_GAP_MS}. */
+  readonly taskTimeoutMs?: number;
 }
 
 /**
- * A local first attempt starts within moments of the activation that schedules it. One that starts this much later is
- * the same attempt run again by the next worker: the first task completed while the attempt was out (a query that
- * waited with the task is answered at once and completes it; a long attempt heartbeats it), its worker died with the
- * attempt sent, and no marker records it, so the workflow replays a clean first task and schedules it again. A dead
- * worker's task is handed on only after its timeout (10 s), so a re-run comes at least that late; 5 s leaves a loaded
- * worker's own attempt its moments (a false "re-run" only reconciles what would have failed or failed over).
+ * A local first attempt starts when the activation that schedules it ends, within the workflow task's timeout (a
+ * slower activation times the task out, and its retry counts the attempt anyway). One that starts a task timeout or
+ * more after the task began is the same attempt run again by the next worker: the first task completed while the
+ * attempt was out (a query that waited with the task is answered at once and completes it; a long attempt heartbeats
+ * it), its worker died with the attempt sent, and no marker records it, so the workflow replays a clean first task and
+ * schedules it again. The dead worker's task is handed on only after its timeout (start-to-close: the task timeout;
+ * sticky schedule-to-start: the SDK's 10 s, which the workers keep), so a re-run always comes that late. A 5 s gap
+ * mistook two first activations of workers just restarted on an overloaded cluster for re-runs (CI soak on 8b64965).
+ * A false "re-run" only reconciles what would have failed or failed over.
  */
-export const LOCAL_RERUN_GAP_MS = 5_000;
+export const LOCAL_RERUN_GAP_MS = 10_000;
 
 /** Why a local first attempt sent nothing: the provider's create may only run on its own queue. */
 export type FirstCreateSkipped = 'not_idempotent' | 'provider_limits';

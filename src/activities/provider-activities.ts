@@ -158,9 +158,10 @@ export const createActivities = (deps: ActivityDeps) => {
      * failure, like any other, says what may have been sent and carries this worker's view too.
      */
     async firstCreateAttempt(args: FirstCreateArgs): Promise<FirstCreateResult> {
-      const { boundMs, scheduledInTaskAtMs, ...given } = args;
+      const { boundMs, scheduledInTaskAtMs, taskTimeoutMs, ...given } = args;
       // Run again after its worker died: what that worker may have sent is carried like an earlier attempt's.
-      const rerunOfLost = scheduledInTaskAtMs !== undefined && now() - scheduledInTaskAtMs > LOCAL_RERUN_GAP_MS;
+      const rerunOfLost =
+        scheduledInTaskAtMs !== undefined && now() - scheduledInTaskAtMs >= (taskTimeoutMs ?? LOCAL_RERUN_GAP_MS);
       const createArgs: CreatePaymentArgs = rerunOfLost
         ? { ...given, earlier: { everSent: true, everUnknown: true } }
         : given;

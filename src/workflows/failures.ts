@@ -47,6 +47,17 @@ export function sendsOf(err: unknown): number {
   return info?.everSent === false ? 0 : 1;
 }
 
+/**
+ * The activity never reached a worker: it timed out waiting to be started, with no attempt's failure under the timeout
+ * (an attempt that started and failed would be its cause). Nothing of it was sent. The CI soak on 8b64965: two
+ * resubmissions scheduled while the overloaded server could not hand their tasks to the queue timed out so, and counted
+ * as one request that may have left, they barred every later resubmission and sent the creates to review.
+ */
+export function neverStarted(err: unknown): boolean {
+  if (!(err instanceof ActivityFailure) || !(err.cause instanceof TimeoutFailure)) return false;
+  return err.cause.timeoutType === 'SCHEDULE_TO_START' && err.cause.cause === undefined;
+}
+
 /** The failure an activity's last attempt threw, read through an ActivityFailure and a `BudgetExhausted` wrapper. */
 export function attemptFailure(err: unknown): unknown {
   const failure = err instanceof ActivityFailure ? err.cause : err;

@@ -1,4 +1,4 @@
-import { ActivityFailure, ApplicationFailure, log, sleep } from '@temporalio/workflow';
+import { ActivityFailure, ApplicationFailure, log, sleep, workflowInfo } from '@temporalio/workflow';
 import type { CreatePaymentArgs, CreatePaymentOutcome, FirstCreateResult, WorkerConfigDetail } from '../activities';
 import { ErrorType } from '../domain/errors';
 import type { WorkerProviderConfig } from '../domain/provider-payment';
@@ -49,7 +49,7 @@ export async function firstCreate(
     first = await firstCreateAttempt(
       boundMs,
       payment.provider,
-    )({ ...args, ...lost, boundMs, scheduledInTaskAtMs: Date.now() });
+    )({ ...args, ...lost, boundMs, scheduledInTaskAtMs: Date.now(), taskTimeoutMs: workflowInfo().taskTimeoutMs });
   } catch (err) {
     const type = failureType(err);
     const detail = workerDetailOf(err);

@@ -116,6 +116,15 @@ export const PATCHES = {
       'a resubmission still refused before it left when the schedule ends is tried again, on doubling waits, while the key lives',
     before: 'review at the end of the schedule ("refused here before sending")',
   },
+  unstartedResubmission: {
+    id: 'reconcile-unstarted-resubmission',
+    since: 'HEAD',
+    change: 'a resubmission that timed out before any worker started it sent nothing: the next check resubmits',
+    before: 'counted as a request that may have left: no more resubmissions, review at the end of the schedule',
+    unrecorded:
+      'an activity that times out before it starts needs the server unable to hand its task to any worker for the ' +
+      "whole write budget (the soak's overloaded cluster); no test stages that, the classification is unit-tested",
+  },
   continueAfterCancelledReconciles: {
     id: 'continue-after-cancelled-reconciles-end',
     since: 'a831fe1',

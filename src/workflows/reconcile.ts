@@ -14,7 +14,7 @@ import type { PaymentSinks } from '../domain/sinks';
 import { reconcileWaitSummary } from '../domain/summaries';
 import type { ProviderPayment } from '../domain/provider-payment';
 import { paymentMetadata, providerActivities } from './activity-options';
-import { failureType, lastFailureType, messageOf, notSentReason, sendsOf } from './failures';
+import { failureType, lastFailureType, messageOf, neverStarted, notSentReason, sendsOf } from './failures';
 import { type ReconcileTally, reconcileReviewReason } from './reconcile-reason';
 import { PATCHES } from './patches';
 
@@ -62,6 +62,13 @@ const RESUBMITS_UNTIL_SENT = PATCHES.resubmitsUntilSent.id;
  * operator work: a create whose every resubmission met a Retry-After of minutes.
  */
 const RESUBMITS_THROUGH_OUTAGES = PATCHES.resubmitsThroughOutages.id;
+
+/**
+ * Patch: a resubmission that timed out before any worker started it sent nothing (refused here, `never_started`), so
+ * the next check resubmits. Histories before it counted it as one request that may have left: no more resubmissions,
+ * and review at the schedule's end.
+ */
+const UNSTARTED_RESUBMISSION = PATCHES.unstartedResubmission.id;
 
 /** How long before the last moment a resubmission fits in the key's lifetime the last check is made. */
 const RESUBMIT_MARGIN_MS = 60_000;
@@ -216,6 +223,7 @@ async function resubmit(acts: ProviderActivities, input: ReconcileInput, r: Resu
   try {
     return r.kind === 'create' ? await resubmitCreate(acts, input, r) : await resubmitMovement(acts, input, r);
   } catch (err) {
+    if (neverStarted(err) && patched(UNSTARTED_RESUBMISSION)) return { sends: 0, refusedWhy: 'never_started' };
     const sends = sendsOf(err);
     const refusedWhy = sends === 0 ? { refusedWhy: notSentReason(err) } : {};
     if (failureType(err) === ErrorType.ProviderRejected)

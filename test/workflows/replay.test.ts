@@ -39,11 +39,17 @@ const replayAll = async (dataConverter?: { payloadCodecs: AesGcmPayloadCodec[] }
   return { failures, replayed };
 };
 
+/**
+ * Replaying every history (73 files) takes ~15 s alone and up to ~110 s on a CI machine running two test files at
+ * once: the default 60 s timed the second pass out there (nothing failed to replay).
+ */
+const REPLAY_ALL_TIMEOUT_MS = 300_000;
+
 it('replays every recorded history without non-determinism', async () => {
   const { failures, replayed } = await replayAll();
   expect(failures).toEqual([]);
   expect(replayed).toBe(files.length);
-});
+}, REPLAY_ALL_TIMEOUT_MS);
 
 it('replays them on a worker with payload encryption too (recorded before it: the codec passes them through)', async () => {
   const { failures, replayed } = await replayAll({
@@ -51,4 +57,4 @@ it('replays them on a worker with payload encryption too (recorded before it: th
   });
   expect(failures).toEqual([]);
   expect(replayed).toBe(files.length);
-});
+}, REPLAY_ALL_TIMEOUT_MS);
