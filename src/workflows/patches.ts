@@ -118,7 +118,7 @@ export const PATCHES = {
   },
   unstartedResubmission: {
     id: 'reconcile-unstarted-resubmission',
-    since: 'HEAD',
+    since: 'e7f9214',
     change: 'a resubmission that timed out before any worker started it sent nothing: the next check resubmits',
     before: 'counted as a request that may have left: no more resubmissions, review at the end of the schedule',
     unrecorded:
