@@ -45,16 +45,24 @@ const replayAll = async (dataConverter?: { payloadCodecs: AesGcmPayloadCodec[] }
  */
 const REPLAY_ALL_TIMEOUT_MS = 300_000;
 
-it('replays every recorded history without non-determinism', async () => {
-  const { failures, replayed } = await replayAll();
-  expect(failures).toEqual([]);
-  expect(replayed).toBe(files.length);
-}, REPLAY_ALL_TIMEOUT_MS);
+it(
+  'replays every recorded history without non-determinism',
+  async () => {
+    const { failures, replayed } = await replayAll();
+    expect(failures).toEqual([]);
+    expect(replayed).toBe(files.length);
+  },
+  REPLAY_ALL_TIMEOUT_MS,
+);
 
-it('replays them on a worker with payload encryption too (recorded before it: the codec passes them through)', async () => {
-  const { failures, replayed } = await replayAll({
-    payloadCodecs: [new AesGcmPayloadCodec(parsePayloadKeys(newPayloadKey('replay')))],
-  });
-  expect(failures).toEqual([]);
-  expect(replayed).toBe(files.length);
-}, REPLAY_ALL_TIMEOUT_MS);
+it(
+  'replays them on a worker with payload encryption too (recorded before it: the codec passes them through)',
+  async () => {
+    const { failures, replayed } = await replayAll({
+      payloadCodecs: [new AesGcmPayloadCodec(parsePayloadKeys(newPayloadKey('replay')))],
+    });
+    expect(failures).toEqual([]);
+    expect(replayed).toBe(files.length);
+  },
+  REPLAY_ALL_TIMEOUT_MS,
+);
