@@ -1,6 +1,7 @@
 /**
  * `npm run bench [-- --quick]`: throughput, latency and Temporal cost of charges through the real stack, in this
- * process plus a fresh in-memory Temporal dev server. See bench/README.md for what is measured and the targets.
+ * process plus a fresh in-memory Temporal dev server (and, for the wallet scenarios, a durable PostgreSQL of its own).
+ * See bench/README.md for what is measured and the targets.
  *
  * Env: BENCH_PAYMENTS (300; quick 80), BENCH_SERIAL_PAYMENTS (40; quick 20), BENCH_CONCURRENCY (16), BENCH_FAULT_RATE (0.1), BENCH_SEED (42),
  * BENCH_SCENARIOS (comma-separated ids, default all), BENCH_DEADLINE_S (400; quick 180), BENCH_LOG_LEVEL (silent),
