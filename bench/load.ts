@@ -34,6 +34,16 @@ export interface PaymentOutcome {
   readonly errors: readonly string[];
   /** Direct path only: whether the server handed the first workflow task back with the start response. */
   readonly eagerlyStarted?: boolean;
+  /** The payment's whole amount (minor units). */
+  readonly amount: number;
+  /** Its wallet part, when it had one: the provider is charged `amount - wallet.amount` (none when that is 0). */
+  readonly wallet?: WalletPart;
+}
+
+/** A charge's wallet part (docs/http-api.md#payments-with-a-wallet-part). */
+export interface WalletPart {
+  readonly walletId: string;
+  readonly amount: number;
 }
 
 /** Charges payment number `index` (the driver makes its key and body). */
@@ -66,13 +76,17 @@ export async function runLoad(
   return { outcomes, wallMs: performance.now() - started };
 }
 
-/** A valid charge body: automatic capture, a unique order id. */
-export function chargeBody(scenario: string, index: number): Record<string, unknown> {
+/** The amount of payment number `index` (minor units, EUR). */
+export const chargeAmount = (index: number): number => 1_000 + (index % 100);
+
+/** A valid charge body: automatic capture, a unique order id, and the wallet part when given. */
+export function chargeBody(scenario: string, index: number, wallet?: WalletPart): Record<string, unknown> {
   return {
     orderId: `order_${scenario}_${index}_${randomUUID().slice(0, 8)}`,
-    amount: { value: 1_000 + (index % 100), currency: 'EUR' },
+    amount: { value: chargeAmount(index), currency: 'EUR' },
     paymentMethod: 'pm_card_visa',
     capture: 'automatic',
+    ...(wallet === undefined ? {} : { wallet }),
   };
 }
 
@@ -85,6 +99,8 @@ export interface ApiTarget {
   readonly scenario: string;
   /** The workflow a payment key runs as (default the charge workflow's id; the bare-workflow peer has its own). */
   readonly workflowIdOf?: (merchantId: string, key: string) => string;
+  /** The wallet part of payment number `index` of `amount` (absent, or undefined: a card-only payment). */
+  readonly walletPartOf?: (index: number, amount: number) => WalletPart | undefined;
 }
 
 /** Bounds of the HTTP driver. */
@@ -142,7 +158,9 @@ export function apiDriver(
 
   const drive: Driver = async (index, signal) => {
     const key = `bench_${randomUUID()}`;
-    const request = chargeBody(target.scenario, index);
+    const amount = chargeAmount(index);
+    const wallet = target.walletPartOf?.(index, amount);
+    const request = chargeBody(target.scenario, index, wallet);
     const body = JSON.stringify(request);
     const errors: string[] = [];
     let repeats = 0;
@@ -190,6 +208,8 @@ export function apiDriver(
       finalStatus,
       repeats,
       errors,
+      amount,
+      ...(wallet === undefined ? {} : { wallet }),
     };
   };
 
@@ -262,6 +282,7 @@ export function directDriver(target: DirectTarget): Driver {
       finalStatus,
       repeats: 0,
       errors,
+      amount: request.amount.value,
       ...(eagerlyStarted === undefined ? {} : { eagerlyStarted }),
     };
   };

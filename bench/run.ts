@@ -1,6 +1,7 @@
 /**
  * `npm run bench [-- --quick]`: throughput, latency and Temporal cost of charges through the real stack, in this
- * process plus a fresh in-memory Temporal dev server. See bench/README.md for what is measured and the targets.
+ * process plus a fresh in-memory Temporal dev server (and, for the wallet scenarios, a durable PostgreSQL of its own).
+ * See bench/README.md for what is measured and the targets.
  *
  * Env: BENCH_PAYMENTS (300; quick 80), BENCH_SERIAL_PAYMENTS (40; quick 20), BENCH_CONCURRENCY (16), BENCH_FAULT_RATE (0.1), BENCH_SEED (42),
  * BENCH_SCENARIOS (comma-separated ids, default all), BENCH_DEADLINE_S (400; quick 180), BENCH_LOG_LEVEL (silent),
@@ -19,9 +20,14 @@ import type { MemoryReport } from './memory-worker';
 import { latencyTable, peersTable, ratio, resourceTable, temporalTable } from './report';
 import { type RunSettings, type ScenarioResult, type ScenarioSpec, runScenario } from './scenario';
 import { type BenchInfra, startInfra } from './stack';
+import { SPLIT_WALLET_PART } from './wallet-scenario';
+import { targetLine, walletScenarioIds, walletSummaryLine, walletTargets } from './wallet-targets';
 
 /** The whole-life scenario's refund window: long enough for the answer and the webhook, short enough to wait for. */
 const LIFECYCLE_REFUND_WINDOW_MS = 2_000;
+
+/** The wallets the spread scenario's payments go round (bench:wallets spreads its holds over as many). */
+const SPREAD_WALLETS = 64;
 
 const SCENARIOS: readonly ScenarioSpec[] = [
   {
@@ -99,6 +105,41 @@ const SCENARIOS: readonly ScenarioSpec[] = [
     path: 'api',
     serial: true,
     refundWindowMs: LIFECYCLE_REFUND_WINDOW_MS,
+  },
+  // Issue 23: payments with a wallet part through the real stack (HTTP API -> PaymentsClient -> workflow -> wallet
+  // activities on the run's PostgreSQL). Each pair that is compared runs back to back.
+  {
+    id: walletScenarioIds.walletOnly,
+    description: 'wallet only, one payment at a time: the wallet covers all of it, no provider call',
+    path: 'api',
+    serial: true,
+    wallet: { covers: 'all', wallets: 1 },
+  },
+  {
+    id: walletScenarioIds.card,
+    description: "card only, one payment at a time, on a stack with wallets: the split payment's reference",
+    path: 'api',
+    serial: true,
+    wallet: { covers: 'none', wallets: 0 },
+  },
+  {
+    id: walletScenarioIds.split,
+    description: `split, one payment at a time: ${SPLIT_WALLET_PART} from the wallet, the card the rest`,
+    path: 'api',
+    serial: true,
+    wallet: { covers: 'part', wallets: 1 },
+  },
+  {
+    id: walletScenarioIds.hot,
+    description: 'wallet-only payments at full concurrency, all on one hot wallet',
+    path: 'api',
+    wallet: { covers: 'all', wallets: 1 },
+  },
+  {
+    id: walletScenarioIds.spread,
+    description: `wallet-only payments at full concurrency, spread over ${SPREAD_WALLETS} wallets`,
+    path: 'api',
+    wallet: { covers: 'all', wallets: SPREAD_WALLETS },
   },
 ];
 
@@ -374,7 +415,7 @@ async function main(): Promise<number> {
   let infra: BenchInfra | undefined;
   const results: ScenarioResult[] = [];
   try {
-    infra = await startInfra(log);
+    infra = await startInfra(log, { wallets: options.scenarios.some((s) => s.wallet !== undefined) });
     if (infra.devServerArgs.length > 0) log(`dev server args: ${infra.devServerArgs.join(' ')}`);
     log(`stack ready in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
     for (const spec of options.scenarios) {
@@ -402,6 +443,8 @@ async function main(): Promise<number> {
   const failures = results.flatMap((r) => r.failures.map((f) => `${r.id}: ${f}`));
   if (results.length < options.scenarios.length) failures.push('not every scenario ran (deadline or interrupt)');
   const lines = findings(results);
+  const targets = walletTargets(results);
+  const walletsRan = results.some((r) => r.wallet !== undefined);
   const totalS = (performance.now() - t0) / 1000;
 
   const out = process.stdout;
@@ -420,6 +463,20 @@ async function main(): Promise<number> {
   out.write('Resources (CPU ms per payment while measuring; memory MiB)\n');
   out.write(`${resourceTable(results)}\n\n`);
   for (const line of lines) out.write(`- ${line}\n`);
+  if (walletsRan) {
+    out.write(`\nWallets (issue 23; ${infra?.wallets?.server ?? 'PostgreSQL'}, fsync on)\n`);
+    for (const r of results) {
+      if (r.wallet === undefined) continue;
+      const h = r.wallet.holdMs;
+      const holds = h.count === 0 ? 'no holds' : `holds p50/p95 ${h.p50}/${h.p95} ms (${h.count})`;
+      out.write(
+        `- ${r.id}: ${r.throughputPerS} pay/s, p50 ${r.latencyMs.p50} ms; ${holds}; wallets checked over ` +
+          `${r.wallet.checkedPayments} payments: ` +
+          `${r.wallet.problems.length === 0 && r.wallet.settled ? 'balances = entries = parts' : 'PROBLEMS'}\n`,
+      );
+    }
+    for (const t of targets) out.write(`  ${targetLine(t)}\n`);
+  }
 
   const file = path.join(__dirname, 'results', `${startedAt.toISOString().replace(/[:.]/g, '-')}.json`);
   mkdirSync(path.dirname(file), { recursive: true });
@@ -443,6 +500,7 @@ async function main(): Promise<number> {
         devServerArgs: infra?.devServerArgs,
         scenarios: results,
         findings: lines,
+        ...(walletsRan ? { walletTargets: targets, walletDatabase: infra?.wallets?.server } : {}),
         ok: failures.length === 0,
         failures,
       },
@@ -456,6 +514,7 @@ async function main(): Promise<number> {
   } else {
     out.write('OK: every payment charged exactly once, no unexpected answers\n');
   }
+  if (walletsRan) out.write(`${walletSummaryLine(targets)}\n`);
   // Last line: the run in one line (exit code 0 only when the money checks held).
   out.write(`${summaryLine(results)}\n`);
   return failures.length > 0 ? 1 : 0;

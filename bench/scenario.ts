@@ -26,6 +26,13 @@ import { forEachBounded } from './bounded';
 import { type BenchInfra, type ScenarioStack, benchTimings, startScenarioStack } from './stack';
 import { type DeliveryCost, deliveryCost } from './merchant-webhooks';
 import { type LatencySummary, summarize } from './stats';
+import {
+  type WalletScenarioResult,
+  type WalletSpec,
+  checkScenarioWallets,
+  fundWallets,
+  walletPartOf,
+} from './wallet-scenario';
 
 /** What a scenario does. */
 export interface ScenarioSpec {
@@ -48,6 +55,8 @@ export interface ScenarioSpec {
   readonly probeEagerUpdateWithStart?: boolean;
   /** One payment at a time (`serialPayments` of them): the unloaded latency, where per-hop savings show. */
   readonly serial?: boolean;
+  /** Payments with a wallet part (API path only): the stack has the wallets' database and funded wallets. */
+  readonly wallet?: WalletSpec;
 }
 
 /** Sizes and bounds shared by the scenarios of one run. */
@@ -75,6 +84,10 @@ export interface SimulatorCheck {
   readonly faultHits: number;
   readonly webhookDeliveries: number;
   readonly webhookNon2xx: number;
+  /** Payments whose create effect is not their card part (the amount less the wallet part). */
+  readonly wrongAmount: number;
+  /** Payments the wallet covered whole that reached the provider anyway (any request with their reference). */
+  readonly walletOnlySent: number;
 }
 
 export interface ScenarioResult {
@@ -125,6 +138,8 @@ export interface ScenarioResult {
   readonly measuredWindowUs: { readonly startUs: number; readonly endUs: number };
   /** BENCH_MERCHANT_WEBHOOKS=1: what delivering the scenario's events to its merchant cost (API paths only). */
   readonly merchantWebhooks?: DeliveryCost;
+  /** Wallet scenarios: the holds' timings and the wallets' money check. */
+  readonly wallet?: WalletScenarioResult;
   /** Why the scenario failed the bench; empty: passed. */
   readonly failures: readonly string[];
 }
@@ -171,7 +186,7 @@ export async function runScenario(
   const stack: ScenarioStack =
     spec.path === 'bare-workflow' || spec.path === 'no-engine'
       ? await startPeerStack(infra, spec.path, spec.id)
-      : await startScenarioStack(infra, spec.id, timings);
+      : await startScenarioStack(infra, spec.id, timings, { wallets: spec.wallet !== undefined });
   const closers: (() => Promise<void>)[] = [];
   try {
     let drive: Driver;
@@ -192,6 +207,7 @@ export async function runScenario(
           merchantId: stack.merchantId,
           scenario: spec.id,
           ...(spec.path === 'bare-workflow' ? { workflowIdOf: bareWorkflowId } : {}),
+          ...(spec.wallet ? { walletPartOf: walletPartOf(spec.wallet) } : {}),
         },
         settings.concurrency,
       );
@@ -201,6 +217,8 @@ export async function runScenario(
       drive = directDriver(directTarget);
     }
 
+    if (spec.wallet && spec.path !== 'api') throw new TypeError(`${spec.id}: wallet parts go through the API only`);
+    const funded = spec.wallet ? await fundWallets(stack, spec.wallet) : new Map<string, number>();
     const warm = await runLoad(drive, settings.warmup, settings.concurrency, signal);
     if (spec.faultRate) {
       infra.sim.addFaults({
@@ -211,7 +229,9 @@ export async function runScenario(
     log(`  ${spec.id}: ${settings.warmup} warm-up payments done; measuring ${settings.payments}...`);
     const cpuBefore = cpuSnapshot();
     const startUs = monotonicUs();
+    const holdsBefore = stack.walletLedger?.holdMs.length ?? 0;
     const measured = await runLoad(drive, settings.payments, settings.concurrency, signal, settings.warmup);
+    const measuredHoldMs = stack.walletLedger?.holdMs.slice(holdsBefore) ?? [];
     const cpu = cpuUsage(cpuBefore, cpuSnapshot(), measured.outcomes.length);
     const measuredWindowUs = { startUs, endUs: monotonicUs() };
     const wholeLife = spec.refundWindowMs !== undefined;
@@ -238,7 +258,19 @@ export async function runScenario(
     await withTimeout(infra.sim.flushWebhooks(), 20_000, 'webhook flush');
     const all = [...warm.outcomes, ...measured.outcomes];
     const simulator = checkSimulator(infra, stack.apiKey, all, probe, faultHits, deliveriesBefore);
-    const money = spec.path === 'bare-workflow' || spec.path === 'no-engine' ? [] : moneyProblems(infra, stack, all);
+    // A payment the wallet covered whole has nothing at the provider: the wallets' check below is its money check.
+    const money =
+      spec.path === 'bare-workflow' || spec.path === 'no-engine'
+        ? []
+        : moneyProblems(
+            infra,
+            stack,
+            all.filter((o) => cardPart(o) > 0),
+          );
+    const wallet =
+      spec.wallet && infra.wallets
+        ? await checkScenarioWallets(infra.wallets, stack, spec.wallet, all, funded, measuredHoldMs)
+        : undefined;
 
     const ledger = infra.sim.ledger(stack.apiKey);
     const faultedRefs = new Set(
@@ -286,6 +318,16 @@ export async function runScenario(
       failures.push(`simulator create effects ${simulator.createEffects} != payments ${simulator.expectedEffects}`);
     }
     if (simulator.missing > 0) failures.push(`${simulator.missing} payments have no create effect`);
+    if (simulator.wrongAmount > 0) {
+      failures.push(`${simulator.wrongAmount} payments' create effect is not their card part`);
+    }
+    if (simulator.walletOnlySent > 0) {
+      failures.push(`${simulator.walletOnlySent} payments the wallet covered whole reached the provider`);
+    }
+    if (wallet && !wallet.settled) failures.push('wallet holds were not all settled within 30 s of the answers');
+    if (wallet && wallet.problems.length > 0) {
+      failures.push(`wallets: ${wallet.problems.length} problem(s), first: ${wallet.problems[0]}`);
+    }
     if (money.length > 0)
       failures.push(`money invariant: ${money.length} problem(s), first: ${money[0]?.kind} ${money[0]?.message}`);
     if (errorOutcomes.length > 0) failures.push(`${errorOutcomes.length} payments had unexpected answers`);
@@ -347,6 +389,7 @@ export async function runScenario(
       cpu,
       measuredWindowUs,
       ...(delivery ? { merchantWebhooks: delivery } : {}),
+      ...(wallet ? { wallet } : {}),
       failures,
     };
   } finally {
@@ -423,7 +466,13 @@ function moneyProblems(
   });
 }
 
-/** Exactly one create effect per payment driven, and none twice for one reference. */
+/** What the provider is charged for a payment: its amount less its wallet part. */
+const cardPart = (o: PaymentOutcome): number => o.amount - (o.wallet?.amount ?? 0);
+
+/**
+ * Exactly one create effect per payment driven with a card part, of that card part, and none twice for one reference;
+ * nothing at all at the provider for a payment the wallet covered whole.
+ */
 function checkSimulator(
   infra: BenchInfra,
   apiKey: string,
@@ -436,13 +485,18 @@ function checkSimulator(
   const creates = ledger.effects.filter((e) => e.operation === 'create');
   const perReference = new Map<string, number>();
   for (const e of creates) perReference.set(e.reference, (perReference.get(e.reference) ?? 0) + 1);
+  const carded = outcomes.filter((o) => cardPart(o) > 0);
+  const sent = new Set(ledger.requests.map((r) => r.reference));
   // The simulator keeps one delivery log for the run; scenarios run one at a time, each flushed before the next.
   const deliveries = infra.sim.webhookDeliveries().slice(deliveriesBefore);
   return {
     createEffects: creates.length,
-    expectedEffects: outcomes.length + (probe?.accepted ? 1 : 0),
+    expectedEffects: carded.length + (probe?.accepted ? 1 : 0),
     doubleCharged: [...perReference.values()].filter((n) => n > 1).length,
-    missing: outcomes.filter((o) => !perReference.has(o.orderId)).length,
+    missing: carded.filter((o) => !perReference.has(o.orderId)).length,
+    wrongAmount: carded.filter((o) => creates.some((e) => e.reference === o.orderId && e.amount !== cardPart(o)))
+      .length,
+    walletOnlySent: outcomes.filter((o) => cardPart(o) === 0 && sent.has(o.orderId)).length,
     createRequests: ledger.requests.filter((r) => r.operation === 'create').length,
     faultHits,
     webhookDeliveries: deliveries.length,

@@ -5,10 +5,14 @@
  * timings and retries.
  */
 import { randomUUID } from 'node:crypto';
+import { mkdtempSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { Client, Connection } from '@temporalio/client';
 import { type TestWorkflowEnvironment } from '@temporalio/testing';
 import { DefaultLogger, Runtime, type WorkflowBundleWithSourceMap, bundleWorkflowCode } from '@temporalio/worker';
 import type { FastifyInstance } from 'fastify';
+import type pg from 'pg';
 import pino, { type Logger } from 'pino';
 import {
   type DynamicConfigValue,
@@ -16,11 +20,14 @@ import {
   singleBoxDynamicConfig,
   startDevServer,
 } from '../scripts/lib/dev-server';
+import { startPostgresServer } from '../scripts/lib/postgres-server';
+import { createPool, openDatabase } from '../src/db';
 import { type PaymentTimings, defaultPaymentTimings } from '../src/domain/workflow-inputs';
 import { createProvider, simulatorCapabilities, webhookVerifiers } from '../src/providers';
 import type { RestProvider } from '../src/providers/rest/adapter';
 import { type RunningSimulator, startSimulator } from '../src/simulator/server';
 import { type RunningApi, runClosers, startStack } from '../src/stack';
+import { type HoldArgs, type HoldResult, WalletLedger } from '../src/wallets';
 import { type BenchMerchantWebhooks, startBenchMerchantWebhooks } from './merchant-webhooks';
 
 /** Production timings (a settled payment stays open for its refund window: no timer fires during the bench). */
@@ -50,11 +57,28 @@ export interface BenchInfra {
   readonly namespace: string;
   /** BENCH_MERCHANT_WEBHOOKS=1: payments announce their events to an endpoint (bench/merchant-webhooks.ts). */
   readonly merchantWebhooks: BenchMerchantWebhooks | undefined;
+  /** The payments database of the wallet scenarios (started only when one of them runs). */
+  readonly wallets: BenchWalletDatabase | undefined;
   close(): Promise<void>;
 }
 
+/** A durable PostgreSQL of the run's own (fsync on, as `npm start`'s), migrated: the wallets' database. */
+export interface BenchWalletDatabase {
+  readonly url: string;
+  /** `PostgreSQL 17.x (system)`: which server ran. */
+  readonly server: string;
+  /** The bench's own pool: funding checks and the money check's reads (the stacks have pools of their own). */
+  readonly pool: pg.Pool;
+}
+
+/** What {@link startInfra} starts besides Temporal and the simulator. */
+export interface InfraOptions {
+  /** A PostgreSQL for the wallet scenarios. */
+  readonly wallets?: boolean;
+}
+
 /** Starts the run-wide infrastructure; `log` receives progress lines. */
-export async function startInfra(log: (line: string) => void): Promise<BenchInfra> {
+export async function startInfra(log: (line: string) => void, options: InfraOptions = {}): Promise<BenchInfra> {
   // Core's own logs (worker state changes) stay quiet unless something is wrong.
   Runtime.install({ logger: new DefaultLogger('ERROR') });
   const logger = pino({ level: process.env.BENCH_LOG_LEVEL ?? 'silent' });
@@ -91,8 +115,19 @@ export async function startInfra(log: (line: string) => void): Promise<BenchInfr
     const apiClient = new Client({ connection: apiConnection, namespace });
     const merchantWebhooks = await startBenchMerchantWebhooks(log);
     if (merchantWebhooks) closers.unshift(() => merchantWebhooks.close());
+    let wallets: BenchWalletDatabase | undefined;
+    if (options.wallets) {
+      const server = await startPostgresServer({ dir: mkdtempSync(path.join(os.tmpdir(), 'pw-bench-postgres-')) });
+      closers.unshift(() => server.close(true));
+      const url = await server.createDatabase('payments');
+      const db = await openDatabase({ url, poolSize: 4 }, logger);
+      closers.unshift(() => db.close());
+      wallets = { url, server: `PostgreSQL ${server.version} (${server.bin.source})`, pool: db.pool };
+      log(`wallets: ${wallets.server}, fsync on`);
+    }
     return {
       merchantWebhooks,
+      wallets,
       env,
       nativeClient,
       apiClient,
@@ -156,9 +191,31 @@ export interface ScenarioStack {
   readonly token: string;
   readonly app: FastifyInstance;
   readonly provider: RestProvider;
+  /** With wallets: the workers' ledger, which times each hold. */
+  readonly walletLedger?: TimedWalletLedger;
   /** Stops the API and drains the workers. Idempotent. */
   close(): Promise<void>;
 }
+
+/**
+ * The workers' ledger, timing each hold call: the hold transaction's own latency as the payment's activity sees it
+ * (pool, group commit, BEGIN to COMMIT with the WAL flush), nothing of Temporal's.
+ */
+export class TimedWalletLedger extends WalletLedger {
+  readonly holdMs: number[] = [];
+
+  override async hold(args: HoldArgs): Promise<HoldResult> {
+    const started = performance.now();
+    try {
+      return await super.hold(args);
+    } finally {
+      this.holdMs.push(performance.now() - started);
+    }
+  }
+}
+
+/** The connections of one process, as `DATABASE_POOL_SIZE`'s default gives it (the API and the worker have each one). */
+const PROCESS_POOL_SIZE = 10;
 
 /**
  * Starts workers and API on a fresh task queue, a fresh simulator merchant whose webhooks go to that API; `timings`
@@ -168,8 +225,10 @@ export async function startScenarioStack(
   infra: BenchInfra,
   name: string,
   timings: PaymentTimings = benchTimings,
+  { wallets = false }: { readonly wallets?: boolean } = {},
 ): Promise<ScenarioStack> {
   const { env, sim, logger } = infra;
+  if (wallets && infra.wallets === undefined) throw new TypeError('startScenarioStack: the run has no wallet database');
   const apiKey = `sk_bench_${randomUUID()}`;
   const merchantId = `bench_${randomUUID().slice(0, 8)}`;
   const token = `tok_bench_${randomUUID()}`;
@@ -185,6 +244,15 @@ export async function startScenarioStack(
     },
     logger,
   );
+  // With wallets, a pool for the API and one for the workers, as their two processes have (DATABASE_URL).
+  const pools =
+    wallets && infra.wallets
+      ? [0, 1].map(() => createPool({ url: (infra.wallets as BenchWalletDatabase).url, poolSize: PROCESS_POOL_SIZE }))
+      : [];
+  const [apiPool, workerPool] = pools;
+  let poolsClosed: Promise<void> | undefined;
+  const closePools = () => (poolsClosed ??= Promise.all(pools.map((p) => p.end())).then(() => undefined));
+  const walletLedger = workerPool === undefined ? undefined : new TimedWalletLedger(workerPool);
   try {
     const stack = await startStack({
       logger,
@@ -202,6 +270,7 @@ export async function startScenarioStack(
           ...(infra.merchantWebhooks ? { merchantEvents: true } : {}),
         },
         config: { API_TOKENS: [{ merchantId, token }] },
+        ...(apiPool ? { wallets: new WalletLedger(apiPool) } : {}),
         webhooks: webhookVerifiers({ WEBHOOK_SECRET, WEBHOOK_TOLERANCE_S: 300 }),
         ...(infra.merchantWebhooks
           ? { webhookEndpoints: { endpoints: infra.merchantWebhooks.endpoints, allowPrivateUrls: true } }
@@ -210,10 +279,11 @@ export async function startScenarioStack(
       workers: {
         providers: { simulator: provider },
         workflows: { workflowBundle: infra.bundle },
+        ...(walletLedger ? { wallets: walletLedger } : {}),
         ...(infra.merchantWebhooks ? { merchantWebhooks: { outbox: infra.merchantWebhooks.outbox } } : {}),
       },
       // After the API (stop taking requests and webhooks) and the workers (activities in flight use it).
-      closers: [() => provider.close()],
+      closers: [() => provider.close(), closePools],
     });
     const { app, url } = stack.api as RunningApi;
     await infra.merchantWebhooks?.endpoints.put(merchantId, infra.merchantWebhooks.receiverUrl);
@@ -226,9 +296,20 @@ export async function startScenarioStack(
         ? {}
         : { webhook_url: `${url}/webhooks/simulator`, webhook_secret: WEBHOOK_SECRET }),
     });
-    return { taskQueue, url, apiKey, merchantId, token, app, provider, close: () => stack.close() };
+    return {
+      taskQueue,
+      url,
+      apiKey,
+      merchantId,
+      token,
+      app,
+      provider,
+      ...(walletLedger ? { walletLedger } : {}),
+      close: () => stack.close(),
+    };
   } catch (err) {
     await provider.close();
+    await closePools();
     throw err;
   }
 }
