@@ -16,7 +16,8 @@ describe('idempotency', () => {
     const apiKey = newApiKey();
     const key = newKey();
     const body = createBody();
-    sim.addFaults({ rules: [{ match: { key }, fault: 'latency', latency_ms: 500, times: 1 }] });
+    // The first request holds the key for 5 s: on a loaded CI machine none of 49 local requests had arrived within 500 ms.
+    sim.addFaults({ rules: [{ match: { key }, fault: 'latency', latency_ms: 5_000, times: 1 }] });
     const first = call(sim, 'POST', '/v1/payments', { apiKey, key, body });
     // The rule is spent in the same tick as the key is claimed, so from here the first request holds the key.
     await waitFor('the first request to claim the key', () => sim.faults()[0]?.remaining === 0);
