@@ -44,6 +44,11 @@ const retry: RetryPolicy = {
  */
 export const walletActivityOptions = {
   hold: { startToCloseTimeout: '15s', scheduleToCloseTimeout: '1m', retry },
+  /**
+   * The wallet-only payment's capture in its first workflow task (a local activity, like the hold): a minute, as the
+   * hold; past it the payment's settlement captures with the `settle` budget.
+   */
+  firstCapture: { startToCloseTimeout: '15s', scheduleToCloseTimeout: '1m', retry },
   settle: { startToCloseTimeout: '15s', scheduleToCloseTimeout: '1d', retry: { ...retry, maximumInterval: '1m' } },
   read: { startToCloseTimeout: '5s', scheduleToCloseTimeout: '10s', retry },
 } as const satisfies Record<string, ActivityOptions>;

@@ -125,6 +125,14 @@ export const PATCHES = {
       'an activity that times out before it starts needs the server unable to hand its task to any worker for the ' +
       "whole write budget (the soak's overloaded cluster); no test stages that, the classification is unit-tested",
   },
+  walletLocalSteps: {
+    id: 'wallet-local-steps',
+    since: 'HEAD',
+    change:
+      "a wallet part's hold, and a wallet-only payment's capture, are local activities in the payment's first workflow task",
+    before:
+      'ordinary activities on the workflow task queue, each a workflow task of its own (3 tasks before the answer)',
+  },
   continueAfterCancelledReconciles: {
     id: 'continue-after-cancelled-reconciles-end',
     since: 'a831fe1',

@@ -1,4 +1,11 @@
-import { ApplicationFailure, condition, log, proxyActivities } from '@temporalio/workflow';
+import {
+  ApplicationFailure,
+  condition,
+  log,
+  patched,
+  proxyActivities,
+  proxyLocalActivities,
+} from '@temporalio/workflow';
 import type { WalletActivities } from '../activities/wallets';
 import type { PaymentStatus, WalletPartView } from '../domain/payment';
 import { WalletFailure } from '../domain/wallet-errors';
@@ -7,9 +14,26 @@ import type { ChargeWorkflowInput } from '../domain/workflow-inputs';
 import { failureType, messageOf } from './failures';
 import type { Handoffs } from './handoffs';
 import { noHandoffs } from './handoffs';
+import { PATCHES } from './patches';
 import { nowIso } from './payment-port';
 import { type PaymentState, walletRefundable } from './payment-state';
 
+/**
+ * Patch: the payment's first wallet steps (the hold; a wallet-only payment's capture) are local activities on the
+ * workflow's own worker, in its first workflow task, so the first answer waits for no other task (a wallet-only
+ * payment's history: one workflow task, as a card payment's). Each is idempotent by its operation id, so a worker that
+ * dies during one leaves nothing a re-run of the task cannot read back. Older runs scheduled them as activities.
+ */
+const WALLET_LOCAL_STEPS = PATCHES.walletLocalSteps.id;
+
+const { holdWallet: holdWalletInTask } = proxyLocalActivities<WalletActivities>({
+  ...walletActivityOptions.hold,
+  summary: 'hold the payment’s wallet part before the provider is charged for the rest (in the first task)',
+});
+const { captureWalletHold: captureWalletOnlyInTask } = proxyLocalActivities<WalletActivities>({
+  ...walletActivityOptions.firstCapture,
+  summary: 'capture the wallet-only payment (in the first task)',
+});
 const { holdWallet } = proxyActivities<WalletActivities>({
   ...walletActivityOptions.hold,
   summary: 'hold the payment’s wallet part before the provider is charged for the rest',
@@ -54,7 +78,8 @@ export async function holdWalletPart(payment: WalletPort): Promise<boolean> {
   const view = state.view.wallet;
   if (part === undefined || view === undefined) return true;
   try {
-    const held = await holdWallet({
+    const hold = patched(WALLET_LOCAL_STEPS) ? holdWalletInTask : holdWallet;
+    const held = await hold({
       merchantId: input.merchantId,
       walletId: part.walletId,
       paymentKey: input.key,
@@ -87,7 +112,8 @@ export async function holdWalletPart(payment: WalletPort): Promise<boolean> {
 export async function payFromWallet(payment: WalletPort): Promise<void> {
   const { input, state } = payment;
   try {
-    await captureWalletHold(settleArgs(input));
+    const capture = patched(WALLET_LOCAL_STEPS) ? captureWalletOnlyInTask : captureWalletHold;
+    await capture(settleArgs(input));
     markWallet(state, 'captured');
   } catch (err) {
     log.warn('the wallet-only payment’s capture is left to the settlement', { reason: messageOf(err) });

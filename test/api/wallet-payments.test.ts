@@ -80,6 +80,21 @@ const simOf = (orderId: string) => {
 };
 const pay = (key: string, body: Record<string, unknown>, harness: ApiHarness = h) =>
   harness.request('POST', '/v1/payments', { key, body });
+/** The payment's wallet steps in its history, in order: local activity or activity, its type, its summary. */
+async function walletSteps(key: string): Promise<[string, string, string][]> {
+  const history = await env.client.workflow.getHandle(chargeWorkflowId(h.a.id, key)).fetchHistory();
+  return (history.events ?? []).flatMap((e): [string, string, string][] => {
+    const marker = e.markerRecordedEventAttributes;
+    const data = marker?.markerName === 'core_local_activity' ? marker.details?.data?.payloads?.[0] : undefined;
+    const [kind, name] = data
+      ? ['local', defaultPayloadConverter.fromPayload<{ activity_type: string }>(data).activity_type]
+      : ['activity', e.activityTaskScheduledEventAttributes?.activityType?.name];
+    const summary = e.userMetadata?.summary;
+    return name?.includes('Wallet') && summary
+      ? [[kind, name, defaultPayloadConverter.fromPayload<string>(summary)]]
+      : [];
+  });
+}
 const view = async (key: string) => (await h.request('GET', `/v1/payments/${encodeURIComponent(key)}`)).body;
 /** The payment's view once its status is `status` (any, when absent) and its wallet part's is `wallet`. */
 const settledAs = (key: string, wallet: 'captured' | 'released', status?: string, timeoutMs?: number) =>
@@ -164,16 +179,10 @@ describe('POST /v1/payments with a wallet part: the money', () => {
     ]);
     const sim = simOf(body.orderId as string);
     expect(sim.effects.map((e) => [e.operation, e.amount])).toEqual([['create', 1_100]]);
-    // The web UI tells it: each wallet step's activity carries a summary.
-    const history = await env.client.workflow.getHandle(chargeWorkflowId(h.a.id, key)).fetchHistory();
-    const summaries = (history.events ?? []).flatMap((e) => {
-      const name = e.activityTaskScheduledEventAttributes?.activityType?.name;
-      const payload = e.userMetadata?.summary;
-      return name?.includes('Wallet') && payload ? [[name, defaultPayloadConverter.fromPayload<string>(payload)]] : [];
-    });
-    expect(summaries).toEqual([
-      ['holdWallet', expect.stringContaining('hold the payment’s wallet part')],
-      ['captureWalletHold', expect.stringContaining('capture the wallet part')],
+    // The web UI tells it: each wallet step carries a summary; the hold is a local activity of the first task.
+    expect(await walletSteps(key)).toEqual([
+      ['local', 'holdWallet', expect.stringContaining('hold the payment’s wallet part')],
+      ['activity', 'captureWalletHold', expect.stringContaining('capture the wallet part')],
     ]);
     const metrics = await workerRegistry.metrics();
     expect(metrics).toMatch(/payments_wallet_operations_total\{kind="hold",outcome="applied"\} [1-9]/);
@@ -317,6 +326,14 @@ describe('POST /v1/payments with a wallet part: the money', () => {
       ['capture', 700],
     ]);
     expect(simOf(body.orderId as string).requests).toEqual([]);
+    // Both steps in the payment's first workflow task: the answer waits for no other task.
+    expect(await walletSteps(key)).toEqual([
+      ['local', 'holdWallet', expect.stringContaining('hold the payment’s wallet part')],
+      ['local', 'captureWalletHold', expect.stringContaining('capture the wallet-only payment')],
+    ]);
+    const events = (await env.client.workflow.getHandle(chargeWorkflowId(h.a.id, key)).fetchHistory()).events ?? [];
+    const tasksBeforeAnswer = events.filter((e) => e.workflowTaskCompletedEventAttributes).length;
+    expect(tasksBeforeAnswer).toBe(1);
     await recordHistories(h, 'wallet-only-payment', [chargeWorkflowId(h.a.id, key)]);
   });
 

@@ -5,9 +5,7 @@
  * key while another key of its order is open. Each records what it did in the trace; the end-of-sequence invariant
  * (bench/money-invariant.ts) judges the money.
  */
-import { chargeWorkflowId } from '../../src/domain/ids';
-import { type Cmd, MOVING, OP_ANSWERS, arm, sendCharge, sendOp, seenOf } from './commands';
-import { eventually } from '../helpers/eventually';
+import { type Cmd, MOVING, OP_ANSWERS, arm, chargeKillingHolder, sendCharge, sendOp, seenOf } from './commands';
 import {
   type ChargeBody,
   type Model,
@@ -75,26 +73,11 @@ export class CrashDuringCreate implements Cmd {
   async run(m: Model, w: World) {
     if (this.then !== 'none') providerDisturbed(m);
     const body = newCharge(m);
-    await arm(w, { kind: 'latency', latencyMs: 1_200 }, 'create', body.orderId);
-    const key = fresh(m, 'pay');
     const label = this.toString();
-    const answer = sendCharge(m, w, this.merchant, key, body, label);
-    const reached = await eventually(
-      `${label}'s create at the provider`,
-      () => w.h.sim.ledger(w.h.apiKey).requests.some((r) => r.operation === 'create' && r.reference === body.orderId),
-      6_000,
-      20,
-    ).then(
-      () => true,
-      () => false,
-    );
-    const killed = reached ? await w.fleet.killHolder(chargeWorkflowId(w.merchant(this.merchant).id, key)) : undefined;
-    m.trace.push(`${label}: ${killed === undefined ? 'no worker killed' : `worker ${killed + 1} SIGKILLed`}`);
-    if (this.then === 'refused') await w.outage('refused', CRASH_OUTAGE_MS);
-    if (this.then === 'coolDown') await setCoolDown(m, w, this.merchant, `${label} cool-down`);
-    const r = await answer;
-    if (!MOVING.includes(String(r.status)))
-      violation(m, `${label}: answered ${describeAnswer(r)}, expected 200 or 202: ${JSON.stringify(r.body)}`);
+    await chargeKillingHolder(m, w, this.merchant, body, label, async () => {
+      if (this.then === 'refused') await w.outage('refused', CRASH_OUTAGE_MS);
+      if (this.then === 'coolDown') await setCoolDown(m, w, this.merchant, `${label} cool-down`);
+    });
   }
   toString = () => `crashDuringCreate(${this.merchant}, then ${this.then})`;
 }

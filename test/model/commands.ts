@@ -4,8 +4,10 @@
  * was told in the model for the end-of-sequence checks against the provider's ledger.
  */
 import type fc from 'fast-check';
+import { chargeWorkflowId } from '../../src/domain/ids';
 import type { PaymentView } from '../../src/domain/payment';
 import type { ApiResponse } from '../api/harness';
+import { eventually } from '../helpers/eventually';
 import { type FaultSpec, describeFault, faultRules } from './faults';
 import {
   type ChargeBody,
@@ -59,6 +61,39 @@ export async function sendCharge(
   }
   m.seen.push(seenOf(m, 'charge', merchant, key, key, body.amount.value, r));
   return r;
+}
+
+/**
+ * Sends `body` as a charge whose create lingers 1.2 s at the provider, SIGKILLs the worker holding the charge once the
+ * create has reached the provider (the local first attempt dies with its worker), runs `afterKill`, and checks that
+ * the answer still moves money (200 or 202): a create that may have been sent is never `failed`.
+ */
+export async function chargeKillingHolder(
+  m: Model,
+  w: World,
+  merchant: MerchantName,
+  body: ChargeBody,
+  label: string,
+  afterKill: () => Promise<void> = async () => {},
+): Promise<void> {
+  await arm(w, { kind: 'latency', latencyMs: 1_200 }, 'create', body.orderId);
+  const key = fresh(m, 'pay');
+  const answer = sendCharge(m, w, merchant, key, body, label);
+  const reached = await eventually(
+    `${label}'s create at the provider`,
+    () => w.h.sim.ledger(w.h.apiKey).requests.some((r) => r.operation === 'create' && r.reference === body.orderId),
+    6_000,
+    20,
+  ).then(
+    () => true,
+    () => false,
+  );
+  const killed = reached ? await w.fleet.killHolder(chargeWorkflowId(w.merchant(merchant).id, key)) : undefined;
+  m.trace.push(`${label}: ${killed === undefined ? 'no worker killed' : `worker ${killed + 1} SIGKILLed`}`);
+  await afterKill();
+  const r = await answer;
+  if (!MOVING.includes(String(r.status)))
+    violation(m, `${label}: answered ${describeAnswer(r)}, expected 200 or 202: ${JSON.stringify(r.body)}`);
 }
 
 export function seenOf(

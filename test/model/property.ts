@@ -25,7 +25,14 @@ import {
   ReuseOpKey,
   WebhookMode,
 } from './commands';
-import { CreditWallet, RepeatWalletCharge, WalletCharge, WalletRefund, type WalletShape } from './wallet-commands';
+import {
+  CrashDuringWalletCharge,
+  CreditWallet,
+  RepeatWalletCharge,
+  WalletCharge,
+  WalletRefund,
+  type WalletShape,
+} from './wallet-commands';
 import { CrashDuringCreate, LongRetryAfter, ProviderOutage, RepeatWhileOrderOpen, RollingDeploy } from './adversaries';
 import { type FaultKind, faultArb, faultKinds } from './faults';
 import { type Model, newModel } from './model';
@@ -58,6 +65,7 @@ export const commandNames = [
   'repeatWalletCharge',
   'rollingDeploy',
   'crashDuringCreate',
+  'crashDuringWalletCharge',
   'providerOutage',
   'longRetryAfter',
 ] as const;
@@ -285,6 +293,7 @@ export function commandArbs(exclude: readonly string[], heavy = 1): fc.Arbitrary
         .tuple(merchant, fc.constantFrom<'refused' | 'coolDown' | 'none'>('refused', 'coolDown', 'none'))
         .map(([mm, then]) => new CrashDuringCreate(mm, then)),
     ],
+    ['crashDuringWalletCharge', merchant.map((mm) => new CrashDuringWalletCharge(mm))],
     [
       'providerOutage',
       fc

@@ -7,7 +7,7 @@
 import type { PaymentView } from '../../src/domain/payment';
 import type { ApiResponse } from '../api/harness';
 import { type FaultSpec, describeFault } from './faults';
-import { type Cmd, MOVING, OP_ANSWERS, arm, sendCharge, sendOp, seenOf } from './commands';
+import { type Cmd, MOVING, OP_ANSWERS, arm, chargeKillingHolder, sendCharge, sendOp, seenOf } from './commands';
 import {
   type ChargeBody,
   type Model,
@@ -157,6 +157,31 @@ export class WalletCharge implements Cmd {
     `walletCharge(${this.merchant}, ${this.shape}${this.shape === 'walletOnly' ? '' : ` ${this.fraction}`}, ${
       CHARGES[this.amountIdx % CHARGES.length]
     })${describeFault(this.fault)}`;
+}
+
+/**
+ * A split charge whose worker is SIGKILLed after its wallet part was held and while its card part's local first
+ * attempt is at the provider (held 1.2 s, committed anyway): both are local activities of the payment's first
+ * workflow task, so the hold is in the ledger and nothing of that task is in history. The next worker runs the task
+ * again: the hold under the same operation id (the ledger answers the one it has: W3 fails on a second), the create as
+ * possibly sent. Then, as every payment: one hold, captured once the card part succeeded, one create.
+ */
+export class CrashDuringWalletCharge implements Cmd {
+  constructor(readonly merchant: MerchantName) {}
+  check = () => true;
+  async run(m: Model, w: World) {
+    const label = this.toString();
+    const wallet = await newWallet(m, w, this.merchant, 3_000, `${label} wallet`);
+    const body: ChargeBody = {
+      orderId: fresh(m, 'order'),
+      amount: { value: 1_400, currency: 'EUR' },
+      paymentMethod: 'pm_card_visa',
+      capture: 'automatic',
+      wallet: { walletId: wallet.walletId, amount: 400 },
+    };
+    await chargeKillingHolder(m, w, this.merchant, body, label);
+  }
+  toString = () => `crashDuringWalletCharge(${this.merchant})`;
 }
 
 /** How much of a payment a wallet refund asks: within the wallet's part, past it into the card's, all, or more. */
