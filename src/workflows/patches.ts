@@ -127,7 +127,7 @@ export const PATCHES = {
   },
   walletLocalSteps: {
     id: 'wallet-local-steps',
-    since: 'HEAD',
+    since: 'e9b33b2',
     change:
       "a wallet part's hold, and a wallet-only payment's capture, are local activities in the payment's first workflow task",
     before:
