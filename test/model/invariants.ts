@@ -9,7 +9,7 @@ import type { PaymentView } from '../../src/domain/payment';
 import { checkMoneyInvariant, invariantAnswer } from '../../bench/money-invariant';
 import { operatorResolve } from './commands';
 import { type Model, type PaymentRec, ModelViolation, paymentOf, see } from './model';
-import { type LedgerEntry, type WalletCase, checkWallets, readLedger } from './wallet-invariants';
+import { type LedgerEntry, type WalletCase, cardSide, checkWallets, readLedger } from '../../bench/wallet-invariants';
 import type { MerchantName, SimEffect, SimPayment, World } from './world';
 
 /** How long a sequence may take to settle after its last command. */
@@ -133,7 +133,7 @@ export async function settleAndCheck(w: World, m: Model): Promise<void> {
   const walletLedger = await readLedger(w.db);
   // The provider's side only (docs/http-api.md#payments-with-a-wallet-part): a wallet-only payment is none of the
   // provider's business, and a refund counts at the provider for its card share (what the wallet did not take).
-  const card = cardSide(m, walletLedger.entries, (merchant) => w.merchant(merchant).id);
+  const card = cardSideOf(m, walletLedger.entries, (merchant) => w.merchant(merchant).id);
   const invariant = checkMoneyInvariant({
     payments: m.payments
       .filter((p) => !card.walletOnly(p))
@@ -234,29 +234,18 @@ function ownership(
   return problems;
 }
 
-/**
- * The card side of the sequence's payments with a wallet part, for the money invariant: which are wallet-only, a
- * refund's card share (its amount less what the wallet's entry of its key took), and a view without the refunds the
- * wallet covered entirely (the provider never saw them).
- */
-function cardSide(m: Model, entries: readonly LedgerEntry[], merchantId: (name: MerchantName) => string) {
-  const walletShare = new Map(entries.filter((e) => e.kind === 'refund').map((e) => [e.operationId, e.amount]));
+/** The card side of the sequence's payments with a wallet part (bench/wallet-invariants.ts' cardSide), by PaymentRec. */
+function cardSideOf(m: Model, entries: readonly LedgerEntry[], merchantId: (name: MerchantName) => string) {
+  const card = cardSide(entries);
   const refund = (p: PaymentRec, key: string, amount: number | undefined): number | undefined =>
-    p.body.wallet === undefined || amount === undefined
-      ? amount
-      : amount - (walletShare.get(`refund:${merchantId(p.merchant)}:${key}`) ?? 0);
+    card.refund(merchantId(p.merchant), p.body.wallet !== undefined, key, amount);
   const requested = (p: PaymentRec, key: string) =>
     m.ops.find((o) => o.merchant === p.merchant && o.paymentKey === p.key && o.key === key)?.body.amount;
   return {
-    walletOnly: (p: PaymentRec) => p.body.wallet !== undefined && p.body.wallet.amount === p.body.amount.value,
+    walletOnly: (p: PaymentRec) => card.walletOnly(p.body.amount.value, p.body.wallet),
     refund,
-    view(p: PaymentRec, view: PaymentView | undefined): PaymentView | undefined {
-      if (view === undefined || p.body.wallet === undefined || view.operations === undefined) return view;
-      const operations = view.operations.filter(
-        (o) => o.kind !== 'refund' || refund(p, o.key, requested(p, o.key)) !== 0,
-      );
-      return { ...view, operations };
-    },
+    view: (p: PaymentRec, view: PaymentView | undefined): PaymentView | undefined =>
+      card.view(merchantId(p.merchant), p.body.wallet !== undefined, view, (key) => requested(p, key)),
   };
 }
 

@@ -3,12 +3,12 @@
  * rule fails on an input doctored to break it (an entry missing, a double capture, a release after success, ...).
  */
 import type { InvariantEffect } from '../../bench/money-invariant';
-import { type LedgerEntry, type WalletCase, type WalletCheckInput, checkWallets } from './wallet-invariants';
+import { type LedgerEntry, type WalletCase, type WalletCheckInput, checkWallets } from '../../bench/wallet-invariants';
 
 type Step = [LedgerEntry['kind'], string, number, string?];
 
 /** Entries of wallet `w1` of merchant `m` in order, with the running balance and held an honest ledger writes. */
-function entries(steps: readonly Step[]): LedgerEntry[] {
+function entries(steps: readonly Step[]): Required<LedgerEntry>[] {
   let balance = 0;
   let held = 0;
   return steps.map(([kind, key, amount, holdKey], i) => {
@@ -68,7 +68,7 @@ const effect = (operation: InvariantEffect['operation'], key: string, amount: nu
 
 function honest(): WalletCheckInput {
   const es = entries(honestSteps);
-  const last = es.at(-1) as LedgerEntry;
+  const last = es.at(-1) as Required<LedgerEntry>;
   return {
     wallets: [{ merchantId: 'm', walletId: 'w1', balance: last.balanceAfter, held: last.heldAfter }],
     entries: es,
@@ -92,7 +92,7 @@ function honest(): WalletCheckInput {
 /** The honest input with its entries rebuilt from `steps` (the wallet row follows them). */
 function withSteps(steps: Step[]): WalletCheckInput {
   const es = entries(steps);
-  const last = es.at(-1) as LedgerEntry;
+  const last = es.at(-1) as Required<LedgerEntry>;
   return {
     ...honest(),
     entries: es,
