@@ -1,10 +1,11 @@
 /**
  * The soak's verdict, pure: from what the soak asked and was answered, each payment's final view, and the provider's
  * ledger, the money invariant (bench/money-invariant.ts, the one every harness holds) counted as double effects, stuck
- * payments and mismatches.
+ * payments and mismatches. A payment with a wallet part counts by its card side (bench/wallet-invariants.ts' cardSide);
+ * its wallet side is bench/soak-wallets.ts'.
  */
-import type { Ledger } from '../src/simulator/server';
-import { type InvariantView, checkMoneyInvariant } from './money-invariant';
+import { type InvariantInput, type InvariantView, checkMoneyInvariant } from './money-invariant';
+import { type LedgerEntry, cardSide } from './wallet-invariants';
 
 /** One payment the soak drove. */
 export interface SoakPayment {
@@ -13,6 +14,8 @@ export interface SoakPayment {
   readonly amount: number;
   readonly capture: 'automatic' | 'manual';
   readonly declines: boolean;
+  /** Its wallet part (automatic capture only): the card is charged the rest. */
+  readonly wallet?: { readonly walletId: string; readonly amount: number };
 }
 
 /** One final HTTP answer the soak got (after its own retries of 503s and dropped connections), in order. */
@@ -89,20 +92,38 @@ export function checkSoak(
   payments: readonly SoakPayment[],
   answers: readonly SoakAnswer[],
   views: ReadonlyMap<string, SoakView>,
-  ledger: Pick<Ledger, 'effects'> & Partial<Pick<Ledger, 'requests'>>,
+  ledger: InvariantInput['ledger'],
   /** Views read before the final one (e.g. a review an operator then resolved). */
   earlier: ReadonlyMap<string, readonly InvariantView[]> = new Map(),
+  /** The entries of the wallets the payments used (a refund's wallet share is not the provider's). */
+  walletEntries: readonly Pick<LedgerEntry, 'kind' | 'operationId' | 'amount'>[] = [],
 ): SoakVerdict {
   const charges = chargeAnswers(answers);
+  const card = cardSide(walletEntries);
+  const byKey = new Map(payments.map((p) => [p.key, p]));
+  const asked = new Map(answers.filter((a) => a.kind === 'refund').map((a) => [`${a.payment} ${a.opKey}`, a.amount]));
+  const cardView = <V extends InvariantView>(p: SoakPayment, v: V | undefined) =>
+    card.view(merchantId, p.wallet !== undefined, v, (key) => asked.get(`${p.key} ${key}`));
   const problems = checkMoneyInvariant({
-    payments: payments.map((p) => ({
-      merchantId,
-      key: p.key,
-      capture: p.capture,
-      ...(stateOf(charges, p.key) === 'refused' ? {} : { final: views.get(p.key) ?? { error: 'never read' } }),
-      earlier: earlier.get(p.key) ?? [],
-    })),
-    answers: answers.map(({ payment, ...a }) => ({ ...a, merchantId, paymentKey: payment })),
+    payments: payments
+      .filter((p) => !card.walletOnly(p.amount, p.wallet))
+      .map((p) => {
+        const final = views.get(p.key) ?? { error: 'never read' };
+        return {
+          merchantId,
+          key: p.key,
+          capture: p.capture,
+          ...(stateOf(charges, p.key) === 'refused' ? {} : { final: 'error' in final ? final : cardView(p, final) }),
+          earlier: (earlier.get(p.key) ?? []).map((v) => cardView(p, v) as InvariantView),
+        };
+      }),
+    answers: answers.flatMap(({ payment, ...a }) => {
+      const p = byKey.get(payment);
+      const amount =
+        p && a.kind === 'refund' ? card.refund(merchantId, p.wallet !== undefined, a.opKey, a.amount) : a.amount;
+      if (p && (card.walletOnly(p.amount, p.wallet) || amount === 0)) return [];
+      return [{ ...a, amount, merchantId, paymentKey: payment }];
+    }),
     ledger,
   });
   const count = (kind: string) => problems.filter((p) => p.kind === kind).length;
