@@ -4,7 +4,11 @@
  * Load: SOAK_PAYMENTS payments (default 300) at SOAK_RATE per second (default 2), half automatic and half manual
  * capture, 3 % declined; captures (full or partial) of manual ones, partial refunds of a third; each HTTP call to one
  * of the stack's APIs, a dropped connection or a 503 repeated with the same key (on the other API), a 202 followed
- * until it settled.
+ * until it settled. Split payments (issue 23): SOAK_WALLET_SHARE of the scenarios (default 0.18; 0: none) are automatic
+ * ones with a wallet part, a third wallet-only, the others split with the card (10 % declined by it), on four wallets
+ * credited up front through the API: a hot one (half of them, concurrent holds, credited for 70 % of them: its last
+ * ones decline `wallet_insufficient_funds`), two ample ones, one short of funds; a third refunded partially (wallet
+ * first) once the wallet part is captured.
  * Faults: the simulator fails 5 % of calls with commit_then_drop, 5 % with 503 + Retry-After, 2 % with 429, 1 % with
  * reset_before_commit, and duplicates and reorders webhooks 10 % of the time; SIGKILL of a random worker every 30-60 s
  * (the supervisor restarts it); on the cluster one Temporal server restart, one Redis restart; one API process killed
@@ -16,9 +20,14 @@
  * payments, once settled, are repeated while a new key of their order is pending.
  * Quiescence: every charge still unanswered (a 5xx, or no answer) is repeated, same key and body; then views are read,
  * SOAK_READ_CONCURRENCY (default 8) at once, until nothing moves or the window ended.
+ * Quiescence also waits until every wallet part followed its payment's end (captured or released).
  * Verdict: after quiescence, the money invariant (bench/money-invariant.ts) over the answers, the views and the
- * simulator's ledger (bench/soak-check.ts); it prints
- * throughput, latency percentiles, recovery after each fault, and last
+ * simulator's ledger (bench/soak-check.ts; a payment with a wallet part by its card side), and the wallets: every
+ * wallet credited and its entries read through the API and held with the views and the ledger to the wallet rules
+ * (bench/soak-wallets.ts over bench/wallet-invariants.ts: balances are their entries, each part held once and captured
+ * or released once as its payment ended, wallet refunds first and within the part, no provider call of a wallet-only
+ * payment, a split's card charged the rest only; a double in D, the rest in M). It prints throughput, latency
+ * percentiles, recovery after each fault, the wallet payments and the wallet verdict, and last
  * `soak: <N> payments, <D> double effects, <S> stuck, <M> mismatches`; exit 0 only when D, S and M are 0.
  */
 import { readFileSync } from 'node:fs';
@@ -38,6 +47,17 @@ import { defaultPaymentTimings } from '../src/domain/workflow-inputs';
 import { AmbiguityTally, ambiguityByKindLine, ambiguityLine } from './soak-ambiguity';
 import { describeQuiescenceWindow, quiescenceWindow } from './soak-quiescence';
 import { summarize } from './stats';
+import {
+  type SoakCredit,
+  type SoakWalletEntry,
+  type SoakWalletPart,
+  type SoakWalletPayment,
+  type SoakWalletRead,
+  checkSoakWallets,
+  ledgerEntriesOf,
+  walletSummaryLine,
+} from './soak-wallets';
+import type { WalletCaseView } from './wallet-invariants';
 
 const dev = process.argv.includes('--dev');
 const N = Number(process.env.SOAK_PAYMENTS ?? 300);
@@ -55,6 +75,8 @@ const SCENARIO_LIMIT_MS = Number(process.env.SOAK_SCENARIO_LIMIT_MS ?? 180_000);
 const OUTAGE_MS = Number(process.env.SOAK_OUTAGE_MS ?? 300_000);
 /** The Retry-After of the one long 429 (issue 19 saw a capture held for 180 s). */
 const RETRY_AFTER_S = Number(process.env.SOAK_RETRY_AFTER_S ?? 180);
+/** The share of the scenarios that pay with a wallet part (issue 23; a third of them wallet-only); 0: none. */
+const WALLET_SHARE = Number(process.env.SOAK_WALLET_SHARE ?? 0.18);
 const stackFile =
   process.env.SOAK_STACK_FILE ??
   (dev ? path.join(DEFAULT_CACHE_DIR, 'dev-server.stack.json') : path.join(DEFAULT_CACHE_DIR, 'cluster', 'stack.json'));
@@ -97,7 +119,15 @@ interface Reply {
   readonly ms: number;
 }
 
-const latencies: Record<string, number[]> = { charge: [], capture: [], refund: [], get: [], resolve: [] };
+const latencies: Record<string, number[]> = {
+  charge: [],
+  capture: [],
+  refund: [],
+  get: [],
+  resolve: [],
+  credit: [],
+  wallet: [],
+};
 let httpErrors = 0;
 let retried503 = 0;
 const other5xx: string[] = [];
@@ -175,6 +205,7 @@ type View = Record<string, unknown> & {
   amountCaptured?: number;
   amountRefunded?: number;
   operations?: { kind: string; key: string; state: string }[];
+  wallet?: { walletId: string; amount: number; status: string; refunded: number };
 };
 
 /** The workers' reconcile schedule, and production's when it differs (the ambiguity numbers depend on it). */
@@ -331,6 +362,101 @@ async function resolveReview(p: SoakPayment, view: View): Promise<View | undefin
 }
 
 // ---------------------------------------------------------------------------------------------------------------
+// Wallets (issue 23): a few, credited up front through the API; one hot (half the wallet payments, concurrent holds,
+// funded for 70 % of them), one short of funds (most of its payments decline `wallet_insufficient_funds`).
+
+interface SoakWallet {
+  readonly id: string;
+  /** Its share of the wallet payments. */
+  readonly weight: number;
+  readonly funding: number;
+}
+
+/** The wallets the payments use; empty when wallet payments are off (SOAK_WALLET_SHARE=0, or the APIs have none). */
+let wallets: SoakWallet[] = [];
+/** Every credit asked (and its last answer): the verdict reads every wallet credited. */
+const credits: SoakCredit[] = [];
+/** A wallet part's mean: wallet-only a third of the time (5,500 on average), else 20-80 % of the amount. */
+const MEAN_WALLET_PART = (5_500 + 2 * 0.5 * 5_500) / 3;
+
+function walletPlan(): SoakWallet[] {
+  const demand = (weight: number) => Math.round(N * WALLET_SHARE * weight * MEAN_WALLET_PART);
+  const id = (name: string) => `soak-${SEED}-${t0}-${name}`;
+  return [
+    { id: id('hot'), weight: 0.5, funding: Math.max(10_000, Math.round(demand(0.5) * 0.7)) },
+    { id: id('a'), weight: 0.2, funding: Math.max(10_000, 2 * demand(0.2)) },
+    { id: id('b'), weight: 0.2, funding: Math.max(10_000, 2 * demand(0.2)) },
+    { id: id('short'), weight: 0.1, funding: 4_000 },
+  ];
+}
+
+/** Credits the plan's wallets (each under its own Idempotency-Key); wallet payments only when every credit took. */
+async function fundWallets(): Promise<void> {
+  if (!(WALLET_SHARE > 0)) return log('wallets: none (SOAK_WALLET_SHARE=0)');
+  const plan = walletPlan();
+  for (const w of plan) {
+    const key = `${w.id}-funding`;
+    const r = await call('credit', 'POST', `/v1/wallets/${encodeURIComponent(w.id)}/credits`, {
+      key,
+      body: { amount: { value: w.funding, currency: 'EUR' }, reason: 'soak funding' },
+    });
+    credits.push({ walletId: w.id, key, amount: w.funding, status: r.status });
+    if (r.status !== 200) {
+      const why = JSON.stringify(r.body).slice(0, 200);
+      return log(`wallets: crediting ${w.id} answered ${r.status} ${why}; no wallet payments (no DATABASE_URL?)`);
+    }
+  }
+  wallets = plan;
+  log(
+    `wallets: ${Math.round(WALLET_SHARE * 100)} % of the scenarios pay with a wallet part (a third wallet-only), on ` +
+      plan.map((w) => `${w.id} (${Math.round(w.weight * 100)} %, credited ${w.funding})`).join(', '),
+  );
+}
+
+function pickWallet(): SoakWallet {
+  let r = random();
+  for (const w of wallets) if ((r -= w.weight) < 0) return w;
+  return wallets.at(-1) as SoakWallet;
+}
+
+/** One wallet as the API shows it after quiescence, with every entry (oldest first), or why it could not be read. */
+async function readWallet(walletId: string): Promise<SoakWalletRead> {
+  const base = `/v1/wallets/${encodeURIComponent(walletId)}`;
+  const w = await call('wallet', 'GET', base);
+  if (w.status !== 200) return { walletId, wallet: { error: `GET ${base} answered ${w.status}` }, entries: [] };
+  const entries: SoakWalletEntry[] = [];
+  for (let token: string | undefined, first = true; first || token !== undefined; first = false) {
+    const page = await call('wallet', 'GET', `${base}/entries?pageSize=100${token ? `&pageToken=${token}` : ''}`);
+    if (page.status !== 200) return { walletId, wallet: { error: `its entries answered ${page.status}` }, entries };
+    entries.push(...(page.body.entries as SoakWalletEntry[]));
+    token = page.body.nextPageToken as string | undefined;
+  }
+  return { walletId, wallet: { balance: Number(w.body.balance), held: Number(w.body.held) }, entries };
+}
+
+/** The soak's payments with a wallet part as they ended, and how many of them were refused (4xx, nothing started). */
+function walletPaymentsOf(views: ReadonlyMap<string, SoakView>): { ended: SoakWalletPayment[]; refused: number } {
+  const charges = chargeAnswers(answers);
+  const withWallet = payments.filter((p) => p.wallet !== undefined);
+  const ended = withWallet
+    .filter((p) => stateOf(charges, p.key) !== 'refused')
+    .map((p) => {
+      const v = views.get(p.key);
+      const refunds = new Map(
+        answers.filter((a) => a.payment === p.key && a.kind === 'refund').map((a) => [a.opKey, a.amount ?? 0]),
+      );
+      return {
+        key: p.key,
+        total: p.amount,
+        wallet: p.wallet as SoakWalletPart,
+        view: v === undefined || 'error' in v ? undefined : (v as unknown as WalletCaseView),
+        refunds: [...refunds].map(([key, amount]) => ({ key, amount })),
+      };
+    });
+  return { ended, refused: withWallet.length - ended.length };
+}
+
+// ---------------------------------------------------------------------------------------------------------------
 // One payment's scenario.
 
 /**
@@ -359,14 +485,30 @@ const chargeBody = (p: SoakPayment) => ({
   amount: { value: p.amount, currency: 'EUR' },
   paymentMethod: p.declines ? 'pm_decline_insufficient_funds' : 'pm_card_visa',
   capture: p.capture,
+  ...(p.wallet === undefined ? {} : { wallet: p.wallet }),
 });
+
+/** A payment's wallet part has followed its end: captured or released (not `held` once it succeeded or did not). */
+const walletSettled = (v: Pick<View, 'status' | 'wallet'>): boolean =>
+  v.wallet?.status !== 'held' || !['succeeded', 'declined', 'failed', 'voided'].includes(String(v.status));
 
 async function scenario(i: number): Promise<void> {
   const key = `soak-${SEED}-${t0}-${i}`;
-  const capture = random() < 0.5 ? 'automatic' : 'manual';
-  const declines = random() < 0.03;
+  // A wallet part (automatic capture only): a third wallet-only, the others split with the card (10 % declined by it).
+  const wallet = wallets.length > 0 && random() < WALLET_SHARE ? pickWallet() : undefined;
+  const walletOnly = wallet !== undefined && random() < 1 / 3;
+  const capture = wallet !== undefined || random() < 0.5 ? 'automatic' : 'manual';
+  const declines = !walletOnly && random() < (wallet ? 0.1 : 0.03);
   const amount = 1_000 + Math.floor(random() * 9_000);
-  const p: SoakPayment = { key, orderId: `order-${key}`, amount, capture, declines };
+  const part = walletOnly ? amount : Math.max(1, Math.floor(amount * (0.2 + 0.6 * random())));
+  const p: SoakPayment = {
+    key,
+    orderId: `order-${key}`,
+    amount,
+    capture,
+    declines,
+    ...(wallet === undefined ? {} : { wallet: { walletId: wallet.id, amount: part } }),
+  };
   const wantCapture = random() < 0.85;
   const partialCapture = random() < 0.4;
   const wantRefund = random() < 0.35;
@@ -388,6 +530,12 @@ async function scenario(i: number): Promise<void> {
   settleMs.push(Date.now() - started);
   if (repeatLater && view.status !== 'needs_review') await repeatWhileOrderOpen(p, deadline);
   let captured = view.status === 'succeeded' ? (view.amountCaptured ?? 0) : 0;
+  if (p.wallet !== undefined && view.status === 'succeeded') {
+    // Its wallet part is captured moments after the answer; refunds then go to the wallet first (until then the card's
+    // part alone is refundable). The wallet's share counts as captured too.
+    const settled = walletSettled(view) ? view : await follow(key, walletSettled, deadline - Date.now());
+    captured = settled?.wallet?.status === 'captured' ? amount : 0;
+  }
   if (view.status === 'authorized' && wantCapture) {
     const captureAmount = partialCapture ? Math.max(1, Math.floor(amount * 0.6)) : undefined;
     if (await moveMoney(p, 'capture', `${key}-cap`, captureAmount, deadline)) captured = captureAmount ?? amount;
@@ -596,6 +744,7 @@ async function main(): Promise<number> {
     );
     if (!ok) throw new Error(`${url}/healthz does not answer: is the stack running?`);
   }
+  await fundWallets();
   await setFaults(controls);
   const loadMs = (N / RATE) * 1_000;
   let loadDone = false;
@@ -668,7 +817,8 @@ async function main(): Promise<number> {
         'error' in v ||
         v.status === 'pending' ||
         v.status === 'unknown' ||
-        (v.operations ?? []).some((o) => o.state === 'running')
+        (v.operations ?? []).some((o) => o.state === 'running') ||
+        !walletSettled(v as View)
       );
     });
     if (open.length === 0 || last) break;
@@ -690,6 +840,9 @@ async function main(): Promise<number> {
     `/_sim/ledger?api_key=${encodeURIComponent(stack.providerApiKey ?? config.PROVIDER_API_KEY)}`,
   )) as Ledger;
 
+  // Every wallet credited, read through the API now that nothing moves (issue 23).
+  const walletReads = await Promise.all([...new Set(credits.map((c) => c.walletId))].map(readWallet));
+  const walletEntries = ledgerEntriesOf(merchant!.merchantId, walletReads);
   const verdict = checkSoak(
     merchant!.merchantId,
     payments,
@@ -697,7 +850,18 @@ async function main(): Promise<number> {
     views,
     ledger,
     reviewedViews as Map<string, InvariantView[]>,
+    walletEntries,
   );
+  const walletPayments = walletPaymentsOf(views);
+  const walletVerdict = checkSoakWallets({
+    merchantId: merchant!.merchantId,
+    wallets: walletReads,
+    credits,
+    payments: walletPayments.ended,
+    ledger,
+  });
+  const doubleEffects = verdict.doubleEffects + walletVerdict.doubleEffects;
+  const mismatches = verdict.mismatches + walletVerdict.mismatches;
   const throughput = N / ((loadEnded - loadStarted) / 1000);
   const ms = (x: number) => `${Math.round(x)} ms`;
   log('');
@@ -733,13 +897,24 @@ async function main(): Promise<number> {
       `${reviewsResolved} (${[...counts(resolveAnswers)].map(([k, n]) => `${k} x ${n}`).join(', ') || 'none asked'}); ` +
       `still in review (with reason): ${verdict.needsReview}`,
   );
-  for (const problem of verdict.problems.slice(0, 30)) log(`problem: ${problem}`);
-  if (verdict.problems.length > 30) log(`... and ${verdict.problems.length - 30} more problems`);
+  if (credits.length > 0) {
+    log(walletSummaryLine(walletPayments.ended, walletPayments.refused));
+    const kinds = counts(walletEntries.map((e) => e.kind)).map(([kind, n]) => `${kind} ${n}`);
+    const held = walletReads.reduce((n, w) => n + ('held' in w.wallet ? w.wallet.held : 0), 0);
+    log(
+      `wallet verdict: ${walletReads.length} wallets read through the API, ${walletEntries.length} entries ` +
+        `(${kinds.join(', ') || 'none'}), ${held} held now; ${walletVerdict.doubleEffects} double effects, ` +
+        `${walletVerdict.mismatches} mismatches`,
+    );
+  }
+  const problems = [...verdict.problems, ...walletVerdict.problems.map((p) => `wallet ${p}`)];
+  for (const problem of problems.slice(0, 30)) log(`problem: ${problem}`);
+  if (problems.length > 30) log(`... and ${problems.length - 30} more problems`);
   process.stdout.write(
-    `soak: ${verdict.payments} payments, ${verdict.doubleEffects} double effects, ${verdict.stuck} stuck, ` +
-      `${verdict.mismatches} mismatches\n`,
+    `soak: ${verdict.payments} payments, ${doubleEffects} double effects, ${verdict.stuck} stuck, ` +
+      `${mismatches} mismatches\n`,
   );
-  return verdict.doubleEffects === 0 && verdict.stuck === 0 && verdict.mismatches === 0 ? 0 : 1;
+  return doubleEffects === 0 && verdict.stuck === 0 && mismatches === 0 ? 0 : 1;
 }
 
 main().then(
