@@ -11,13 +11,15 @@
  * first) once the wallet part is captured.
  * Faults: the simulator fails 5 % of calls with commit_then_drop, 5 % with 503 + Retry-After, 2 % with 429, 1 % with
  * reset_before_commit, and duplicates and reorders webhooks 10 % of the time; SIGKILL of a random worker every 30-60 s
- * (the supervisor restarts it); on the cluster one Temporal server restart, one Redis restart; one API process killed
- * (restarted by the supervisor). Issue 19's adversaries (bench/soak-adversaries.ts): a rolling deploy of the workers
- * into other `PROVIDER_*` settings (15 % of the load), every worker killed in the middle of local first creates and a
- * provider outage of SOAK_OUTAGE_MS right after (40 %), one 429 with a Retry-After of SOAK_RETRY_AFTER_S (65 %); an
- * operator resolves every review from the provider's ledger as soon as the soak sees it (racing webhooks and
- * reconciles; one verdict in five on a capture or refund is a careless "succeeded") and after quiescence; 5 % of the
- * payments, once settled, are repeated while a new key of their order is pending.
+ * (the supervisor restarts it); on the cluster one Temporal server restart, one PostgreSQL immediate shutdown (SIGQUIT
+ * to the postmaster at 45 % of the load: crash recovery at the supervisor's restart; Temporal's store and the wallets'
+ * at once), one Redis restart; one API process killed (restarted by the supervisor). Issue 19's adversaries
+ * (bench/soak-adversaries.ts): a rolling deploy of the workers into other `PROVIDER_*` settings (15 % of the load),
+ * every worker killed in the middle of local first creates and a provider outage of SOAK_OUTAGE_MS right after (40 %),
+ * one 429 with a Retry-After of SOAK_RETRY_AFTER_S (65 %); an operator resolves every review from the provider's
+ * ledger as soon as the soak sees it (racing webhooks and reconciles; one verdict in five on a capture or refund is a
+ * careless "succeeded") and after quiescence; 5 % of the payments, once settled, are repeated while a new key of their
+ * order is pending.
  * Quiescence: every charge still unanswered (a 5xx, or no answer) is repeated, same key and body; then views are read,
  * SOAK_READ_CONCURRENCY (default 8) at once, until nothing moves or the window ended.
  * Quiescence also waits until every wallet part followed its payment's end (captured or released).
@@ -30,13 +32,14 @@
  * percentiles, recovery after each fault, the wallet payments and the wallet verdict, and last
  * `soak: <N> payments, <D> double effects, <S> stuck, <M> mismatches`; exit 0 only when D, S and M are 0.
  */
-import { readFileSync } from 'node:fs';
+import { closeSync, openSync, readFileSync, readSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { Connection } from '@temporalio/client';
 import { loadConfig } from '../src/config';
 import { mulberry32 } from '../src/simulator/faults';
 import type { Ledger } from '../src/simulator/server';
 import { DEFAULT_CACHE_DIR } from '../scripts/lib/temporal-binaries';
+import { postgresAnswers } from '../scripts/lib/postgres';
 import { providerIdempotencyKey } from '../src/activities/keys';
 import { type InvariantView, invariantAnswer } from './money-invariant';
 import { type SoakAnswer, type SoakPayment, type SoakView, chargeAnswers, checkSoak, stateOf } from './soak-check';
@@ -87,6 +90,8 @@ interface StackInfo {
   readonly simulatorUrl: string;
   readonly apiUrls: readonly string[];
   readonly providerApiKey?: string;
+  /** `host:port` of the cluster's PostgreSQL (Temporal's store and the wallets'). */
+  readonly postgres?: string;
   readonly workerEnvFile?: string;
   readonly services: Record<string, { pid?: number; state: string; restarts: number }>;
 }
@@ -633,25 +638,33 @@ function kill(pid: number, signal: NodeJS.Signals): boolean {
   }
 }
 
-/** Kills a supervised service and measures until the supervisor has it running again under a new pid. */
-async function killService(fault: string, name: string, signal: NodeJS.Signals, ready?: () => Promise<boolean>) {
+/**
+ * Kills a supervised service and measures until the supervisor has it running again under a new pid (and `ready`
+ * says it serves); answers the fault's record (undefined: skipped).
+ */
+async function killService(
+  fault: string,
+  name: string,
+  signal: NodeJS.Signals,
+  ready?: () => Promise<boolean>,
+): Promise<FaultRecord | undefined> {
   let before: StackInfo['services'][string] | undefined;
   try {
     before = readStack().services[name];
   } catch (err) {
     log(`${fault}: the stack file cannot be read (${err instanceof Error ? err.message : String(err)}); skipped`);
-    return;
+    return undefined;
   }
   if (!before?.pid) {
     log(`${fault}: no ${name} in ${stackFile}; skipped`);
-    return;
+    return undefined;
   }
   const record: FaultRecord = { fault, at: Date.now() };
   faults.push(record);
   const success = nextSuccess();
   if (!kill(before.pid, signal)) {
     record.note = 'kill failed';
-    return;
+    return record;
   }
   log(`${fault}: ${signal} to ${name} (pid ${before.pid})`);
   void success.then((t) => (record.firstSuccessMs = t - record.at));
@@ -663,7 +676,7 @@ async function killService(fault: string, name: string, signal: NodeJS.Signals, 
       if (now?.pid && now.pid !== before.pid && now.state === 'running' && (!ready || (await ready()))) {
         record.backMs = Date.now() - record.at;
         log(`${fault}: ${name} back (pid ${now.pid}) after ${(record.backMs / 1000).toFixed(1)} s`);
-        return;
+        return record;
       }
     } catch {
       // the stack file is being rewritten
@@ -671,6 +684,7 @@ async function killService(fault: string, name: string, signal: NodeJS.Signals, 
   }
   record.note = `${name} not back within 120 s`;
   log(`${fault}: ${record.note}`);
+  return record;
 }
 
 async function temporalServing(): Promise<boolean> {
@@ -686,22 +700,74 @@ async function temporalServing(): Promise<boolean> {
   }
 }
 
+/** The cluster's PostgreSQL answers a query (scripts/lib/postgres.ts' readiness check, as its supervisor's). */
+async function postgresServing(): Promise<boolean> {
+  const [host, port] = (stack.postgres ?? '').split(':');
+  if (!host || !port) return true;
+  return postgresAnswers({ host, port: Number(port), user: 'postgres' });
+}
+
+/** What a log file gained since it was `from` bytes long. */
+function logSince(file: string, from: number): string {
+  try {
+    const size = statSync(file).size;
+    if (size <= from) return '';
+    const fd = openSync(file, 'r');
+    try {
+      const buf = Buffer.alloc(size - from);
+      readSync(fd, buf, 0, buf.length, from);
+      return buf.toString('utf8');
+    } finally {
+      closeSync(fd);
+    }
+  } catch {
+    return '';
+  }
+}
+
+/**
+ * PostgreSQL's immediate shutdown under load: SIGQUIT to the postmaster (its backends quit at once, no checkpoint; a
+ * SIGKILLed postmaster would leave backends holding its shared memory), so the supervisor's restart runs crash
+ * recovery from the WAL. Temporal's store and the wallets' both go away meanwhile. The recovery line names what the
+ * server's log says of its recovery.
+ */
+async function postgresRestart(): Promise<void> {
+  const logFile = path.join(path.dirname(stackFile), 'logs', 'postgres.log');
+  let from = 0;
+  try {
+    from = statSync(logFile).size;
+  } catch {
+    // no log file: the note says so below
+  }
+  const record = await killService('postgres restart', 'postgres', 'SIGQUIT', postgresServing);
+  if (!record) return;
+  const recovery = logSince(logFile, from)
+    .split('\n')
+    .filter((l) => /automatic recovery in progress|redo done|database system is ready/.test(l))
+    .map((l) => l.replace(/^.*?LOG:\s*/, '').replace(/ system usage:.*$/, ''));
+  const said = recovery.length > 0 ? `its log: ${recovery.join('; ')}` : `no recovery line in ${logFile}`;
+  record.note = record.note ? `${record.note}; ${said}` : said;
+  log(`postgres restart: ${said}`);
+}
+
 async function chaos(loadMs: number, stop: () => boolean): Promise<void> {
   const workers = Object.keys(stack.services).filter((n) => n.startsWith('worker'));
   const apis = Object.keys(stack.services).filter((n) => n.startsWith('api'));
-  const once: { at: number; run: () => Promise<void> }[] = [];
+  const once: { at: number; run: () => Promise<unknown> }[] = [];
   if (stack.kind === 'cluster') {
     once.push({ at: 0.3, run: () => killService('temporal restart', 'temporal', 'SIGTERM', temporalServing) });
+    once.push({ at: 0.45, run: postgresRestart });
     once.push({ at: 0.5, run: () => killService('redis restart', 'redis', 'SIGKILL') });
   } else {
     log('--dev: the dev server and Redis are not supervised by npm start; no Temporal or Redis restart');
+    log('--dev: no PostgreSQL restart (a fault of the cluster soak only)');
   }
   once.push({ at: 0.7, run: () => killService('api kill', pick(apis), 'SIGKILL') });
   // Issue 19's adversaries; each runs beside the others (an outage lasts minutes).
   once.push({ at: 0.15, run: () => rollingDeploy(controls, 20_000) });
   once.push({ at: 0.4, run: () => outageAfterCrash(controls, OUTAGE_MS) });
   once.push({ at: 0.65, run: () => longRetryAfter(controls, RETRY_AFTER_S) });
-  const running: Promise<void>[] = [];
+  const running: Promise<unknown>[] = [];
   let nextWorkerKill = Date.now() + 30_000 + random() * 30_000;
   while (!stop()) {
     await sleep(500);
@@ -724,7 +790,7 @@ async function chaos(loadMs: number, stop: () => boolean): Promise<void> {
 const controls: SoakControls = {
   log,
   simulator,
-  killService: (fault, name, signal) => killService(fault, name, signal),
+  killService: async (fault, name, signal) => void (await killService(fault, name, signal)),
   services: () => Object.keys(stack.services),
   get workerEnvFile() {
     return stack.workerEnvFile;
