@@ -165,14 +165,12 @@ function checkCredits(input: SoakWalletInput, entries: readonly LedgerEntry[]) {
 /** How the soak's wallet payments ended, for its report: shapes, outcomes, wallet refunds. */
 export function walletSummaryLine(payments: readonly SoakWalletPayment[], refused: number): string {
   const only = payments.filter((p) => p.wallet.amount === p.total).length;
-  const outcome = (p: SoakWalletPayment): string =>
-    p.view === undefined
-      ? 'unread'
-      : p.view.declineCode === 'wallet_insufficient_funds'
-        ? 'insufficient funds'
-        : p.view.status === 'declined' || p.view.status === 'failed'
-          ? `${p.view.status} (card)`
-          : p.view.status;
+  const outcome = (p: SoakWalletPayment): string => {
+    if (p.view === undefined) return 'unread';
+    if (p.view.declineCode === 'wallet_insufficient_funds') return 'insufficient funds';
+    const why = p.view.declineCode ?? p.view.failureReason;
+    return why === undefined ? p.view.status : `${p.view.status} (${why})`;
+  };
   const outcomes = new Map<string, number>();
   for (const p of payments) outcomes.set(outcome(p), (outcomes.get(outcome(p)) ?? 0) + 1);
   const refunded = payments.filter((p) => (p.view?.wallet?.refunded ?? 0) > 0);

@@ -46,6 +46,7 @@ export interface LedgerEntry {
 export interface WalletCaseView {
   readonly status: string;
   readonly declineCode?: string;
+  readonly failureReason?: string;
   readonly wallet?: {
     readonly walletId: string;
     readonly amount: number;

@@ -208,7 +208,7 @@ describe('the soak wallet verdict (bench/soak-wallets.ts)', () => {
 
   it('summarizes the shapes and outcomes', () => {
     expect(walletSummaryLine(consistent().payments, 1)).toBe(
-      'wallet payments: 5 (3 split, 1 wallet-only, 1 refused): succeeded 2, declined (card) 1, ' +
+      'wallet payments: 5 (3 split, 1 wallet-only, 1 refused): succeeded 2, declined (card_declined) 1, ' +
         'insufficient funds 1; 1 refunded to their wallet (1000 in all)',
     );
   });
