@@ -44,7 +44,9 @@ import {
 import { configureKeyHash, keyHash } from './providers/logging';
 import { configuredCapabilities, createConfiguredProviders, webhookVerifiers } from './providers/registry';
 import type { PaymentProvider } from './providers/types';
-import { type TemporalTarget, connectWithin, connectionOptions } from './temporal-connection';
+import { type ConnectLogger, type TemporalTarget, connectWithin, connectionOptions } from './temporal-connection';
+import { type EnsuredSchedule, type SweepScheduleOptions, ensureSweepSchedule } from './schedules';
+import { ZodError } from 'zod';
 import { openDatabase } from './db';
 import { KeyRecords, startKeyRecordPruner } from './key-records';
 import { walletMetricsObserver } from './metrics/wallet-metrics';
@@ -705,4 +707,22 @@ export async function runClosers(closers: readonly (() => Promise<void>)[]): Pro
     }
   }
   if (first !== undefined) throw first;
+}
+
+/**
+ * {@link ensureSweepSchedule}, repeated until it succeeds or `waitMs` has passed: a worker started while Temporal's
+ * database restarts finds the frontend reachable but failing (the cluster soak's PostgreSQL restart saw
+ * `NamespaceNotFoundError` from every worker starting then, each exit a crash for its supervisor). Options that make
+ * no valid sweep input (ZodError) are thrown at once.
+ */
+export function ensureSweepScheduleWithin(
+  client: Client,
+  opts: SweepScheduleOptions,
+  wait: { readonly waitMs: number; readonly address: string; readonly logger?: ConnectLogger },
+): Promise<EnsuredSchedule> {
+  return connectWithin(() => ensureSweepSchedule(client, opts), {
+    ...wait,
+    what: 'the reconcile sweep schedule (Temporal)',
+    retryable: (err) => !(err instanceof ZodError),
+  });
 }

@@ -40,8 +40,17 @@ export interface ConnectLogger {
  */
 export async function connectWithin<T>(
   connect: () => Promise<T>,
-  options: { readonly waitMs: number; readonly address: string; readonly logger?: ConnectLogger },
+  options: {
+    readonly waitMs: number;
+    readonly address: string;
+    readonly logger?: ConnectLogger;
+    /** What is waited for, in the log lines (default: the server itself). */
+    readonly what?: string;
+    /** Errors worth waiting out (default: every error); any other is thrown at once. */
+    readonly retryable?: (err: unknown) => boolean;
+  },
 ): Promise<T> {
+  const what = options.what ?? 'Temporal server';
   const started = Date.now();
   let delayMs = 250;
   let lastLog = 0;
@@ -52,11 +61,12 @@ export async function connectWithin<T>(
       if (refusals > 0) {
         options.logger?.info(
           { address: options.address, waitedMs: Date.now() - started, refusals },
-          'Temporal server reachable',
+          `${what} reachable`,
         );
       }
       return connection;
     } catch (err) {
+      if (options.retryable && !options.retryable(err)) throw err;
       refusals += 1;
       const waited = Date.now() - started;
       if (waited + delayMs > options.waitMs) throw err;
@@ -64,7 +74,7 @@ export async function connectWithin<T>(
         lastLog = Date.now();
         options.logger?.warn(
           { address: options.address, err: err instanceof Error ? err.message : String(err), waitedMs: waited },
-          `Temporal server not reachable; retrying for up to ${Math.round(options.waitMs / 1000)} s`,
+          `${what} not reachable; retrying for up to ${Math.round(options.waitMs / 1000)} s`,
         );
       }
       await new Promise<void>((resolve) => setTimeout(resolve, delayMs));

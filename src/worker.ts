@@ -8,8 +8,8 @@ import pino from 'pino';
 import { loadConfig } from './config';
 import { installWorkerRuntime } from './metrics/runtime';
 import { parseListenAddress, serveMetrics } from './metrics/serve';
-import { ensureSweepSchedule } from './schedules';
-import { checkWorkerCapacity, startConfiguredStack } from './stack';
+
+import { checkWorkerCapacity, ensureSweepScheduleWithin, startConfiguredStack } from './stack';
 
 async function main() {
   const config = loadConfig();
@@ -20,14 +20,20 @@ async function main() {
   const stack = await startConfiguredStack(config, logger, { workers: true });
   const { providers, workerClient, workerMetrics } = stack;
   if (workerClient === undefined || workerMetrics === undefined) throw new TypeError('a worker stack has workers');
-  const sweep = await ensureSweepSchedule(workerClient, {
-    taskQueue: config.TASK_QUEUE,
-    intervalMs: config.SWEEP_INTERVAL_MS,
-    lookbackMs: config.SWEEP_LOOKBACK_MS,
-    unknownThresholdMs: config.timings.unknownSweepThresholdMs,
-    providers: Object.keys(providers),
-    retry: config.retry,
-  });
+  // Connected is not serving: while Temporal's database restarts, the frontend answers (NamespaceNotFoundError,
+  // Unavailable), so the schedule waits as the connect does instead of the process exiting into its crash budget.
+  const sweep = await ensureSweepScheduleWithin(
+    workerClient,
+    {
+      taskQueue: config.TASK_QUEUE,
+      intervalMs: config.SWEEP_INTERVAL_MS,
+      lookbackMs: config.SWEEP_LOOKBACK_MS,
+      unknownThresholdMs: config.timings.unknownSweepThresholdMs,
+      providers: Object.keys(providers),
+      retry: config.retry,
+    },
+    { waitMs: config.TEMPORAL_CONNECT_WAIT_MS, address: config.TEMPORAL_ADDRESS, logger },
+  );
   logger.info(sweep, 'reconcile sweep schedule');
   // Served once the workers exist: `npm start` takes the endpoint's first answer as "worker ready".
   const metricsServer =
