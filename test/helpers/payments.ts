@@ -4,8 +4,6 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
-import { bundleWorkflowCode, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
-import { failureConverterPath } from '../../src/codec';
 import pino from 'pino';
 import { chargeWorkflowId } from '../../src/domain/ids';
 import { chargeFingerprint } from '../../src/client/fingerprint';
@@ -18,18 +16,9 @@ import { type RunningSimulator, startSimulator } from '../../src/simulator/serve
 import type { CircuitBreaker } from '../../src/breaker';
 import { startStack } from '../../src/stack';
 
-let bundle: Promise<WorkflowBundleWithSourceMap> | undefined;
+import { workflowBundle } from './workflow-bundle';
 
-/** The workflow bundle, built once per test file (jest gives each file its own module registry). */
-export function workflowBundle(): Promise<WorkflowBundleWithSourceMap> {
-  bundle ??= bundleWorkflowCode({
-    workflowsPath: require.resolve('../../src/workflows'),
-    // As the worker bundles it: failure texts encoded (and so encrypted where a codec is configured).
-    failureConverterPath,
-    logger: { log() {}, trace() {}, debug() {}, info() {}, warn() {}, error: (m: string) => console.error(m) },
-  });
-  return bundle;
-}
+export { workflowBundle };
 
 /** Timings short enough for real-time tests; time-skipping tests may use production-like ones. */
 export const fastTimings: PaymentTimings = {
