@@ -25,8 +25,6 @@ let bundle: Promise<WorkflowBundleWithSourceMap> | undefined;
 /** The workflow bundle: the run's (built once by the global setup), else built once per test file. */
 export function workflowBundle(): Promise<WorkflowBundleWithSourceMap> {
   const shared = process.env[WORKFLOW_BUNDLE_ENV];
-  bundle ??= shared
-    ? Promise.resolve({ code: readFileSync(shared, 'utf8'), sourceMap: '' })
-    : buildWorkflowBundle();
+  bundle ??= shared ? Promise.resolve({ code: readFileSync(shared, 'utf8'), sourceMap: '' }) : buildWorkflowBundle();
   return bundle;
 }
