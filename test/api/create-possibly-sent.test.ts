@@ -9,9 +9,6 @@
  *   says the attempt was made, and the next worker's attempts all met the shared cool-down of a 429.
  */
 import { randomUUID } from 'node:crypto';
-import { rmSync, writeFileSync } from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { Worker } from '@temporalio/worker';
 import pino from 'pino';
@@ -27,6 +24,7 @@ import type { PaymentStatus, PaymentView } from '../../src/domain/payment';
 import type { RetryOverrides } from '../../src/domain/retry';
 import { createProvider, simulatorCapabilities } from '../../src/providers';
 import { workflowBundle } from '../helpers/payments';
+import { workflowBundlePath } from '../helpers/workflow-bundle';
 import { DEV_SERVER_ADDRESS_ENV, connectDevServer } from '../helpers/servers';
 import { recordHistories } from '../helpers/workflows';
 import { NEVER_OPENING_BREAKER, spawnWorkerProcess } from '../helpers/worker-process';
@@ -188,8 +186,7 @@ it('the takeover refused by a worker with other PROVIDER_* settings waits, withi
 }, 90_000);
 
 it('a worker SIGKILLed during the local first attempt, every later attempt refused by a cool-down: never failed, the provider’s payment, one create', async () => {
-  const bundlePath = path.join(os.tmpdir(), `pw-bundle-${randomUUID()}.js`);
-  writeFileSync(bundlePath, (await workflowBundle()).code);
+  const bundlePath = await workflowBundlePath();
   // The first worker: another process on the payments' queues, killed while the provider holds its create.
   const doomed = await spawnWorkerProcess({
     temporalAddress: process.env[DEV_SERVER_ADDRESS_ENV] ?? '',
@@ -239,7 +236,6 @@ it('a worker SIGKILLed during the local first attempt, every later attempt refus
     await recordHistories({ env }, 'local-first-worker-killed', [workflowId]);
   } finally {
     await doomed.kill().catch(() => undefined);
-    rmSync(bundlePath, { force: true });
   }
 }, 120_000);
 
@@ -248,8 +244,7 @@ it('a query delivered with the first task completes it while the local attempt i
   // answered it and completed that task at once, its local attempt still at the provider. SIGKILLed then, the worker
   // left no marker of the attempt; the next worker replayed a clean first task, ran the attempt again as the first,
   // met the open breaker, and the create ended `failed` while the provider held it.
-  const bundlePath = path.join(os.tmpdir(), `pw-bundle-${randomUUID()}.js`);
-  writeFileSync(bundlePath, (await workflowBundle()).code);
+  const bundlePath = await workflowBundlePath();
   const taskQueue = `query-first-${randomUUID()}`;
   const payments = new PaymentsClient(env.client, { taskQueue, timings, providers: ['simulator'] });
   const key = newKey();
@@ -311,6 +306,5 @@ it('a query delivered with the first task completes it while the local attempt i
   } finally {
     await doomed.kill().catch(() => undefined);
     await provider.close();
-    rmSync(bundlePath, { force: true });
   }
 }, 120_000);

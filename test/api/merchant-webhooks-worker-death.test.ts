@@ -3,10 +3,6 @@
  * is SIGKILLed while its POST is at the merchant's endpoint; the next worker delivers the same event (same id, signed
  * again), once the dead round's lease has passed.
  */
-import { randomUUID } from 'node:crypto';
-import { rmSync, writeFileSync } from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import {
   MerchantEventOutbox,
@@ -16,7 +12,7 @@ import {
   verifyEventSignature,
 } from '../../src/merchant-webhooks';
 import { openTestDatabase } from '../helpers/database';
-import { workflowBundle } from '../helpers/payments';
+import { workflowBundlePath } from '../helpers/workflow-bundle';
 import { DEV_SERVER_ADDRESS_ENV, connectDevServer } from '../helpers/servers';
 import { type WebhookReceiver, startWebhookReceiver } from '../helpers/webhook-receiver';
 import { NEVER_OPENING_BREAKER, spawnWorkerProcess } from '../helpers/worker-process';
@@ -57,8 +53,7 @@ afterAll(async () => {
 });
 
 it('a worker SIGKILLed while its POST is at the endpoint: the next worker delivers the same event', async () => {
-  const bundlePath = path.join(os.tmpdir(), `pw-bundle-${randomUUID()}.js`);
-  writeFileSync(bundlePath, (await workflowBundle()).code);
+  const bundlePath = await workflowBundlePath();
   const doomed = await spawnWorkerProcess({
     temporalAddress: process.env[DEV_SERVER_ADDRESS_ENV] ?? '',
     taskQueue: h.taskQueue,
@@ -99,6 +94,5 @@ it('a worker SIGKILLed while its POST is at the endpoint: the next worker delive
     }
   } finally {
     await doomed.kill().catch(() => undefined);
-    rmSync(bundlePath, { force: true });
   }
 }, 120_000);

@@ -4,9 +4,6 @@
  * this one (src/stack.ts's workers) and a child (test/helpers/worker-process.ts), both with `createBreaker`.
  */
 import { randomUUID } from 'node:crypto';
-import { rmSync, writeFileSync } from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import pino, { type Logger } from 'pino';
 import type { BreakerObserver, CircuitBreaker } from '../../src/breaker';
@@ -14,6 +11,7 @@ import { RedisCircuitBreaker, closeBreakerRedis, connectBreakerRedis } from '../
 import { createBreaker, startStack } from '../../src/stack';
 import { type RunningRedis, startRedisServer } from '../../scripts/lib/redis-server';
 import { type Rig, type RigOptions, startRig, workflowBundle } from './payments';
+import { workflowBundlePath } from './workflow-bundle';
 import { DEV_SERVER_ADDRESS_ENV, connectDevServer } from './servers';
 import {
   type WorkerProcess,
@@ -130,9 +128,7 @@ export async function startWorkerPair(fx: RedisFixture, b: Rig, opts: WorkerPair
     opts.observer,
   );
   fx.cleanup(made.close);
-  const bundlePath = path.join(os.tmpdir(), `pw-bundle-${randomUUID()}.js`);
-  writeFileSync(bundlePath, (await workflowBundle()).code);
-  fx.cleanup(async () => rmSync(bundlePath, { force: true }));
+  const bundlePath = await workflowBundlePath();
   const [child, here] = await Promise.all([
     spawnWorkerProcess({
       temporalAddress: process.env[DEV_SERVER_ADDRESS_ENV] ?? '',

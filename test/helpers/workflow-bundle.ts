@@ -4,7 +4,9 @@
  * per run (test/global-setup.ts) and hands its path over in {@link WORKFLOW_BUNDLE_ENV}; a file run on its own
  * without the global setup builds its own.
  */
-import { readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { bundleWorkflowCode, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import { failureConverterPath } from '../../src/codec';
 
@@ -27,4 +29,23 @@ export function workflowBundle(): Promise<WorkflowBundleWithSourceMap> {
   const shared = process.env[WORKFLOW_BUNDLE_ENV];
   bundle ??= shared ? Promise.resolve({ code: readFileSync(shared, 'utf8'), sourceMap: '' }) : buildWorkflowBundle();
   return bundle;
+}
+
+let bundleFile: Promise<string> | undefined;
+
+/**
+ * A file holding the workflow bundle, for the worker processes tests spawn (`workflowBundle: { codePath }`): the run's,
+ * else one written once for this test file and removed when its process exits.
+ */
+export function workflowBundlePath(): Promise<string> {
+  const shared = process.env[WORKFLOW_BUNDLE_ENV];
+  if (shared) return Promise.resolve(shared);
+  bundleFile ??= workflowBundle().then((b) => {
+    const dir = mkdtempSync(path.join(os.tmpdir(), 'pw-test-bundle-'));
+    process.once('exit', () => rmSync(dir, { recursive: true, force: true }));
+    const file = path.join(dir, 'workflow-bundle.js');
+    writeFileSync(file, b.code);
+    return file;
+  });
+  return bundleFile;
 }

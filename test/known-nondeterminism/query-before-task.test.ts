@@ -24,8 +24,6 @@
  */
 import { randomUUID } from 'node:crypto';
 import { spawn } from 'node:child_process';
-import { rmSync, writeFileSync } from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { WithStartWorkflowOperation, type WorkflowHandle, WorkflowUpdateStage } from '@temporalio/client';
 import { temporal } from '@temporalio/proto';
@@ -45,6 +43,7 @@ import { createWorkers } from '../../src/stack';
 import { chargeFingerprint } from '../../src/client/fingerprint';
 import type { chargeWorkflow } from '../../src/workflows';
 import { chargeRequest, fastTimings, workflowBundle } from '../helpers/payments';
+import { workflowBundlePath } from '../helpers/workflow-bundle';
 import { connectDevServer } from '../helpers/servers';
 import { recordHistories } from '../helpers/workflows';
 import { eventually } from '../helpers/eventually';
@@ -183,9 +182,7 @@ async function querySplit<T = PaymentView>(options: SplitOptions<T> = {}) {
 
   const taskQueue = `nd-${randomUUID()}`;
   const bundle = await workflowBundle();
-  const bundlePath = path.join(os.tmpdir(), `nd-bundle-${randomUUID()}.js`);
-  writeFileSync(bundlePath, bundle.code);
-  cleanups.push(async () => rmSync(bundlePath, { force: true }));
+  const bundlePath = await workflowBundlePath();
 
   // Here: the provider's activity worker (runs from the start) and worker B (polls only from step 4).
   const [workerB, providerWorker] = (await createWorkers({

@@ -4,10 +4,6 @@
  * off the network and share one breaker through a redis-server, the simulator's control and provider endpoints over
  * HTTP, and a PostgreSQL database of the wallet ledger (the API and both workers use it, as DATABASE_URL gives it).
  */
-import { randomUUID } from 'node:crypto';
-import { rmSync, writeFileSync } from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import type pg from 'pg';
 import { providerIdempotencyKey } from '../../src/activities/keys';
@@ -20,7 +16,7 @@ import { WalletLedger } from '../../src/wallets';
 import { startRedisServer } from '../../scripts/lib/redis-server';
 import { type ApiHarness, type ApiResponse, type TestMerchant, WEBHOOK_SECRET, startApiHarness } from '../api/harness';
 import { openTestDatabase } from '../helpers/database';
-import { workflowBundle } from '../helpers/payments';
+import { workflowBundlePath } from '../helpers/workflow-bundle';
 import { DEV_SERVER_ADDRESS_ENV } from '../helpers/servers';
 import { type Fleet, type WorkerProfile, startFleet } from './fleet';
 import { type ProviderProxy, startProviderProxy } from './provider-proxy';
@@ -165,9 +161,7 @@ export async function startWorld(env: TestWorkflowEnvironment): Promise<World> {
     closers.push(() => closeBreakerRedis(breakerStore));
     const proxy = await startProviderProxy(h.sim.url);
     closers.push(() => proxy.close());
-    const bundlePath = path.join(os.tmpdir(), `pw-model-bundle-${randomUUID()}.js`);
-    writeFileSync(bundlePath, (await workflowBundle()).code);
-    closers.push(async () => rmSync(bundlePath, { force: true }));
+    const bundlePath = await workflowBundlePath();
     const fleet = await startFleet(
       {
         temporalAddress: process.env[DEV_SERVER_ADDRESS_ENV] ?? '',
