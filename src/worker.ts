@@ -8,7 +8,6 @@ import pino from 'pino';
 import { loadConfig } from './config';
 import { installWorkerRuntime } from './metrics/runtime';
 import { parseListenAddress, serveMetrics } from './metrics/serve';
-
 import { checkWorkerCapacity, ensureSweepScheduleWithin, startConfiguredStack } from './stack';
 
 async function main() {

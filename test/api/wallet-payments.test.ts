@@ -80,10 +80,12 @@ const simOf = (orderId: string) => {
 };
 const pay = (key: string, body: Record<string, unknown>, harness: ApiHarness = h) =>
   harness.request('POST', '/v1/payments', { key, body });
-/** The payment's wallet steps in its history, in order: local activity or activity, its type, its summary. */
-async function walletSteps(key: string): Promise<[string, string, string][]> {
-  const history = await env.client.workflow.getHandle(chargeWorkflowId(h.a.id, key)).fetchHistory();
-  return (history.events ?? []).flatMap((e): [string, string, string][] => {
+/** The payment's history events. */
+const eventsOf = async (key: string) =>
+  (await env.client.workflow.getHandle(chargeWorkflowId(h.a.id, key)).fetchHistory()).events ?? [];
+/** The wallet steps among a payment's events, in order: local activity or activity, its type, its summary. */
+function walletSteps(events: Awaited<ReturnType<typeof eventsOf>>): [string, string, string][] {
+  return events.flatMap((e): [string, string, string][] => {
     const marker = e.markerRecordedEventAttributes;
     const data = marker?.markerName === 'core_local_activity' ? marker.details?.data?.payloads?.[0] : undefined;
     const [kind, name] = data
@@ -180,7 +182,7 @@ describe('POST /v1/payments with a wallet part: the money', () => {
     const sim = simOf(body.orderId as string);
     expect(sim.effects.map((e) => [e.operation, e.amount])).toEqual([['create', 1_100]]);
     // The web UI tells it: each wallet step carries a summary; the hold is a local activity of the first task.
-    expect(await walletSteps(key)).toEqual([
+    expect(walletSteps(await eventsOf(key))).toEqual([
       ['local', 'holdWallet', expect.stringContaining('hold the payment’s wallet part')],
       ['activity', 'captureWalletHold', expect.stringContaining('capture the wallet part')],
     ]);
@@ -327,11 +329,11 @@ describe('POST /v1/payments with a wallet part: the money', () => {
     ]);
     expect(simOf(body.orderId as string).requests).toEqual([]);
     // Both steps in the payment's first workflow task: the answer waits for no other task.
-    expect(await walletSteps(key)).toEqual([
+    const events = await eventsOf(key);
+    expect(walletSteps(events)).toEqual([
       ['local', 'holdWallet', expect.stringContaining('hold the payment’s wallet part')],
       ['local', 'captureWalletHold', expect.stringContaining('capture the wallet-only payment')],
     ]);
-    const events = (await env.client.workflow.getHandle(chargeWorkflowId(h.a.id, key)).fetchHistory()).events ?? [];
     const tasksBeforeAnswer = events.filter((e) => e.workflowTaskCompletedEventAttributes).length;
     expect(tasksBeforeAnswer).toBe(1);
     await recordHistories(h, 'wallet-only-payment', [chargeWorkflowId(h.a.id, key)]);

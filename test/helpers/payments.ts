@@ -15,7 +15,6 @@ import type { RestProvider } from '../../src/providers/rest/adapter';
 import { type RunningSimulator, startSimulator } from '../../src/simulator/server';
 import type { CircuitBreaker } from '../../src/breaker';
 import { startStack } from '../../src/stack';
-
 import { workflowBundle } from './workflow-bundle';
 
 export { workflowBundle };
