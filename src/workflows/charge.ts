@@ -12,7 +12,7 @@ import { createAtProvider, firstTaskRetried, reconcileCreate } from './payment-c
 import { type ChargeContinuation, PaymentEntity } from './payment-entity';
 import { hasRunningOperation, isClosedStatus } from './payment-state';
 import { PATCHES } from './patches';
-import { holdWalletPart, payFromWallet, settleWalletPart } from './wallet-part';
+import { type WalletSettlement, holdWalletPart, payFromWallet, settleWalletPart } from './wallet-part';
 import { providerAmountOf } from '../domain/wallet-operations';
 
 /** Patch: the run continues as new only once every reconcile the provider's news cancelled has ended. */
@@ -35,13 +35,15 @@ export function chargeWorkflow(input: ChargeWorkflowInput, carried?: ChargeConti
  * The payment's first steps: its wallet part's hold, if it has one (a refusal or short funds end the payment there),
  * then the provider for the rest, unless the wallet pays it all.
  */
-async function startPayment(payment: PaymentEntity): Promise<void> {
+async function startPayment(payment: PaymentEntity, wallet: WalletSettlement): Promise<void> {
   if (payment.input.request.wallet === undefined) return createAtProvider(payment);
   // Read before the hold's activity: whether the first workflow task was tried before, as the create reads it.
   const retried = firstTaskRetried(payment.input);
   if (!(await holdWalletPart(payment))) return;
   if (providerAmountOf(payment.input.request) === 0) return payFromWallet(payment);
-  return createAtProvider(payment, retried);
+  await createAtProvider(payment, retried);
+  // The card part's answer decided the hold (succeeded, declined, failed): settled now, before the answer is read.
+  await wallet.inTask();
 }
 
 /** The payment's main line, in its life scope. */
@@ -54,17 +56,18 @@ async function runPayment(
   const payment = new PaymentEntity(input, carried);
   const { state } = payment;
   payment.registerHandlers(scopes.life);
+  // Only for a payment with a wallet part (no history before it had one): no patch.
+  const wallet = settleWalletPart(payment);
   const handoffs = allHandoffs(
     announceMerchantEvents(state, input.merchantId, input.merchantEvents),
     recordKeyAnswers(state, input),
-    // Only for a payment with a wallet part (no history before it had one): no patch.
-    settleWalletPart(payment),
+    wallet,
   );
   onCancellationRequest(payment, scopes.shield);
   payment.publishAttributes();
   if (carried) payment.publishUnknownSince();
   await payment.connectProvider();
-  if (!carried) await startPayment(payment);
+  if (!carried) await startPayment(payment, wallet);
   payment.firstCallAnswered();
 
   // The payment stays open while money can still move through it.

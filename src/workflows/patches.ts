@@ -133,6 +133,14 @@ export const PATCHES = {
     before:
       'ordinary activities on the workflow task queue, each a workflow task of its own (3 tasks before the answer)',
   },
+  walletSettleInTask: {
+    id: 'wallet-settle-in-task',
+    since: 'HEAD',
+    change:
+      "a split payment's hold is captured or released by a local activity in the task where its card part's first call decided it",
+    before:
+      'by an activity of the settlement, a task later: the first answer read by query waited for that activity and task',
+  },
   continueAfterCancelledReconciles: {
     id: 'continue-after-cancelled-reconciles-end',
     since: 'a831fe1',

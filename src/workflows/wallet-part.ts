@@ -26,6 +26,13 @@ import { type PaymentState, walletRefundable } from './payment-state';
  */
 const WALLET_LOCAL_STEPS = PATCHES.walletLocalSteps.id;
 
+/**
+ * Patch: a split payment's hold is captured or released by a local activity as soon as its card part's first call
+ * decided it, in the same workflow task, so the first answer's read waits for no activity and no other task; a step
+ * that does not answer within its short budget is left to {@link settleWalletPart}. Older runs always settled it there.
+ */
+const WALLET_SETTLE_IN_TASK = PATCHES.walletSettleInTask.id;
+
 const { holdWallet: holdWalletInTask } = proxyLocalActivities<WalletActivities>({
   ...walletActivityOptions.hold,
   summary: 'hold the payment’s wallet part before the provider is charged for the rest (in the first task)',
@@ -33,6 +40,10 @@ const { holdWallet: holdWalletInTask } = proxyLocalActivities<WalletActivities>(
 const { captureWalletHold: captureWalletOnlyInTask } = proxyLocalActivities<WalletActivities>({
   ...walletActivityOptions.firstCapture,
   summary: 'capture the wallet-only payment (in the first task)',
+});
+const { captureWalletHold: captureInTask, releaseWalletHold: releaseInTask } = proxyLocalActivities<WalletActivities>({
+  ...walletActivityOptions.firstCapture,
+  summary: 'settle the wallet part as the card part decided it (in the same task)',
 });
 const { holdWallet } = proxyActivities<WalletActivities>({
   ...walletActivityOptions.hold,
@@ -129,23 +140,27 @@ export async function payFromWallet(payment: WalletPort): Promise<void> {
  * review or waiting for the customer the hold is kept. The payment neither closes nor continues as new while a
  * settlement is due or out (its handoffs are not idle).
  */
-export function settleWalletPart(payment: WalletPort): Handoffs {
+export function settleWalletPart(payment: WalletPort): WalletSettlement {
   const { input, state } = payment;
-  if (input.request.wallet === undefined) return noHandoffs;
+  if (input.request.wallet === undefined) return { ...noHandoffs, inTask: async () => undefined };
   let out = false;
   let gaveUp = false;
-  const due = (): 'capture' | 'release' | undefined =>
+  const due = (): Settlement | undefined =>
     state.view.wallet?.status === 'held' && !out && !gaveUp ? settlementOf(state.view.status) : undefined;
+  /** Captures or releases the hold with `steps` (the task's local activities, or the settlement's activities). */
+  const settle = async (kind: Settlement, steps: Record<Settlement, typeof captureWalletHold>): Promise<void> => {
+    await steps[kind](settleArgs(input));
+    markWallet(state, kind === 'capture' ? 'captured' : 'released');
+    payment.publish();
+  };
   void (async () => {
     for (;;) {
       await condition(() => due() !== undefined);
       const kind = due();
+      if (kind === undefined) continue; // not reached: nothing runs between the condition and here
       out = true;
       try {
-        if (kind === 'capture') await captureWalletHold(settleArgs(input));
-        else await releaseWalletHold(settleArgs(input));
-        markWallet(state, kind === 'capture' ? 'captured' : 'released');
-        payment.publish();
+        await settle(kind, { capture: captureWalletHold, release: releaseWalletHold });
       } catch (err) {
         // A day of database trouble, or the ledger's refusal: an operator must look (the hold stays in the ledger).
         gaveUp = true;
@@ -159,7 +174,35 @@ export function settleWalletPart(payment: WalletPort): Handoffs {
       }
     }
   })();
-  return { idle: () => !out && due() === undefined };
+  return {
+    idle: () => !out && due() === undefined,
+    inTask: async () => {
+      const kind = due();
+      // Only where the card part decided it; the patch marker only on those payments.
+      if (kind === undefined || !patched(WALLET_SETTLE_IN_TASK)) return;
+      // Set before the step is scheduled, in the same activation as the decision: the loop above does not start too.
+      out = true;
+      try {
+        await settle(kind, { capture: captureInTask, release: releaseInTask });
+      } catch (err) {
+        log.warn('the wallet part’s settlement in the task did not answer; the settlement activity takes over', {
+          settlement: kind,
+          reason: messageOf(err),
+        });
+      } finally {
+        out = false;
+      }
+    },
+  };
+}
+
+/** The settlement of a payment's held wallet part: its handoffs, and the step run where the card part decided it. */
+export interface WalletSettlement extends Handoffs {
+  /**
+   * Captures or releases the hold at once, as a local activity, when the payment's status already decides it (a
+   * split payment's card part answered); on failure the settlement's own activity takes over. Nothing otherwise.
+   */
+  inTask(): Promise<void>;
 }
 
 /**
@@ -196,7 +239,9 @@ export async function refundWalletShare(
 }
 
 /** What a payment's status means for its held wallet part. */
-function settlementOf(status: PaymentStatus): 'capture' | 'release' | undefined {
+type Settlement = 'capture' | 'release';
+
+function settlementOf(status: PaymentStatus): Settlement | undefined {
   if (status === 'succeeded') return 'capture';
   if (status === 'declined' || status === 'failed' || status === 'voided') return 'release';
   return undefined;

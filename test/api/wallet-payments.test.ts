@@ -7,12 +7,12 @@
 import { randomUUID } from 'node:crypto';
 import pino from 'pino';
 import { Registry } from 'prom-client';
-import { defaultPayloadConverter } from '@temporalio/common';
+import { ApplicationFailure, defaultPayloadConverter } from '@temporalio/common';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { walletMetricsObserver } from '../../src/metrics/wallet-metrics';
 import { chargeWorkflowId } from '../../src/domain/ids';
 import type { RestProvider } from '../../src/providers';
-import { WalletLedger } from '../../src/wallets';
+import { type SettleArgs, type SettleResult, WalletLedger } from '../../src/wallets';
 import { openTestDatabase } from '../helpers/database';
 import { refusingProvider } from '../helpers/refusing-provider';
 import { connectDevServer } from '../helpers/servers';
@@ -27,12 +27,26 @@ let down: RestProvider;
 /** The workers' metrics: their ledger counts into it, as the worker process's does (src/stack.ts). */
 const workerRegistry = new Registry();
 
+/**
+ * The ledger, with one fault a test can arm: the next capture of a payment key fails for good, as a capture whose
+ * database stayed away through its whole budget would, without writing anything. Every other call is the real one.
+ */
+class CaptureFaultLedger extends WalletLedger {
+  readonly failNextCaptureOf = new Set<string>();
+  override capture(args: SettleArgs): Promise<SettleResult> {
+    if (!this.failNextCaptureOf.delete(args.paymentKey)) return super.capture(args);
+    return Promise.reject(ApplicationFailure.nonRetryable('injected: the database stayed away', 'InjectedFault'));
+  }
+}
+let ledger: CaptureFaultLedger;
+
 beforeAll(async () => {
   env = await connectDevServer();
   db = await openTestDatabase();
   down = await refusingProvider('down', pino({ level: 'silent' }));
+  ledger = new CaptureFaultLedger(db.pool, walletMetricsObserver(workerRegistry));
   h = await startApiHarness(env, {
-    wallets: new WalletLedger(db.pool, walletMetricsObserver(workerRegistry)),
+    wallets: ledger,
     extraProviders: { down },
     // No provider webhooks: an unknown outcome stays unknown until the reconcile asks, a few seconds later.
     webhooks: false,
@@ -171,7 +185,8 @@ describe('POST /v1/payments with a wallet part: the money', () => {
     const res = await pay(key, body);
 
     expect(res.status).toBe(200);
-    expect(res.body).toMatchObject({ status: 'succeeded', amountCaptured: 1_100 });
+    // Settled in the card part's task: the answer already shows the hold captured.
+    expect(res.body).toMatchObject({ status: 'succeeded', amountCaptured: 1_100, wallet: { status: 'captured' } });
     const settled = await settledAs(key, 'captured');
     expect(settled.wallet).toEqual({ walletId, amount: 400, status: 'captured', refunded: 0 });
     expect(await walletOf(walletId)).toMatchObject({ balance: 600, held: 0, available: 600 });
@@ -181,15 +196,46 @@ describe('POST /v1/payments with a wallet part: the money', () => {
     ]);
     const sim = simOf(body.orderId as string);
     expect(sim.effects.map((e) => [e.operation, e.amount])).toEqual([['create', 1_100]]);
-    // The web UI tells it: each wallet step carries a summary; the hold is a local activity of the first task.
-    expect(walletSteps(await eventsOf(key))).toEqual([
+    // The web UI tells it: each wallet step carries a summary; the hold, the card's first attempt and the capture are
+    // local activities of the first task, so the answer waits for no other task.
+    const events = await eventsOf(key);
+    expect(walletSteps(events)).toEqual([
       ['local', 'holdWallet', expect.stringContaining('hold the payment’s wallet part')],
-      ['activity', 'captureWalletHold', expect.stringContaining('capture the wallet part')],
+      ['local', 'captureWalletHold', expect.stringContaining('settle the wallet part as the card part decided it')],
     ]);
+    expect(events.filter((e) => e.workflowTaskCompletedEventAttributes).length).toBe(1);
     const metrics = await workerRegistry.metrics();
     expect(metrics).toMatch(/payments_wallet_operations_total\{kind="hold",outcome="applied"\} [1-9]/);
     expect(metrics).toMatch(/payments_wallet_operations_total\{kind="capture",outcome="applied"\} [1-9]/);
     await recordHistories(h, 'wallet-split-payment-succeeded', [chargeWorkflowId(h.a.id, key)]);
+  });
+
+  it('a split payment whose capture in the task fails: answered with the hold held, the settlement activity captures it once', async () => {
+    const walletId = await walletWith(1_000);
+    const key = newKey();
+    ledger.failNextCaptureOf.add(key);
+    const body = chargeBody({ amount: { value: 1_500, currency: 'EUR' }, wallet: { walletId, amount: 400 } });
+    const res = await pay(key, body);
+
+    expect(res.status).toBe(200);
+    expect(res.body).toMatchObject({ status: 'succeeded', amountCaptured: 1_100, wallet: { status: 'held' } });
+    expect((await settledAs(key, 'captured')).wallet).toEqual({
+      walletId,
+      amount: 400,
+      status: 'captured',
+      refunded: 0,
+    });
+    expect(ledger.failNextCaptureOf.has(key)).toBe(false);
+    expect(await walletOf(walletId)).toMatchObject({ balance: 600, held: 0, available: 600 });
+    expect(await movesOf(walletId)).toEqual([
+      ['hold', 400],
+      ['capture', 400],
+    ]);
+    expect(walletSteps(await eventsOf(key))).toEqual([
+      ['local', 'holdWallet', expect.stringContaining('hold the payment’s wallet part')],
+      ['local', 'captureWalletHold', expect.stringContaining('settle the wallet part as the card part decided it')],
+      ['activity', 'captureWalletHold', expect.stringContaining('capture the wallet part: the payment succeeded')],
+    ]);
   });
 
   it('a split payment whose card part is declined: the hold released, the balance back, nothing charged', async () => {
@@ -199,7 +245,7 @@ describe('POST /v1/payments with a wallet part: the money', () => {
     const res = await pay(key, body);
 
     expect(res.status).toBe(200);
-    expect(res.body.status).toBe('declined');
+    expect(res.body).toMatchObject({ status: 'declined', wallet: { status: 'released' } });
     await settledAs(key, 'released');
     expect(await walletOf(walletId)).toMatchObject({ balance: 1_000, held: 0, available: 1_000 });
     expect(await movesOf(walletId)).toEqual([
@@ -209,6 +255,10 @@ describe('POST /v1/payments with a wallet part: the money', () => {
     const sim = simOf(body.orderId as string);
     expect(sim.requests.map((r) => r.operation)).toContain('create');
     expect(sim.effects).toEqual([]);
+    expect(walletSteps(await eventsOf(key))).toEqual([
+      ['local', 'holdWallet', expect.stringContaining('hold the payment’s wallet part')],
+      ['local', 'releaseWalletHold', expect.stringContaining('settle the wallet part as the card part decided it')],
+    ]);
     await recordHistories(h, 'wallet-split-payment-declined', [chargeWorkflowId(h.a.id, key)]);
   });
 

@@ -75,6 +75,8 @@ export async function chargeKillingHolder(
   body: ChargeBody,
   label: string,
   afterKill: () => Promise<void> = async () => {},
+  /** Run once the create reached the provider, before the kill: false spares the worker (the trace says why). */
+  beforeKill: () => Promise<boolean> = async () => true,
 ): Promise<void> {
   await arm(w, { kind: 'latency', latencyMs: 1_200 }, 'create', body.orderId);
   const key = fresh(m, 'pay');
@@ -88,7 +90,10 @@ export async function chargeKillingHolder(
     () => true,
     () => false,
   );
-  const killed = reached ? await w.fleet.killHolder(chargeWorkflowId(w.merchant(merchant).id, key)) : undefined;
+  const killed =
+    reached && (await beforeKill())
+      ? await w.fleet.killHolder(chargeWorkflowId(w.merchant(merchant).id, key))
+      : undefined;
   m.trace.push(`${label}: ${killed === undefined ? 'no worker killed' : `worker ${killed + 1} SIGKILLed`}`);
   await afterKill();
   const r = await answer;

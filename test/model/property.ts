@@ -293,7 +293,12 @@ export function commandArbs(exclude: readonly string[], heavy = 1): fc.Arbitrary
         .tuple(merchant, fc.constantFrom<'refused' | 'coolDown' | 'none'>('refused', 'coolDown', 'none'))
         .map(([mm, then]) => new CrashDuringCreate(mm, then)),
     ],
-    ['crashDuringWalletCharge', merchant.map((mm) => new CrashDuringWalletCharge(mm))],
+    [
+      'crashDuringWalletCharge',
+      fc
+        .tuple(merchant, fc.constantFrom<'create' | 'settle'>('create', 'settle'))
+        .map(([mm, during]) => new CrashDuringWalletCharge(mm, during)),
+    ],
     [
       'providerOutage',
       fc

@@ -7,6 +7,7 @@
 import type { PaymentView } from '../../src/domain/payment';
 import type { ApiResponse } from '../api/harness';
 import { type FaultSpec, describeFault } from './faults';
+import { eventually } from '../helpers/eventually';
 import { type Cmd, MOVING, OP_ANSWERS, arm, chargeKillingHolder, sendCharge, sendOp, seenOf } from './commands';
 import {
   type ChargeBody,
@@ -160,14 +161,22 @@ export class WalletCharge implements Cmd {
 }
 
 /**
- * A split charge whose worker is SIGKILLed after its wallet part was held and while its card part's local first
- * attempt is at the provider (held 1.2 s, committed anyway): both are local activities of the payment's first
- * workflow task, so the hold is in the ledger and nothing of that task is in history. The next worker runs the task
- * again: the hold under the same operation id (the ledger answers the one it has: W3 fails on a second), the create as
- * possibly sent. Then, as every payment: one hold, captured once the card part succeeded, one create.
+ * A split charge whose worker is SIGKILLed in the payment's first workflow task, where its wallet steps and its card
+ * part's local first attempt are local activities (nothing of that task is in history yet; the next worker runs it
+ * again, each step under its own operation id or key):
+ * - `create`: after the wallet part was held and while the card part's first attempt is at the provider (held 1.2 s,
+ *   committed anyway): the hold is in the ledger (the ledger answers the one it has: W3 fails on a second), the create
+ *   possibly sent;
+ * - `settle`: the card part succeeded and the hold's capture in the task (patch `wallet-settle-in-task`) waits for the
+ *   wallet's row, which this command holds locked (`FOR UPDATE`) until the worker is dead: the capture's transaction
+ *   dies with it or commits, and the next worker's capture applies it or reads it back (W2/W3 fail on a second).
+ * Then, as every payment: one hold, captured once the card part succeeded, one create.
  */
 export class CrashDuringWalletCharge implements Cmd {
-  constructor(readonly merchant: MerchantName) {}
+  constructor(
+    readonly merchant: MerchantName,
+    readonly during: 'create' | 'settle',
+  ) {}
   check = () => true;
   async run(m: Model, w: World) {
     const label = this.toString();
@@ -179,9 +188,47 @@ export class CrashDuringWalletCharge implements Cmd {
       capture: 'automatic',
       wallet: { walletId: wallet.walletId, amount: 400 },
     };
-    await chargeKillingHolder(m, w, this.merchant, body, label);
+    if (this.during === 'create') return chargeKillingHolder(m, w, this.merchant, body, label);
+    const locker = await w.db.connect();
+    let locked = false;
+    const unlock = async () => {
+      if (locked) await locker.query('ROLLBACK');
+      locked = false;
+    };
+    try {
+      await chargeKillingHolder(m, w, this.merchant, body, label, unlock, async () => {
+        await locker.query('BEGIN');
+        locked = true;
+        await locker.query('SELECT 1 FROM wallets WHERE merchant_id = $1 AND wallet_id = $2 FOR UPDATE', [
+          w.merchant(this.merchant).id,
+          wallet.walletId,
+        ]);
+        // The capture's statement waiting for the row: the worker is inside the step when it dies.
+        const waiting = await eventually(
+          `${label}'s capture waiting for the wallet's row`,
+          async () => {
+            const { rows } = await w.db.query<{ n: number }>(
+              `SELECT count(*)::int AS n FROM pg_stat_activity
+                WHERE datname = current_database() AND wait_event_type = 'Lock' AND pid <> $1`,
+              [(locker as unknown as { processID: number }).processID],
+            );
+            return (rows[0]?.n ?? 0) > 0;
+          },
+          6_000,
+          20,
+        ).then(
+          () => true,
+          () => false,
+        );
+        m.trace.push(`${label}: ${waiting ? "the capture waits for the wallet's row" : 'no capture came to wait'}`);
+        return waiting;
+      });
+    } finally {
+      await unlock().catch(() => undefined);
+      locker.release();
+    }
   }
-  toString = () => `crashDuringWalletCharge(${this.merchant})`;
+  toString = () => `crashDuringWalletCharge(${this.merchant}, during ${this.during})`;
 }
 
 /** How much of a payment a wallet refund asks: within the wallet's part, past it into the card's, all, or more. */
