@@ -135,7 +135,7 @@ export const PATCHES = {
   },
   walletSettleInTask: {
     id: 'wallet-settle-in-task',
-    since: 'HEAD',
+    since: 'ac953ee',
     change:
       "a split payment's hold is captured or released by a local activity in the task where its card part's first call decided it",
     before:
