@@ -27,7 +27,7 @@ export interface ReconcileInput {
   readonly paymentId?: string;
   readonly expect: Expectation;
   readonly capabilities: ProviderCapabilities;
-  /** Waits between checks, ms: e.g. 30 s, 2 min, 10 min, 1 h, 6 h. */
+  /** Waits between checks, ms: e.g. 15 s, 30 s, 1 min, 2 min, 4 min, 8 min, 1 h, 6 h. */
   readonly scheduleMs: readonly number[];
   /** How long after the first send the provider surely shows a committed write. */
   readonly settleWindowMs: number;

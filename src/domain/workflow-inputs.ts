@@ -45,7 +45,9 @@ export type PaymentTimings = z.infer<typeof PaymentTimings>;
 /** Production defaults. */
 export const defaultPaymentTimings: PaymentTimings = {
   submitWaitMs: 3 * SECOND,
-  reconcileScheduleMs: [30 * SECOND, 2 * MINUTE, 10 * MINUTE, HOUR, 6 * HOUR],
+  // Front-loaded (issue 21 §4): six checks within 16 min, so an outcome that a cool-down or a short outage kept from the
+  // first checks is final within 10 min (docs/operations.md, "Time to resolution"); then hourly and 6-hourly.
+  reconcileScheduleMs: [15 * SECOND, 30 * SECOND, MINUTE, 2 * MINUTE, 4 * MINUTE, 8 * MINUTE, HOUR, 6 * HOUR],
   settleWindowMs: MINUTE,
   authorizationExpiryMs: 7 * DAY,
   refundWindowMs: 30 * DAY,

@@ -79,8 +79,10 @@ describe('definitions', () => {
 describe('workflow inputs', () => {
   it('defaults are production values and valid', () => {
     expect(PaymentTimings.parse(defaultPaymentTimings)).toEqual(defaultPaymentTimings);
-    expect(defaultPaymentTimings.reconcileScheduleMs).toEqual([30_000, 120_000, 600_000, 3_600_000, 21_600_000]);
-    expect(reconcileWindowMs(defaultPaymentTimings)).toBe(25_950_000);
+    expect(defaultPaymentTimings.reconcileScheduleMs).toEqual([
+      15_000, 30_000, 60_000, 120_000, 240_000, 480_000, 3_600_000, 21_600_000,
+    ]);
+    expect(reconcileWindowMs(defaultPaymentTimings)).toBe(26_145_000);
   });
 
   it('rejects a sweep threshold inside the reconcile schedule', () => {
