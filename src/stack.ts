@@ -504,7 +504,7 @@ export async function startStack(options: StackOptions): Promise<Stack> {
         let connection = options.connection;
         if (connection === undefined) {
           // grpc-js, not a NativeConnection: with the Rust core's client the API's own deadline did not bound the
-          // submit's wait for a worker (8.6 s instead of SUBMIT_WAIT_MS + margin, test/api/no-worker.test.ts), though
+          // submit's wait for a worker (8.6 s instead of SUBMIT_WAIT_MS + margin, test/scenarios/no-worker.test.ts), though
           // it costs ~0.5-1 ms less CPU per charge (bench/rpc-cost.ts).
           const opened = await connectPatiently((o) => Connection.connect(o));
           owned.push(() => opened.close());

@@ -1,7 +1,7 @@
 /**
  * The sweep's comparison after a failover: a provider payment is compared with ours only at the provider holding our
  * payment. A failover moves a payment only when the provider it left never saw it, so a payment listed there naming
- * ours is a second charge, whatever our payment's state (the end-to-end case is in test/api/failover-stripe.test.ts).
+ * ours is a second charge, whatever our payment's state (the end-to-end case is in test/scenarios/failover-stripe.test.ts).
  */
 import type { PaymentView } from '../../src/domain/payment';
 import { compareWithOurs } from '../../src/domain/sweep';

@@ -16,7 +16,7 @@
  * it, or a workflow change): then move them to test/histories, where every history must replay.
  *
  * No new payment can record such a history: only a payment's first workflow task accepts an update; captures, refunds,
- * repeats and operators' verdicts reach a running payment as signals (test/api/mid-life-requests.test.ts).
+ * repeats and operators' verdicts reach a running payment as signals (test/scenarios/mid-life-requests.test.ts).
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';

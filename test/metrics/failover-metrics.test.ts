@@ -1,7 +1,7 @@
 /**
  * The failover counter (`payments_failovers_total{from,to,reason}`): a charge moved to its fallback through the API is
  * counted once by the worker that ran the move, through a workflow sink; a replay of the payment's history (what a
- * worker does after a cache eviction or a restart) counts nothing. The same scenario as test/api/failover.test.ts: a
+ * worker does after a cache eviction or a restart) counts nothing. The same scenario as test/scenarios/failover.test.ts: a
  * primary whose port refuses connections (`down`), a real simulator as the fallback (`backup`), the run's dev server.
  */
 import { randomUUID } from 'node:crypto';

@@ -14,7 +14,7 @@ import { KeyRecords } from '../../src/key-records';
 import { openTestDatabase } from '../helpers/database';
 import { connectDevServer } from '../helpers/servers';
 import { recordHistories } from '../helpers/workflows';
-import { type ApiHarness, chargeBody, eventually, newKey, startApiHarness, testTimings } from './harness';
+import { type ApiHarness, chargeBody, eventually, newKey, startApiHarness, testTimings } from '../api/harness';
 
 let env: TestWorkflowEnvironment;
 let db: Awaited<ReturnType<typeof openTestDatabase>>;

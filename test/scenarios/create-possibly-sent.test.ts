@@ -28,7 +28,15 @@ import { workflowBundlePath } from '../helpers/workflow-bundle';
 import { DEV_SERVER_ADDRESS_ENV, connectDevServer } from '../helpers/servers';
 import { recordHistories } from '../helpers/workflows';
 import { NEVER_OPENING_BREAKER, spawnWorkerProcess } from '../helpers/worker-process';
-import { type ApiHarness, chargeBody, eventually, newKey, startApiHarness, testRetry, testTimings } from './harness';
+import {
+  type ApiHarness,
+  chargeBody,
+  eventually,
+  newKey,
+  startApiHarness,
+  testRetry,
+  testTimings,
+} from '../api/harness';
 
 const logger = pino({ level: process.env.TEST_LOG_LEVEL ?? 'silent' });
 /** The local attempt's bound: shorter than the provider's latency below, so it is cut off after sending. */

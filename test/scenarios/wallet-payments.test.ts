@@ -17,7 +17,7 @@ import { openTestDatabase } from '../helpers/database';
 import { refusingProvider } from '../helpers/refusing-provider';
 import { connectDevServer } from '../helpers/servers';
 import { recordHistories } from '../helpers/workflows';
-import { type ApiHarness, chargeBody, eventually, newKey, startApiHarness } from './harness';
+import { type ApiHarness, chargeBody, eventually, newKey, startApiHarness } from '../api/harness';
 
 let env: TestWorkflowEnvironment;
 let db: Awaited<ReturnType<typeof openTestDatabase>>;

@@ -21,7 +21,7 @@ import {
   newKey,
   startApiHarness,
   testTimings,
-} from './harness';
+} from '../api/harness';
 
 /** The production default of SUBMIT_WAIT_MS. */
 const SUBMIT_WAIT_MS = 3_000;

@@ -20,7 +20,7 @@ import {
   startApiHarness,
   testRetry,
   testTimings,
-} from './harness';
+} from '../api/harness';
 
 const quick = { initialIntervalMs: 100, maximumIntervalMs: 200, attemptTimeoutMs: 2_000, budgetMs: 6_000 };
 /** Captures, refunds and look-ups that keep failing end within seconds (two attempts). */

@@ -16,7 +16,7 @@ import { workflowBundlePath } from '../helpers/workflow-bundle';
 import { DEV_SERVER_ADDRESS_ENV, connectDevServer } from '../helpers/servers';
 import { type WebhookReceiver, startWebhookReceiver } from '../helpers/webhook-receiver';
 import { NEVER_OPENING_BREAKER, spawnWorkerProcess } from '../helpers/worker-process';
-import { type ApiHarness, chargeBody, eventually, newKey, startApiHarness } from './harness';
+import { type ApiHarness, chargeBody, eventually, newKey, startApiHarness } from '../api/harness';
 
 const settings = {
   ...defaultMerchantWebhookSettings,

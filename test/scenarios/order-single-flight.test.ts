@@ -11,7 +11,7 @@ import { PaymentInFlight, PaymentsClient } from '../../src/client';
 import { chargeWorkflowId } from '../../src/domain/ids';
 import type { PaymentTimings } from '../../src/domain/workflow-inputs';
 import { connectDevServer } from '../helpers/servers';
-import { type ApiHarness, chargeBody, eventually, newKey, startApiHarness, testTimings } from './harness';
+import { type ApiHarness, chargeBody, eventually, newKey, startApiHarness, testTimings } from '../api/harness';
 
 let env: TestWorkflowEnvironment;
 let h: ApiHarness;

@@ -15,7 +15,7 @@ import type { RestProvider } from '../../src/providers';
 import { refusingProvider } from '../helpers/refusing-provider';
 import { connectDevServer } from '../helpers/servers';
 import { recordHistories } from '../helpers/workflows';
-import { type ApiHarness, chargeBody, eventually, newKey, startApiHarness, testRetry } from './harness';
+import { type ApiHarness, chargeBody, eventually, newKey, startApiHarness, testRetry } from '../api/harness';
 
 const EventType = temporal.api.enums.v1.EventType;
 /** The local attempt's bound here: shorter than the latency below, which is shorter than the HTTP timeout (1.5 s). */

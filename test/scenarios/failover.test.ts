@@ -18,7 +18,7 @@ import { type Ledger, type RunningSimulator, startSimulator } from '../../src/si
 import { refusingProvider } from '../helpers/refusing-provider';
 import { connectDevServer } from '../helpers/servers';
 import { recordHistories } from '../helpers/workflows';
-import { type ApiHarness, chargeBody, eventually, newKey, startApiHarness } from './harness';
+import { type ApiHarness, chargeBody, eventually, newKey, startApiHarness } from '../api/harness';
 
 let env: TestWorkflowEnvironment;
 let h: ApiHarness;

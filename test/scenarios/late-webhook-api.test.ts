@@ -8,7 +8,7 @@ import { chargeWorkflowId } from '../../src/domain/ids';
 import type { PaymentView } from '../../src/domain/payment';
 import { PaymentStatusAttr } from '../../src/domain/search-attributes';
 import { connectDevServer } from '../helpers/servers';
-import { type ApiHarness, chargeBody, eventually, newKey, startApiHarness } from './harness';
+import { type ApiHarness, chargeBody, eventually, newKey, startApiHarness } from '../api/harness';
 
 let env: TestWorkflowEnvironment;
 let h: ApiHarness;

@@ -18,7 +18,7 @@ import {
   startApiHarness,
   testRetry,
   testTimings,
-} from './harness';
+} from '../api/harness';
 
 const maxRetryAfterMs = 5_000;
 /** A budget with no room for a wait of seconds: the cool-down outlasts it (an attempt needs 2.5 s of the 3 s). */

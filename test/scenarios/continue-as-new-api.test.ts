@@ -18,7 +18,7 @@ import type { Payment } from '../../src/simulator/server';
 import { signWebhook } from '../../src/simulator/signature';
 import type { ChargeWorkflowInput } from '../../src/domain/workflow-inputs';
 import type { ChargeContinuation } from '../../src/workflows/charge';
-import { type ApiHarness, WEBHOOK_SECRET, chargeBody, eventually, newKey, startApiHarness } from './harness';
+import { type ApiHarness, WEBHOOK_SECRET, chargeBody, eventually, newKey, startApiHarness } from '../api/harness';
 
 let env: TestWorkflowEnvironment;
 

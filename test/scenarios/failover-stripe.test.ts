@@ -6,7 +6,7 @@
  * test/providers/stripe-workflows.test.ts for what is real, canned and recorded): the front records every request the
  * adapter sent, so "one create in total, under the key scoped to Stripe" is checked on the wire.
  *
- * Covered here, beside test/api/failover.test.ts: the Stripe request after a failover (refused connection, open
+ * Covered here, beside test/scenarios/failover.test.ts: the Stripe request after a failover (refused connection, open
  * breaker) and its capture; webhooks after a failover (the fallback's settles the payment, the first provider's
  * changes none of its money); the sweep after a failover (the fallback's payment is this payment, and a payment at the
  * first provider naming it is flagged, never taken for it).
@@ -37,7 +37,7 @@ import {
 import { runSweepAt } from '../helpers/sweeps';
 import { terminateAll } from '../helpers/terminate';
 import { recordHistories } from '../helpers/workflows';
-import { type ApiHarness, WEBHOOK_SECRET, chargeBody, eventually, newKey, startApiHarness } from './harness';
+import { type ApiHarness, WEBHOOK_SECRET, chargeBody, eventually, newKey, startApiHarness } from '../api/harness';
 
 const STRIPE_WEBHOOK_SECRET = newStripeWebhookSecret();
 // The amounts the stripe-mock fixtures are written for (stripe-mock reflects the amount we send, not what was captured).

@@ -15,7 +15,7 @@ import { RestProvider, simulatorCapabilities } from '../../src/providers/rest/ad
 import type { ProviderPayment } from '../../src/providers/types';
 import { signWebhook } from '../../src/simulator/signature';
 import { connectDevServer } from '../helpers/servers';
-import { type ApiHarness, WEBHOOK_SECRET, chargeBody, eventually, newKey, startApiHarness } from './harness';
+import { type ApiHarness, WEBHOOK_SECRET, chargeBody, eventually, newKey, startApiHarness } from '../api/harness';
 
 let env: TestWorkflowEnvironment;
 let h: ApiHarness;

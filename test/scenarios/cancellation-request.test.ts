@@ -12,7 +12,7 @@ import { temporal } from '@temporalio/proto';
 import { chargeWorkflowId, reconcileWorkflowId } from '../../src/domain/ids';
 import { connectDevServer } from '../helpers/servers';
 import { recordHistories } from '../helpers/workflows';
-import { type ApiHarness, chargeBody, eventually, newKey, startApiHarness, testTimings } from './harness';
+import { type ApiHarness, chargeBody, eventually, newKey, startApiHarness, testTimings } from '../api/harness';
 
 const { WorkflowExecutionStatus, EventType } = temporal.api.enums.v1;
 

@@ -15,7 +15,7 @@ import { paymentQuery } from '../../src/domain/definitions';
 import { chargeWorkflowId } from '../../src/domain/ids';
 import { connectDevServer } from '../helpers/servers';
 import { recordHistories } from '../helpers/workflows';
-import { type ApiHarness, chargeBody, newKey, startApiHarness } from './harness';
+import { type ApiHarness, chargeBody, newKey, startApiHarness } from '../api/harness';
 
 const E = temporal.api.enums.v1.EventType;
 /** Payments raced at once, each held a little longer at the provider. */

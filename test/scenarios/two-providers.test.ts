@@ -16,7 +16,7 @@ import { type RunningStripeMock, resolveStripeMock, startStripeMock } from '../.
 import { chargeWorkflowId, providerTaskQueue } from '../../src/domain/ids';
 import { StripeProvider } from '../../src/providers/stripe';
 import { connectDevServer } from '../helpers/servers';
-import { type ApiHarness, chargeBody, newKey, startApiHarness } from './harness';
+import { type ApiHarness, chargeBody, newKey, startApiHarness } from '../api/harness';
 
 let env: TestWorkflowEnvironment;
 let h: ApiHarness;

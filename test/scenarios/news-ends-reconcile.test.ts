@@ -11,7 +11,15 @@ import { chargeWorkflowId, reconcileWorkflowId } from '../../src/domain/ids';
 import type { PaymentView } from '../../src/domain/payment';
 import { connectDevServer } from '../helpers/servers';
 import { recordHistories } from '../helpers/workflows';
-import { type ApiHarness, chargeBody, eventually, newKey, startApiHarness, testRetry, testTimings } from './harness';
+import {
+  type ApiHarness,
+  chargeBody,
+  eventually,
+  newKey,
+  startApiHarness,
+  testRetry,
+  testTimings,
+} from '../api/harness';
 
 let env: TestWorkflowEnvironment;
 let h: ApiHarness;

@@ -31,7 +31,7 @@ import {
   startApiHarness,
   testRetry,
   testTimings,
-} from './harness';
+} from '../api/harness';
 
 const EventType = temporal.api.enums.v1.EventType;
 

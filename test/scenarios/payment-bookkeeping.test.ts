@@ -11,7 +11,15 @@ import { refundRequest } from '../../src/domain/definitions';
 import { chargeWorkflowId } from '../../src/domain/ids';
 import type { PaymentView } from '../../src/domain/payment';
 import { connectDevServer } from '../helpers/servers';
-import { type ApiHarness, chargeBody, eventually, newKey, startApiHarness, testRetry, testTimings } from './harness';
+import {
+  type ApiHarness,
+  chargeBody,
+  eventually,
+  newKey,
+  startApiHarness,
+  testRetry,
+  testTimings,
+} from '../api/harness';
 
 let env: TestWorkflowEnvironment;
 let h: ApiHarness;

@@ -8,7 +8,7 @@
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { PaymentView } from '../../src/domain/payment';
 import { connectDevServer } from '../helpers/servers';
-import { type ApiHarness, chargeBody, eventually, newKey, startApiHarness } from './harness';
+import { type ApiHarness, chargeBody, eventually, newKey, startApiHarness } from '../api/harness';
 
 let env: TestWorkflowEnvironment;
 let h: ApiHarness;

@@ -13,7 +13,15 @@ import { temporal } from '@temporalio/proto';
 import { chargeWorkflowId } from '../../src/domain/ids';
 import { connectDevServer } from '../helpers/servers';
 import { recordHistories } from '../helpers/workflows';
-import { type ApiHarness, chargeBody, eventually, newKey, startApiHarness, testRetry, testTimings } from './harness';
+import {
+  type ApiHarness,
+  chargeBody,
+  eventually,
+  newKey,
+  startApiHarness,
+  testRetry,
+  testTimings,
+} from '../api/harness';
 
 const EventType = temporal.api.enums.v1.EventType;
 

@@ -20,7 +20,7 @@ import { openTestDatabase } from '../helpers/database';
 import { connectDevServer } from '../helpers/servers';
 import { type WebhookReceiver, startWebhookReceiver } from '../helpers/webhook-receiver';
 import { recordHistories } from '../helpers/workflows';
-import { type ApiHarness, chargeBody, eventually, newKey, startApiHarness } from './harness';
+import { type ApiHarness, chargeBody, eventually, newKey, startApiHarness } from '../api/harness';
 
 const { EventType } = temporal.api.enums.v1;
 
