@@ -1,7 +1,7 @@
 /**
  * The real stack of the benchmark, in this process: a fresh in-memory Temporal dev server (a child process), the
  * provider simulator, and per scenario a fresh task queue with its workers, a REST provider and the HTTP API on
- * 127.0.0.1:0, wired by src/stack.ts as the worker and API processes and test/api/harness.ts are, with production
+ * 127.0.0.1:0, wired by src/stack.ts as the worker and API processes and test/helpers/world.ts are, with production
  * timings and retries.
  */
 import { randomUUID } from 'node:crypto';

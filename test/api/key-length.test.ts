@@ -6,14 +6,14 @@
 import { randomUUID } from 'node:crypto';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { connectDevServer } from '../helpers/servers';
-import { type ApiHarness, chargeBody, startApiHarness } from './harness';
+import { type ApiWorld, chargeBody, startWorld } from '../helpers/world';
 
 let env: TestWorkflowEnvironment;
-let h: ApiHarness;
+let h: ApiWorld;
 
 beforeAll(async () => {
   env = await connectDevServer();
-  h = await startApiHarness(env);
+  h = await startWorld(env, { api: true });
 }, 60_000);
 
 afterAll(async () => {

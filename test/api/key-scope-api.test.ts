@@ -5,14 +5,14 @@
  */
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { connectDevServer } from '../helpers/servers';
-import { type ApiHarness, chargeBody, newKey, startApiHarness } from './harness';
+import { type ApiWorld, chargeBody, newKey, startWorld } from '../helpers/world';
 
 let env: TestWorkflowEnvironment;
-let h: ApiHarness;
+let h: ApiWorld;
 
 beforeAll(async () => {
   env = await connectDevServer();
-  h = await startApiHarness(env);
+  h = await startWorld(env, { api: true });
 });
 afterAll(async () => {
   await h?.close();

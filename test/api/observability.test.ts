@@ -17,7 +17,8 @@ import { type MetricsServer, serveMetrics } from '../../src/metrics/serve';
 import { createWorkerMetrics } from '../../src/metrics/worker-metrics';
 import { workflowBundle } from '../helpers/payments';
 import { connectDevServer } from '../helpers/servers';
-import { type ApiHarness, chargeBody, eventually, newKey, startApiHarness } from './harness';
+import { type ApiWorld, chargeBody, newKey, startWorld } from '../helpers/world';
+import { eventually } from '../helpers/eventually';
 
 const UI_ORIGIN = 'http://127.0.0.1:18233';
 /** A web UI that sends no credential of ours (development): its origin may decode without a token. */
@@ -25,7 +26,7 @@ const TRUSTED_UI_ORIGIN = 'http://127.0.0.1:18234';
 const codec = new AesGcmPayloadCodec(parsePayloadKeys(newPayloadKey('test1')));
 
 let env: TestWorkflowEnvironment;
-let h: ApiHarness;
+let h: ApiWorld;
 let workerMetricsServer: MetricsServer;
 /** A client that reads the histories and descriptions the way an operator with the keys would. */
 let decoding: Client;
@@ -34,7 +35,8 @@ beforeAll(async () => {
   env = await connectDevServer();
   const workerMetrics = createWorkerMetrics(new Registry());
   workerMetricsServer = await serveMetrics(workerMetrics.registry, '127.0.0.1', 0);
-  h = await startApiHarness(env, {
+  h = await startWorld(env, {
+    api: true,
     codec: { codec, corsOrigins: [UI_ORIGIN, TRUSTED_UI_ORIGIN], trustedOrigins: [TRUSTED_UI_ORIGIN] },
     apiMetrics: createApiMetrics(new Registry()),
     workerMetrics,

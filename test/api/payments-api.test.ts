@@ -3,14 +3,15 @@ import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { PaymentsClient, ValidationError } from '../../src/client';
 import { chargeWorkflowId } from '../../src/domain/ids';
 import { connectDevServer } from '../helpers/servers';
-import { type ApiHarness, chargeBody, eventually, newKey, startApiHarness, testTimings } from './harness';
+import { type ApiWorld, chargeBody, newKey, startWorld, testTimings } from '../helpers/world';
+import { eventually } from '../helpers/eventually';
 
 let env: TestWorkflowEnvironment;
-let h: ApiHarness;
+let h: ApiWorld;
 
 beforeAll(async () => {
   env = await connectDevServer();
-  h = await startApiHarness(env);
+  h = await startWorld(env, { api: true });
 }, 60_000);
 
 afterAll(async () => {

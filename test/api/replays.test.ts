@@ -8,18 +8,11 @@
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import type { PaymentTimings } from '../../src/domain/workflow-inputs';
 import { connectDevServer } from '../helpers/servers';
-import {
-  type ApiHarness,
-  type ApiResponse,
-  chargeBody,
-  eventually,
-  newKey,
-  startApiHarness,
-  testTimings,
-} from './harness';
+import { type ApiWorld, type ApiResponse, chargeBody, newKey, startWorld, testTimings } from '../helpers/world';
+import { eventually } from '../helpers/eventually';
 
 let env: TestWorkflowEnvironment;
-let h: ApiHarness;
+let h: ApiWorld;
 
 /** A reconcile that checks every 1.5 s and resubmits after 4 s; refunds for 25 s, then the payment closes. */
 const timings: PaymentTimings = {
@@ -31,7 +24,7 @@ const timings: PaymentTimings = {
 
 beforeAll(async () => {
   env = await connectDevServer();
-  h = await startApiHarness(env, { timings });
+  h = await startWorld(env, { api: true, timings });
 }, 60_000);
 
 afterAll(async () => {

@@ -11,18 +11,19 @@ import { reviewItemWorkflowId } from '../../src/domain/review-items';
 import { SweepInput, type SweepResult } from '../../src/domain/sweep';
 import type { reconcileSweepWorkflow } from '../../src/workflows/sweep';
 import { connectDevServer } from '../helpers/servers';
-import { type ApiHarness, type ApiResponse, eventually, startApiHarness } from './harness';
+import { type ApiWorld, type ApiResponse, startWorld } from '../helpers/world';
+import { eventually } from '../helpers/eventually';
 import { validateOpenApi } from './validate-openapi';
 
 let env: TestWorkflowEnvironment;
-let h: ApiHarness;
+let h: ApiWorld;
 /** Review items this file raised; the ones still open are terminated at the end (they never complete by themselves). */
 const raised = new Set<string>();
 
 beforeAll(async () => {
   env = await connectDevServer();
   // No webhooks: the orphans' events would only park; review items come from the sweep.
-  h = await startApiHarness(env, { webhooks: false, sweep: true });
+  h = await startWorld(env, { api: true, webhooks: false, sweep: true });
 }, 60_000);
 
 afterAll(async () => {
@@ -62,7 +63,7 @@ async function orphanAtSimulator(metadata?: Record<string, string>): Promise<{ i
   return { id: payment.id, reference };
 }
 
-/** One sweep run, executed directly (no schedule) on the harness task queue over a window around the test. */
+/** One sweep run, executed directly (no schedule) on the world's task queue over a window around the test. */
 async function runSweep(fromMs: number): Promise<SweepResult> {
   const input = SweepInput.parse({
     providers: ['simulator'],

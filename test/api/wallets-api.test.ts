@@ -6,16 +6,16 @@ import { connectDevServer } from '../helpers/servers';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { WalletLedger } from '../../src/wallets';
 import { openTestDatabase } from '../helpers/database';
-import { type ApiHarness, startApiHarness } from './harness';
+import { type ApiWorld, startWorld } from '../helpers/world';
 
 let env: TestWorkflowEnvironment;
 let db: Awaited<ReturnType<typeof openTestDatabase>>;
-let h: ApiHarness;
+let h: ApiWorld;
 
 beforeAll(async () => {
   env = await connectDevServer();
   db = await openTestDatabase();
-  h = await startApiHarness(env, { wallets: new WalletLedger(db.pool), workers: false });
+  h = await startWorld(env, { api: true, wallets: new WalletLedger(db.pool), workers: false });
 });
 afterAll(async () => {
   await h?.close();

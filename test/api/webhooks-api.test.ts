@@ -5,14 +5,15 @@ import { parkedEventWorkflowId, parkedEventsQuery } from '../../src/domain/parke
 import type { PaymentView } from '../../src/domain/payment';
 import { signWebhook } from '../../src/simulator/signature';
 import { connectDevServer } from '../helpers/servers';
-import { type ApiHarness, WEBHOOK_SECRET, chargeBody, newKey, startApiHarness, testRetry } from './harness';
+import { type ApiWorld, WEBHOOK_SECRET, chargeBody, newKey, startWorld, testRetry } from '../helpers/world';
 
 let env: TestWorkflowEnvironment;
-let h: ApiHarness;
+let h: ApiWorld;
 
 beforeAll(async () => {
   env = await connectDevServer();
-  h = await startApiHarness(env, {
+  h = await startWorld(env, {
+    api: true,
     // Three create attempts in all: the local first one (shape 3) and two of the activity, so a payment whose first two
     // sends are dropped still gets the stored answer (see the webhook that arrives before the answer).
     retry: { create: { ...testRetry.create, maximumAttempts: 3 } },
@@ -53,8 +54,8 @@ function event(
   };
 }
 
-/** Posts an event to the API (default: this file's harness), signed at `t` (default now) unless a signature is given. */
-function deliver(body: unknown, opts: { t?: number; signature?: string; raw?: string } = {}, api: ApiHarness = h) {
+/** Posts an event to the API (default: this file's world), signed at `t` (default now) unless a signature is given. */
+function deliver(body: unknown, opts: { t?: number; signature?: string; raw?: string } = {}, api: ApiWorld = h) {
   const raw = opts.raw ?? JSON.stringify(body);
   const signature = opts.signature ?? signWebhook(WEBHOOK_SECRET, raw, opts.t ?? nowS());
   return api.request('POST', '/webhooks/simulator', {
@@ -64,14 +65,14 @@ function deliver(body: unknown, opts: { t?: number; signature?: string; raw?: st
   });
 }
 
-async function authorizedPayment(api: ApiHarness = h): Promise<PaymentView> {
+async function authorizedPayment(api: ApiWorld = h): Promise<PaymentView> {
   const key = newKey();
   const answer = await api.request('POST', '/v1/payments', { key, body: chargeBody({ capture: 'manual' }) });
   expect(answer.body.status).toBe('authorized');
   return answer.body as unknown as PaymentView;
 }
 
-const viewOf = async (key: string, api: ApiHarness = h) =>
+const viewOf = async (key: string, api: ApiWorld = h) =>
   (await api.request('GET', `/v1/payments/${key}`)).body as unknown as PaymentView;
 
 async function signalsOf(view: PaymentView): Promise<number> {

@@ -1,6 +1,6 @@
 /**
  * The set-up of the multi-process breaker tests (shared breaker, shared cool-down, Redis outage): the run's dev server
- * and a redis-server for the file, a rig per test, and two worker processes sharing one breaker store through Redis:
+ * and a redis-server for the file, a world per test, and two worker processes sharing one breaker store through Redis:
  * this one (src/stack.ts's workers) and a child (test/helpers/worker-process.ts), both with `createBreaker`.
  */
 import { randomUUID } from 'node:crypto';
@@ -10,7 +10,8 @@ import type { BreakerObserver, CircuitBreaker } from '../../src/breaker';
 import { RedisCircuitBreaker, closeBreakerRedis, connectBreakerRedis } from '../../src/breaker/redis';
 import { createBreaker, startStack } from '../../src/stack';
 import { type RunningRedis, startRedisServer } from '../../scripts/lib/redis-server';
-import { type Rig, type RigOptions, startRig, workflowBundle } from './payments';
+import { workflowBundle } from './payments';
+import { type World, type WorldOptions, startWorld } from './world';
 import { workflowBundlePath } from './workflow-bundle';
 import { DEV_SERVER_ADDRESS_ENV, connectDevServer } from './servers';
 import {
@@ -27,28 +28,30 @@ export type BreakerPolicy = WorkerProcessSpec['breaker'];
 /** The test log (silent unless TEST_LOG_LEVEL). */
 export const testLogger = pino({ level: process.env.TEST_LOG_LEVEL ?? 'silent' });
 
-/** A file's dev server and redis-server, and each test's rig and clean-ups. */
+/** A file's dev server and redis-server, and each test's world and clean-ups. */
 export interface RedisFixture {
   readonly env: TestWorkflowEnvironment;
   /** The current redis-server. */
   readonly redis: RunningRedis;
-  /** Starts a rig on {@link env}; closed after the test. */
-  rig(opts?: RigOptions): Promise<Rig>;
+  /** Starts a world on {@link env}; closed after the test. */
+  world(opts?: WorldOptions): Promise<World>;
+  /** {@link world} by its old name, for test/workflows/breaker-shared.test.ts (edited on another branch); goes after. */
+  rig(opts?: WorldOptions): Promise<World>;
   /** Runs after the test, last registered first. */
   cleanup(fn: () => Promise<void>): void;
   /** A new, empty redis-server on the same port as the current one (after it was killed). */
   restartRedis(): Promise<RunningRedis>;
 }
 
-/** Registers the file's hooks: dev server and redis-server for the file, rig and clean-ups after each test. */
+/** Registers the file's hooks: dev server and redis-server for the file, world and clean-ups after each test. */
 export function redisFixture(): RedisFixture {
   let env: TestWorkflowEnvironment | undefined;
   let redis: RunningRedis | undefined;
-  const rigs: Rig[] = [];
+  const worlds: World[] = [];
   const cleanups: (() => Promise<void>)[] = [];
   const afterTest = async () => {
     for (const c of cleanups.splice(0).reverse()) await c();
-    for (const b of rigs.splice(0)) await b.close();
+    for (const w of worlds.splice(0)) await w.close();
   };
   beforeAll(async () => {
     [env, redis] = await Promise.all([connectDevServer(), startRedisServer()]);
@@ -63,6 +66,11 @@ export function redisFixture(): RedisFixture {
     if (value === undefined) throw new Error(`no ${what} outside a test`);
     return value;
   };
+  const world = async (opts?: WorldOptions): Promise<World> => {
+    const w = await startWorld(need(env, 'Temporal environment'), opts);
+    worlds.push(w);
+    return w;
+  };
   return {
     get env() {
       return need(env, 'Temporal environment');
@@ -70,11 +78,8 @@ export function redisFixture(): RedisFixture {
     get redis() {
       return need(redis, 'redis-server');
     },
-    async rig(opts) {
-      const b = await startRig(need(env, 'Temporal environment'), opts);
-      rigs.push(b);
-      return b;
-    },
+    world,
+    rig: world,
     cleanup: (fn) => void cleanups.push(fn),
     async restartRedis() {
       redis = await startRedisServer({ port: need(redis, 'redis-server').port });
@@ -103,9 +108,9 @@ export interface WorkerPair {
 /** Options of {@link startWorkerPair}. */
 export interface WorkerPairOptions {
   readonly policy: BreakerPolicy;
-  /** This process's task queue; default the rig's. */
+  /** This process's task queue; default the world's. */
   readonly here?: string;
-  /** The child's task queue; default the rig's. */
+  /** The child's task queue; default the world's. */
   readonly there?: string;
   /** This process's breaker log (default the test log) and its observer (e.g. store switches). */
   readonly breakerLogger?: Logger;
@@ -120,7 +125,7 @@ export interface WorkerPairOptions {
  * Starts this process's workers (with `createBreaker` over the fixture's Redis) and a child worker process with the
  * same policy and key prefix, both polling; everything is stopped and closed after the test.
  */
-export async function startWorkerPair(fx: RedisFixture, b: Rig, opts: WorkerPairOptions): Promise<WorkerPair> {
+export async function startWorkerPair(fx: RedisFixture, b: World, opts: WorkerPairOptions): Promise<WorkerPair> {
   const keyPrefix = `e2e:${randomUUID()}:`;
   const made = await createBreaker(
     { REDIS_URL: fx.redis.url, REDIS_KEY_PREFIX: keyPrefix, breaker: opts.policy },
@@ -159,7 +164,7 @@ export async function startWorkerPair(fx: RedisFixture, b: Rig, opts: WorkerPair
  */
 export async function startWorkersHere(
   fx: RedisFixture,
-  b: Rig,
+  b: World,
   breaker: CircuitBreaker,
   opts: { readonly here?: string; readonly calls?: { creates: number } } = {},
 ): Promise<{ close(): Promise<void> }> {

@@ -235,7 +235,7 @@ export const newStripeWebhookSecret = (): string => `whsec_${randomUUID().replac
 export interface ConfiguredStripe {
   readonly config: Config;
   readonly stripe: PaymentProvider;
-  /** Closes the Stripe adapter and the configured simulator one (the harness brings its own; this one is not used). */
+  /** Closes the Stripe adapter and the configured simulator one (the world brings its own; this one is not used). */
   close(): Promise<void>;
 }
 

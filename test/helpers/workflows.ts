@@ -12,22 +12,23 @@ import { acceptUpdate, firstAnswerQuery, paymentQuery } from '../../src/domain/d
 import type { PaymentStatus, PaymentView } from '../../src/domain/payment';
 import type { ChargeWorkflowInput } from '../../src/domain/workflow-inputs';
 import type { chargeWorkflow } from '../../src/workflows';
-import { type Rig, idOf } from './payments';
+import { idOf } from './payments';
+import type { World } from './world';
 
 export const HISTORIES_DIR = path.resolve(__dirname, '..', 'histories');
 
 /** Starts a charge and returns its handle and the early answer of `submit`. */
 export async function startCharge(
-  rig: Rig,
+  world: World,
   input: ChargeWorkflowInput,
 ): Promise<{ handle: WorkflowHandle<typeof chargeWorkflow>; view: PaymentView }> {
-  const handle = await rig.env.client.workflow.start<typeof chargeWorkflow>('chargeWorkflow', {
+  const handle = await world.env.client.workflow.start<typeof chargeWorkflow>('chargeWorkflow', {
     workflowId: idOf(input),
-    taskQueue: rig.taskQueue,
+    taskQueue: world.taskQueue,
     args: [input],
     memo: { fingerprint: input.fingerprint },
   });
-  rig.track(handle.workflowId);
+  world.track(handle.workflowId);
   const accepted = await handle.executeUpdate(acceptUpdate, { args: [{ fingerprint: input.fingerprint }] });
   // `accept` answers at once: the first call's answer is read by query, as the API's client reads it.
   if (accepted.status !== 'pending') return { handle, view: accepted };
@@ -41,21 +42,21 @@ export async function startCharge(
 }
 
 /**
- * Starts a charge on `taskQueue` (default the rig's) without waiting for its first answer: for tests where the
+ * Starts a charge on `taskQueue` (default the world's) without waiting for its first answer: for tests where the
  * `submit` wait would cost time they measure, or where several worker sets poll different queues.
  */
 export async function startChargeOn(
-  rig: Rig,
+  world: World,
   input: ChargeWorkflowInput,
-  taskQueue = rig.taskQueue,
+  taskQueue = world.taskQueue,
 ): Promise<WorkflowHandle<typeof chargeWorkflow>> {
-  const handle = await rig.env.client.workflow.start<typeof chargeWorkflow>('chargeWorkflow', {
+  const handle = await world.env.client.workflow.start<typeof chargeWorkflow>('chargeWorkflow', {
     workflowId: idOf(input),
     taskQueue,
     args: [input],
     memo: { fingerprint: input.fingerprint },
   });
-  rig.track(handle.workflowId);
+  world.track(handle.workflowId);
   return handle;
 }
 
@@ -83,7 +84,7 @@ export async function waitForStatus(
  * replays every file there against the current workflow code, so a change that breaks running workflows fails CI.
  */
 export async function recordHistories(
-  rig: Pick<Rig, 'env'>,
+  world: Pick<World, 'env'>,
   name: string,
   workflowIds: string[],
   /** One run of a single workflow (e.g. the one that continued as new); absent: each workflow's latest run. */
@@ -92,7 +93,7 @@ export async function recordHistories(
   if (process.env.RECORD_HISTORIES !== '1') return;
   mkdirSync(HISTORIES_DIR, { recursive: true });
   for (const [i, workflowId] of workflowIds.entries()) {
-    const history = await rig.env.client.workflow.getHandle(workflowId, runId).fetchHistory();
+    const history = await world.env.client.workflow.getHandle(workflowId, runId).fetchHistory();
     // Proto3 JSON (enum names, string longs, base64 bytes): what `temporal workflow show --output json` writes too,
     // so a history exported from production replays through the same test.
     const json = temporal.api.history.v1.History.toObject(temporal.api.history.v1.History.fromObject(history), {
@@ -105,11 +106,12 @@ export async function recordHistories(
 }
 
 /** Counts the ledger's requests of one operation. */
-export const requestsOf = (rig: Rig, operation: string) =>
-  rig.ledger().requests.filter((r) => r.operation === operation);
+export const requestsOf = (world: World, operation: string) =>
+  world.ledger().requests.filter((r) => r.operation === operation);
 
 /** Counts the ledger's effects of one operation. */
-export const effectsOf = (rig: Rig, operation: string) => rig.ledger().effects.filter((e) => e.operation === operation);
+export const effectsOf = (world: World, operation: string) =>
+  world.ledger().effects.filter((e) => e.operation === operation);
 
 /** The ApplicationFailure type a failed update carries (its validator's or handler's); fails if it succeeds. */
 export async function updateFailureType(update: Promise<unknown>): Promise<string | undefined> {

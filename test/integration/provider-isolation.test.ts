@@ -23,13 +23,13 @@ import { createProvider, simulatorCapabilities } from '../../src/providers';
 import type { PaymentProvider } from '../../src/providers/types';
 import { type RunningSimulator, startSimulator } from '../../src/simulator/server';
 import {
-  type ApiHarness,
+  type ApiWorld,
   type ApiResponse,
-  type HarnessOptions,
+  type ApiWorldOptions,
   chargeBody,
   newKey,
-  startApiHarness,
-} from '../api/harness';
+  startWorld,
+} from '../helpers/world';
 import { connectDevServer } from '../helpers/servers';
 import { eventually } from '../helpers/eventually';
 import { terminateAll } from '../helpers/terminate';
@@ -71,9 +71,9 @@ afterAll(async () => {
   await env?.teardown();
 });
 
-/** A harness with a second provider, `slow`: a simulator that answers every call after LATENCY_MS. */
-interface SlowRig {
-  readonly h: ApiHarness;
+/** A world with a second provider, `slow`: a simulator that answers every call after LATENCY_MS. */
+interface SlowWorld {
+  readonly h: ApiWorld;
   readonly slow: ReturnType<typeof counted>;
   readonly slowSim: RunningSimulator;
   readonly apiKey: string;
@@ -82,13 +82,13 @@ interface SlowRig {
 }
 
 /**
- * Runs `test` against a {@link SlowRig} (with `providerLimits`, if given, for the workers), then tears it down
+ * Runs `test` against a {@link SlowWorld} (with `providerLimits`, if given, for the workers), then tears it down
  * without waiting out the latency: the payments are ended, the slow simulator stopped (it cancels its latency and
  * closes the connections, so the calls in flight fail at once), then the workers and the API.
  */
 async function withSlowProvider(
-  providerLimits: HarnessOptions['providerLimits'] | undefined,
-  test: (rig: SlowRig) => Promise<void>,
+  providerLimits: ApiWorldOptions['providerLimits'] | undefined,
+  test: (world: SlowWorld) => Promise<void>,
 ): Promise<void> {
   const logger = pino({ level: process.env.TEST_LOG_LEVEL ?? 'silent' });
   const apiKey = `sk_test_${randomUUID()}`;
@@ -106,13 +106,14 @@ async function withSlowProvider(
     logger,
   );
   const slow = counted(adapter);
-  let h: ApiHarness | undefined;
+  let h: ApiWorld | undefined;
   const workflowIds: string[] = [];
   const answers: Promise<ApiResponse>[] = [];
   try {
     await slowSim.setMerchant(apiKey, { idempotency: true });
     slowSim.addFaults({ rules: [{ match: {}, fault: 'latency', latency_ms: LATENCY_MS }] });
-    h = await startApiHarness(env, {
+    h = await startWorld(env, {
+      api: true,
       extraProviders: { slow: slow.provider },
       ...(providerLimits === undefined ? {} : { providerLimits }),
       maxConcurrentActivityTaskExecutions: DEFAULT_SLOTS,

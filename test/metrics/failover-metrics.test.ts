@@ -14,13 +14,13 @@ import type { PaymentView } from '../../src/domain/payment';
 import { type RestProvider, createProvider, simulatorCapabilities } from '../../src/providers';
 import { type RunningSimulator, startSimulator } from '../../src/simulator/server';
 import { type WorkerMetrics, createWorkerMetrics, paymentSinks } from '../../src/metrics/worker-metrics';
-import { type ApiHarness, chargeBody, newKey, startApiHarness } from '../api/harness';
+import { type ApiWorld, chargeBody, newKey, startWorld } from '../helpers/world';
 import { workflowBundle } from '../helpers/payments';
 import { refusingProvider } from '../helpers/refusing-provider';
 import { connectDevServer } from '../helpers/servers';
 
 let env: TestWorkflowEnvironment;
-let h: ApiHarness;
+let h: ApiWorld;
 let backupSim: RunningSimulator;
 const backupApiKey = `sk_test_backup_${randomUUID()}`;
 let backup: RestProvider;
@@ -46,7 +46,7 @@ beforeAll(async () => {
   down = await refusingProvider('down', logger);
   metrics = createWorkerMetrics(new Registry());
   env = await connectDevServer();
-  h = await startApiHarness(env, { extraProviders: { backup, down }, webhooks: false, workerMetrics: metrics });
+  h = await startWorld(env, { api: true, extraProviders: { backup, down }, webhooks: false, workerMetrics: metrics });
 }, 120_000);
 afterAll(async () => {
   await h?.close();

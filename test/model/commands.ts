@@ -6,7 +6,7 @@
 import type fc from 'fast-check';
 import { chargeWorkflowId } from '../../src/domain/ids';
 import type { PaymentView } from '../../src/domain/payment';
-import type { ApiResponse } from '../api/harness';
+import type { ApiResponse } from '../helpers/world';
 import { eventually } from '../helpers/eventually';
 import { type FaultSpec, describeFault, faultRules } from './faults';
 import {

@@ -4,7 +4,7 @@
  */
 import { ApiErrorType } from '../../src/domain/api-schemas';
 import type { PaymentView } from '../../src/domain/payment';
-import type { ApiResponse } from '../api/harness';
+import type { ApiResponse } from '../helpers/world';
 import type { MerchantName } from './world';
 
 /** A charge body as the test sends it. */

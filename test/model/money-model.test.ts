@@ -23,7 +23,7 @@ let world: World;
 
 beforeAll(async () => {
   env = await connectDevServer();
-  // Two worker processes, a redis-server and a PostgreSQL database besides the harness.
+  // Two worker processes, a redis-server and a PostgreSQL database besides the test world.
   world = await startWorld(env);
 }, 180_000);
 

@@ -151,7 +151,7 @@ export function replayCommand(s: FuzzSettings, seed: number, path: string, repla
 export function commandArbs(exclude: readonly string[], heavy = 1): fc.Arbitrary<Cmd> {
   const on = (name: CommandName) => !exclude.includes(name);
   const kinds = (allowed: readonly FaultKind[]) => allowed.filter((k) => !exclude.includes(`fault:${k}`));
-  // A create whose reconcile fails stays unknown until the sweep, which this rig does not run: no lookup outage.
+  // A create whose reconcile fails stays unknown until the sweep, which this world does not run: no lookup outage.
   const createFaults = faultArb(kinds(faultKinds.filter((k) => k !== 'lookupOutage')));
   const opFaults = faultArb(kinds(faultKinds));
   const merchant = fc.constantFrom<'a' | 'b'>('a', 'b');
@@ -387,7 +387,7 @@ export async function checkMoneyProperty(world: World, s: FuzzSettings): Promise
     ...(s.replayPath ? { replayPath: s.replayPath } : {}),
   });
   // Our own time limit rather than fast-check's interrupt, which leaves the running sequence going in the background
-  // while the rig is torn down.
+  // while the world is torn down.
   const deadline = s.timeLimitMs === undefined ? Infinity : Date.now() + s.timeLimitMs;
   let executed = 0;
   let skippedAfterLimit = 0;

@@ -5,7 +5,7 @@
  * (wallet-invariants.ts).
  */
 import type { PaymentView } from '../../src/domain/payment';
-import type { ApiResponse } from '../api/harness';
+import type { ApiResponse } from '../helpers/world';
 import { type FaultSpec, describeFault } from './faults';
 import { eventually } from '../helpers/eventually';
 import { type Cmd, MOVING, OP_ANSWERS, arm, chargeKillingHolder, sendCharge, sendOp, seenOf } from './commands';
@@ -33,7 +33,7 @@ const hasWallet = (p: PaymentRec) => p.body.wallet !== undefined;
 const pickWalletPayment = (m: Model, index: number, prefer: (p: PaymentRec) => boolean) =>
   pick({ ...m, payments: m.payments.filter(hasWallet) }, index, prefer) as PaymentRec;
 
-/** A credit's answer: 200 with a WalletView (the database is the rig's own and up). */
+/** A credit's answer: 200 with a WalletView (the database is the world's own and up). */
 function walletAnswer(m: Model, label: string, r: ApiResponse): void {
   if (r.status !== 200 || typeof r.body.balance !== 'number' || typeof r.body.available !== 'number')
     violation(m, `${label}: answered ${r.status}, expected 200 with a wallet: ${JSON.stringify(r.body)}`);

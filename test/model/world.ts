@@ -1,5 +1,5 @@
 /**
- * The real side of the money model: the API harness (API + simulator on the run's dev server) with short real timings,
+ * The real side of the money model: the test world with the API (API + simulator on the run's dev server) with short real timings,
  * its workers in two child processes (test/model/fleet.ts) that reach the simulator through a proxy the model can take
  * off the network and share one breaker through a redis-server, the simulator's control and provider endpoints over
  * HTTP, and a PostgreSQL database of the wallet ledger (the API and both workers use it, as DATABASE_URL gives it).
@@ -14,7 +14,13 @@ import type { PaymentTimings } from '../../src/domain/workflow-inputs';
 import type { LedgerRequest } from '../../src/simulator/server';
 import { WalletLedger } from '../../src/wallets';
 import { startRedisServer } from '../../scripts/lib/redis-server';
-import { type ApiHarness, type ApiResponse, type TestMerchant, WEBHOOK_SECRET, startApiHarness } from '../api/harness';
+import {
+  type ApiWorld,
+  type ApiResponse,
+  type TestMerchant,
+  WEBHOOK_SECRET,
+  startWorld as startTestWorld,
+} from '../helpers/world';
 import { openTestDatabase } from '../helpers/database';
 import { workflowBundlePath } from '../helpers/workflow-bundle';
 import { DEV_SERVER_ADDRESS_ENV } from '../helpers/servers';
@@ -96,7 +102,7 @@ export interface FaultRule {
 
 /** The rig the commands drive. */
 export interface World {
-  readonly h: ApiHarness;
+  readonly h: ApiWorld;
   /** The worker processes (rolling deploys, crashes). */
   readonly fleet: Fleet;
   /** The wallet ledger's database (the API's and both workers'), for the checks to read its tables. */
@@ -116,7 +122,7 @@ export interface World {
     path: string,
     opts: { merchant: MerchantName; key?: string; body?: unknown },
   ): Promise<ApiResponse>;
-  /** `POST /v1/payments/:key/resolve?merchantId=` with the rig's operator token (`OPERATOR_TOKENS`). */
+  /** `POST /v1/payments/:key/resolve?merchantId=` with the world's operator token (`OPERATOR_TOKENS`). */
   operatorResolve(merchant: MerchantName, key: string, body: unknown): Promise<ApiResponse>;
   sim: {
     addFaults(rules: readonly FaultRule[]): Promise<void>;
@@ -139,7 +145,7 @@ async function simCall(url: string, init: RequestInit = {}): Promise<unknown> {
   return res.status === 404 ? undefined : (JSON.parse(text) as unknown);
 }
 
-/** Starts the harness with the model's timings (no workers of its own), the worker processes behind the proxy, Redis. */
+/** Starts the test world with the model's timings (no workers of its own), the worker processes behind the proxy, Redis. */
 export async function startWorld(env: TestWorkflowEnvironment): Promise<World> {
   // A database of its own for the wallets: the API's routes and both worker processes' wallet activities use it.
   const db = await openTestDatabase();
@@ -148,7 +154,8 @@ export async function startWorld(env: TestWorkflowEnvironment): Promise<World> {
     for (const c of closers.splice(0).reverse()) await c().catch(() => undefined);
   };
   try {
-    const h = await startApiHarness(env, {
+    const h = await startTestWorld(env, {
+      api: true,
       timings: modelTimings,
       retry: modelRetry,
       workers: false,
@@ -187,7 +194,7 @@ export async function startWorld(env: TestWorkflowEnvironment): Promise<World> {
 
 /** The world's operations over its running parts. */
 function worldOver(
-  h: ApiHarness,
+  h: ApiWorld,
   fleet: Fleet,
   db: pg.Pool,
   proxy: ProviderProxy,

@@ -21,7 +21,8 @@ import { chargeWorkflowId, reconcileWorkflowId } from '../../src/domain/ids';
 import type { PaymentView } from '../../src/domain/payment';
 import type { SweepResult } from '../../src/domain/sweep';
 import type { reconcileSweepWorkflow } from '../../src/workflows/sweep';
-import { type ApiHarness, chargeBody, eventually, newKey, startApiHarness } from '../api/harness';
+import { type ApiWorld, chargeBody, newKey, startWorld } from '../helpers/world';
+import { eventually } from '../helpers/eventually';
 import { connectDevServer } from '../helpers/servers';
 import {
   type ConfiguredStripe,
@@ -40,7 +41,7 @@ const RECONCILE_SCHEDULE_MS = [5_000, 5_000];
 const SETTLE_WINDOW_MS = 4_000;
 
 let env: TestWorkflowEnvironment;
-let h: ApiHarness;
+let h: ApiWorld;
 let states: StripeStates;
 let configured: ConfiguredStripe;
 /** Workflows a test leaves running (review items the sweep raised), ended after the file. */
@@ -51,7 +52,8 @@ beforeAll(async () => {
   const logger = pino({ level: process.env.TEST_LOG_LEVEL ?? 'silent' });
   configured = configuredStripe(states.front.url, newStripeWebhookSecret(), logger);
   env = await connectDevServer();
-  h = await startApiHarness(env, {
+  h = await startWorld(env, {
+    api: true,
     extraProviders: { stripe: configured.stripe },
     sweep: true,
     timings: { reconcileScheduleMs: RECONCILE_SCHEDULE_MS, settleWindowMs: SETTLE_WINDOW_MS },
@@ -76,7 +78,7 @@ afterEach(async () => {
 const view = async (key: string): Promise<PaymentView> =>
   (await h.request('GET', `/v1/payments/${key}`)).body as unknown as PaymentView;
 
-/** Visibility shows exactly these charge workflows of the harness's task queue as unknown (the sweep reads it). */
+/** Visibility shows exactly these charge workflows of the world's task queue as unknown (the sweep reads it). */
 const visiblyUnknown = (workflowIds: string[]) =>
   eventually(
     'visibility to show the payment unknown',

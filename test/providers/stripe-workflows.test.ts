@@ -31,7 +31,8 @@ import { providerIdempotencyKey } from '../../src/activities/keys';
 import { captureWorkflowId, chargeWorkflowId, providerTaskQueue, refundWorkflowId } from '../../src/domain/ids';
 import { reviewItemWorkflowId } from '../../src/domain/review-items';
 import type { SweepResult } from '../../src/domain/sweep';
-import { type ApiHarness, type ApiResponse, chargeBody, eventually, newKey, startApiHarness } from '../api/harness';
+import { type ApiWorld, type ApiResponse, chargeBody, newKey, startWorld } from '../helpers/world';
+import { eventually } from '../helpers/eventually';
 import { connectDevServer } from '../helpers/servers';
 import {
   type ConfiguredStripe,
@@ -53,7 +54,7 @@ const CAPTURED = 1_500;
 const REFUNDED = 500;
 
 let env: TestWorkflowEnvironment;
-let h: ApiHarness;
+let h: ApiWorld;
 /** The stripe-mocks, one per state, and the front routing each request to the one showing the state Stripe would be in. */
 let states: StripeStates;
 let configured: ConfiguredStripe;
@@ -72,7 +73,8 @@ beforeAll(async () => {
   configured = configuredStripe(states.front.url, STRIPE_WEBHOOK_SECRET, logger);
   expect(configured.config.providers).toEqual(['simulator', 'stripe']);
   env = await connectDevServer();
-  h = await startApiHarness(env, {
+  h = await startWorld(env, {
+    api: true,
     extraProviders: { stripe: configured.stripe },
     stripeWebhookSecret: STRIPE_WEBHOOK_SECRET,
     sweep: true,

@@ -15,15 +15,16 @@ import { RestProvider, simulatorCapabilities } from '../../src/providers/rest/ad
 import type { ProviderPayment } from '../../src/providers/types';
 import { signWebhook } from '../../src/simulator/signature';
 import { connectDevServer } from '../helpers/servers';
-import { type ApiHarness, WEBHOOK_SECRET, chargeBody, eventually, newKey, startApiHarness } from '../api/harness';
+import { type ApiWorld, WEBHOOK_SECRET, chargeBody, newKey, startWorld } from '../helpers/world';
+import { eventually } from '../helpers/eventually';
 
 let env: TestWorkflowEnvironment;
-let h: ApiHarness;
+let h: ApiWorld;
 let provider: RestProvider;
 
 beforeAll(async () => {
   env = await connectDevServer();
-  h = await startApiHarness(env);
+  h = await startWorld(env, { api: true });
   // The same api key the workers use: what any other integration on the shared provider account would use.
   provider = new RestProvider({
     name: 'simulator',

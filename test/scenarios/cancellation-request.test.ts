@@ -12,18 +12,23 @@ import { temporal } from '@temporalio/proto';
 import { chargeWorkflowId, reconcileWorkflowId } from '../../src/domain/ids';
 import { connectDevServer } from '../helpers/servers';
 import { recordHistories } from '../helpers/workflows';
-import { type ApiHarness, chargeBody, eventually, newKey, startApiHarness, testTimings } from '../api/harness';
+import { type ApiWorld, chargeBody, newKey, startWorld, testTimings } from '../helpers/world';
+import { eventually } from '../helpers/eventually';
 
 const { WorkflowExecutionStatus, EventType } = temporal.api.enums.v1;
 
 let env: TestWorkflowEnvironment;
-let h: ApiHarness;
+let h: ApiWorld;
 
 beforeAll(async () => {
   env = await connectDevServer();
   // The first reconcile look-up 4 s after the first send: long enough to request the cancellation while the payment is
   // unknown, short enough to see the reconcile settle it.
-  h = await startApiHarness(env, { webhooks: false, timings: { ...testTimings, reconcileScheduleMs: [4_000, 4_000] } });
+  h = await startWorld(env, {
+    api: true,
+    webhooks: false,
+    timings: { ...testTimings, reconcileScheduleMs: [4_000, 4_000] },
+  });
 });
 afterAll(async () => {
   await h?.close();

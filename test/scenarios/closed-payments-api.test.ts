@@ -8,14 +8,15 @@ import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { chargeWorkflowId } from '../../src/domain/ids';
 import type { PaymentView } from '../../src/domain/payment';
 import { connectDevServer } from '../helpers/servers';
-import { type ApiHarness, chargeBody, eventually, newKey, startApiHarness } from '../api/harness';
+import { type ApiWorld, chargeBody, newKey, startWorld } from '../helpers/world';
+import { eventually } from '../helpers/eventually';
 
 let env: TestWorkflowEnvironment;
-let h: ApiHarness;
+let h: ApiWorld;
 
 beforeAll(async () => {
   env = await connectDevServer();
-  h = await startApiHarness(env, { timings: { authorizationExpiryMs: 3_000, refundWindowMs: 3_000 } });
+  h = await startWorld(env, { api: true, timings: { authorizationExpiryMs: 3_000, refundWindowMs: 3_000 } });
 }, 60_000);
 
 afterAll(async () => {

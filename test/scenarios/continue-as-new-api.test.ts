@@ -18,7 +18,8 @@ import type { Payment } from '../../src/simulator/server';
 import { signWebhook } from '../../src/simulator/signature';
 import type { ChargeWorkflowInput } from '../../src/domain/workflow-inputs';
 import type { ChargeContinuation } from '../../src/workflows/charge';
-import { type ApiHarness, WEBHOOK_SECRET, chargeBody, eventually, newKey, startApiHarness } from '../api/harness';
+import { type ApiWorld, WEBHOOK_SECRET, chargeBody, newKey, startWorld } from '../helpers/world';
+import { eventually } from '../helpers/eventually';
 
 let env: TestWorkflowEnvironment;
 
@@ -75,9 +76,9 @@ async function signalUntilContinued(workflowId: string, runId: string): Promise<
 const nowS = () => Math.floor(Date.now() / 1000);
 
 describe('the fingerprint check after continue-as-new', () => {
-  let h: ApiHarness;
+  let h: ApiWorld;
   beforeAll(async () => {
-    h = await startApiHarness(env, { timings: { refundWindowMs: 8_000 } });
+    h = await startWorld(env, { api: true, timings: { refundWindowMs: 8_000 } });
   }, 60_000);
   afterAll(async () => {
     await h?.close();
@@ -148,9 +149,9 @@ describe('the fingerprint check after continue-as-new', () => {
 });
 
 describe('webhooks delivered out of order and twice, through the API', () => {
-  let h: ApiHarness;
+  let h: ApiWorld;
   beforeAll(async () => {
-    h = await startApiHarness(env);
+    h = await startWorld(env, { api: true });
     // Every event twice; events are held for 3 s and each batch is delivered newest first.
     await h.sim.setMerchant(h.apiKey, {
       idempotency: true,

@@ -28,15 +28,8 @@ import { workflowBundlePath } from '../helpers/workflow-bundle';
 import { DEV_SERVER_ADDRESS_ENV, connectDevServer } from '../helpers/servers';
 import { recordHistories } from '../helpers/workflows';
 import { NEVER_OPENING_BREAKER, spawnWorkerProcess } from '../helpers/worker-process';
-import {
-  type ApiHarness,
-  chargeBody,
-  eventually,
-  newKey,
-  startApiHarness,
-  testRetry,
-  testTimings,
-} from '../api/harness';
+import { type ApiWorld, chargeBody, newKey, startWorld, testRetry, testTimings } from '../helpers/world';
+import { eventually } from '../helpers/eventually';
 
 const logger = pino({ level: process.env.TEST_LOG_LEVEL ?? 'silent' });
 /** The local attempt's bound: shorter than the provider's latency below, so it is cut off after sending. */
@@ -45,12 +38,12 @@ const LOCAL_ATTEMPT_MS = 400;
 const timings = { ...testTimings, localAttemptTimeoutMs: LOCAL_ATTEMPT_MS, reconcileScheduleMs: [1_500, 60_000] };
 
 let env: TestWorkflowEnvironment;
-let h: ApiHarness;
+let h: ApiWorld;
 
 beforeAll(async () => {
   env = await connectDevServer();
   // No webhooks: the provider's own event would settle the payment before the reconcile could show it does.
-  h = await startApiHarness(env, { workers: false, webhooks: false, timings });
+  h = await startWorld(env, { api: true, workers: false, webhooks: false, timings });
 }, 120_000);
 afterAll(async () => {
   await h?.close();

@@ -8,14 +8,15 @@
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { PaymentView } from '../../src/domain/payment';
 import { connectDevServer } from '../helpers/servers';
-import { type ApiHarness, chargeBody, eventually, newKey, startApiHarness } from '../api/harness';
+import { type ApiWorld, chargeBody, newKey, startWorld } from '../helpers/world';
+import { eventually } from '../helpers/eventually';
 
 let env: TestWorkflowEnvironment;
-let h: ApiHarness;
+let h: ApiWorld;
 
 beforeAll(async () => {
   env = await connectDevServer();
-  h = await startApiHarness(env);
+  h = await startWorld(env, { api: true });
 }, 60_000);
 
 afterAll(async () => {

@@ -1,6 +1,6 @@
 /**
  * Failover with Stripe as the fallback (issue 12 item 4), over the whole stack: the real API, PaymentsClient, workflows
- * and sweep on the run's dev server; `simulator` (the harness's real simulator), `down` (a provider whose port refuses
+ * and sweep on the run's dev server; `simulator` (the world's real simulator), `down` (a provider whose port refuses
  * connections) and `stripe` (the Stripe adapter built from the configuration, as the worker's main builds it), each on
  * its own activity task queue. Stripe is stripe-mock behind a recording front (test/helpers/stripe-states.ts; see
  * test/providers/stripe-workflows.test.ts for what is real, canned and recorded): the front records every request the
@@ -37,7 +37,8 @@ import {
 import { runSweepAt } from '../helpers/sweeps';
 import { terminateAll } from '../helpers/terminate';
 import { recordHistories } from '../helpers/workflows';
-import { type ApiHarness, WEBHOOK_SECRET, chargeBody, eventually, newKey, startApiHarness } from '../api/harness';
+import { type ApiWorld, WEBHOOK_SECRET, chargeBody, newKey, startWorld } from '../helpers/world';
+import { eventually } from '../helpers/eventually';
 
 const STRIPE_WEBHOOK_SECRET = newStripeWebhookSecret();
 // The amounts the stripe-mock fixtures are written for (stripe-mock reflects the amount we send, not what was captured).
@@ -45,7 +46,7 @@ const AUTHORIZED = 2_000;
 const CAPTURED = 1_500;
 
 let env: TestWorkflowEnvironment;
-let h: ApiHarness;
+let h: ApiWorld;
 let states: StripeStates;
 let configured: ConfiguredStripe;
 let down: RestProvider;
@@ -73,7 +74,8 @@ beforeAll(async () => {
   configured = configuredStripe(states.front.url, STRIPE_WEBHOOK_SECRET, logger);
   down = await refusingProvider('down', logger);
   env = await connectDevServer();
-  h = await startApiHarness(env, {
+  h = await startWorld(env, {
+    api: true,
     extraProviders: { stripe: configured.stripe, down },
     stripeWebhookSecret: STRIPE_WEBHOOK_SECRET,
     breaker,

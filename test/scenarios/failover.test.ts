@@ -18,10 +18,11 @@ import { type Ledger, type RunningSimulator, startSimulator } from '../../src/si
 import { refusingProvider } from '../helpers/refusing-provider';
 import { connectDevServer } from '../helpers/servers';
 import { recordHistories } from '../helpers/workflows';
-import { type ApiHarness, chargeBody, eventually, newKey, startApiHarness } from '../api/harness';
+import { type ApiWorld, chargeBody, newKey, startWorld } from '../helpers/world';
+import { eventually } from '../helpers/eventually';
 
 let env: TestWorkflowEnvironment;
-let h: ApiHarness;
+let h: ApiWorld;
 let backupSim: RunningSimulator;
 const backupApiKey = `sk_test_backup_${randomUUID()}`;
 let backup: RestProvider;
@@ -42,7 +43,8 @@ beforeAll(async () => {
   backup = adapter('backup', backupSim.url, backupApiKey);
   down = await refusingProvider('down', logger);
   env = await connectDevServer();
-  h = await startApiHarness(env, {
+  h = await startWorld(env, {
+    api: true,
     extraProviders: { backup, down },
     breaker,
     // No webhooks: an unknown outcome must be settled by the reconcile's own lookup, not by a webhook.

@@ -14,17 +14,18 @@ import { KeyRecords } from '../../src/key-records';
 import { openTestDatabase } from '../helpers/database';
 import { connectDevServer } from '../helpers/servers';
 import { recordHistories } from '../helpers/workflows';
-import { type ApiHarness, chargeBody, eventually, newKey, startApiHarness, testTimings } from '../api/harness';
+import { type ApiWorld, chargeBody, newKey, startWorld, testTimings } from '../helpers/world';
+import { eventually } from '../helpers/eventually';
 
 let env: TestWorkflowEnvironment;
 let db: Awaited<ReturnType<typeof openTestDatabase>>;
-let h: ApiHarness;
+let h: ApiWorld;
 
 beforeAll(async () => {
   env = await connectDevServer();
   db = await openTestDatabase();
   // A short refund window: the captured payment closes seconds after its refund, as a real one closes after 30 days.
-  h = await startApiHarness(env, { keyRecords: new KeyRecords(db.pool), timings: { refundWindowMs: 4_000 } });
+  h = await startWorld(env, { api: true, keyRecords: new KeyRecords(db.pool), timings: { refundWindowMs: 4_000 } });
 });
 afterAll(async () => {
   await h?.close();
@@ -32,7 +33,7 @@ afterAll(async () => {
   await env?.teardown();
 });
 
-/** The requests the provider saw for this harness's api key, over `GET /_sim/ledger` as an operator would read them. */
+/** The requests the provider saw for this world's api key, over `GET /_sim/ledger` as an operator would read them. */
 async function providerRequests(): Promise<{ operation: string; reference?: string }[]> {
   const res = await fetch(`${h.sim.url}/_sim/ledger?api_key=${encodeURIComponent(h.apiKey)}`);
   return ((await res.json()) as { requests: { operation: string; reference?: string }[] }).requests;

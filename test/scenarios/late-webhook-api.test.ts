@@ -8,14 +8,15 @@ import { chargeWorkflowId } from '../../src/domain/ids';
 import type { PaymentView } from '../../src/domain/payment';
 import { PaymentStatusAttr } from '../../src/domain/search-attributes';
 import { connectDevServer } from '../helpers/servers';
-import { type ApiHarness, chargeBody, eventually, newKey, startApiHarness } from '../api/harness';
+import { type ApiWorld, chargeBody, newKey, startWorld } from '../helpers/world';
+import { eventually } from '../helpers/eventually';
 
 let env: TestWorkflowEnvironment;
-let h: ApiHarness;
+let h: ApiWorld;
 
 beforeAll(async () => {
   env = await connectDevServer();
-  h = await startApiHarness(env, { timings: { reconcileScheduleMs: [1_000, 1_000], settleWindowMs: 600_000 } });
+  h = await startWorld(env, { api: true, timings: { reconcileScheduleMs: [1_000, 1_000], settleWindowMs: 600_000 } });
 }, 60_000);
 
 afterAll(async () => {

@@ -24,24 +24,24 @@ import { workflowBundle } from '../helpers/payments';
 import { connectDevServer } from '../helpers/servers';
 import { recordHistories } from '../helpers/workflows';
 import {
-  type ApiHarness,
+  type ApiWorld,
   WEBHOOK_SECRET,
   chargeBody,
   newKey,
-  startApiHarness,
+  startWorld,
   testRetry,
   testTimings,
-} from '../api/harness';
+} from '../helpers/world';
 
 const EventType = temporal.api.enums.v1.EventType;
 
 let env: TestWorkflowEnvironment;
-let h: ApiHarness;
+let h: ApiWorld;
 
 beforeAll(async () => {
   env = await connectDevServer();
   // A short refund window so the payment's whole life fits in the test.
-  h = await startApiHarness(env, { timings: { refundWindowMs: 3_000 } });
+  h = await startWorld(env, { api: true, timings: { refundWindowMs: 3_000 } });
   // The provider's webhook is held until the test releases it after the answer: a webhook that overtakes the
   // workflow's own record of the success does tell it something (and is rightly signalled); this test is about one
   // that tells nothing new. Seen once in three runs on a loaded machine: the unheld webhook won that race and was signalled.
@@ -161,7 +161,7 @@ const scheduledPolicies = async (workflowId: string, activityType: string) => {
 };
 
 describe('the worker owns the provider configuration and the retry presets', () => {
-  /** The workers' presets: every value differs from the production presets and from the harness's `testRetry`. */
+  /** The workers' presets: every value differs from the production presets and from the world's `testRetry`. */
   const workerRetry: RetryOverrides = {
     create: {
       initialIntervalMs: 300,
@@ -178,11 +178,12 @@ describe('the worker owns the provider configuration and the retry presets', () 
       maximumAttempts: 4,
     },
   };
-  let w: ApiHarness;
+  let w: ApiWorld;
   beforeAll(async () => {
     // A provider with limits of its own: the local activity answers the worker's view only, and the create (and the
     // capture) are regular activities whose scheduled policies show which presets the payment runs with.
-    w = await startApiHarness(env, {
+    w = await startWorld(env, {
+      api: true,
       retry: workerRetry,
       providerLimits: { simulator: { maxConcurrency: 10 } },
       webhooks: false,

@@ -15,21 +15,23 @@ import type { RestProvider } from '../../src/providers';
 import { refusingProvider } from '../helpers/refusing-provider';
 import { connectDevServer } from '../helpers/servers';
 import { recordHistories } from '../helpers/workflows';
-import { type ApiHarness, chargeBody, eventually, newKey, startApiHarness, testRetry } from '../api/harness';
+import { type ApiWorld, chargeBody, newKey, startWorld, testRetry } from '../helpers/world';
+import { eventually } from '../helpers/eventually';
 
 const EventType = temporal.api.enums.v1.EventType;
 /** The local attempt's bound here: shorter than the latency below, which is shorter than the HTTP timeout (1.5 s). */
 const LOCAL_ATTEMPT_MS = 400;
 
 let env: TestWorkflowEnvironment;
-let h: ApiHarness;
+let h: ApiWorld;
 let down: RestProvider;
 
 beforeAll(async () => {
   const logger = pino({ level: process.env.TEST_LOG_LEVEL ?? 'silent' });
   down = await refusingProvider('down', logger);
   env = await connectDevServer();
-  h = await startApiHarness(env, {
+  h = await startWorld(env, {
+    api: true,
     extraProviders: { down },
     webhooks: false,
     timings: { localAttemptTimeoutMs: LOCAL_ATTEMPT_MS },

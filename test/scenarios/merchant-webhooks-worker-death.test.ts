@@ -16,7 +16,8 @@ import { workflowBundlePath } from '../helpers/workflow-bundle';
 import { DEV_SERVER_ADDRESS_ENV, connectDevServer } from '../helpers/servers';
 import { type WebhookReceiver, startWebhookReceiver } from '../helpers/webhook-receiver';
 import { NEVER_OPENING_BREAKER, spawnWorkerProcess } from '../helpers/worker-process';
-import { type ApiHarness, chargeBody, eventually, newKey, startApiHarness } from '../api/harness';
+import { type ApiWorld, chargeBody, newKey, startWorld } from '../helpers/world';
+import { eventually } from '../helpers/eventually';
 
 const settings = {
   ...defaultMerchantWebhookSettings,
@@ -28,7 +29,7 @@ const settings = {
 
 let env: TestWorkflowEnvironment;
 let db: Awaited<ReturnType<typeof openTestDatabase>>;
-let h: ApiHarness;
+let h: ApiWorld;
 let receiver: WebhookReceiver;
 
 beforeAll(async () => {
@@ -36,7 +37,8 @@ beforeAll(async () => {
   db = await openTestDatabase();
   receiver = await startWebhookReceiver();
   // This process's workers start only after the other process died.
-  h = await startApiHarness(env, {
+  h = await startWorld(env, {
+    api: true,
     workers: false,
     merchantWebhooks: {
       outbox: new MerchantEventOutbox(db.pool),

@@ -20,7 +20,8 @@ import { openTestDatabase } from '../helpers/database';
 import { connectDevServer } from '../helpers/servers';
 import { type WebhookReceiver, startWebhookReceiver } from '../helpers/webhook-receiver';
 import { recordHistories } from '../helpers/workflows';
-import { type ApiHarness, chargeBody, eventually, newKey, startApiHarness } from '../api/harness';
+import { type ApiWorld, chargeBody, newKey, startWorld } from '../helpers/world';
+import { eventually } from '../helpers/eventually';
 
 const { EventType } = temporal.api.enums.v1;
 
@@ -35,7 +36,7 @@ const settings = {
 
 let env: TestWorkflowEnvironment;
 let db: Awaited<ReturnType<typeof openTestDatabase>>;
-let h: ApiHarness;
+let h: ApiWorld;
 let outbox: MerchantEventOutbox;
 const receivers: WebhookReceiver[] = [];
 const registry = new Registry();
@@ -49,7 +50,8 @@ beforeAll(async () => {
   env = await connectDevServer();
   db = await openTestDatabase();
   outbox = new MerchantEventOutbox(db.pool);
-  h = await startApiHarness(env, {
+  h = await startWorld(env, {
+    api: true,
     merchantWebhooks: {
       outbox,
       endpoints: new WebhookEndpoints(db.pool),

@@ -13,25 +13,22 @@ import { temporal } from '@temporalio/proto';
 import { chargeWorkflowId } from '../../src/domain/ids';
 import { connectDevServer } from '../helpers/servers';
 import { recordHistories } from '../helpers/workflows';
-import {
-  type ApiHarness,
-  chargeBody,
-  eventually,
-  newKey,
-  startApiHarness,
-  testRetry,
-  testTimings,
-} from '../api/harness';
+import { type ApiWorld, chargeBody, newKey, startWorld, testRetry, testTimings } from '../helpers/world';
+import { eventually } from '../helpers/eventually';
 
 const EventType = temporal.api.enums.v1.EventType;
 
 let env: TestWorkflowEnvironment;
-let h: ApiHarness;
+let h: ApiWorld;
 
 beforeAll(async () => {
   env = await connectDevServer();
   // Short reconcile checks and create retries: a payment whose provider keeps failing is in review within seconds.
-  h = await startApiHarness(env, { timings: { ...testTimings, reconcileScheduleMs: [500, 500] }, retry: testRetry });
+  h = await startWorld(env, {
+    api: true,
+    timings: { ...testTimings, reconcileScheduleMs: [500, 500] },
+    retry: testRetry,
+  });
 });
 afterAll(async () => {
   await h?.close();

@@ -10,15 +10,15 @@
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { connectDevServer } from '../helpers/servers';
 import {
-  type ApiHarness,
+  type ApiWorld,
   type ApiResponse,
   chargeBody,
-  eventually,
   newKey,
-  startApiHarness,
+  startWorld,
   testRetry,
   testTimings,
-} from '../api/harness';
+} from '../helpers/world';
+import { eventually } from '../helpers/eventually';
 
 const maxRetryAfterMs = 5_000;
 /** A budget with no room for a wait of seconds: the cool-down outlasts it (an attempt needs 2.5 s of the 3 s). */
@@ -28,17 +28,17 @@ const shortRefund = { initialIntervalMs: 200, maximumIntervalMs: 500, attemptTim
 
 let env: TestWorkflowEnvironment;
 /** Captures cannot wait out a pause (refunds can). */
-let captures: ApiHarness;
+let captures: ApiWorld;
 /** Refunds cannot wait out a pause (captures can). */
-let refunds: ApiHarness;
+let refunds: ApiWorld;
 
 beforeAll(async () => {
   env = await connectDevServer();
   // Short reconcile checks: a movement wrongly taken for unknown would reach review within seconds.
   const timings = { ...testTimings, reconcileScheduleMs: [500, 500] };
   [captures, refunds] = await Promise.all([
-    startApiHarness(env, { timings, retry: { ...testRetry, capture: shortCapture }, maxRetryAfterMs }),
-    startApiHarness(env, { timings, retry: { ...testRetry, refund: shortRefund }, maxRetryAfterMs }),
+    startWorld(env, { api: true, timings, retry: { ...testRetry, capture: shortCapture }, maxRetryAfterMs }),
+    startWorld(env, { api: true, timings, retry: { ...testRetry, refund: shortRefund }, maxRetryAfterMs }),
   ]);
 });
 afterAll(async () => {
@@ -47,7 +47,7 @@ afterAll(async () => {
 });
 
 /** A payment through the API: `manual` ends authorized, `automatic` succeeded. */
-async function payment(h: ApiHarness, capture: 'manual' | 'automatic') {
+async function payment(h: ApiWorld, capture: 'manual' | 'automatic') {
   const key = newKey();
   const body = chargeBody({ capture });
   const res = await h.request('POST', '/v1/payments', { key, body });
@@ -60,7 +60,7 @@ async function payment(h: ApiHarness, capture: 'manual' | 'automatic') {
  * answered (not for `send`'s own answer: it comes once the pause is over).
  */
 async function oneRateLimit<T>(
-  h: ApiHarness,
+  h: ApiWorld,
   operation: 'capture' | 'refund',
   orderId: string,
   send: () => Promise<T>,
@@ -92,12 +92,12 @@ async function afterThePause(first: ApiResponse, send: () => Promise<ApiResponse
   return res;
 }
 
-const requestsOf = (h: ApiHarness, operation: string, orderId: string) =>
+const requestsOf = (h: ApiWorld, operation: string, orderId: string) =>
   h
     .ledger()
     .requests.filter((r) => r.operation === operation && r.reference === orderId)
     .map((r) => r.status);
-const effectsOf = (h: ApiHarness, operation: string, orderId: string) =>
+const effectsOf = (h: ApiWorld, operation: string, orderId: string) =>
   h
     .ledger()
     .effects.filter((e) => e.operation === operation && e.reference === orderId)

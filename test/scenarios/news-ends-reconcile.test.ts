@@ -11,22 +11,16 @@ import { chargeWorkflowId, reconcileWorkflowId } from '../../src/domain/ids';
 import type { PaymentView } from '../../src/domain/payment';
 import { connectDevServer } from '../helpers/servers';
 import { recordHistories } from '../helpers/workflows';
-import {
-  type ApiHarness,
-  chargeBody,
-  eventually,
-  newKey,
-  startApiHarness,
-  testRetry,
-  testTimings,
-} from '../api/harness';
+import { type ApiWorld, chargeBody, newKey, startWorld, testRetry, testTimings } from '../helpers/world';
+import { eventually } from '../helpers/eventually';
 
 let env: TestWorkflowEnvironment;
-let h: ApiHarness;
+let h: ApiWorld;
 
 beforeAll(async () => {
   env = await connectDevServer();
-  h = await startApiHarness(env, {
+  h = await startWorld(env, {
+    api: true,
     // The reconcile's first look-up comes after 60 s: only the webhook can settle the refund within the test.
     timings: testTimings,
     // Two refund attempts, both answers lost: the refund's outcome is unknown within a second.

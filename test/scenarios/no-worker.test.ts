@@ -13,15 +13,8 @@ import { webhookVerifiers } from '../../src/providers';
 import { type RunningApi, startStack } from '../../src/stack';
 import { chargeWorkflowId } from '../../src/domain/ids';
 import { connectDevServer } from '../helpers/servers';
-import {
-  type ApiHarness,
-  WEBHOOK_SECRET,
-  chargeBody,
-  eventually,
-  newKey,
-  startApiHarness,
-  testTimings,
-} from '../api/harness';
+import { type ApiWorld, WEBHOOK_SECRET, chargeBody, newKey, startWorld, testTimings } from '../helpers/world';
+import { eventually } from '../helpers/eventually';
 
 /** The production default of SUBMIT_WAIT_MS. */
 const SUBMIT_WAIT_MS = 3_000;
@@ -29,11 +22,11 @@ const SUBMIT_WAIT_MS = 3_000;
 const ANSWER_WITHIN_MS = 6_000;
 
 let env: TestWorkflowEnvironment;
-let h: ApiHarness;
+let h: ApiWorld;
 
 beforeAll(async () => {
   env = await connectDevServer();
-  h = await startApiHarness(env, { workers: false, timings: { submitWaitMs: SUBMIT_WAIT_MS } });
+  h = await startWorld(env, { api: true, workers: false, timings: { submitWaitMs: SUBMIT_WAIT_MS } });
 }, 60_000);
 
 afterAll(async () => {

@@ -12,15 +12,15 @@ import type { RetryOverrides } from '../../src/domain/retry';
 import { connectDevServer } from '../helpers/servers';
 import { recordHistories } from '../helpers/workflows';
 import {
-  type ApiHarness,
+  type ApiWorld,
   WEBHOOK_SECRET,
   chargeBody,
-  eventually,
   newKey,
-  startApiHarness,
+  startWorld,
   testRetry,
   testTimings,
-} from '../api/harness';
+} from '../helpers/world';
+import { eventually } from '../helpers/eventually';
 
 const quick = { initialIntervalMs: 100, maximumIntervalMs: 200, attemptTimeoutMs: 2_000, budgetMs: 6_000 };
 /** Captures, refunds and look-ups that keep failing end within seconds (two attempts). */
@@ -33,11 +33,11 @@ const retry: RetryOverrides = {
 };
 
 let env: TestWorkflowEnvironment;
-let h: ApiHarness;
+let h: ApiWorld;
 
 beforeAll(async () => {
   env = await connectDevServer();
-  h = await startApiHarness(env, { timings: { ...testTimings, reconcileScheduleMs: [500, 500] }, retry });
+  h = await startWorld(env, { api: true, timings: { ...testTimings, reconcileScheduleMs: [500, 500] }, retry });
 }, 60_000);
 
 afterEach(() => h?.sim.clearFaults());

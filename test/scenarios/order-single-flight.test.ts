@@ -11,10 +11,11 @@ import { PaymentInFlight, PaymentsClient } from '../../src/client';
 import { chargeWorkflowId } from '../../src/domain/ids';
 import type { PaymentTimings } from '../../src/domain/workflow-inputs';
 import { connectDevServer } from '../helpers/servers';
-import { type ApiHarness, chargeBody, eventually, newKey, startApiHarness, testTimings } from '../api/harness';
+import { type ApiWorld, chargeBody, newKey, startWorld, testTimings } from '../helpers/world';
+import { eventually } from '../helpers/eventually';
 
 let env: TestWorkflowEnvironment;
-let h: ApiHarness;
+let h: ApiWorld;
 
 /** Reconcile checks every 1.5 s; the resubmission with the same key comes after the settle window. */
 const timings: PaymentTimings = {
@@ -25,7 +26,7 @@ const timings: PaymentTimings = {
 
 beforeAll(async () => {
   env = await connectDevServer();
-  h = await startApiHarness(env, { timings, splitPaymentMerchants: ['b'] });
+  h = await startWorld(env, { api: true, timings, splitPaymentMerchants: ['b'] });
 }, 60_000);
 
 afterAll(async () => {

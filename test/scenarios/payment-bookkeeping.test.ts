@@ -11,22 +11,16 @@ import { refundRequest } from '../../src/domain/definitions';
 import { chargeWorkflowId } from '../../src/domain/ids';
 import type { PaymentView } from '../../src/domain/payment';
 import { connectDevServer } from '../helpers/servers';
-import {
-  type ApiHarness,
-  chargeBody,
-  eventually,
-  newKey,
-  startApiHarness,
-  testRetry,
-  testTimings,
-} from '../api/harness';
+import { type ApiWorld, chargeBody, newKey, startWorld, testRetry, testTimings } from '../helpers/world';
+import { eventually } from '../helpers/eventually';
 
 let env: TestWorkflowEnvironment;
-let h: ApiHarness;
+let h: ApiWorld;
 
 beforeAll(async () => {
   env = await connectDevServer();
-  h = await startApiHarness(env, {
+  h = await startWorld(env, {
+    api: true,
     timings: testTimings,
     // A refund attempt that lost its answer is repeated (same key) after 0.1-0.2 s.
     retry: { ...testRetry, refund: { initialIntervalMs: 100, maximumIntervalMs: 200, maximumAttempts: 4 } },

@@ -15,18 +15,18 @@ import { paymentQuery } from '../../src/domain/definitions';
 import { chargeWorkflowId } from '../../src/domain/ids';
 import { connectDevServer } from '../helpers/servers';
 import { recordHistories } from '../helpers/workflows';
-import { type ApiHarness, chargeBody, newKey, startApiHarness } from '../api/harness';
+import { type ApiWorld, chargeBody, newKey, startWorld } from '../helpers/world';
 
 const E = temporal.api.enums.v1.EventType;
 /** Payments raced at once, each held a little longer at the provider. */
 const PAYMENTS = 4;
 
 let env: TestWorkflowEnvironment;
-let h: ApiHarness;
+let h: ApiWorld;
 
 beforeAll(async () => {
   env = await connectDevServer();
-  h = await startApiHarness(env, { webhooks: false });
+  h = await startWorld(env, { api: true, webhooks: false });
 }, 120_000);
 afterAll(async () => {
   await h?.close();

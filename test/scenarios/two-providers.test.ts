@@ -16,10 +16,10 @@ import { type RunningStripeMock, resolveStripeMock, startStripeMock } from '../.
 import { chargeWorkflowId, providerTaskQueue } from '../../src/domain/ids';
 import { StripeProvider } from '../../src/providers/stripe';
 import { connectDevServer } from '../helpers/servers';
-import { type ApiHarness, chargeBody, newKey, startApiHarness } from '../api/harness';
+import { type ApiWorld, chargeBody, newKey, startWorld } from '../helpers/world';
 
 let env: TestWorkflowEnvironment;
-let h: ApiHarness;
+let h: ApiWorld;
 let mock: RunningStripeMock;
 let stripe: StripeProvider;
 
@@ -44,7 +44,7 @@ beforeAll(async () => {
     logger: pino({ level: process.env.TEST_LOG_LEVEL ?? 'silent' }),
   });
   env = await connectDevServer();
-  h = await startApiHarness(env, { extraProviders: { stripe } });
+  h = await startWorld(env, { api: true, extraProviders: { stripe } });
 }, 120_000);
 afterAll(async () => {
   await h?.close();

@@ -17,12 +17,13 @@ import { openTestDatabase } from '../helpers/database';
 import { refusingProvider } from '../helpers/refusing-provider';
 import { connectDevServer } from '../helpers/servers';
 import { recordHistories } from '../helpers/workflows';
-import { type ApiHarness, chargeBody, eventually, newKey, startApiHarness } from '../api/harness';
+import { type ApiWorld, chargeBody, newKey, startWorld } from '../helpers/world';
+import { eventually } from '../helpers/eventually';
 
 let env: TestWorkflowEnvironment;
 let db: Awaited<ReturnType<typeof openTestDatabase>>;
-let h: ApiHarness;
-let bare: ApiHarness;
+let h: ApiWorld;
+let bare: ApiWorld;
 let down: RestProvider;
 /** The workers' metrics: their ledger counts into it, as the worker process's does (src/stack.ts). */
 const workerRegistry = new Registry();
@@ -45,7 +46,8 @@ beforeAll(async () => {
   db = await openTestDatabase();
   down = await refusingProvider('down', pino({ level: 'silent' }));
   ledger = new CaptureFaultLedger(db.pool, walletMetricsObserver(workerRegistry));
-  h = await startApiHarness(env, {
+  h = await startWorld(env, {
+    api: true,
     wallets: ledger,
     extraProviders: { down },
     // No provider webhooks: an unknown outcome stays unknown until the reconcile asks, a few seconds later.
@@ -53,7 +55,7 @@ beforeAll(async () => {
     timings: { reconcileScheduleMs: [3_000, 3_000] },
   });
   // A stack without a ledger (no DATABASE_URL): nothing may start for a payment with a wallet part.
-  bare = await startApiHarness(env, { workers: false });
+  bare = await startWorld(env, { api: true, workers: false });
 });
 afterAll(async () => {
   await h?.close();
@@ -92,7 +94,7 @@ const simOf = (orderId: string) => {
     effects: ledger.effects.filter((e) => e.reference === orderId),
   };
 };
-const pay = (key: string, body: Record<string, unknown>, harness: ApiHarness = h) =>
+const pay = (key: string, body: Record<string, unknown>, harness: ApiWorld = h) =>
   harness.request('POST', '/v1/payments', { key, body });
 /** The payment's history events. */
 const eventsOf = async (key: string) =>

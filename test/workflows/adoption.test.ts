@@ -7,23 +7,23 @@ import { paymentQuery, webhookSignal } from '../../src/domain/definitions';
 import { reconcileWorkflowId } from '../../src/domain/ids';
 import type { ChargeWorkflowInput } from '../../src/domain/workflow-inputs';
 import { providerIdempotencyKey } from '../../src/activities/keys';
-import { timeSkippingServerPerTest } from '../helpers/rigs';
-import { type Rig, chargeRequest } from '../helpers/payments';
+import { type World, timeSkippingServerPerTest } from '../helpers/world';
+import { chargeRequest } from '../helpers/payments';
 import { effectsOf, requestsOf, startCharge, waitForStatus } from '../helpers/workflows';
 
 const t = timeSkippingServerPerTest();
 
 const schedule = { reconcileScheduleMs: [3_600_000, 6 * 3_600_000] };
 
-/** Merchant A's and merchant B's charges of one order and amount, on the rig's one provider api key. */
-function twoMerchants(b: Rig): { a: ChargeWorkflowInput; b: ChargeWorkflowInput } {
+/** Merchant A's and merchant B's charges of one order and amount, on the world's one provider api key. */
+function twoMerchants(b: World): { a: ChargeWorkflowInput; b: ChargeWorkflowInput } {
   const request = chargeRequest();
   const a = b.input(request, { timings: schedule });
   return { a, b: { ...b.input(request, { timings: schedule }), merchantId: `${b.merchantId}_b` } };
 }
 
 /** Makes A's create (and only A's, by its derived key) hit `fault` once. */
-function loseCreateOf(b: Rig, input: ChargeWorkflowInput, fault: 'reset_before_commit' | 'commit_then_drop') {
+function loseCreateOf(b: World, input: ChargeWorkflowInput, fault: 'reset_before_commit' | 'commit_then_drop') {
   const key = providerIdempotencyKey(input.merchantId, 'create', input.key);
   b.sim.addFaults({ rules: [{ match: { operation: 'create', key }, fault, times: 1 }] });
 }
@@ -42,7 +42,7 @@ async function handledSignal(workflowId: string, signalName: string): Promise<vo
 
 describe('reconcile by reference, two merchants on one provider account', () => {
   it('A’s create never committed, B’s of the same order and amount succeeded: A’s reconcile does not adopt it; A ends in needs_review', async () => {
-    const b = await t.rig({ noKeys: true });
+    const b = await t.world({ noKeys: true });
     await b.run(async () => {
       const { a: inputA, b: inputB } = twoMerchants(b);
       loseCreateOf(b, inputA, 'reset_before_commit');
@@ -70,7 +70,7 @@ describe('reconcile by reference, two merchants on one provider account', () => 
   });
 
   it('A’s create committed and its answer was lost, B’s came later: A’s reconcile adopts A’s own payment, not the newest', async () => {
-    const b = await t.rig({ noKeys: true });
+    const b = await t.world({ noKeys: true });
     await b.run(async () => {
       const { a: inputA, b: inputB } = twoMerchants(b);
       loseCreateOf(b, inputA, 'commit_then_drop');
@@ -89,7 +89,7 @@ describe('reconcile by reference, two merchants on one provider account', () => 
   });
 
   it('B’s event, signalled to A’s workflow while A knows no provider payment, is not applied', async () => {
-    const b = await t.rig({ noKeys: true });
+    const b = await t.world({ noKeys: true });
     await b.run(async () => {
       const { a: inputA, b: inputB } = twoMerchants(b);
       loseCreateOf(b, inputA, 'reset_before_commit');

@@ -5,9 +5,9 @@
  */
 import { temporal } from '@temporalio/proto';
 import { ErrorType } from '../../src/domain/errors';
-import { serverPerFile } from '../helpers/rigs';
+import { type World, serverPerFile } from '../helpers/world';
 import { eventually } from '../helpers/eventually';
-import { type Rig, chargeRequest } from '../helpers/payments';
+import { chargeRequest } from '../helpers/payments';
 import { effectsOf, requestsOf, startCharge, waitForStatus } from '../helpers/workflows';
 import { paymentQuery } from '../../src/domain/definitions';
 
@@ -17,7 +17,7 @@ it('no keys, a 503 then 9 s latency on lookups and creates, short attempt timeou
   // An HTTP deadline (12 s) that lets a 9 s call answer, and an attempt timeout (5 s) shorter than one call: before
   // the fix the attempt was cut off mid-lookup while its create still went out, and the next attempt's lookup (also
   // 9 s) missed it and charged again.
-  const b = await t.rig({ noKeys: true, totalTimeoutMs: 12_000 });
+  const b = await t.world({ noKeys: true, totalTimeoutMs: 12_000 });
   await b.run(async () => {
     const input = b.input(chargeRequest(), {
       retry: {
@@ -57,7 +57,7 @@ it('no keys, a 503 then 9 s latency on lookups and creates, short attempt timeou
 }, 150_000);
 
 /** The failures of the createPayment attempts the server recorded (the last one: the activity's final failure). */
-async function createFailures(b: Rig, workflowId: string) {
+async function createFailures(b: World, workflowId: string) {
   const history = await b.env.client.workflow.getHandle(workflowId).fetchHistory();
   const { EventType } = temporal.api.enums.v1;
   const failures: { type?: string | null; nonRetryable?: boolean | null; details: unknown }[] = [];
@@ -77,7 +77,7 @@ async function createFailures(b: Rig, workflowId: string) {
 }
 
 it('keys honoured: a 500 (unknown) then a 401 on the retry: the payment is unknown and reconciles, never failed', async () => {
-  const b = await t.rig({ totalTimeoutMs: 2_000 });
+  const b = await t.world({ totalTimeoutMs: 2_000 });
   await b.run(async () => {
     const input = b.input(chargeRequest(), {
       retry: { create: { initialIntervalMs: 100, maximumIntervalMs: 200 } },

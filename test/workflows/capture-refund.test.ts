@@ -6,7 +6,7 @@
 import { paymentQuery, refundRequest } from '../../src/domain/definitions';
 import { ErrorType } from '../../src/domain/errors';
 import { captureWorkflowId, refundWorkflowId } from '../../src/domain/ids';
-import { timeSkippingServerPerTest } from '../helpers/rigs';
+import { timeSkippingServerPerTest } from '../helpers/world';
 import { chargeRequest, idOf } from '../helpers/payments';
 import { capture, refund, refusalType } from '../helpers/requests';
 import { effectsOf, recordHistories, requestsOf, startCharge } from '../helpers/workflows';
@@ -17,7 +17,7 @@ const DAY = 24 * 3_600_000;
 
 describe('manual capture', () => {
   it('captures part of the authorization once per capture key, then refunds within what was captured', async () => {
-    const b = await t.rig();
+    const b = await t.world();
     await b.run(async () => {
       const input = b.input(chargeRequest({ capture: 'manual' }));
       const { handle, view } = await startCharge(b, input);
@@ -66,7 +66,7 @@ describe('manual capture', () => {
   });
 
   it('concurrent refunds are serialized: each starts from the total the previous one left, together never over', async () => {
-    const b = await t.rig();
+    const b = await t.world();
     await b.run(async () => {
       const input = b.input(chargeRequest());
       const { handle } = await startCharge(b, input);
@@ -102,7 +102,7 @@ describe('manual capture', () => {
   });
 
   it('an authorization nobody captures is voided when it expires, after skipped days', async () => {
-    const b = await t.rig();
+    const b = await t.world();
     await b.run(async () => {
       const input = b.input(chargeRequest({ capture: 'manual' }), { timings: { authorizationExpiryMs: 7 * DAY } });
       const { handle, view } = await startCharge(b, input);
@@ -120,7 +120,7 @@ describe('manual capture', () => {
   });
 
   it('capture is refused on an automatic (already captured) payment, refund on a declined one', async () => {
-    const b = await t.rig();
+    const b = await t.world();
     await b.run(async () => {
       const { handle } = await startCharge(b, b.input(chargeRequest()));
       expect(await refusalType(capture(handle, { captureKey: 'c', fingerprint: 'f' }))).toBe(
@@ -141,7 +141,7 @@ describe('manual capture', () => {
   });
 
   it('refund is refused on an open authorized payment that nothing captured yet: no refund request reaches the provider', async () => {
-    const b = await t.rig();
+    const b = await t.world();
     await b.run(async () => {
       const { handle, view } = await startCharge(b, b.input(chargeRequest({ capture: 'manual' })));
       expect(view).toMatchObject({ status: 'authorized', amountAuthorized: 1_000, amountCaptured: 0 });

@@ -8,7 +8,7 @@ import { paymentQuery, submitUpdate, webhookSignal } from '../../src/domain/defi
 import { ErrorType } from '../../src/domain/errors';
 import { reconcileWorkflowId } from '../../src/domain/ids';
 import type { chargeWorkflow } from '../../src/workflows';
-import { timeSkippingServerPerTest } from '../helpers/rigs';
+import { timeSkippingServerPerTest } from '../helpers/world';
 import { chargeRequest, idOf } from '../helpers/payments';
 import { refusalType, resolve } from '../helpers/requests';
 import {
@@ -24,7 +24,7 @@ const t = timeSkippingServerPerTest();
 
 describe('chargeWorkflow: the retry contract', () => {
   it('first call succeeds: one effect, the early answer is the settled payment, the payment closes after the refund window', async () => {
-    const b = await t.rig();
+    const b = await t.world();
     await b.run(async () => {
       const input = b.input(chargeRequest());
       const { handle, view } = await startCharge(b, input);
@@ -54,7 +54,7 @@ describe('chargeWorkflow: the retry contract', () => {
   });
 
   it('committed but the response was lost: the retry with the same key gets the stored answer; exactly one effect', async () => {
-    const b = await t.rig();
+    const b = await t.world();
     await b.run(async () => {
       const input = b.input(chargeRequest());
       b.sim.addFaults({
@@ -77,7 +77,7 @@ describe('chargeWorkflow: the retry contract', () => {
   });
 
   it('parallel repeats with one key: one workflow, one provider call, the same answer for all', async () => {
-    const b = await t.rig();
+    const b = await t.world();
     await b.run(async () => {
       const input = b.input(chargeRequest());
       // The create is slow at the provider, so every repeat arrives while the first call is still in flight.
@@ -112,7 +112,7 @@ describe('chargeWorkflow: the retry contract', () => {
   });
 
   it('the same key with a changed amount is rejected by the validator before any side effect', async () => {
-    const b = await t.rig();
+    const b = await t.world();
     await b.run(async () => {
       const input = b.input(chargeRequest());
       const { handle } = await startCharge(b, input);
@@ -131,7 +131,7 @@ describe('chargeWorkflow: the retry contract', () => {
   });
 
   it('a 4xx is not retried: one request, status failed', async () => {
-    const b = await t.rig();
+    const b = await t.world();
     await b.run(async () => {
       const input = b.input(chargeRequest());
       b.sim.addFaults({
@@ -146,7 +146,7 @@ describe('chargeWorkflow: the retry contract', () => {
   });
 
   it('a decline is an answer: status declined with its code, no retry', async () => {
-    const b = await t.rig();
+    const b = await t.world();
     await b.run(async () => {
       const input = b.input(chargeRequest({ paymentMethod: 'pm_decline_insufficient_funds' }));
       const { handle, view } = await startCharge(b, input);
@@ -159,7 +159,7 @@ describe('chargeWorkflow: the retry contract', () => {
 
 describe('chargeWorkflow: unknown outcomes', () => {
   it('provider without keys + lost response: no resend; the reconcile finds the payment by reference after skipped time', async () => {
-    const b = await t.rig({ noKeys: true });
+    const b = await t.world({ noKeys: true });
     await b.run(async () => {
       const input = b.input(chargeRequest(), { timings: { reconcileScheduleMs: [3_600_000, 6 * 3_600_000] } });
       b.sim.addFaults({ rules: [{ match: { operation: 'create' }, fault: 'commit_then_drop', times: 1 }] });
@@ -183,7 +183,7 @@ describe('chargeWorkflow: unknown outcomes', () => {
   });
 
   it('a webhook ends the wait early: no lookups afterwards', async () => {
-    const b = await t.rig({ noKeys: true });
+    const b = await t.world({ noKeys: true });
     await b.run(async () => {
       const input = b.input(chargeRequest(), { timings: { reconcileScheduleMs: [3_600_000, 6 * 3_600_000] } });
       b.sim.addFaults({ rules: [{ match: { operation: 'create' }, fault: 'commit_then_drop', times: 1 }] });
@@ -207,7 +207,7 @@ describe('chargeWorkflow: unknown outcomes', () => {
   });
 
   it('never found: needs_review after the schedule (with one same-key resubmission), then an operator resolves it', async () => {
-    const b = await t.rig();
+    const b = await t.world();
     await b.run(async () => {
       const input = b.input(chargeRequest(), {
         timings: { reconcileScheduleMs: [60_000, 3_600_000], settleWindowMs: 30_000 },
@@ -242,7 +242,7 @@ describe('chargeWorkflow: unknown outcomes', () => {
   });
 
   it('resolve is refused unless the payment is in needs_review', async () => {
-    const b = await t.rig();
+    const b = await t.world();
     await b.run(async () => {
       const input = b.input(chargeRequest());
       const { handle } = await startCharge(b, input);

@@ -8,7 +8,7 @@ import { type WorkflowHandle, WorkflowNotFoundError } from '@temporalio/client';
 import { ensureReconcileSignal, paymentQuery, webhookSignal } from '../../src/domain/definitions';
 import { reconcileWorkflowId } from '../../src/domain/ids';
 import { startDevServer } from '../../scripts/lib/dev-server';
-import { serverPerFile } from '../helpers/rigs';
+import { serverPerFile } from '../helpers/world';
 import { eventually } from '../helpers/eventually';
 import { chargeRequest } from '../helpers/payments';
 import { refund } from '../helpers/requests';
@@ -36,7 +36,7 @@ async function suggestedTasksCompleted(handle: WorkflowHandle): Promise<number> 
 }
 
 it('does not continue as new while a refund’s reconcile runs; continues as new once it ended, the refund found', async () => {
-  const b = await t.rig();
+  const b = await t.world();
   await b.run(async () => {
     const input = b.input(chargeRequest(), {
       // The reconcile's own checks are an hour away: the webhook below is what ends it.

@@ -54,7 +54,7 @@ async function createActivity(
 }
 
 it('one 429 with Retry-After: 3 seen by one workflow delays the next creates of every other workflow, in both processes, by about 3 s', async () => {
-  const b = await fx.rig({ totalTimeoutMs: 2_000 });
+  const b = await fx.world({ totalTimeoutMs: 2_000 });
   const here = b.taskQueue; // this process's workers
   const there = `${b.taskQueue}-child`; // the child's workers
   const calls = { creates: 0 };

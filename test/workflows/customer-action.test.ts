@@ -5,7 +5,7 @@
  * Each scenario records its history (RECORD_HISTORIES=1) for the replay test.
  */
 import { paymentQuery } from '../../src/domain/definitions';
-import { timeSkippingServerPerTest } from '../helpers/rigs';
+import { timeSkippingServerPerTest } from '../helpers/world';
 import { chargeRequest, idOf } from '../helpers/payments';
 import { effectsOf, recordHistories, requestsOf, startCharge, waitForStatus } from '../helpers/workflows';
 
@@ -14,7 +14,7 @@ const HOUR = 3_600_000;
 
 describe('chargeWorkflow: a payment that waits for the customer', () => {
   it('nobody acts for an hour: cancelled at the provider, declined action_expired, nothing charged', async () => {
-    const b = await t.rig();
+    const b = await t.world();
     await b.run(async () => {
       const input = b.input(chargeRequest({ paymentMethod: 'pm_3ds_required' }), {
         timings: { customerActionTimeoutMs: HOUR },
@@ -53,14 +53,14 @@ describe('chargeWorkflow: a payment that waits for the customer', () => {
   ] as const)(
     'the customer completes (%s capture): %s, one create effect, no cancel',
     async (capture, status, captured) => {
-      const b = await t.rig();
+      const b = await t.world();
       await b.run(async () => {
         const input = b.input(chargeRequest({ paymentMethod: 'pm_3ds_required', capture }));
         const { handle, view } = await startCharge(b, input);
         expect(view.status).toBe('requires_action');
         const answer = await b.sim.authenticate(view.providerPaymentId as string, 'succeeded');
         expect(answer.status).toBe(200);
-        // The rig has no webhook route to the workflow: the wait's first look-up (30 s) finds it.
+        // The world has no webhook route to the workflow: the wait's first look-up (30 s) finds it.
         await t.env.sleep('31 seconds');
         const done = await waitForStatus(handle, status);
         expect(done).toMatchObject({ amountAuthorized: 1_000, amountCaptured: captured, attempts: 1 });
@@ -76,7 +76,7 @@ describe('chargeWorkflow: a payment that waits for the customer', () => {
   );
 
   it('the customer fails the authentication: declined authentication_failed, nothing charged, no cancel', async () => {
-    const b = await t.rig();
+    const b = await t.world();
     await b.run(async () => {
       const input = b.input(chargeRequest({ paymentMethod: 'pm_3ds_required' }));
       const { handle, view } = await startCharge(b, input);

@@ -5,7 +5,7 @@
 import { ErrorType } from '../../src/domain/errors';
 import { reconcileWorkflowId } from '../../src/domain/ids';
 import { eventually } from '../helpers/eventually';
-import { serverPerFile } from '../helpers/rigs';
+import { serverPerFile } from '../helpers/world';
 import { opOf, unknownRefundRetry, within } from '../helpers/operations';
 import { chargeRequest, idOf } from '../helpers/payments';
 import { refund, refusalType, resolve } from '../helpers/requests';
@@ -17,7 +17,7 @@ const HOUR = 3_600_000;
 
 describe('an unknown refund outcome', () => {
   it('answers the request at once, reconciles beside it, and goes to review when its reconcile is terminated', async () => {
-    const b = await t.rig();
+    const b = await t.world();
     await b.run(async () => {
       const input = b.input(chargeRequest(), {
         retry: unknownRefundRetry,

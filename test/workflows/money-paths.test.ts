@@ -5,7 +5,7 @@
 import { paymentQuery } from '../../src/domain/definitions';
 import { ErrorType } from '../../src/domain/errors';
 import { InMemoryCircuitBreaker } from '../../src/breaker';
-import { timeSkippingServerPerTest } from '../helpers/rigs';
+import { timeSkippingServerPerTest } from '../helpers/world';
 import { opOf, unknownRefundRetry, waitForOperation } from '../helpers/operations';
 import { chargeRequest, idOf } from '../helpers/payments';
 import { capture, refund, refusalType, resolve } from '../helpers/requests';
@@ -18,7 +18,7 @@ const DAY = 24 * HOUR;
 
 describe('capture and refund answers follow what the provider did', () => {
   it('a refund the provider refuses is recorded as rejected with its code; a repeat answers the same, no second request', async () => {
-    const b = await t.rig();
+    const b = await t.world();
     await b.run(async () => {
       const input = b.input(chargeRequest());
       const { handle } = await startCharge(b, input);
@@ -40,7 +40,7 @@ describe('capture and refund answers follow what the provider did', () => {
   });
 
   it('a refund key used on another payment of the merchant is refused before any effect', async () => {
-    const b = await t.rig();
+    const b = await t.world();
     await b.run(async () => {
       const first = await startCharge(b, b.input(chargeRequest()));
       const second = await startCharge(b, b.input(chargeRequest()));
@@ -54,7 +54,7 @@ describe('capture and refund answers follow what the provider did', () => {
   });
 
   it('two overlapping captures with one key and different amounts: one wins, the other is refused as a reused key', async () => {
-    const b = await t.rig();
+    const b = await t.world();
     await b.run(async () => {
       const { handle } = await startCharge(b, b.input(chargeRequest({ capture: 'manual' })));
       // The first capture is slow at the provider, so the second arrives while it is in flight.
@@ -77,7 +77,7 @@ describe('capture and refund answers follow what the provider did', () => {
 
 describe('an unknown capture or refund outcome', () => {
   it('past the refund window with a refund still reconciling: no spinning timers, new refunds refused, closes after', async () => {
-    const b = await t.rig();
+    const b = await t.world();
     await b.run(async () => {
       const input = b.input(chargeRequest(), {
         retry: unknownRefundRetry,
@@ -103,7 +103,7 @@ describe('an unknown capture or refund outcome', () => {
 
 describe('capture and refund outcomes that are unknown', () => {
   it('a refund whose every answer is lost is found by its reconcile: succeeded, exactly one effect', async () => {
-    const b = await t.rig();
+    const b = await t.world();
     await b.run(async () => {
       const input = b.input(chargeRequest(), {
         retry: unknownRefundRetry,
@@ -124,7 +124,7 @@ describe('capture and refund outcomes that are unknown', () => {
   });
 
   it('a capture never found goes to review; the operator says it failed: authorized again, a new capture works', async () => {
-    const b = await t.rig();
+    const b = await t.world();
     await b.run(async () => {
       const input = b.input(chargeRequest({ capture: 'manual' }), {
         retry: {
@@ -168,7 +168,7 @@ describe('a charge that never reaches the provider', () => {
     const breaker = new InMemoryCircuitBreaker({ failureThreshold: 1, cooldownMs: HOUR });
     await breaker.record('simulator', 'ProviderUnavailable');
     expect(breaker.state('simulator').kind).toBe('open');
-    const b = await t.rig({ breaker });
+    const b = await t.world({ breaker });
     await b.run(async () => {
       const input = b.input(chargeRequest(), {
         retry: {
@@ -190,7 +190,7 @@ describe('a charge that never reaches the provider', () => {
 
 describe('a void after authorization expiry', () => {
   it('a void the provider refuses is reviewed as a void; `succeeded` only once the provider shows it voided', async () => {
-    const b = await t.rig();
+    const b = await t.world();
     await b.run(async () => {
       const input = b.input(chargeRequest({ capture: 'manual' }), { timings: { authorizationExpiryMs: DAY } });
       const { handle, view } = await startCharge(b, input);
@@ -227,7 +227,7 @@ describe('a void after authorization expiry', () => {
 
 describe('an operator resolving a charge under review', () => {
   it('a providerPaymentId is checked at the provider: a foreign or missing one is refused, the real one is adopted', async () => {
-    const b = await t.rig();
+    const b = await t.world();
     await b.run(async () => {
       // Another payment of the same merchant exists at the provider.
       const other = await startCharge(b, b.input(chargeRequest()));

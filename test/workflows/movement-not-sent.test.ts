@@ -9,7 +9,7 @@ import { Worker } from '@temporalio/worker';
 import { InMemoryCircuitBreaker } from '../../src/breaker';
 import { captureRequest, paymentQuery } from '../../src/domain/definitions';
 import { ErrorType } from '../../src/domain/errors';
-import { serverPerFile } from '../helpers/rigs';
+import { serverPerFile } from '../helpers/world';
 import { eventually } from '../helpers/eventually';
 import { opOf, within } from '../helpers/operations';
 import { chargeRequest, idOf, workflowBundle } from '../helpers/payments';
@@ -18,7 +18,7 @@ import { recordHistories, requestsOf, startChargeOn, waitForStatus } from '../he
 const t = serverPerFile();
 
 it("waits only the capped delay for a capture's own 429 asking for 180 s, then captures once", async () => {
-  const b = await t.rig({ maxRetryAfterMs: 2_000 });
+  const b = await t.world({ maxRetryAfterMs: 2_000 });
   await b.run(async () => {
     const input = b.input(chargeRequest({ capture: 'manual' }));
     const handle = await startChargeOn(b, input);
@@ -49,9 +49,9 @@ it("waits only the capped delay for a capture's own 429 asking for 180 s, then c
 it('a capture the open breaker kept from being sent is failed with the wait, locks nothing, and its key tries again', async () => {
   // Opens on one failure and stays open 4 s: longer than the capture's budget leaves for a wait (0.5 s).
   const breaker = new InMemoryCircuitBreaker({ failureThreshold: 1, cooldownMs: 4_000 });
-  const b = await t.rig({ breaker });
+  const b = await t.world({ breaker });
   await b.run(async () => {
-    // One attempt of the rig's provider may take 4 s (3 s call + overhead): 0.5 s of the budget is left for a wait.
+    // One attempt of the world's provider may take 4 s (3 s call + overhead): 0.5 s of the budget is left for a wait.
     const capture = { initialIntervalMs: 100, maximumIntervalMs: 200, attemptTimeoutMs: 4_000, budgetMs: 4_500 };
     const input = b.input(chargeRequest({ capture: 'manual' }), { retry: { capture } });
     const handle = await startChargeOn(b, input);

@@ -10,9 +10,9 @@ import { InMemoryCircuitBreaker } from '../../src/breaker';
 import { reconcileWorkflowId } from '../../src/domain/ids';
 import type { ReconcileResult } from '../../src/domain/operations';
 import type { RetryOverrides } from '../../src/domain/retry';
-import { timeSkippingServerPerTest } from '../helpers/rigs';
+import { type World, timeSkippingServerPerTest } from '../helpers/world';
 import { opOf, waitForOperation } from '../helpers/operations';
-import { type Rig, chargeRequest, idOf } from '../helpers/payments';
+import { chargeRequest, idOf } from '../helpers/payments';
 import { capture, refund } from '../helpers/requests';
 import { effectsOf, recordHistories, requestsOf, startCharge } from '../helpers/workflows';
 
@@ -31,14 +31,14 @@ const retry: RetryOverrides = {
 const timings = { reconcileScheduleMs: [MINUTE, 10 * MINUTE], settleWindowMs: 2 * MINUTE };
 
 /** The provider answers 503 to every `operation` until `end()`: the soak's outage, on one kind of write. */
-function outage(b: Rig, operation: 'capture' | 'refund') {
+function outage(b: World, operation: 'capture' | 'refund') {
   b.sim.addFaults({ rules: [{ match: { operation }, fault: 'status', status: 503 }] });
   return { end: () => b.sim.clearFaults() };
 }
 
 describe('a capture or refund that met an outage for its whole retry budget', () => {
   it('the capture is resubmitted with its key after the settle window and settles captured, no review', async () => {
-    const b = await t.rig();
+    const b = await t.world();
     await b.run(async () => {
       const input = b.input(chargeRequest({ capture: 'manual' }), { retry, timings });
       const { handle } = await startCharge(b, input);
@@ -61,7 +61,7 @@ describe('a capture or refund that met an outage for its whole retry budget', ()
   });
 
   it('the refund is resubmitted with its key after the settle window and settles refunded, no review', async () => {
-    const b = await t.rig();
+    const b = await t.world();
     await b.run(async () => {
       const input = b.input(chargeRequest(), { retry, timings });
       await startCharge(b, input);
@@ -89,7 +89,7 @@ describe('a capture or refund that met an outage for its whole retry budget', ()
       cooldownMs: 30 * MINUTE,
       now: () => Date.now() + skippedMs,
     });
-    const b = await t.rig({ breaker });
+    const b = await t.world({ breaker });
     await b.run(async () => {
       const schedule = { reconcileScheduleMs: [MINUTE, 10 * MINUTE, HOUR], settleWindowMs: 30_000 };
       const input = b.input(chargeRequest({ capture: 'manual' }), { retry, timings: schedule });
@@ -115,7 +115,7 @@ describe('a capture or refund that met an outage for its whole retry budget', ()
   });
 
   it('against a provider without keys nothing is resent: the capture goes to review, one capture request only', async () => {
-    const b = await t.rig({ noKeys: true });
+    const b = await t.world({ noKeys: true });
     await b.run(async () => {
       const input = b.input(chargeRequest({ capture: 'manual' }), { retry, timings });
       const { handle } = await startCharge(b, input);

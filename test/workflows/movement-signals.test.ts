@@ -6,7 +6,7 @@
 import { Worker } from '@temporalio/worker';
 import { captureRequest, paymentQuery, refundRequest } from '../../src/domain/definitions';
 import { ErrorType } from '../../src/domain/errors';
-import { serverPerFile } from '../helpers/rigs';
+import { serverPerFile } from '../helpers/world';
 import { eventually } from '../helpers/eventually';
 import { opOf, within } from '../helpers/operations';
 import { chargeRequest, idOf, workflowBundle } from '../helpers/payments';
@@ -15,7 +15,7 @@ import { recordHistories, startChargeOn, waitForStatus } from '../helpers/workfl
 const t = serverPerFile();
 
 it('a capture requested while the authorization is in flight waits for it, then captures once; the history replays', async () => {
-  const b = await t.rig();
+  const b = await t.world();
   await b.run(async () => {
     const input = b.input(chargeRequest({ capture: 'manual' }));
     await b.sim.addFaults({
@@ -45,7 +45,7 @@ it('a capture requested while the authorization is in flight waits for it, then 
 });
 
 it('refuses a refund over the captured amount for its own request, with the validator’s type, and sends nothing', async () => {
-  const b = await t.rig();
+  const b = await t.world();
   await b.run(async () => {
     const input = b.input(chargeRequest());
     const handle = await startChargeOn(b, input);

@@ -11,9 +11,9 @@ import type { ReconcileResult } from '../../src/domain/operations';
 import type { RetryOverrides } from '../../src/domain/retry';
 import type { ChargeWorkflowInput } from '../../src/domain/workflow-inputs';
 import { paymentQuery } from '../../src/domain/definitions';
-import { timeSkippingServerPerTest } from '../helpers/rigs';
+import { type World, timeSkippingServerPerTest } from '../helpers/world';
 import { opOf, waitForOperation } from '../helpers/operations';
-import { type Rig, chargeRequest, idOf } from '../helpers/payments';
+import { chargeRequest, idOf } from '../helpers/payments';
 import { capture } from '../helpers/requests';
 import { effectsOf, recordHistories, requestsOf, startCharge, waitForStatus } from '../helpers/workflows';
 
@@ -42,7 +42,7 @@ const retry: RetryOverrides = {
 };
 
 /** The provider answers 503 to every look-up until `end()`. */
-function lookupOutage(b: Rig) {
+function lookupOutage(b: World) {
   b.sim.addFaults({ rules: [{ match: { operation: 'lookup' }, fault: 'status', status: 503 }] });
   return { end: () => b.sim.clearFaults() };
 }
@@ -62,7 +62,7 @@ async function failedLookups(workflowId: string): Promise<number> {
 }
 
 /** A charge whose create committed at the provider but whose every answer was lost: unknown, its reconcile waiting. */
-async function unknownCharge(b: Rig, timings: Partial<ChargeWorkflowInput['timings']>) {
+async function unknownCharge(b: World, timings: Partial<ChargeWorkflowInput['timings']>) {
   const input = b.input(chargeRequest(), { retry, timings });
   b.sim.addFaults({
     rules: [{ match: { operation: 'create', reference: input.request.orderId }, fault: 'commit_then_drop' }],
@@ -75,7 +75,7 @@ async function unknownCharge(b: Rig, timings: Partial<ChargeWorkflowInput['timin
 
 describe('a reconcile through a provider outage', () => {
   it('the look-ups fail for longer than their budget, then the provider is back: the create is found, succeeded', async () => {
-    const b = await t.rig();
+    const b = await t.world();
     await b.run(async () => {
       // No resubmission in the window: the look-ups alone must find it.
       const { input, handle, reconcileId } = await unknownCharge(b, {
@@ -98,7 +98,7 @@ describe('a reconcile through a provider outage', () => {
   });
 
   it('the outage outlasts the provider’s key lifetime: review, and the reason says the look-ups failed', async () => {
-    const b = await t.rig({ keyTtlS: 6 * 3_600 });
+    const b = await t.world({ keyTtlS: 6 * 3_600 });
     await b.run(async () => {
       const { handle, reconcileId } = await unknownCharge(b, {
         reconcileScheduleMs: [MINUTE, HOUR],
@@ -120,7 +120,7 @@ describe('a reconcile through a provider outage', () => {
   }, 120_000);
 
   it('a capture whose look-ups fail for longer than their budget is found once the provider is back, not reviewed', async () => {
-    const b = await t.rig();
+    const b = await t.world();
     await b.run(async () => {
       const input = b.input(chargeRequest({ capture: 'manual' }), {
         retry,
@@ -156,7 +156,7 @@ describe('a resubmission refused here through an outage', () => {
   }
 
   /** A create reset after it was sent (never committed, the client cannot know): unknown, its reconcile waiting. */
-  async function resetCreate(b: Rig) {
+  async function resetCreate(b: World) {
     const input = b.input(chargeRequest(), {
       retry,
       timings: { reconcileScheduleMs: [MINUTE, HOUR], settleWindowMs: 30_000 },
@@ -171,7 +171,7 @@ describe('a resubmission refused here through an outage', () => {
 
   it('still refused when the schedule ends, it is tried again past it: once the breaker lets it out the create is made, not reviewed', async () => {
     const { breaker, skew } = skewedBreaker();
-    const b = await t.rig({ breaker });
+    const b = await t.world({ breaker });
     await b.run(async () => {
       const { input, handle, sent } = await resetCreate(b);
       b.sim.clearFaults(); // the provider is healthy again, but the breaker does not know it yet
@@ -196,7 +196,7 @@ describe('a resubmission refused here through an outage', () => {
 
   it('refused until the key lifetime leaves no room for one more: review, and the reason says how often and until when', async () => {
     const { breaker } = skewedBreaker();
-    const b = await t.rig({ breaker, keyTtlS: 12 * 3_600 });
+    const b = await t.world({ breaker, keyTtlS: 12 * 3_600 });
     await b.run(async () => {
       const { input, handle, sent } = await resetCreate(b);
       await breaker.record('simulator', 'ProviderUnavailable'); // and it stays open: its clock never moves on

@@ -27,7 +27,7 @@ const retry = {
 };
 
 it('Redis killed mid-run: payments keep succeeding on both processes, each logs it; back on the same port, the shared state is used again', async () => {
-  const b = await fx.rig({ totalTimeoutMs: 2_000 });
+  const b = await fx.world({ totalTimeoutMs: 2_000 });
   const server = fx.redis;
   const here = b.taskQueue;
   const there = `${b.taskQueue}-child`;

@@ -2,19 +2,19 @@
  * Retry timing in real time on the dev server (a time-skipping server would skip the very delays under test): a 503
  * with Retry-After is retried after at least that delay, never beyond the budget, and not at all after it.
  */
-import { serverPerFile } from '../helpers/rigs';
-import { type Rig, chargeRequest } from '../helpers/payments';
+import { type World, serverPerFile } from '../helpers/world';
+import { chargeRequest } from '../helpers/payments';
 import { effectsOf, recordHistories, requestsOf, startCharge, waitForStatus } from '../helpers/workflows';
 
 const t = serverPerFile();
 
-const gaps = (b: Rig) => {
+const gaps = (b: World) => {
   const at = requestsOf(b, 'create').map((r) => r.at_ms ?? 0);
   return at.slice(1).map((t, i) => t - (at[i] ?? 0));
 };
 
 it('503 with Retry-After: the next attempt waits at least that long, then succeeds with one effect', async () => {
-  const b = await t.rig({ totalTimeoutMs: 2_000 });
+  const b = await t.world({ totalTimeoutMs: 2_000 });
   await b.run(async () => {
     const input = b.input(chargeRequest());
     b.sim.addFaults({
@@ -32,7 +32,7 @@ it('503 with Retry-After: the next attempt waits at least that long, then succee
 });
 
 it('a provider that stays unavailable: attempts stop within the budget, none after it, and the payment is unknown, not failed', async () => {
-  const b = await t.rig({ totalTimeoutMs: 1_000 });
+  const b = await t.world({ totalTimeoutMs: 1_000 });
   await b.run(async () => {
     const budgetMs = 6_000;
     const input = b.input(chargeRequest(), {

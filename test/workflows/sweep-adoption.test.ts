@@ -8,8 +8,8 @@ import { type ReviewItemState, reviewItemQuery, reviewItemWorkflowId } from '../
 import { type SweepResult, SweepInput } from '../../src/domain/sweep';
 import type { ProviderPayment } from '../../src/providers/types';
 import type { reconcileSweepWorkflow } from '../../src/workflows/sweep';
-import { serverPerFile } from '../helpers/rigs';
-import { type Rig, chargeRequest } from '../helpers/payments';
+import { type World, serverPerFile } from '../helpers/world';
+import { chargeRequest } from '../helpers/payments';
 import { connectDevServer } from '../helpers/servers';
 import { startCharge, waitForStatus } from '../helpers/workflows';
 
@@ -17,7 +17,7 @@ import { startCharge, waitForStatus } from '../helpers/workflows';
 const t = serverPerFile(connectDevServer, { sweep: true });
 
 /** One sweep run over the window since `fromMs`, a threshold long enough that nothing of ours counts as stuck. */
-async function runSweep(b: Rig, fromMs: number): Promise<SweepResult> {
+async function runSweep(b: World, fromMs: number): Promise<SweepResult> {
   const workflowId = `sweep-test:${randomUUID()}`;
   b.track(workflowId);
   const result = await t.env.client.workflow.execute<typeof reconcileSweepWorkflow>('reconcileSweepWorkflow', {
@@ -38,7 +38,7 @@ async function runSweep(b: Rig, fromMs: number): Promise<SweepResult> {
 }
 
 /** Waits (bounded) until visibility lists the charge workflow: the sweep finds candidates by reference through it. */
-async function indexed(b: Rig, workflowId: string, status: string): Promise<void> {
+async function indexed(b: World, workflowId: string, status: string): Promise<void> {
   const deadline = Date.now() + 10_000;
   while (Date.now() < deadline) {
     const { executions } = await t.env.client.workflowService.listWorkflowExecutions({
@@ -52,9 +52,9 @@ async function indexed(b: Rig, workflowId: string, status: string): Promise<void
   throw new Error(`${workflowId} was not indexed as ${status} within 10 s`);
 }
 
-/** A payment at the provider (on the rig's api key, shared by all merchants) that no workflow of ours started. */
+/** A payment at the provider (on the world's api key, shared by all merchants) that no workflow of ours started. */
 async function createAtProvider(
-  b: Rig,
+  b: World,
   reference: string,
   amount: number,
   metadata?: Record<string, string>,
@@ -76,7 +76,7 @@ async function createAtProvider(
 
 describe('reconcile sweep: attribution by reference, two merchants on one provider account', () => {
   it('a payment whose metadata names merchant B is an orphan, not attributed to A’s unknown payment of the same order and amount', async () => {
-    const b = await t.rig({ noKeys: true });
+    const b = await t.world({ noKeys: true });
     const fromMs = Date.now();
     await b.run(async () => {
       const inputA = b.input(chargeRequest(), { timings: { reconcileScheduleMs: [600_000] } });
@@ -104,7 +104,7 @@ describe('reconcile sweep: attribution by reference, two merchants on one provid
   });
 
   it('a payment without metadata is not attributed to the only payment of its order when that one records another', async () => {
-    const b = await t.rig();
+    const b = await t.world();
     const fromMs = Date.now();
     await b.run(async () => {
       const inputA = b.input(chargeRequest());

@@ -28,9 +28,9 @@ import type { ProviderPayment } from '../../src/providers/types';
 import { ensureSweepSchedule } from '../../src/schedules';
 import { paymentMetadata } from '../../src/workflows/activity-options';
 import type { reconcileSweepWorkflow } from '../../src/workflows/sweep';
-import { serverPerFile } from '../helpers/rigs';
+import { type World, serverPerFile } from '../helpers/world';
 import { eventually } from '../helpers/eventually';
-import { type Rig, chargeRequest } from '../helpers/payments';
+import { chargeRequest } from '../helpers/payments';
 import { connectDevServer } from '../helpers/servers';
 import { hourlySchedule, ourPayment, sweepCutoff, sweepInputOver } from '../helpers/sweeps';
 import { startCharge, waitForStatus } from '../helpers/workflows';
@@ -44,8 +44,8 @@ function sweepInput(fromMs: number, over: Partial<SweepInput> = {}): SweepInput 
   return sweepInputOver({ fromMs: fromMs - 2_000, toMs: Date.now() + 2_000 }, over);
 }
 
-/** Executes one sweep run directly (no schedule) on the rig's task queue; tracks the review items it raised. */
-async function runSweep(b: Rig, input: SweepInput): Promise<SweepResult> {
+/** Executes one sweep run directly (no schedule) on the world's task queue; tracks the review items it raised. */
+async function runSweep(b: World, input: SweepInput): Promise<SweepResult> {
   const workflowId = `sweep-test:${randomUUID()}`;
   b.track(workflowId);
   const result = await t.env.client.workflow.execute<typeof reconcileSweepWorkflow>('reconcileSweepWorkflow', {
@@ -85,7 +85,7 @@ const visibleExactly = (query: string, ids: string[]) =>
 
 /** Creates a payment at the provider directly: an effect no workflow of ours started. */
 async function createAtProvider(
-  b: Rig,
+  b: World,
   over: { reference?: string; amount?: number; metadata?: Record<string, string> } = {},
 ): Promise<ProviderPayment> {
   const result = await b.provider.createPayment(
@@ -115,7 +115,7 @@ async function exists(workflowId: string): Promise<boolean> {
 }
 
 /** A payment in `unknown` with a live reconcile: provider without keys, the create committed and its answer lost. */
-async function unknownPayment(b: Rig) {
+async function unknownPayment(b: World) {
   const input = b.input(chargeRequest(), { timings: { reconcileScheduleMs: [600_000], settleWindowMs: 1_000 } });
   b.sim.addFaults({
     rules: [{ match: { operation: 'create', reference: input.request.orderId }, fault: 'commit_then_drop', times: 1 }],
@@ -150,7 +150,7 @@ async function signalsOf(workflowId: string): Promise<string[]> {
 
 describe('reconcile sweep: payments stuck in unknown', () => {
   it('signals a payment unknown beyond the threshold; its reconcile is live; the provider effect it misses is a disagreement', async () => {
-    const b = await t.rig({ noKeys: true });
+    const b = await t.world({ noKeys: true });
     const fromMs = Date.now();
     await b.run(async () => {
       const { handle, reconcile, providerPaymentId } = await unknownPayment(b);
@@ -177,7 +177,7 @@ describe('reconcile sweep: payments stuck in unknown', () => {
   });
 
   it('leaves a payment alone while it is unknown for less than the threshold', async () => {
-    const b = await t.rig({ noKeys: true });
+    const b = await t.world({ noKeys: true });
     const fromMs = Date.now();
     await b.run(async () => {
       const { handle } = await unknownPayment(b);
@@ -197,7 +197,7 @@ describe('reconcile sweep: payments stuck in unknown', () => {
 
   // The charge workflow survives a lost reconcile child (it stays unknown, never failed), so the sweep can restart it.
   it('a lost reconcile (child terminated) is started again by the sweep', async () => {
-    const b = await t.rig({ noKeys: true });
+    const b = await t.world({ noKeys: true });
     const fromMs = Date.now();
     await b.run(async () => {
       const { handle, reconcile } = await unknownPayment(b);
@@ -224,7 +224,7 @@ describe('reconcile sweep: payments stuck in unknown', () => {
 
 describe('reconcile sweep: provider payments against ours', () => {
   it('flags an orphan charge exactly once, visible as needs_review; a later sweep raises no duplicate; resolved, it stays resolved', async () => {
-    const b = await t.rig();
+    const b = await t.world();
     const fromMs = Date.now();
     await b.run(async () => {
       const reference = `order_${randomUUID()}`;
@@ -271,7 +271,7 @@ describe('reconcile sweep: provider payments against ours', () => {
   });
 
   it('flags a disagreement (ours failed, the provider shows it succeeded) and a second charge; a payment that agrees is not flagged', async () => {
-    const b = await t.rig();
+    const b = await t.world();
     const fromMs = Date.now();
     await b.run(async () => {
       // Agrees: charged once, succeeded on both sides.
@@ -339,7 +339,7 @@ describe('reconcile sweep: provider payments against ours', () => {
 
 describe("reconcile sweep: the worker's retry presets", () => {
   it('lists the provider with the retry overrides the worker gives its charges (RETRY_LIST_*), not the built-in preset', async () => {
-    const b = await t.rig();
+    const b = await t.world();
     const fromMs = Date.now();
     const retry = { list: { maximumAttempts: 7, attemptTimeoutMs: 12_345, initialIntervalMs: 1_500 } };
     await b.run(async () => {
@@ -365,7 +365,7 @@ describe("reconcile sweep: the worker's retry presets", () => {
   });
 
   it("the schedule carries the worker's retry overrides to every run", async () => {
-    const b = await t.rig();
+    const b = await t.world();
     const retry = { lookup: { maximumAttempts: 4 } };
     const opts = { ...hourlySchedule(b.taskQueue), retry, scheduleId: `sweep-retry-test:${randomUUID()}` };
     const handle = t.env.client.schedule.getHandle(opts.scheduleId);
@@ -386,7 +386,7 @@ describe("reconcile sweep: the worker's retry presets", () => {
 
 describe('ensureSweepSchedule', () => {
   it('creates one schedule, leaves it on a repeat, updates it (keeping it paused) on a new interval; a trigger runs the sweep', async () => {
-    const b = await t.rig();
+    const b = await t.world();
     const opts = hourlySchedule(b.taskQueue);
     const scheduleId = sweepScheduleId(b.taskQueue);
     const handle = t.env.client.schedule.getHandle(scheduleId);

@@ -8,8 +8,8 @@ import { paymentQuery } from '../../src/domain/definitions';
 import { reconcileWorkflowId } from '../../src/domain/ids';
 import type { RetryOverrides } from '../../src/domain/retry';
 import type { ChargeWorkflowInput } from '../../src/domain/workflow-inputs';
-import { timeSkippingServerPerTest } from '../helpers/rigs';
-import { type Rig, chargeRequest } from '../helpers/payments';
+import { type World, timeSkippingServerPerTest } from '../helpers/world';
+import { chargeRequest } from '../helpers/payments';
 import { capture } from '../helpers/requests';
 import { effectsOf, requestsOf, startCharge, waitForStatus } from '../helpers/workflows';
 
@@ -43,7 +43,7 @@ describe('the key-lifetime guard of a reconcile resubmission', () => {
   // again. Everything else is the same in both tests: only the key lifetime differs.
   const timings = { settleWindowMs: 30 * 60_000, reconcileScheduleMs: [2 * HOUR - 10_000, HOUR] };
 
-  async function neverCommittedCharge(b: Rig) {
+  async function neverCommittedCharge(b: World) {
     const input = b.input(chargeRequest(), { timings, retry: { create: shortCreate } });
     // Every create is reset after it was sent: the client cannot know whether it committed.
     b.sim.addFaults({
@@ -58,7 +58,7 @@ describe('the key-lifetime guard of a reconcile resubmission', () => {
   }
 
   it('never resubmits once the provider may have forgotten the key: no create request after the first attempts', async () => {
-    const b = await t.rig({ keyTtlS: 2 * 3_600 });
+    const b = await t.world({ keyTtlS: 2 * 3_600 });
     await b.run(async () => {
       const { input, review, createsBeforeReconcile } = await neverCommittedCharge(b);
       expect(createsBeforeReconcile).toBeGreaterThanOrEqual(1);
@@ -73,7 +73,7 @@ describe('the key-lifetime guard of a reconcile resubmission', () => {
   });
 
   it('control: the same unknown charge with a key that outlives the schedule is resubmitted exactly once', async () => {
-    const b = await t.rig({ keyTtlS: 86_400 });
+    const b = await t.world({ keyTtlS: 86_400 });
     await b.run(async () => {
       const { input, review, createsBeforeReconcile } = await neverCommittedCharge(b);
       // One resubmission (its own attempts are reset too, so it may send more than one request, all under one key).
@@ -90,7 +90,7 @@ describe('the key-lifetime guard of a reconcile resubmission', () => {
 
 describe('a capture racing the authorization-expiry void', () => {
   it('the void waits for the unknown capture’s reconcile: the capture is found, no void request is ever sent', async () => {
-    const b = await t.rig();
+    const b = await t.world();
     await b.run(async () => {
       const input = b.input(chargeRequest({ capture: 'manual' }), {
         timings: { authorizationExpiryMs: DAY, reconcileScheduleMs: [2 * DAY, DAY] },
@@ -144,7 +144,7 @@ describe('a reconcile resubmission answered by the provider', () => {
   const timings = { settleWindowMs: 30 * 60_000, reconcileScheduleMs: [HOUR, HOUR] };
 
   /** A charge whose first create attempts are all reset before commit, left `unknown` with its reconcile waiting. */
-  async function unknownCharge(b: Rig, paymentMethod: string) {
+  async function unknownCharge(b: World, paymentMethod: string) {
     const input = b.input(chargeRequest({ paymentMethod }), { timings, retry: { create: shortCreate } });
     b.sim.addFaults({
       rules: [{ match: { operation: 'create', reference: input.request.orderId }, fault: 'reset_before_commit' }],
@@ -156,7 +156,7 @@ describe('a reconcile resubmission answered by the provider', () => {
   }
 
   it('with a decline: the payment ends declined with the decline code, after exactly one resubmission', async () => {
-    const b = await t.rig();
+    const b = await t.world();
     await b.run(async () => {
       const { input, handle, createsBefore } = await unknownCharge(b, 'pm_decline_insufficient_funds');
       await t.env.sleep(HOUR + 60_000);
@@ -175,7 +175,7 @@ describe('a reconcile resubmission answered by the provider', () => {
   // A 401 says nothing about what the first, unknown, request did (issue 8 defect 9): only an answer about the key's
   // effect decides, so the reconcile keeps checking and, finding nothing, asks an operator.
   it('with a 401: still unknown after the resubmission, and needs_review when the schedule runs out', async () => {
-    const b = await t.rig();
+    const b = await t.world();
     await b.run(async () => {
       const { input, handle, createsBefore } = await unknownCharge(b, 'pm_card_visa');
       b.sim.addFaults({
