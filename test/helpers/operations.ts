@@ -5,6 +5,7 @@
 import { paymentQuery } from '../../src/domain/definitions';
 import type { PaymentView } from '../../src/domain/payment';
 import type { RetryOverrides } from '../../src/domain/retry';
+import { eventually } from './eventually';
 
 /** A refund that keeps failing with a 500: its outcome is unknown once this short budget is spent (two attempts). */
 export const unknownRefundRetry: RetryOverrides = {
@@ -22,22 +23,24 @@ export const opOf = (view: PaymentView, kind: string, key: string) =>
   view.operations?.find((o) => o.kind === kind && o.key === key);
 
 /** Polls until one operation reaches a state (real time, bounded): its reconcile runs activities over real HTTP. */
-export async function waitForOperation(
+export const waitForOperation = (
   handle: { query: (q: typeof paymentQuery) => Promise<PaymentView> },
   kind: string,
   key: string,
   state: string,
   timeoutMs = 15_000,
-): Promise<PaymentView> {
-  const deadline = Date.now() + timeoutMs;
-  let last: PaymentView | undefined;
-  while (Date.now() < deadline) {
-    last = await handle.query(paymentQuery);
-    if (opOf(last, kind, key)?.state === state) return last;
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  throw new Error(`${kind} ${key} did not reach ${state}; last view: ${JSON.stringify(last)}`);
-}
+): Promise<PaymentView> =>
+  eventually(
+    `${kind} ${key} reaching ${state}`,
+    async () => {
+      const view = await handle.query(paymentQuery);
+      // Thrown, not answered false: the timeout's message names the last view.
+      if (opOf(view, kind, key)?.state !== state) throw new Error(`view ${JSON.stringify(view)}`);
+      return view;
+    },
+    timeoutMs,
+    100,
+  );
 
 /** Fails the test instead of hanging when an update holds its answer. */
 export const within = <T>(ms: number, p: Promise<T>, what: string): Promise<T> =>

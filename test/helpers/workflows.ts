@@ -12,6 +12,7 @@ import { acceptUpdate, firstAnswerQuery, paymentQuery } from '../../src/domain/d
 import type { PaymentStatus, PaymentView } from '../../src/domain/payment';
 import type { ChargeWorkflowInput } from '../../src/domain/workflow-inputs';
 import type { chargeWorkflow } from '../../src/workflows';
+import { eventually } from './eventually';
 import { idOf } from './payments';
 import type { World } from './world';
 
@@ -64,20 +65,22 @@ export async function startChargeOn(
  * Polls the payment query until `status` (real time, bounded). Used where an activity runs over real HTTP after a
  * skipped timer fired.
  */
-export async function waitForStatus(
+export const waitForStatus = (
   handle: WorkflowHandle,
   status: PaymentStatus,
   timeoutMs = 15_000,
-): Promise<PaymentView> {
-  const deadline = Date.now() + timeoutMs;
-  let last: PaymentView | undefined;
-  while (Date.now() < deadline) {
-    last = await handle.query(paymentQuery);
-    if (last.status === status) return last;
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  throw new Error(`payment did not reach ${status} within ${timeoutMs} ms; last view: ${JSON.stringify(last)}`);
-}
+): Promise<PaymentView> =>
+  eventually(
+    `payment ${handle.workflowId} reaching ${status}`,
+    async () => {
+      const view = await handle.query(paymentQuery);
+      // Thrown, not answered false: the timeout's message names the last view.
+      if (view.status !== status) throw new Error(`view ${JSON.stringify(view)}`);
+      return view;
+    },
+    timeoutMs,
+    100,
+  );
 
 /**
  * Writes the histories of `workflowIds` to test/histories/<name>.<n>.json when RECORD_HISTORIES=1. The replay test

@@ -8,6 +8,7 @@ import { reconcileWorkflowId } from '../../src/domain/ids';
 import type { ChargeWorkflowInput } from '../../src/domain/workflow-inputs';
 import { providerIdempotencyKey } from '../../src/activities/keys';
 import { type World, timeSkippingServerPerTest } from '../helpers/world';
+import { eventually } from '../helpers/eventually';
 import { chargeRequest } from '../helpers/payments';
 import { effectsOf, requestsOf, startCharge, waitForStatus } from '../helpers/workflows';
 
@@ -30,14 +31,16 @@ function loseCreateOf(b: World, input: ChargeWorkflowInput, fault: 'reset_before
 
 /** Waits (bounded) until a workflow task completed after the workflow received `signalName`: the handler has run. */
 async function handledSignal(workflowId: string, signalName: string): Promise<void> {
-  const deadline = Date.now() + 15_000;
-  while (Date.now() < deadline) {
-    const events = (await t.env.client.workflow.getHandle(workflowId).fetchHistory()).events ?? [];
-    const signalled = events.findIndex((e) => e.workflowExecutionSignaledEventAttributes?.signalName === signalName);
-    if (signalled >= 0 && events.slice(signalled).some((e) => e.workflowTaskCompletedEventAttributes)) return;
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  throw new Error(`${workflowId} did not handle ${signalName} within 15 s`);
+  await eventually(
+    `${workflowId} handling ${signalName}`,
+    async () => {
+      const events = (await t.env.client.workflow.getHandle(workflowId).fetchHistory()).events ?? [];
+      const signalled = events.findIndex((e) => e.workflowExecutionSignaledEventAttributes?.signalName === signalName);
+      return signalled >= 0 && events.slice(signalled).some((e) => e.workflowTaskCompletedEventAttributes);
+    },
+    15_000,
+    100,
+  );
 }
 
 describe('reconcile by reference, two merchants on one provider account', () => {

@@ -9,6 +9,7 @@ import { type SweepResult, SweepInput } from '../../src/domain/sweep';
 import type { ProviderPayment } from '../../src/providers/types';
 import type { reconcileSweepWorkflow } from '../../src/workflows/sweep';
 import { type World, serverPerFile } from '../helpers/world';
+import { eventually } from '../helpers/eventually';
 import { chargeRequest } from '../helpers/payments';
 import { connectDevServer } from '../helpers/servers';
 import { startCharge, waitForStatus } from '../helpers/workflows';
@@ -39,17 +40,19 @@ async function runSweep(b: World, fromMs: number): Promise<SweepResult> {
 
 /** Waits (bounded) until visibility lists the charge workflow: the sweep finds candidates by reference through it. */
 async function indexed(b: World, workflowId: string, status: string): Promise<void> {
-  const deadline = Date.now() + 10_000;
-  while (Date.now() < deadline) {
-    const { executions } = await t.env.client.workflowService.listWorkflowExecutions({
-      namespace: t.env.namespace ?? 'default',
-      query: `TaskQueue = '${b.taskQueue}' AND PaymentStatus = '${status}'`,
-      pageSize: 10,
-    });
-    if (executions.some((e) => e.execution?.workflowId === workflowId)) return;
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  throw new Error(`${workflowId} was not indexed as ${status} within 10 s`);
+  await eventually(
+    `${workflowId} indexed as ${status}`,
+    async () => {
+      const { executions } = await t.env.client.workflowService.listWorkflowExecutions({
+        namespace: t.env.namespace ?? 'default',
+        query: `TaskQueue = '${b.taskQueue}' AND PaymentStatus = '${status}'`,
+        pageSize: 10,
+      });
+      return executions.some((e) => e.execution?.workflowId === workflowId);
+    },
+    10_000,
+    100,
+  );
 }
 
 /** A payment at the provider (on the world's api key, shared by all merchants) that no workflow of ours started. */
