@@ -2,7 +2,8 @@
  * The tests' one world: the real simulator over HTTP with this world's merchant at it, the real REST provider pointed at
  * it, and the real workers (src/stack.ts) on a fresh task queue, against whichever Temporal environment the test chose;
  * with `api: true` also the real API over HTTP (Fastify on 127.0.0.1:0) with its own PaymentsClient, merchants A and B,
- * an operator and a codec reader, and the simulator's webhooks pointed at it.
+ * an operator and a codec reader, and the simulator's webhooks pointed at it; with `stripeMock` Stripe beside the
+ * simulator, as stripe-mocks behind a recording front.
  *
  * Without the API (workflow tests, often on a time-skipping server) the workers poll only inside `run(fn)`; with it they
  * poll from the start (or from `startWorkers()`), as the processes do. The set-up and the tear-down are the same code.
@@ -36,6 +37,14 @@ import type { WalletLedger } from '../../src/wallets';
 import type { WebhookEndpoints } from '../../src/merchant-webhooks';
 import { chargeRequest, fastTimings } from './payments';
 import { connectDevServer, createTimeSkippingEnv } from './servers';
+import {
+  type ConfiguredStripe,
+  type StripeStates,
+  type StripeStatesOptions,
+  configuredStripe,
+  newStripeWebhookSecret,
+  startStripeStates,
+} from './stripe-states';
 import { workflowBundle } from './workflow-bundle';
 
 /** The API's real-time timings: a reconcile waits a minute first, so an unknown payment stays unknown during a test. */
@@ -201,7 +210,22 @@ export interface ApiWorldOptions extends Omit<WorldOptions, 'api'> {
   readonly merchantWebhooks?: NonNullable<StackWorkers['merchantWebhooks']> & { readonly endpoints: WebhookEndpoints };
   /** Key records (a test database's): payments hand their keys' first answers over, the API answers repeats from them. */
   readonly keyRecords?: KeyRecords;
+  /**
+   * Stripe as a provider beside the simulator (before {@link extraProviders}): stripe-mocks showing these states behind
+   * a recording front (test/helpers/stripe-states.ts), the adapter built from the configuration as the worker's main
+   * builds it, with `webhookSecret` as `STRIPE_WEBHOOK_SECRET` (then the API serves `/webhooks/stripe` with it).
+   */
+  readonly stripeMock?: StripeStatesOptions & { readonly webhookSecret?: string };
 }
+
+/** A world's Stripe: the stripe-mocks with their front, and the adapter as configured. */
+export interface StripeMock {
+  readonly states: StripeStates;
+  readonly configured: ConfiguredStripe;
+}
+
+/** A world with the API and Stripe over stripe-mock. */
+export type StripeWorld = ApiWorld & { readonly stripeMock: StripeMock };
 
 /**
  * What a world assumes unless told, by the tests it was written for. Workflow tests give each payment its timings and
@@ -222,6 +246,10 @@ const defaultsOf = (api: boolean) =>
     : { connectTimeoutMs: 1_000, totalTimeoutMs: 3_000, retry: undefined, breaker: (): undefined => undefined };
 
 /** Starts a world on `env`: the simulator, the provider, the workers, and with `api: true` the API. */
+export async function startWorld(
+  env: TestWorkflowEnvironment,
+  opts: ApiWorldOptions & { readonly stripeMock: NonNullable<ApiWorldOptions['stripeMock']> },
+): Promise<StripeWorld>;
 export async function startWorld(env: TestWorkflowEnvironment, opts: ApiWorldOptions): Promise<ApiWorld>;
 export async function startWorld(env: TestWorkflowEnvironment, opts?: WorldOptions): Promise<World>;
 export async function startWorld(
@@ -247,11 +275,20 @@ export async function startWorld(
     logger,
   );
   const taskQueue = `${api ? 'api-test' : 'test'}-${randomUUID()}`;
+  let stripeMock: StripeMock | undefined;
+  if (api?.stripeMock) {
+    const states = await startStripeStates(api.stripeMock);
+    stripeMock = {
+      states,
+      configured: configuredStripe(states.front.url, api.stripeMock.webhookSecret ?? newStripeWebhookSecret(), logger),
+    };
+  }
+  const extraProviders = { ...(stripeMock ? { stripe: stripeMock.configured.stripe } : {}), ...opts.extraProviders };
   const bundle = await workflowBundle();
   const breaker = opts.breaker ?? defaults.breaker();
   const retry = opts.retry ?? defaults.retry;
   const workers = (start: boolean): StackWorkers => ({
-    providers: { simulator: provider, ...opts.extraProviders },
+    providers: { simulator: provider, ...extraProviders },
     workflows: { workflowBundle: bundle },
     ...(opts.sweep ? { sweep: true } : {}),
     ...(opts.workerMetrics ? { metrics: opts.workerMetrics } : {}),
@@ -316,6 +353,8 @@ export async function startWorld(
         ),
       );
       await apiStack.stack?.close();
+      await stripeMock?.configured.close();
+      await stripeMock?.states.close();
       await provider.close();
       await sim.close();
       await apiStack.connection?.close();
@@ -341,6 +380,7 @@ export async function startWorld(
     };
   }
 
+  const stripeWebhookSecret = api.stripeWebhookSecret ?? api.stripeMock?.webhookSecret;
   const a = { id: merchantId, token: `tok_a_${randomUUID()}` };
   const b = { id: `mb_${randomUUID().slice(0, 8)}`, token: `tok_b_${randomUUID()}` };
   const operator = { id: `ops_${randomUUID().slice(0, 8)}`, token: `tok_ops_${randomUUID()}` };
@@ -357,7 +397,7 @@ export async function startWorld(
       payments: {
         timings: { ...testTimings, ...api.timings },
         // Provider names only: the capabilities and the retry presets are the workers'.
-        providers: ['simulator', ...Object.keys(opts.extraProviders ?? {})],
+        providers: ['simulator', ...Object.keys(extraProviders)],
         ...(api.orderSingleFlight === undefined ? {} : { orderSingleFlight: api.orderSingleFlight }),
         splitPaymentMerchants: (api.splitPaymentMerchants ?? []).map((m) => (m === 'a' ? a.id : b.id)),
         ...(api.merchantWebhooks ? { merchantEvents: true } : {}),
@@ -371,7 +411,7 @@ export async function startWorld(
       webhooks: webhookVerifiers({
         WEBHOOK_SECRET,
         WEBHOOK_TOLERANCE_S: 300,
-        ...(api.stripeWebhookSecret === undefined ? {} : { STRIPE_WEBHOOK_SECRET: api.stripeWebhookSecret }),
+        ...(stripeWebhookSecret === undefined ? {} : { STRIPE_WEBHOOK_SECRET: stripeWebhookSecret }),
       }),
       ...(api.apiMetrics ? { metrics: api.apiMetrics } : {}),
       ...(api.codec
@@ -411,6 +451,7 @@ export async function startWorld(
       return { status: res.status, headers: res.headers, body: text ? (JSON.parse(text) as ApiResponse['body']) : {} };
     },
     startWorkers: () => stack.startWorkers(),
+    ...(stripeMock ? { stripeMock } : {}),
   };
 }
 

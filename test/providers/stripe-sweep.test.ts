@@ -15,23 +15,15 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
-import pino from 'pino';
 import { providerIdempotencyKey } from '../../src/activities/keys';
 import { chargeWorkflowId, reconcileWorkflowId } from '../../src/domain/ids';
 import type { PaymentView } from '../../src/domain/payment';
 import type { SweepResult } from '../../src/domain/sweep';
 import type { reconcileSweepWorkflow } from '../../src/workflows/sweep';
-import { type ApiWorld, chargeBody, newKey, startWorld } from '../helpers/world';
+import { type StripeWorld, chargeBody, newKey, startWorld } from '../helpers/world';
 import { eventually } from '../helpers/eventually';
 import { connectDevServer } from '../helpers/servers';
-import {
-  type ConfiguredStripe,
-  type StripeStates,
-  configuredStripe,
-  metadataSent,
-  newStripeWebhookSecret,
-  startStripeStates,
-} from '../helpers/stripe-states';
+import { type StripeStates, metadataSent } from '../helpers/stripe-states';
 import { sweepInputOver } from '../helpers/sweeps';
 import { terminateAll } from '../helpers/terminate';
 
@@ -41,30 +33,25 @@ const RECONCILE_SCHEDULE_MS = [5_000, 5_000];
 const SETTLE_WINDOW_MS = 4_000;
 
 let env: TestWorkflowEnvironment;
-let h: ApiWorld;
+let h: StripeWorld;
 let states: StripeStates;
-let configured: ConfiguredStripe;
 /** Workflows a test leaves running (review items the sweep raised), ended after the file. */
 const leftovers = new Set<string>();
 
 beforeAll(async () => {
-  states = await startStripeStates({ name: 'stripe-sweep', authorized: AMOUNT, captured: AMOUNT });
-  const logger = pino({ level: process.env.TEST_LOG_LEVEL ?? 'silent' });
-  configured = configuredStripe(states.front.url, newStripeWebhookSecret(), logger);
   env = await connectDevServer();
   h = await startWorld(env, {
     api: true,
-    extraProviders: { stripe: configured.stripe },
+    stripeMock: { name: 'stripe-sweep', authorized: AMOUNT, captured: AMOUNT },
     sweep: true,
     timings: { reconcileScheduleMs: RECONCILE_SCHEDULE_MS, settleWindowMs: SETTLE_WINDOW_MS },
   });
+  ({ states } = h.stripeMock);
 }, 120_000);
 
 afterAll(async () => {
   if (env) await terminateAll(env.client, leftovers);
   await h?.close();
-  await configured?.close();
-  await states?.close();
   await env?.teardown();
 });
 

@@ -26,21 +26,18 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
-import pino from 'pino';
 import { providerIdempotencyKey } from '../../src/activities/keys';
 import { captureWorkflowId, chargeWorkflowId, providerTaskQueue, refundWorkflowId } from '../../src/domain/ids';
 import { reviewItemWorkflowId } from '../../src/domain/review-items';
 import type { SweepResult } from '../../src/domain/sweep';
-import { type ApiWorld, type ApiResponse, chargeBody, newKey, startWorld } from '../helpers/world';
+import { type ApiResponse, type StripeWorld, chargeBody, newKey, startWorld } from '../helpers/world';
 import { eventually } from '../helpers/eventually';
 import { connectDevServer } from '../helpers/servers';
 import {
   type ConfiguredStripe,
   type StripeStates,
-  configuredStripe,
   metadataSent,
   newStripeWebhookSecret,
-  startStripeStates,
   stripeSignature,
 } from '../helpers/stripe-states';
 import { runSweepAt } from '../helpers/sweeps';
@@ -54,37 +51,32 @@ const CAPTURED = 1_500;
 const REFUNDED = 500;
 
 let env: TestWorkflowEnvironment;
-let h: ApiWorld;
+let h: StripeWorld;
 /** The stripe-mocks, one per state, and the front routing each request to the one showing the state Stripe would be in. */
 let states: StripeStates;
 let configured: ConfiguredStripe;
 
 beforeAll(async () => {
-  states = await startStripeStates({
-    name: 'stripe-workflows',
-    authorized: AUTHORIZED,
-    captured: CAPTURED,
-    refunded: REFUNDED,
-    decliningCard: DECLINING_TEST_CARD,
-  });
-
-  // The worker's configuration path: the adapter is what `createConfiguredProviders` builds from these variables.
-  const logger = pino({ level: process.env.TEST_LOG_LEVEL ?? 'silent' });
-  configured = configuredStripe(states.front.url, STRIPE_WEBHOOK_SECRET, logger);
-  expect(configured.config.providers).toEqual(['simulator', 'stripe']);
   env = await connectDevServer();
   h = await startWorld(env, {
     api: true,
-    extraProviders: { stripe: configured.stripe },
-    stripeWebhookSecret: STRIPE_WEBHOOK_SECRET,
+    stripeMock: {
+      name: 'stripe-workflows',
+      authorized: AUTHORIZED,
+      captured: CAPTURED,
+      refunded: REFUNDED,
+      decliningCard: DECLINING_TEST_CARD,
+      webhookSecret: STRIPE_WEBHOOK_SECRET,
+    },
     sweep: true,
   });
+  ({ states, configured } = h.stripeMock);
+  // The worker's configuration path: the adapter is what `createConfiguredProviders` builds from these variables.
+  expect(configured.config.providers).toEqual(['simulator', 'stripe']);
 }, 120_000);
 
 afterAll(async () => {
   await h?.close();
-  await configured?.close();
-  await states?.close();
   await env?.teardown();
 });
 

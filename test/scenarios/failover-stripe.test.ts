@@ -25,19 +25,11 @@ import type { RestProvider } from '../../src/providers';
 import { signWebhook } from '../../src/simulator/signature';
 import { refusingProvider } from '../helpers/refusing-provider';
 import { connectDevServer } from '../helpers/servers';
-import {
-  type ConfiguredStripe,
-  type StripeStates,
-  configuredStripe,
-  metadataSent,
-  newStripeWebhookSecret,
-  startStripeStates,
-  stripeSignature,
-} from '../helpers/stripe-states';
+import { type StripeStates, metadataSent, newStripeWebhookSecret, stripeSignature } from '../helpers/stripe-states';
 import { runSweepAt } from '../helpers/sweeps';
 import { terminateAll } from '../helpers/terminate';
 import { recordHistories } from '../helpers/workflows';
-import { type ApiWorld, WEBHOOK_SECRET, chargeBody, newKey, startWorld } from '../helpers/world';
+import { type StripeWorld, WEBHOOK_SECRET, chargeBody, newKey, startWorld } from '../helpers/world';
 import { eventually } from '../helpers/eventually';
 
 const STRIPE_WEBHOOK_SECRET = newStripeWebhookSecret();
@@ -46,9 +38,8 @@ const AUTHORIZED = 2_000;
 const CAPTURED = 1_500;
 
 let env: TestWorkflowEnvironment;
-let h: ApiWorld;
+let h: StripeWorld;
 let states: StripeStates;
-let configured: ConfiguredStripe;
 let down: RestProvider;
 
 /**
@@ -69,27 +60,29 @@ const openSimulatorBreaker = () => {
 };
 
 beforeAll(async () => {
-  states = await startStripeStates({ name: 'failover-stripe', authorized: AUTHORIZED, captured: CAPTURED });
   const logger = pino({ level: process.env.TEST_LOG_LEVEL ?? 'silent' });
-  configured = configuredStripe(states.front.url, STRIPE_WEBHOOK_SECRET, logger);
   down = await refusingProvider('down', logger);
   env = await connectDevServer();
   h = await startWorld(env, {
     api: true,
-    extraProviders: { stripe: configured.stripe, down },
-    stripeWebhookSecret: STRIPE_WEBHOOK_SECRET,
+    stripeMock: {
+      name: 'failover-stripe',
+      authorized: AUTHORIZED,
+      captured: CAPTURED,
+      webhookSecret: STRIPE_WEBHOOK_SECRET,
+    },
+    extraProviders: { down },
     breaker,
     sweep: true,
     // The first reconcile check is a minute away: an unknown payment here is settled by a webhook, or stays unknown.
     timings: { reconcileScheduleMs: [60_000, 120_000] },
   });
+  ({ states } = h.stripeMock);
 }, 120_000);
 
 afterAll(async () => {
   await h?.close();
-  await configured?.close();
   await down?.close();
-  await states?.close();
   await env?.teardown();
 });
 
