@@ -125,6 +125,14 @@ export const PATCHES = {
       'an activity that times out before it starts needs the server unable to hand its task to any worker for the ' +
       "whole write budget (the soak's overloaded cluster); no test stages that, the classification is unit-tested",
   },
+  resubmitsAfterUnprocessed: {
+    id: 'reconcile-resubmits-after-unprocessed',
+    since: 'HEAD',
+    change:
+      'a resubmission the provider answered without processing it (429, 503, 409: one request) is tried again at the next check',
+    before:
+      'counted as a request that may have left: no more resubmissions, review at the end of the schedule ("its outcome unknown")',
+  },
   walletLocalSteps: {
     id: 'wallet-local-steps',
     since: 'e9b33b2',

@@ -16,8 +16,8 @@ export interface ReconcileTally {
   /** Checked past the schedule, while the look-ups failed, until the provider's key lifetime ended. */
   untilKeyLifetime: boolean;
   /** The resubmission with the same key, if one was made: its requests that may have left, and why none did. */
-  resubmission?: { readonly sends: number; readonly refusedWhy?: string };
-  /** Resubmissions refused here before they left. */
+  resubmission?: { readonly sends: number; readonly refusedWhy?: string; readonly unprocessed?: boolean };
+  /** Resubmissions refused here before they left, or answered by the provider without being processed. */
   refusedResubmissions?: number;
   /** Resubmitted past the schedule, each refused here, until one more would not fit in the provider's key lifetime. */
   refusedUntilKeyLifetime?: boolean;
@@ -52,7 +52,9 @@ export function reconcileReviewReason(
     parts.push(
       resubmission.sends === 0
         ? `the resubmission with the same key was refused here before sending${times} (${resubmission.refusedWhy ?? 'not_sent'})${last}: nothing was sent`
-        : 'one resubmission with the same key was sent, its outcome unknown',
+        : resubmission.unprocessed === true
+          ? `the resubmission with the same key was refused${times}, the last by the provider without processing it (${resubmission.refusedWhy ?? 'provider_unavailable'})${last}: nothing took effect`
+          : 'one resubmission with the same key was sent, its outcome unknown',
     );
   }
   return parts.length === 0 ? head : `${head}: ${parts.join('; ')}`;

@@ -1,4 +1,12 @@
-import { condition, log, patched, proxySinks, setHandler, workflowInfo } from '@temporalio/workflow';
+import {
+  ApplicationFailure,
+  condition,
+  log,
+  patched,
+  proxySinks,
+  setHandler,
+  workflowInfo,
+} from '@temporalio/workflow';
 import { reconcileResolvedSignal } from '../domain/definitions';
 import { ErrorType } from '../domain/errors';
 import { type KeyScope, keyScope } from '../domain/ids';
@@ -14,7 +22,15 @@ import type { PaymentSinks } from '../domain/sinks';
 import { reconcileWaitSummary } from '../domain/summaries';
 import type { ProviderPayment } from '../domain/provider-payment';
 import { paymentMetadata, providerActivities } from './activity-options';
-import { failureType, lastFailureType, messageOf, neverStarted, notSentReason, sendsOf } from './failures';
+import {
+  attemptFailure,
+  failureType,
+  lastFailureType,
+  messageOf,
+  neverStarted,
+  notSentReason,
+  sendsOf,
+} from './failures';
 import { type ReconcileTally, reconcileReviewReason } from './reconcile-reason';
 import { PATCHES } from './patches';
 
@@ -69,6 +85,14 @@ const RESUBMITS_THROUGH_OUTAGES = PATCHES.resubmitsThroughOutages.id;
  * and review at the schedule's end.
  */
 const UNSTARTED_RESUBMISSION = PATCHES.unstartedResubmission.id;
+
+/**
+ * Patch: a resubmission the provider answered without processing it (its one request answered 429, 503 or 409:
+ * `ProviderUnavailable`) left nothing that could land, so the next check resubmits, as after one refused here. Histories
+ * before it counted it as a request that may have left: no more resubmissions, and review at the schedule's end (the
+ * production-schedule soak's create left `unknown` for the 1 h check after a 429 with a Retry-After of 2 min).
+ */
+const RESUBMITS_AFTER_UNPROCESSED = PATCHES.resubmitsAfterUnprocessed.id;
 
 /** How long before the last moment a resubmission fits in the key's lifetime the last check is made. */
 const RESUBMIT_MARGIN_MS = 60_000;
@@ -140,7 +164,7 @@ async function waitAndCheck(input: ReconcileInput): Promise<ReconcileResult> {
     const earlier = tally.resubmission;
     if (
       resubmission &&
-      (earlier === undefined || earlier.sends === 0) &&
+      (earlier === undefined || earlier.sends === 0 || earlier.unprocessed === true) &&
       input.capabilities.idempotencyKeys &&
       sinceFirstSend >= input.settleWindowMs &&
       sinceFirstSend + acts.writeBudgetMs(resubmission.kind) < keyTtlMs &&
@@ -149,19 +173,22 @@ async function waitAndCheck(input: ReconcileInput): Promise<ReconcileResult> {
     ) {
       // Safe only because the provider stores the key: if the first request did commit, this replays its answer.
       const answer = await resubmit(acts, input, resubmission);
+      const unprocessed = answer.unprocessed === true && patched(RESUBMITS_AFTER_UNPROCESSED);
       tally.resubmission = {
         sends: answer.sends,
+        ...(unprocessed ? { unprocessed } : {}),
         ...(answer.refusedWhy === undefined ? {} : { refusedWhy: answer.refusedWhy }),
       };
       if (answer.result) return done({ ...answer.result, checks: tally.checks });
-      if (answer.sends === 0) tally.refusedResubmissions = (tally.refusedResubmissions ?? 0) + 1;
+      if (answer.sends === 0 || unprocessed) tally.refusedResubmissions = (tally.refusedResubmissions ?? 0) + 1;
       // Unknown again: keep checking on the schedule.
     }
     // A check that answered ends the reconcile at the schedule's end: past it, only failed look-ups go on, and a
     // resubmission refused here before it left, while the key lives long enough for one more.
     const lastWaitMs = waitMs;
     waitMs = input.scheduleMs[next];
-    if (waitMs === undefined && resubmission && tally.resubmission?.sends === 0 && patched(RESUBMITS_THROUGH_OUTAGES)) {
+    const nothingLeft = tally.resubmission?.sends === 0 || tally.resubmission?.unprocessed === true;
+    if (waitMs === undefined && resubmission && nothingLeft && patched(RESUBMITS_THROUGH_OUTAGES)) {
       const lastResubmitAtMs =
         input.firstSentAtMs + keyTtlMs - acts.writeBudgetMs(resubmission.kind) - RESUBMIT_MARGIN_MS;
       waitMs = nextWait(input.scheduleMs, next, lastWaitMs, lastResubmitAtMs);
@@ -216,6 +243,8 @@ interface ResubmitAnswer {
     | { readonly outcome: 'rejected'; readonly reason: string };
   readonly sends: number;
   readonly refusedWhy?: string;
+  /** Its one request was answered without being processed (`ProviderUnavailable`): nothing of it can land. */
+  readonly unprocessed?: boolean;
 }
 
 /** The same write again, with the same key: the provider's stored answer if the first request did commit. */
@@ -228,6 +257,11 @@ async function resubmit(acts: ProviderActivities, input: ReconcileInput, r: Resu
     const refusedWhy = sends === 0 ? { refusedWhy: notSentReason(err) } : {};
     if (failureType(err) === ErrorType.ProviderRejected)
       return { result: { outcome: 'rejected', reason: messageOf(err) }, sends, ...refusedWhy };
+    // One request, and its answer says the provider did not process it (an earlier request cut off by a dead worker
+    // would count as a second send, its outcome unknown).
+    const last = attemptFailure(err);
+    if (sends === 1 && last instanceof ApplicationFailure && last.type === ErrorType.ProviderUnavailable)
+      return { sends, unprocessed: true, refusedWhy: 'provider_unavailable' };
     return { sends, ...refusedWhy };
   }
 }

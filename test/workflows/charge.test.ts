@@ -241,6 +241,41 @@ describe('chargeWorkflow: unknown outcomes', () => {
     });
   });
 
+  it('a resubmission the provider answers 429 without processing it is tried again: the create is made, not reviewed', async () => {
+    const b = await t.world();
+    await b.run(async () => {
+      const input = b.input(chargeRequest(), {
+        timings: { reconcileScheduleMs: [60_000, 60_000, 3_600_000], settleWindowMs: 30_000 },
+        // One attempt per create: the resubmission answered 429 is one request, its answer final for it.
+        retry: { create: { budgetMs: 4_000, attemptTimeoutMs: 3_500, maximumAttempts: 1 } },
+      });
+      // The charge's own create never commits (reset after sending): unknown, and the provider has nothing.
+      b.sim.addFaults({ rules: [{ match: { operation: 'create' }, fault: 'reset_before_commit' }] });
+      const { handle } = await startCharge(b, input);
+      await waitForStatus(handle, 'unknown');
+      // The reconcile's first resubmission is answered 429 (no Retry-After: no cool-down of the worker's provider).
+      b.sim.clearFaults();
+      b.sim.addFaults({ rules: [{ match: { operation: 'create' }, fault: 'status', status: 429, times: 1 }] });
+      await t.env.sleep('3 hours');
+      const view = await waitForStatus(handle, 'succeeded');
+      expect(view.review).toBeUndefined();
+      expect(effectsOf(b, 'create')).toHaveLength(1);
+      expect(requestsOf(b, 'create').filter((r) => r.status === 429)).toHaveLength(1);
+      expect(new Set(requestsOf(b, 'create').map((r) => r.idempotency_key)).size).toBe(1);
+      const reconcileHistory = await t.env.client.workflow
+        .getHandle(reconcileWorkflowId(input.merchantId, 'create', input.key))
+        .fetchHistory();
+      const resubmissions = (reconcileHistory.events ?? []).filter(
+        (e) => e.activityTaskScheduledEventAttributes?.activityType?.name === 'createPayment',
+      );
+      expect(resubmissions.length).toBeGreaterThanOrEqual(2);
+      await recordHistories(b, 'charge-resubmission-unprocessed', [
+        idOf(input),
+        reconcileWorkflowId(input.merchantId, 'create', input.key),
+      ]);
+    });
+  });
+
   it('resolve is refused unless the payment is in needs_review', async () => {
     const b = await t.world();
     await b.run(async () => {
