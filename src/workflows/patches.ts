@@ -127,7 +127,7 @@ export const PATCHES = {
   },
   resubmitsAfterUnprocessed: {
     id: 'reconcile-resubmits-after-unprocessed',
-    since: 'HEAD',
+    since: '482ae05',
     change:
       'a resubmission the provider answered without processing it (429, 503, 409: one request) is tried again at the next check',
     before:
