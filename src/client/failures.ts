@@ -7,7 +7,7 @@ import {
   WorkflowUpdateRPCTimeoutOrCancelledError,
   isGrpcServiceError,
 } from '@temporalio/client';
-import { ApplicationFailure } from '@temporalio/common';
+import { ApplicationFailure, NamespaceNotFoundError } from '@temporalio/common';
 import type { z } from 'zod';
 import type { FieldError } from '../domain/api-schemas';
 import { ErrorType } from '../domain/errors';
@@ -112,4 +112,13 @@ const unavailableCodes: ReadonlySet<number> = new Set([1, 4, 8, 14]);
 export const isTemporalUnavailable = (err: unknown): boolean =>
   err instanceof ServiceError ||
   err instanceof WorkflowUpdateRPCTimeoutOrCancelledError ||
-  (isGrpcServiceError(err) && unavailableCodes.has(err.code));
+  err instanceof NamespaceNotFoundError ||
+  (isGrpcServiceError(err) && (unavailableCodes.has(err.code) || namespaceMissing(err)));
+
+/**
+ * NOT_FOUND for the namespace itself: a server restarting, or whose database restarts, answers so until its namespace
+ * registry is loaded again (the production-schedule soak's Temporal restart: one charge answered 500 by it). Nothing
+ * was started; a namespace that is really missing is an outage of this service too.
+ */
+const namespaceMissing = (err: { readonly code: number; readonly details?: string; readonly message: string }) =>
+  err.code === 5 && /^Namespace \S+ is not found/.test(err.details ?? err.message);
