@@ -3,7 +3,8 @@
  * latency), `kill -9` of the worker process: the API keeps answering, the supervisor restarts the worker with a log
  * line, and every payment settles with exactly one create effect in the simulator's ledger. Then `kill -9` of the
  * simulator: it comes back with its state from its file (the ledger still holds every effect, the payments are
- * still found at the provider). No browser needed.
+ * still found at the provider). No browser needed. The worker loads the run's workflow bundle (WORKFLOW_BUNDLE_PATH),
+ * at its start and its restart, instead of running webpack each time.
  */
 import { randomUUID } from 'node:crypto';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -13,6 +14,7 @@ import { type InvariantView, checkMoneyInvariant, invariantAnswer } from '../../
 import { developmentDefaults } from '../../src/config';
 import type { Ledger } from '../../src/simulator/server';
 import { HOST, PROJECT_ROOT, Stack, descendants, npmStartEnvironment, readProc } from '../helpers/npm-start';
+import { workflowBundlePath } from '../helpers/workflow-bundle';
 
 const START_TIMEOUT_MS = 120_000;
 const [merchantId, token] = developmentDefaults.API_TOKENS.split(':') as [string, string];
@@ -57,6 +59,7 @@ describe('npm start supervises its children (end to end)', () => {
       LOG_LEVEL: 'info',
       // Each POST answers 202 well before its create call ends: the payments are in flight when the worker dies.
       SUBMIT_WAIT_MS: '500',
+      WORKFLOW_BUNDLE_PATH: await workflowBundlePath(),
     });
     const api = `http://${HOST}:${ports.apiPort}`;
     const sim = `http://${HOST}:${ports.simulatorPort}`;

@@ -3,6 +3,11 @@
  * the whole process group, as a terminal that closes sends it), and nothing of the stack is left behind: every process
  * it started is gone and every port free, so the next `npm start` on the same ports and state starts. Where a process
  * outlived its supervisor all the same (no setpriv, a signal ignored), the next start stops it from the stack file.
+ *
+ * The three scenarios run side by side (`it.concurrent`), each on ports and state of its own: a stack's start mostly
+ * waits on its processes coming up one after another, so their starts overlap well. Their workers load the run's
+ * workflow bundle (WORKFLOW_BUNDLE_PATH) instead of each running webpack at start: what is checked here is the
+ * processes, not the workflow code.
  */
 import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
@@ -19,6 +24,7 @@ import {
   portIsFree,
   readProc,
 } from '../helpers/npm-start';
+import { workflowBundlePath } from '../helpers/workflow-bundle';
 
 const START_TIMEOUT_MS = 120_000;
 /** How long the stack may take to be gone after its supervisor died. */
@@ -47,11 +53,13 @@ async function within(check: () => boolean | Promise<boolean>, timeoutMs: number
 
 describe('npm start leaves nothing behind when its supervisor dies (end to end)', () => {
   let tmp: string;
+  let bundle: string;
   const stacks: Stack[] = [];
 
-  beforeAll(() => {
+  beforeAll(async () => {
     tmp = mkdtempSync(path.join(os.tmpdir(), 'pw-e2e-death-'));
-  });
+    bundle = await workflowBundlePath();
+  }, 120_000);
 
   afterAll(async () => {
     for (const s of stacks) await s.kill();
@@ -68,7 +76,9 @@ describe('npm start leaves nothing behind when its supervisor dies (end to end)'
 
   /** Free ports and a state file of their own: one stack, then a second on the same ones. */
   async function environment(): Promise<{ env: NodeJS.ProcessEnv; ports: number[] }> {
-    const { env, ports } = await npmStartEnvironment(path.join(tmp, `${randomUUID()}.sqlite`));
+    const { env, ports } = await npmStartEnvironment(path.join(tmp, `${randomUUID()}.sqlite`), {
+      WORKFLOW_BUNDLE_PATH: bundle,
+    });
     return { env, ports: Object.values(ports) };
   }
 
@@ -110,65 +120,77 @@ describe('npm start leaves nothing behind when its supervisor dies (end to end)'
     });
   }
 
-  it('SIGKILL of the supervisor: its children exit, the next npm start starts', async () => {
-    const { env, ports } = await environment();
-    const first = await startStack(env);
-    const simulator = pidOf(first, 'src/simulator/main.ts');
-    expect(simulator).toBeDefined();
-    const supervisor = readProc(simulator as number)?.ppid as number;
-    expect(readFileSync(`/proc/${supervisor}/cmdline`, 'utf8')).toContain('scripts/start.ts');
-    process.kill(supervisor, 'SIGKILL');
-    await expectNothingLeft(first, env, ports, 'SIGKILL of the supervisor');
-  }, 300_000);
+  it.concurrent(
+    'SIGKILL of the supervisor: its children exit, the next npm start starts',
+    async () => {
+      const { env, ports } = await environment();
+      const first = await startStack(env);
+      const simulator = pidOf(first, 'src/simulator/main.ts');
+      expect(simulator).toBeDefined();
+      const supervisor = readProc(simulator as number)?.ppid as number;
+      expect(readFileSync(`/proc/${supervisor}/cmdline`, 'utf8')).toContain('scripts/start.ts');
+      process.kill(supervisor, 'SIGKILL');
+      await expectNothingLeft(first, env, ports, 'SIGKILL of the supervisor');
+    },
+    300_000,
+  );
 
-  it('SIGHUP to the process group (the terminal closed): the stack stops, the next npm start starts', async () => {
-    const { env, ports } = await environment();
-    const first = await startStack(env);
-    process.kill(-first.pid, 'SIGHUP');
-    await expectNothingLeft(first, env, ports, 'SIGHUP of the terminal');
-  }, 300_000);
+  it.concurrent(
+    'SIGHUP to the process group (the terminal closed): the stack stops, the next npm start starts',
+    async () => {
+      const { env, ports } = await environment();
+      const first = await startStack(env);
+      process.kill(-first.pid, 'SIGHUP');
+      await expectNothingLeft(first, env, ports, 'SIGHUP of the terminal');
+    },
+    300_000,
+  );
 
-  it('a process a dead supervisor left holding a port: the next npm start stops it from the stack file, then starts', async () => {
-    const dbFile = path.join(tmp, `${randomUUID()}.sqlite`);
-    const { env, ports } = await npmStartEnvironment(dbFile);
-    // A leftover "simulator": its own process group, holding the simulator's port, recorded by pid and start time.
-    const leftover = spawn(
-      process.execPath,
-      ['-e', `require('net').createServer().listen(${ports.simulatorPort}, '${HOST}'); setInterval(() => {}, 60000)`],
-      { detached: true, stdio: 'ignore' },
-    );
-    const pid = leftover.pid as number;
-    await within(async () => !(await portIsFree(ports.simulatorPort)), 10_000);
-    const dead = spawn(process.execPath, ['-e', '0']);
-    await new Promise((resolve) => dead.once('exit', resolve));
-    writeFileSync(
-      dbFile.replace(/\.sqlite$/, '.stack.json'),
-      JSON.stringify({
-        kind: 'dev',
-        startPid: dead.pid,
-        startStart: '1',
-        services: {
-          simulator: { pid, start: processStart(pid), stopSignal: 'SIGTERM', state: 'running', restarts: 0 },
-        },
-      }),
-    );
-    const s = new Stack(env);
-    stacks.push(s);
-    await s
-      .until('"Press Ctrl-C to stop."', () => s.output.includes('Press Ctrl-C to stop.'), START_TIMEOUT_MS)
-      .finally(() => {
-        if (leftover.exitCode === null && leftover.signalCode === null) leftover.kill('SIGKILL');
-      });
-    console.log(`[e2e] stale stack file: ${s.output.split('\n')[0]}`);
-    expect(s.output).toMatch(
-      new RegExp(
-        `^\\[start\\] A previous npm start ended without stopping its processes; stopped what it left running in ` +
-          `[\\d.]+ s: simulator \\(pid ${pid}\\)\\.$`,
-        'm',
-      ),
-    );
-    s.snapshot();
-    s.interrupt();
-    await s.until('exit', () => s.exit !== undefined, 30_000, { intervalMs: 100, afterExit: true });
-  }, 300_000);
+  it.concurrent(
+    'a process a dead supervisor left holding a port: the next npm start stops it from the stack file, then starts',
+    async () => {
+      const dbFile = path.join(tmp, `${randomUUID()}.sqlite`);
+      const { env, ports } = await npmStartEnvironment(dbFile, { WORKFLOW_BUNDLE_PATH: bundle });
+      // A leftover "simulator": its own process group, holding the simulator's port, recorded by pid and start time.
+      const leftover = spawn(
+        process.execPath,
+        ['-e', `require('net').createServer().listen(${ports.simulatorPort}, '${HOST}'); setInterval(() => {}, 60000)`],
+        { detached: true, stdio: 'ignore' },
+      );
+      const pid = leftover.pid as number;
+      await within(async () => !(await portIsFree(ports.simulatorPort)), 10_000);
+      const dead = spawn(process.execPath, ['-e', '0']);
+      await new Promise((resolve) => dead.once('exit', resolve));
+      writeFileSync(
+        dbFile.replace(/\.sqlite$/, '.stack.json'),
+        JSON.stringify({
+          kind: 'dev',
+          startPid: dead.pid,
+          startStart: '1',
+          services: {
+            simulator: { pid, start: processStart(pid), stopSignal: 'SIGTERM', state: 'running', restarts: 0 },
+          },
+        }),
+      );
+      const s = new Stack(env);
+      stacks.push(s);
+      await s
+        .until('"Press Ctrl-C to stop."', () => s.output.includes('Press Ctrl-C to stop.'), START_TIMEOUT_MS)
+        .finally(() => {
+          if (leftover.exitCode === null && leftover.signalCode === null) leftover.kill('SIGKILL');
+        });
+      console.log(`[e2e] stale stack file: ${s.output.split('\n')[0]}`);
+      expect(s.output).toMatch(
+        new RegExp(
+          `^\\[start\\] A previous npm start ended without stopping its processes; stopped what it left running in ` +
+            `[\\d.]+ s: simulator \\(pid ${pid}\\)\\.$`,
+          'm',
+        ),
+      );
+      s.snapshot();
+      s.interrupt();
+      await s.until('exit', () => s.exit !== undefined, 30_000, { intervalMs: 100, afterExit: true });
+    },
+    300_000,
+  );
 });

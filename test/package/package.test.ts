@@ -16,6 +16,7 @@ import {
   mkdtempSync,
   readFileSync,
   readdirSync,
+  realpathSync,
   rmSync,
   statSync,
   writeFileSync,
@@ -107,11 +108,13 @@ async function pack(dir: string): Promise<Packed> {
 /**
  * Hard links to the repository's node_modules (same versions as its lockfile): `npm install` then keeps what matches
  * the consumer's tree and prunes the rest, instead of extracting ~300 MB from the cache (45 s here). Where hard links
- * cannot be made (another file system) the install starts empty and npm fetches everything.
+ * cannot be made (another file system) the install starts empty and npm fetches everything. A node_modules that is a
+ * symbolic link (a git worktree sharing another checkout's) is copied from where it points: a copy of the link would
+ * let the install below work in, and prune, the other checkout's tree.
  */
 async function seedNodeModules(project: string): Promise<void> {
   try {
-    await run('cp', ['-al', path.join(root, 'node_modules'), path.join(project, 'node_modules')], {
+    await run('cp', ['-al', realpathSync(path.join(root, 'node_modules')), path.join(project, 'node_modules')], {
       cwd: project,
       timeoutMs: STEP_TIMEOUT_MS,
     });
@@ -122,8 +125,8 @@ async function seedNodeModules(project: string): Promise<void> {
   }
 }
 
-/** A fresh order-service project outside the repository (nothing above it resolves a module) with the tarball installed. */
-async function installConsumer(dir: string, tarball: string): Promise<string> {
+/** A fresh order-service project outside the repository (nothing above it resolves a module), not installed yet. */
+async function consumerProject(dir: string): Promise<string> {
   const project = path.join(dir, 'order-service');
   mkdirSync(project);
   for (const file of readdirSync(fixture)) copyFileSync(path.join(fixture, file), path.join(project, file));
@@ -145,11 +148,15 @@ async function installConsumer(dir: string, tarball: string): Promise<string> {
     }),
   );
   await seedNodeModules(project);
+  return project;
+}
+
+/** The tarball installed into the consumer's project. */
+async function installInto(project: string, tarball: string): Promise<void> {
   await run('npm', ['install', tarball, '--prefer-offline', '--no-audit', '--no-fund'], {
     cwd: project,
     timeoutMs: INSTALL_TIMEOUT_MS,
   });
-  return project;
 }
 
 /** The modules a built file loads or a .d.ts imports, by TypeScript's own scanner (never from a comment). */
@@ -186,8 +193,9 @@ describe('payment-workflows as a package an order service imports', () => {
   beforeAll(async () => {
     expect(existsSync(path.join(os.tmpdir(), 'node_modules'))).toBe(false); // nothing above the consumer resolves
     tmp = mkdtempSync(path.join(os.tmpdir(), 'pw-package-'));
-    packed = await pack(tmp);
-    project = await installConsumer(tmp, path.join(tmp, packed.filename));
+    // The consumer's project is laid out while the package is packed (its build takes most of that time).
+    [packed, project] = await Promise.all([pack(tmp), consumerProject(tmp)]);
+    await installInto(project, path.join(tmp, packed.filename));
     installed = path.join(project, 'node_modules', pkg.name);
   }, PACK_TIMEOUT_MS + INSTALL_TIMEOUT_MS);
 

@@ -64,51 +64,61 @@ const closeProxy = (server: net.Server): Promise<void> => {
   return new Promise((resolve) => server.close(() => resolve()));
 };
 
+// The two processes are independent (each its own closed port): the tests run side by side, most of each being the
+// process's own start.
 describe('a process started while Temporal is away', () => {
   const running: ApiProcess[] = [];
-  afterEach(async () => {
+  afterAll(async () => {
     for (const p of running.splice(0)) {
       if (p.child.exitCode === null && p.child.signalCode === null) p.child.kill('SIGKILL');
       await p.exited;
     }
   });
 
-  it('waits for the server and serves once it is reachable (no exit, nothing for a supervisor to count)', async () => {
-    const temporalPort = await closedPort();
-    const { api, port } = await spawnApi(temporalPort, { TEMPORAL_CONNECT_WAIT_MS: '60000' });
-    running.push(api);
-    // The process is refused for a while: it logs the wait and stays up.
-    await eventually('the wait logged', () => /Temporal server not reachable; retrying/.test(api.output()), 30_000);
-    await new Promise((resolve) => setTimeout(resolve, 3_000));
-    expect(api.child.exitCode).toBeNull();
-    const proxy = await proxyToDevServer(temporalPort);
-    try {
-      await eventually(
-        'the API serving',
-        async () =>
-          (
-            await fetch(`http://127.0.0.1:${port}/healthz`, { signal: AbortSignal.timeout(2_000) }).catch(
-              () => undefined,
-            )
-          )?.ok === true,
-        30_000,
-      );
-      expect(api.output()).toMatch(/Temporal server reachable/);
+  it.concurrent(
+    'waits for the server and serves once it is reachable (no exit, nothing for a supervisor to count)',
+    async () => {
+      const temporalPort = await closedPort();
+      const { api, port } = await spawnApi(temporalPort, { TEMPORAL_CONNECT_WAIT_MS: '60000' });
+      running.push(api);
+      // The process is refused for a while: it logs the wait and stays up.
+      await eventually('the wait logged', () => /Temporal server not reachable; retrying/.test(api.output()), 30_000);
+      await new Promise((resolve) => setTimeout(resolve, 3_000));
       expect(api.child.exitCode).toBeNull();
-    } finally {
-      api.child.kill('SIGTERM');
-      await api.exited;
-      await closeProxy(proxy);
-    }
-  }, 90_000);
+      const proxy = await proxyToDevServer(temporalPort);
+      try {
+        await eventually(
+          'the API serving',
+          async () =>
+            (
+              await fetch(`http://127.0.0.1:${port}/healthz`, { signal: AbortSignal.timeout(2_000) }).catch(
+                () => undefined,
+              )
+            )?.ok === true,
+          30_000,
+        );
+        expect(api.output()).toMatch(/Temporal server reachable/);
+        expect(api.child.exitCode).toBeNull();
+      } finally {
+        api.child.kill('SIGTERM');
+        await api.exited;
+        await closeProxy(proxy);
+      }
+    },
+    90_000,
+  );
 
-  it('gives up with exit 1 once TEMPORAL_CONNECT_WAIT_MS has passed', async () => {
-    const { api } = await spawnApi(await closedPort(), { TEMPORAL_CONNECT_WAIT_MS: '1500' });
-    running.push(api);
-    const code = await Promise.race([
-      api.exited,
-      new Promise<'still running'>((resolve) => setTimeout(() => resolve('still running'), 45_000)),
-    ]);
-    expect(code).toBe(1);
-  }, 60_000);
+  it.concurrent(
+    'gives up with exit 1 once TEMPORAL_CONNECT_WAIT_MS has passed',
+    async () => {
+      const { api } = await spawnApi(await closedPort(), { TEMPORAL_CONNECT_WAIT_MS: '1500' });
+      running.push(api);
+      const code = await Promise.race([
+        api.exited,
+        new Promise<'still running'>((resolve) => setTimeout(() => resolve('still running'), 45_000)),
+      ]);
+      expect(code).toBe(1);
+    },
+    60_000,
+  );
 });

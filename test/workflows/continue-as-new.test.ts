@@ -107,7 +107,7 @@ async function unknownThenContinued(b: Rig, wait: (view: PaymentView) => Promise
   const foreign = await b.provider.getPayment(other.view.providerPaymentId as string);
   if (!foreign) throw new Error('simulator lost the payment');
   const input = b.input(chargeRequest(), {
-    retry: { create: { initialIntervalMs: 100, maximumIntervalMs: 200, attemptTimeoutMs: 4_000, budgetMs: 8_000 } },
+    retry: { create: { initialIntervalMs: 100, maximumIntervalMs: 200, attemptTimeoutMs: 4_000, budgetMs: 4_000 } },
     timings: { reconcileScheduleMs: [3_600_000] },
   });
   // Every create is reset before it commits: the outcome is unknown, a reconcile starts and waits an hour.
