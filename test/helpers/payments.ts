@@ -7,7 +7,6 @@ import { chargeWorkflowId } from '../../src/domain/ids';
 import type { ChargeRequestInput } from '../../src/domain/payment';
 import type { ChargeWorkflowInput, PaymentTimings } from '../../src/domain/workflow-inputs';
 import { workflowBundle } from './workflow-bundle';
-import type { World } from './world';
 
 export { workflowBundle };
 
@@ -20,9 +19,6 @@ export const fastTimings: PaymentTimings = {
   refundWindowMs: 30 * 24 * 3_600_000,
   unknownSweepThresholdMs: 8 * 3_600_000,
 };
-
-/** The world without the API by its old name, for test/workflows/continue-as-new.test.ts (edited on another branch). */
-export type Rig = World;
 
 /** The workflow id of an input's payment. */
 export const idOf = (input: ChargeWorkflowInput): string => chargeWorkflowId(input.merchantId, input.key);

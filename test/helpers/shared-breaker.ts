@@ -35,8 +35,6 @@ export interface RedisFixture {
   readonly redis: RunningRedis;
   /** Starts a world on {@link env}; closed after the test. */
   world(opts?: WorldOptions): Promise<World>;
-  /** {@link world} by its old name, for test/workflows/breaker-shared.test.ts (edited on another branch); goes after. */
-  rig(opts?: WorldOptions): Promise<World>;
   /** Runs after the test, last registered first. */
   cleanup(fn: () => Promise<void>): void;
   /** A new, empty redis-server on the same port as the current one (after it was killed). */
@@ -79,7 +77,6 @@ export function redisFixture(): RedisFixture {
       return need(redis, 'redis-server');
     },
     world,
-    rig: world,
     cleanup: (fn) => void cleanups.push(fn),
     async restartRedis() {
       redis = await startRedisServer({ port: need(redis, 'redis-server').port });

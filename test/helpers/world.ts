@@ -470,8 +470,6 @@ export interface WorldFixture {
   readonly env: TestWorkflowEnvironment;
   /** Starts a world (without the API) on {@link env}; it is closed after the test. */
   world(opts?: WorldOptions): Promise<World>;
-  /** {@link world} by its old name, for test/workflows/continue-as-new.test.ts (edited on another branch); goes after. */
-  rig(opts?: WorldOptions): Promise<World>;
 }
 
 function fixture(
@@ -494,7 +492,6 @@ function fixture(
       return env();
     },
     world,
-    rig: world,
   };
 }
 

@@ -100,7 +100,7 @@ export interface FaultRule {
   readonly times?: number;
 }
 
-/** The rig the commands drive. */
+/** The world the commands drive. */
 export interface World {
   readonly h: ApiWorld;
   /** The worker processes (rolling deploys, crashes). */

@@ -28,7 +28,7 @@ describe.each([
   ['in-process store, one worker process', 'in-process'],
 ] as const)('%s', (name, store) => {
   it('after the trip the workers stop calling; one probe per open period; the probe closes it for all', async () => {
-    const b = await fx.rig({ totalTimeoutMs: 2_000 });
+    const b = await fx.world({ totalTimeoutMs: 2_000 });
     const calls = { creates: 0 };
     let observer: InspectableBreaker;
     /** Drains both processes' workers; answers the other process's creates. */

@@ -15,10 +15,10 @@ import { reconcileWorkflowId } from '../../src/domain/ids';
 import { startDevServer } from '../../scripts/lib/dev-server';
 import type { PaymentView } from '../../src/domain/payment';
 import type { reconcileSweepWorkflow } from '../../src/workflows/sweep';
-import { serverPerFile } from '../helpers/rigs';
+import { type World, serverPerFile } from '../helpers/world';
 import { eventually } from '../helpers/eventually';
 import { carriedChargeState, runChain } from '../helpers/history';
-import { type Rig, chargeRequest } from '../helpers/payments';
+import { chargeRequest } from '../helpers/payments';
 import { sweepInputOver } from '../helpers/sweeps';
 import { refund, refusalType } from '../helpers/requests';
 import { effectsOf, recordHistories, startCharge } from '../helpers/workflows';
@@ -30,7 +30,7 @@ const t = serverPerFile(() =>
 );
 
 it('continues as new past the suggested history size and keeps its state, dedup set and memo', async () => {
-  const b = await t.rig();
+  const b = await t.world();
   await b.run(async () => {
     const input = b.input(chargeRequest({ amount: { value: 10_000, currency: 'EUR' } }));
     const { handle, view } = await startCharge(b, input);
@@ -101,7 +101,7 @@ it('continues as new past the suggested history size and keeps its state, dedup 
  * A payment made unknown (every create reset before it commits), its reconcile lost (terminated), and `wait` before
  * events about another payment grow its history past the threshold: it continues as new while unknown.
  */
-async function unknownThenContinued(b: Rig, wait: (view: PaymentView) => Promise<void> = async () => undefined) {
+async function unknownThenContinued(b: World, wait: (view: PaymentView) => Promise<void> = async () => undefined) {
   // Another payment, made first: its events are foreign to the one under test.
   const other = await startCharge(b, b.input(chargeRequest()));
   const foreign = await b.provider.getPayment(other.view.providerPaymentId as string);
@@ -150,7 +150,7 @@ async function unknownThenContinued(b: Rig, wait: (view: PaymentView) => Promise
 }
 
 it('continues as new while unknown (its reconcile gone, waiting for the sweep), and stays unknown in the new run', async () => {
-  const b = await t.rig();
+  const b = await t.world();
   await b.run(async () => {
     const { input, handle, chain } = await unknownThenContinued(b);
     expect(chain.length).toBeGreaterThan(1);
@@ -163,7 +163,7 @@ it('continues as new while unknown (its reconcile gone, waiting for the sweep), 
 });
 
 it('the sweep finds a payment unknown past its threshold whose run continued as new after it became unknown', async () => {
-  const b = await t.rig({ sweep: true });
+  const b = await t.world({ sweep: true });
   await b.run(async () => {
     // Two seconds between becoming unknown and continuing as new: the sweep's cut-off falls between the two.
     const { handle, reconcile, chain } = await unknownThenContinued(b, async (view) => {
@@ -218,7 +218,7 @@ it('the sweep finds a payment unknown past its threshold whose run continued as 
 });
 
 it('hands each key’s first answer over once across continue-as-new: the charge in the first run, each refund once', async () => {
-  const b = await t.rig();
+  const b = await t.world();
   await b.run(async () => {
     const input = {
       ...b.input(chargeRequest({ amount: { value: 10_000, currency: 'EUR' } })),
