@@ -94,6 +94,13 @@ const UNSTARTED_RESUBMISSION = PATCHES.unstartedResubmission.id;
  */
 const RESUBMITS_AFTER_UNPROCESSED = PATCHES.resubmitsAfterUnprocessed.id;
 
+/**
+ * Whether a resubmission left nothing that can land at the provider: refused here before it left, or (patched) its one
+ * request answered without being processed. Such a resubmission does not use up the reconcile's one that may have left.
+ */
+const leftNothing = (r: NonNullable<ReconcileTally['resubmission']>): boolean =>
+  r.sends === 0 || r.unprocessed === true;
+
 /** How long before the last moment a resubmission fits in the key's lifetime the last check is made. */
 const RESUBMIT_MARGIN_MS = 60_000;
 
@@ -164,7 +171,7 @@ async function waitAndCheck(input: ReconcileInput): Promise<ReconcileResult> {
     const earlier = tally.resubmission;
     if (
       resubmission &&
-      (earlier === undefined || earlier.sends === 0 || earlier.unprocessed === true) &&
+      (earlier === undefined || leftNothing(earlier)) &&
       input.capabilities.idempotencyKeys &&
       sinceFirstSend >= input.settleWindowMs &&
       sinceFirstSend + acts.writeBudgetMs(resubmission.kind) < keyTtlMs &&
@@ -180,14 +187,14 @@ async function waitAndCheck(input: ReconcileInput): Promise<ReconcileResult> {
         ...(answer.refusedWhy === undefined ? {} : { refusedWhy: answer.refusedWhy }),
       };
       if (answer.result) return done({ ...answer.result, checks: tally.checks });
-      if (answer.sends === 0 || unprocessed) tally.refusedResubmissions = (tally.refusedResubmissions ?? 0) + 1;
+      if (leftNothing(tally.resubmission)) tally.refusedResubmissions = (tally.refusedResubmissions ?? 0) + 1;
       // Unknown again: keep checking on the schedule.
     }
     // A check that answered ends the reconcile at the schedule's end: past it, only failed look-ups go on, and a
     // resubmission refused here before it left, while the key lives long enough for one more.
     const lastWaitMs = waitMs;
     waitMs = input.scheduleMs[next];
-    const nothingLeft = tally.resubmission?.sends === 0 || tally.resubmission?.unprocessed === true;
+    const nothingLeft = tally.resubmission !== undefined && leftNothing(tally.resubmission);
     if (waitMs === undefined && resubmission && nothingLeft && patched(RESUBMITS_THROUGH_OUTAGES)) {
       const lastResubmitAtMs =
         input.firstSentAtMs + keyTtlMs - acts.writeBudgetMs(resubmission.kind) - RESUBMIT_MARGIN_MS;

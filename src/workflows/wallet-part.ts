@@ -238,9 +238,10 @@ export async function refundWalletShare(
   return share;
 }
 
-/** What a payment's status means for its held wallet part. */
+/** What is done with a held wallet part: captured into the payment, or released back to the wallet. */
 type Settlement = 'capture' | 'release';
 
+/** What a payment's status means for its held wallet part. */
 function settlementOf(status: PaymentStatus): Settlement | undefined {
   if (status === 'succeeded') return 'capture';
   if (status === 'declined' || status === 'failed' || status === 'voided') return 'release';

@@ -22,6 +22,16 @@ import {
 
 const t = timeSkippingServerPerTest();
 
+/** The creates the charge's reconcile scheduled (its resubmissions under the payment's key), from its history. */
+async function resubmissionsOf(input: { readonly merchantId: string; readonly key: string }) {
+  const history = await t.env.client.workflow
+    .getHandle(reconcileWorkflowId(input.merchantId, 'create', input.key))
+    .fetchHistory();
+  return (history.events ?? []).filter(
+    (e) => e.activityTaskScheduledEventAttributes?.activityType?.name === 'createPayment',
+  );
+}
+
 describe('chargeWorkflow: the retry contract', () => {
   it('first call succeeds: one effect, the early answer is the settled payment, the payment closes after the refund window', async () => {
     const b = await t.world();
@@ -226,13 +236,7 @@ describe('chargeWorkflow: unknown outcomes', () => {
       );
       expect(effectsOf(b, 'create')).toHaveLength(0);
       // Resubmitted exactly once by the reconcile, after the settle window, with the payment's own key.
-      const reconcileHistory = await t.env.client.workflow
-        .getHandle(reconcileWorkflowId(input.merchantId, 'create', input.key))
-        .fetchHistory();
-      const resubmissions = (reconcileHistory.events ?? []).filter(
-        (e) => e.activityTaskScheduledEventAttributes?.activityType?.name === 'createPayment',
-      );
-      expect(resubmissions).toHaveLength(1);
+      expect(await resubmissionsOf(input)).toHaveLength(1);
       expect(new Set(requestsOf(b, 'create').map((r) => r.idempotency_key)).size).toBe(1);
       const resolved = await resolve(handle, { outcome: 'failed', note: 'provider support confirmed no charge' });
       expect(resolved.status).toBe('failed');
@@ -262,13 +266,7 @@ describe('chargeWorkflow: unknown outcomes', () => {
       expect(effectsOf(b, 'create')).toHaveLength(1);
       expect(requestsOf(b, 'create').filter((r) => r.status === 429)).toHaveLength(1);
       expect(new Set(requestsOf(b, 'create').map((r) => r.idempotency_key)).size).toBe(1);
-      const reconcileHistory = await t.env.client.workflow
-        .getHandle(reconcileWorkflowId(input.merchantId, 'create', input.key))
-        .fetchHistory();
-      const resubmissions = (reconcileHistory.events ?? []).filter(
-        (e) => e.activityTaskScheduledEventAttributes?.activityType?.name === 'createPayment',
-      );
-      expect(resubmissions.length).toBeGreaterThanOrEqual(2);
+      expect((await resubmissionsOf(input)).length).toBeGreaterThanOrEqual(2);
       await recordHistories(b, 'charge-resubmission-unprocessed', [
         idOf(input),
         reconcileWorkflowId(input.merchantId, 'create', input.key),
