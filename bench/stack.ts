@@ -27,7 +27,7 @@ import { createProvider, simulatorCapabilities, webhookVerifiers } from '../src/
 import type { RestProvider } from '../src/providers/rest/adapter';
 import { type RunningSimulator, startSimulator } from '../src/simulator/server';
 import { type RunningApi, runClosers, startStack } from '../src/stack';
-import { type HoldArgs, type HoldResult, WalletLedger } from '../src/wallets';
+import { type DebitResult, type HoldArgs, type HoldResult, WalletLedger } from '../src/wallets';
 import { type BenchMerchantWebhooks, startBenchMerchantWebhooks } from './merchant-webhooks';
 
 /** Production timings (a settled payment stays open for its refund window: no timer fires during the bench). */
@@ -198,16 +198,25 @@ export interface ScenarioStack {
 }
 
 /**
- * The workers' ledger, timing each hold call: the hold transaction's own latency as the payment's activity sees it
- * (pool, group commit, BEGIN to COMMIT with the WAL flush), nothing of Temporal's.
+ * The workers' ledger, timing each call that holds: a hold, or a wallet-only payment's debit (its hold and capture in
+ * one transaction). The transaction's own latency as the payment's activity sees it (pool, group commit, BEGIN to
+ * COMMIT with the WAL flush), nothing of Temporal's.
  */
 export class TimedWalletLedger extends WalletLedger {
   readonly holdMs: number[] = [];
 
-  override async hold(args: HoldArgs): Promise<HoldResult> {
+  override hold(args: HoldArgs): Promise<HoldResult> {
+    return this.timed(() => super.hold(args));
+  }
+
+  override debit(args: HoldArgs): Promise<DebitResult> {
+    return this.timed(() => super.debit(args));
+  }
+
+  private async timed<T>(call: () => Promise<T>): Promise<T> {
     const started = performance.now();
     try {
-      return await super.hold(args);
+      return await call();
     } finally {
       this.holdMs.push(performance.now() - started);
     }

@@ -11,7 +11,7 @@ import type { Logger } from 'pino';
 import type { WalletView } from '../domain/wallets';
 import type { WalletOperationKind } from '../domain/wallet-operations';
 import { keyHash } from '../providers/logging';
-import type { HoldArgs, HoldResult, RefundArgs, SettleArgs, SettleResult, WalletLedger } from '../wallets';
+import type { DebitResult, HoldArgs, HoldResult, RefundArgs, SettleArgs, SettleResult, WalletLedger } from '../wallets';
 import { isWalletError } from '../wallets';
 import { isDatabaseError } from '../db';
 
@@ -58,6 +58,9 @@ export function createWalletActivities({ ledger, logger }: WalletActivityDeps) {
     /** Holds a payment's wallet part (once per payment key); `insufficient_funds` when the wallet cannot cover it. */
     holdWallet: (args: HoldArgs): Promise<HoldResult> =>
       step('hold', `${args.merchantId}:${args.paymentKey}`, () => ledger.hold(args)),
+    /** Holds and captures a wallet-only payment in one transaction (once per payment key). */
+    debitWallet: (args: HoldArgs): Promise<DebitResult> =>
+      step('debit', `${args.merchantId}:${args.paymentKey}`, () => ledger.debit(args)),
     /** Captures the payment's hold: its other part succeeded, or it had none. */
     captureWalletHold: (args: SettleArgs): Promise<SettleResult> =>
       step('capture', `${args.merchantId}:${args.paymentKey}`, () => ledger.capture(args)),

@@ -10,8 +10,11 @@ import { finalWalletFailures } from './wallet-errors';
 export const walletEntryKinds = ['credit', 'hold', 'capture', 'release', 'refund'] as const;
 export type WalletEntryKind = (typeof walletEntryKinds)[number];
 
-/** The ledger's operations as metrics count them (`payments_wallet_operations_total{kind}`): the entries and a read. */
-export type WalletOperationKind = WalletEntryKind | 'read';
+/**
+ * The ledger's operations as metrics count them (`payments_wallet_operations_total{kind}`): the entries, a debit (a
+ * hold and its capture in one transaction) and a read.
+ */
+export type WalletOperationKind = WalletEntryKind | 'debit' | 'read';
 
 /**
  * `<kind>:<merchantId>:<key>`: a credit's id from its Idempotency-Key, a hold's, capture's and release's from the
@@ -38,8 +41,8 @@ const retry: RetryPolicy = {
 
 /**
  * Activity options of each wallet step: an attempt is bounded (pool wait + a few statements of at most
- * DATABASE_STATEMENT_TIMEOUT_MS), and so is the whole step. A hold gives up after a minute of database trouble (its
- * payment is then refused, and releases whatever an unknown attempt may have held); a capture, release or refund must
+ * DATABASE_STATEMENT_TIMEOUT_MS), and so is the whole step. A hold (or a wallet-only payment's debit) gives up after a
+ * minute of database trouble (its payment is then refused, and releases whatever an unknown attempt may have held); a capture, release or refund must
  * happen eventually (money is held until it does), so it keeps trying for a day; a read is worth ten seconds.
  */
 export const walletActivityOptions = {

@@ -1,6 +1,6 @@
 /**
  * `payments_wallet_operations_total{kind,outcome}`: every ledger operation of the process (the worker's holds,
- * captures, releases and refunds; the API's credits and reads) by how it ended, counted by the ledger's observer.
+ * debits, captures, releases and refunds; the API's credits and reads) by how it ended, counted by the ledger's observer.
  */
 import { Counter, type Registry } from 'prom-client';
 import type { WalletObserver } from '../wallets';
@@ -14,7 +14,7 @@ export function walletMetricsObserver(registry: Registry): WalletObserver {
     new Counter({
       name,
       help:
-        'Wallet ledger operations by kind (credit, hold, capture, release, refund, read) and outcome: applied, ' +
+        'Wallet ledger operations by kind (credit, hold, debit, capture, release, refund, read) and outcome: applied, ' +
         'replayed (the operation id was applied before), insufficient_funds, read, not_found, or the failure type ' +
         '(DatabaseNotApplied, DatabaseOutcomeUnknown, IdempotencyKeyReused, CurrencyMismatch, HoldSettled, ...)',
       labelNames: ['kind', 'outcome'],

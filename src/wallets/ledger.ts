@@ -34,6 +34,11 @@ export type HoldResult =
   | { readonly status: 'held'; readonly replayed: boolean; readonly amount: number; readonly wallet: WalletView }
   | { readonly status: 'insufficient_funds'; readonly available: number; readonly wallet: WalletView };
 
+/** What a debit did: captured (now or before: `replayed`), or nothing because `available` was short. */
+export type DebitResult =
+  | { readonly status: 'captured'; readonly replayed: boolean; readonly amount: number; readonly wallet: WalletView }
+  | { readonly status: 'insufficient_funds'; readonly available: number; readonly wallet: WalletView };
+
 /** The payment whose hold a capture or release ends. */
 export interface SettleArgs {
   readonly merchantId: string;
@@ -123,19 +128,46 @@ export class WalletLedger {
         return { status: 'held', replayed: true, amount, wallet: walletViewAfter(wallet, earlier) };
       }
       if (related.some((e) => e.kind === 'release')) refuse(WalletFailure.HoldSettled, 'released before it applied');
-      if (wallet.currency !== args.currency)
-        refuse(WalletFailure.CurrencyMismatch, `the wallet holds ${wallet.currency}`);
-      const available = Number(wallet.balance) - Number(wallet.held);
-      if (available < amount) return { status: 'insufficient_funds', available, wallet: walletView(wallet) };
+      const held = await this.newHold(db, wallet, args);
+      return held.status === 'held' ? { ...held, replayed: false, amount } : held;
+    });
+  }
+
+  /**
+   * Holds `amount` and captures it in one transaction: a payment the wallet pays whole. It writes the entries a hold
+   * and its capture write (same operation ids), so a debit, a hold and a capture of the same payment key answer one
+   * another: a repeat reads them back, a hold made before is captured, a release made before refuses it.
+   */
+  debit(args: HoldArgs): Promise<DebitResult> {
+    const { merchantId, walletId, paymentKey, amount } = args;
+    const holdId = walletOperationId('hold', merchantId, paymentKey);
+    const captureId = walletOperationId('capture', merchantId, paymentKey);
+    return this.step('debit', { merchantId, walletId }, async (db): Promise<DebitResult> => {
+      const wallet = await this.locked(db, merchantId, walletId);
+      const related = await entriesOf(db, merchantId, [holdId, captureId], holdId);
+      const hold = related.find((e) => e.operation_id === holdId);
+      if (hold !== undefined && (hold.wallet_id !== walletId || Number(hold.amount) !== amount)) {
+        refuse(WalletFailure.OperationConflict, 'this payment holds another amount or wallet');
+      }
+      const captured = related.find((e) => e.operation_id === captureId);
+      if (captured !== undefined)
+        return { status: 'captured', replayed: true, amount, wallet: walletViewAfter(wallet, captured) };
+      const released = related.find((e) => e.kind === 'release');
+      if (released !== undefined) refuse(WalletFailure.HoldSettled, 'released before it applied');
+      if (hold === undefined) {
+        const held = await this.newHold(db, wallet, args);
+        if (held.status !== 'held') return held;
+      }
       const after = await appendEntry(db, merchantId, walletId, {
-        operationId: holdId,
-        kind: 'hold',
+        operationId: captureId,
+        kind: 'capture',
         amount,
-        balanceDelta: 0,
-        heldDelta: amount,
+        balanceDelta: -amount,
+        heldDelta: -amount,
+        holdId,
         paymentKey,
       });
-      return { status: 'held', replayed: false, amount, wallet: walletView(after.wallet) };
+      return { status: 'captured', replayed: false, amount, wallet: walletView(after.wallet) };
     });
   }
 
@@ -224,6 +256,31 @@ export class WalletLedger {
       });
       return { replayed: false, amount, wallet: walletView(after.wallet) };
     });
+  }
+
+  /**
+   * Under the wallet's lock, with no entry of the payment's hold yet: writes the hold unless the wallet holds another
+   * currency (refused) or `available` is short (nothing written).
+   */
+  private async newHold(
+    db: Queryable,
+    wallet: WalletRow,
+    { merchantId, walletId, paymentKey, amount, currency }: HoldArgs,
+  ): Promise<
+    { readonly status: 'held'; readonly wallet: WalletView } | Extract<HoldResult, { status: 'insufficient_funds' }>
+  > {
+    if (wallet.currency !== currency) refuse(WalletFailure.CurrencyMismatch, `the wallet holds ${wallet.currency}`);
+    const available = Number(wallet.balance) - Number(wallet.held);
+    if (available < amount) return { status: 'insufficient_funds', available, wallet: walletView(wallet) };
+    const after = await appendEntry(db, merchantId, walletId, {
+      operationId: walletOperationId('hold', merchantId, paymentKey),
+      kind: 'hold',
+      amount,
+      balanceDelta: 0,
+      heldDelta: amount,
+      paymentKey,
+    });
+    return { status: 'held', wallet: walletView(after.wallet) };
   }
 
   private replayed(wallet: WalletRow, earlier: EntryRow): SettleResult {

@@ -12,7 +12,14 @@ import { createAtProvider, firstTaskRetried, reconcileCreate } from './payment-c
 import { type ChargeContinuation, PaymentEntity } from './payment-entity';
 import { hasRunningOperation, isClosedStatus } from './payment-state';
 import { PATCHES } from './patches';
-import { type WalletSettlement, holdWalletPart, payFromWallet, settleWalletPart } from './wallet-part';
+import {
+  type WalletSettlement,
+  debitWalletOnly,
+  debitsAtOnce,
+  holdWalletPart,
+  payFromWallet,
+  settleWalletPart,
+} from './wallet-part';
 import { providerAmountOf } from '../domain/wallet-operations';
 
 /** Patch: the run continues as new only once every reconcile the provider's news cancelled has ended. */
@@ -39,6 +46,7 @@ async function startPayment(payment: PaymentEntity, wallet: WalletSettlement): P
   if (payment.input.request.wallet === undefined) return createAtProvider(payment);
   // Read before the hold's activity: whether the first workflow task was tried before, as the create reads it.
   const retried = firstTaskRetried(payment.input);
+  if (debitsAtOnce(payment.input)) return debitWalletOnly(payment);
   if (!(await holdWalletPart(payment))) return;
   if (providerAmountOf(payment.input.request) === 0) return payFromWallet(payment);
   await createAtProvider(payment, retried);

@@ -149,6 +149,13 @@ export const PATCHES = {
     before:
       'by an activity of the settlement, a task later: the first answer read by query waited for that activity and task',
   },
+  walletDirectDebit: {
+    id: 'wallet-direct-debit',
+    since: 'this commit',
+    change:
+      "a wallet-only payment's hold and capture are one debit: one transaction in one local activity of its first task",
+    before: 'a hold and then a capture, two transactions in two local activities of that task',
+  },
   continueAfterCancelledReconciles: {
     id: 'continue-after-cancelled-reconciles-end',
     since: 'a831fe1',

@@ -9,7 +9,7 @@ import {
 import type { WalletActivities } from '../activities/wallets';
 import type { PaymentStatus, WalletPartView } from '../domain/payment';
 import { WalletFailure } from '../domain/wallet-errors';
-import { walletActivityOptions } from '../domain/wallet-operations';
+import { providerAmountOf, walletActivityOptions } from '../domain/wallet-operations';
 import type { ChargeWorkflowInput } from '../domain/workflow-inputs';
 import { failureType, messageOf } from './failures';
 import type { Handoffs } from './handoffs';
@@ -33,6 +33,16 @@ const WALLET_LOCAL_STEPS = PATCHES.walletLocalSteps.id;
  */
 const WALLET_SETTLE_IN_TASK = PATCHES.walletSettleInTask.id;
 
+/**
+ * Patch: a wallet-only payment's hold and capture are one debit, one transaction in one local activity of its first
+ * task (older runs held, then captured, each a local activity of that task).
+ */
+const WALLET_DIRECT_DEBIT = PATCHES.walletDirectDebit.id;
+
+const { debitWallet: debitInTask } = proxyLocalActivities<WalletActivities>({
+  ...walletActivityOptions.hold,
+  summary: 'debit the wallet-only payment: hold and capture in one transaction (in the first task)',
+});
 const { holdWallet: holdWalletInTask } = proxyLocalActivities<WalletActivities>({
   ...walletActivityOptions.hold,
   summary: 'hold the payment’s wallet part before the provider is charged for the rest (in the first task)',
@@ -60,6 +70,11 @@ const { releaseWalletHold } = proxyActivities<WalletActivities>({
 const { refundToWallet } = proxyActivities<WalletActivities>({
   ...walletActivityOptions.settle,
   summary: 'return the refund’s wallet share to the wallet (before any card refund)',
+});
+
+const { releaseWalletHold: releaseUnknownDebit } = proxyActivities<WalletActivities>({
+  ...walletActivityOptions.settle,
+  summary: 'release the wallet-only payment’s debit whose outcome is unknown: released, or found captured',
 });
 
 /** What the wallet part needs of the payment: its input and state, and how a status change is published. */
@@ -90,17 +105,9 @@ export async function holdWalletPart(payment: WalletPort): Promise<boolean> {
   if (part === undefined || view === undefined) return true;
   try {
     const hold = patched(WALLET_LOCAL_STEPS) ? holdWalletInTask : holdWallet;
-    const held = await hold({
-      merchantId: input.merchantId,
-      walletId: part.walletId,
-      paymentKey: input.key,
-      amount: part.amount,
-      currency: input.request.amount.currency,
-    });
+    const held = await hold(holdArgs(input));
     if (held.status === 'held') return true;
-    markWallet(state, 'released');
-    state.view.declineCode = 'wallet_insufficient_funds';
-    payment.transition('declined');
+    declineShortFunds(payment);
   } catch (err) {
     const type = failureType(err) ?? '';
     const refusal = holdRefusals[type];
@@ -114,6 +121,74 @@ export async function holdWalletPart(payment: WalletPort): Promise<boolean> {
   }
   state.firstCallSettled = true;
   return false;
+}
+
+/**
+ * Whether the payment is wallet-only and pays in one debit ({@link debitWalletOnly}); else its wallet part is held
+ * first ({@link holdWalletPart}). The patch marker only on wallet-only payments.
+ */
+export const debitsAtOnce = (input: ChargeWorkflowInput): boolean =>
+  input.request.wallet !== undefined && providerAmountOf(input.request) === 0 && patched(WALLET_DIRECT_DEBIT);
+
+/**
+ * A wallet-only payment in one step: the debit holds and captures it in one transaction, `succeeded`; short funds
+ * decline it (`wallet_insufficient_funds`) and a refusal fails it, nothing taken. A debit whose outcome stayed unknown
+ * through its budget (a minute of database trouble) may have taken the money: the payment is answered only once the
+ * ledger says which ({@link settleUnknownDebit}), never `failed` on a guess.
+ */
+export async function debitWalletOnly(payment: WalletPort): Promise<void> {
+  const { input, state } = payment;
+  try {
+    const debit = await debitInTask(holdArgs(input));
+    if (debit.status === 'captured') {
+      markWallet(state, 'captured');
+      payment.transition('succeeded');
+    } else {
+      declineShortFunds(payment);
+    }
+  } catch (err) {
+    const type = failureType(err) ?? '';
+    const refusal = holdRefusals[type];
+    if (refusal === undefined) {
+      await settleUnknownDebit(payment, err);
+    } else {
+      markWallet(state, 'released');
+      state.view.failureReason = refusal;
+      payment.transition('failed');
+    }
+  }
+  state.firstCallSettled = true;
+}
+
+/**
+ * The debit's outcome is unknown: a release decides it. It records a release (nothing was taken, and a late debit of
+ * the key is refused from then on: `failed`, `wallet_unavailable`), or is refused because the debit captured
+ * (`succeeded`). A release that cannot run for a day leaves the payment `failed` with the part `held`: the
+ * settlement tries the release again, and logs an error for an operator if the ledger shows the capture.
+ */
+async function settleUnknownDebit(payment: WalletPort, debitFailure: unknown): Promise<void> {
+  const { input, state } = payment;
+  log.warn('the wallet-only payment’s debit did not answer; a release decides whether it took the money', {
+    reason: messageOf(debitFailure),
+    type: failureType(debitFailure),
+  });
+  try {
+    await releaseUnknownDebit(settleArgs(input));
+    markWallet(state, 'released');
+  } catch (err) {
+    if (failureType(err) === WalletFailure.HoldSettled) {
+      // Refused because the debit's capture is in the ledger: the payment took the money.
+      markWallet(state, 'captured');
+      payment.transition('succeeded');
+      return;
+    }
+    log.error('the wallet-only payment’s debit outcome could not be read back; its settlement tries again', {
+      type: failureType(err),
+      reason: messageOf(err),
+    });
+  }
+  state.view.failureReason = 'wallet_unavailable';
+  payment.transition('failed');
 }
 
 /**
@@ -248,11 +323,24 @@ function settlementOf(status: PaymentStatus): Settlement | undefined {
   return undefined;
 }
 
+const holdArgs = (input: ChargeWorkflowInput) => ({
+  ...settleArgs(input),
+  amount: input.request.wallet?.amount ?? 0,
+  currency: input.request.amount.currency,
+});
+
 const settleArgs = (input: ChargeWorkflowInput) => ({
   merchantId: input.merchantId,
   walletId: input.request.wallet?.walletId ?? '',
   paymentKey: input.key,
 });
+
+/** Short funds: the payment declined `wallet_insufficient_funds`, nothing held. */
+function declineShortFunds(payment: WalletPort): void {
+  markWallet(payment.state, 'released');
+  payment.state.view.declineCode = 'wallet_insufficient_funds';
+  payment.transition('declined');
+}
 
 function markWallet(state: PaymentState, status: WalletPartView['status']): void {
   if (state.view.wallet === undefined) return;

@@ -74,9 +74,11 @@ export class CrashDuringCreate implements Cmd {
     if (this.then !== 'none') providerDisturbed(m);
     const body = newCharge(m);
     const label = this.toString();
-    await chargeKillingHolder(m, w, this.merchant, body, label, async () => {
-      if (this.then === 'refused') await w.outage('refused', CRASH_OUTAGE_MS);
-      if (this.then === 'coolDown') await setCoolDown(m, w, this.merchant, `${label} cool-down`);
+    await chargeKillingHolder(m, w, this.merchant, body, label, {
+      afterKill: async () => {
+        if (this.then === 'refused') await w.outage('refused', CRASH_OUTAGE_MS);
+        if (this.then === 'coolDown') await setCoolDown(m, w, this.merchant, `${label} cool-down`);
+      },
     });
   }
   toString = () => `crashDuringCreate(${this.merchant}, then ${this.then})`;

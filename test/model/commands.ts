@@ -63,10 +63,23 @@ export async function sendCharge(
   return r;
 }
 
+/** When {@link chargeKillingHolder} kills, and what it does around the kill. */
+export interface KillHooks {
+  /**
+   * Resolves once the moment to kill came (true) or will not come (false: the worker is spared, the trace says so),
+   * after the charge was sent. Default: its create reached the provider, where it lingers 1.2 s.
+   */
+  readonly reached?: (key: string) => Promise<boolean>;
+  /** Run once the moment came, before the kill: false spares the worker (the trace says why). */
+  readonly beforeKill?: () => Promise<boolean>;
+  readonly afterKill?: () => Promise<void>;
+}
+
 /**
- * Sends `body` as a charge whose create lingers 1.2 s at the provider, SIGKILLs the worker holding the charge once the
- * create has reached the provider (the local first attempt dies with its worker), runs `afterKill`, and checks that
- * the answer still moves money (200 or 202): a create that may have been sent is never `failed`.
+ * Sends `body` as a charge, SIGKILLs the worker holding the charge at the moment `hooks.reached` names (default: once
+ * its create reached the provider, where it lingers 1.2 s: the local first attempt dies with its worker), runs
+ * `afterKill`, and checks that the answer still moves money (200 or 202): a create that may have been sent is never
+ * `failed`.
  */
 export async function chargeKillingHolder(
   m: Model,
@@ -74,24 +87,26 @@ export async function chargeKillingHolder(
   merchant: MerchantName,
   body: ChargeBody,
   label: string,
-  afterKill: () => Promise<void> = async () => {},
-  /** Run once the create reached the provider, before the kill: false spares the worker (the trace says why). */
-  beforeKill: () => Promise<boolean> = async () => true,
+  { reached, beforeKill = async () => true, afterKill = async () => {} }: KillHooks = {},
 ): Promise<void> {
-  await arm(w, { kind: 'latency', latencyMs: 1_200 }, 'create', body.orderId);
+  if (reached === undefined) await arm(w, { kind: 'latency', latencyMs: 1_200 }, 'create', body.orderId);
   const key = fresh(m, 'pay');
   const answer = sendCharge(m, w, merchant, key, body, label);
-  const reached = await eventually(
-    `${label}'s create at the provider`,
-    () => w.h.sim.ledger(w.h.apiKey).requests.some((r) => r.operation === 'create' && r.reference === body.orderId),
-    6_000,
-    20,
-  ).then(
-    () => true,
-    () => false,
-  );
+  const moment =
+    reached === undefined
+      ? eventually(
+          `${label}'s create at the provider`,
+          () =>
+            w.h.sim.ledger(w.h.apiKey).requests.some((r) => r.operation === 'create' && r.reference === body.orderId),
+          6_000,
+          20,
+        ).then(
+          () => true,
+          () => false,
+        )
+      : reached(key);
   const killed =
-    reached && (await beforeKill())
+    (await moment) && (await beforeKill())
       ? await w.fleet.killHolder(chargeWorkflowId(w.merchant(merchant).id, key))
       : undefined;
   m.trace.push(`${label}: ${killed === undefined ? 'no worker killed' : `worker ${killed + 1} SIGKILLed`}`);

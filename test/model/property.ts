@@ -296,7 +296,7 @@ export function commandArbs(exclude: readonly string[], heavy = 1): fc.Arbitrary
     [
       'crashDuringWalletCharge',
       fc
-        .tuple(merchant, fc.constantFrom<'create' | 'settle'>('create', 'settle'))
+        .tuple(merchant, fc.constantFrom<'create' | 'settle' | 'debit'>('create', 'settle', 'debit'))
         .map(([mm, during]) => new CrashDuringWalletCharge(mm, during)),
     ],
     [

@@ -161,74 +161,111 @@ export class WalletCharge implements Cmd {
 }
 
 /**
- * A split charge whose worker is SIGKILLed in the payment's first workflow task, where its wallet steps and its card
- * part's local first attempt are local activities (nothing of that task is in history yet; the next worker runs it
- * again, each step under its own operation id or key):
- * - `create`: after the wallet part was held and while the card part's first attempt is at the provider (held 1.2 s,
- *   committed anyway): the hold is in the ledger (the ledger answers the one it has: W3 fails on a second), the create
- *   possibly sent;
- * - `settle`: the card part succeeded and the hold's capture in the task (patch `wallet-settle-in-task`) waits for the
- *   wallet's row, which this command holds locked (`FOR UPDATE`) until the worker is dead: the capture's transaction
- *   dies with it or commits, and the next worker's capture applies it or reads it back (W2/W3 fail on a second).
- * Then, as every payment: one hold, captured once the card part succeeded, one create.
+ * A charge with a wallet part whose worker is SIGKILLed in the payment's first workflow task, where its wallet steps
+ * and its card part's local first attempt are local activities (nothing of that task is in history yet; the next
+ * worker runs it again, each step under its own operation id or key):
+ * - `create` (split): after the wallet part was held and while the card part's first attempt is at the provider (held
+ *   1.2 s, committed anyway): the hold is in the ledger (the ledger answers the one it has: W3 fails on a second), the
+ *   create possibly sent;
+ * - `settle` (split): the card part succeeded and the hold's capture in the task (patch `wallet-settle-in-task`) waits
+ *   for the wallet's row, which this command holds locked (`FOR UPDATE`) until the worker is dead: the capture's
+ *   transaction dies with it or commits, and the next worker's capture applies it or reads it back (W2/W3 fail on a
+ *   second);
+ * - `debit` (wallet-only, patch `wallet-direct-debit`): the debit's transaction (hold and capture in one) waits for the
+ *   row locked the same way, from before the charge is sent: it dies with the worker or commits, and the next
+ *   worker's debit applies it or reads it back.
+ * Then, as every payment: one hold, captured once the payment succeeded, and one create for a card part.
  */
 export class CrashDuringWalletCharge implements Cmd {
   constructor(
     readonly merchant: MerchantName,
-    readonly during: 'create' | 'settle',
+    readonly during: 'create' | 'settle' | 'debit',
   ) {}
   check = () => true;
   async run(m: Model, w: World) {
     const label = this.toString();
     const wallet = await newWallet(m, w, this.merchant, 3_000, `${label} wallet`);
+    const amount = 1_400;
     const body: ChargeBody = {
       orderId: fresh(m, 'order'),
-      amount: { value: 1_400, currency: 'EUR' },
+      amount: { value: amount, currency: 'EUR' },
       paymentMethod: 'pm_card_visa',
       capture: 'automatic',
-      wallet: { walletId: wallet.walletId, amount: 400 },
+      wallet: { walletId: wallet.walletId, amount: this.during === 'debit' ? amount : 400 },
     };
     if (this.during === 'create') return chargeKillingHolder(m, w, this.merchant, body, label);
-    const locker = await w.db.connect();
-    let locked = false;
-    const unlock = async () => {
-      if (locked) await locker.query('ROLLBACK');
-      locked = false;
+    const step = this.during === 'debit' ? 'debit' : 'capture';
+    const row = await lockableRow(w, this.merchant, wallet.walletId);
+    /** Whether the step's statement came to wait for the locked row: the worker is inside the step when it dies. */
+    const stepWaits = async () => {
+      const waiting = await row.waiter(`${label}'s ${step} waiting for the wallet's row`);
+      m.trace.push(`${label}: ${waiting ? `the ${step} waits for the wallet's row` : `no ${step} came to wait`}`);
+      return waiting;
     };
     try {
-      await chargeKillingHolder(m, w, this.merchant, body, label, unlock, async () => {
-        await locker.query('BEGIN');
-        locked = true;
-        await locker.query('SELECT 1 FROM wallets WHERE merchant_id = $1 AND wallet_id = $2 FOR UPDATE', [
-          w.merchant(this.merchant).id,
-          wallet.walletId,
-        ]);
-        // The capture's statement waiting for the row: the worker is inside the step when it dies.
-        const waiting = await eventually(
-          `${label}'s capture waiting for the wallet's row`,
-          async () => {
-            const { rows } = await w.db.query<{ n: number }>(
-              `SELECT count(*)::int AS n FROM pg_stat_activity
-                WHERE datname = current_database() AND wait_event_type = 'Lock' AND pid <> $1`,
-              [(locker as unknown as { processID: number }).processID],
-            );
-            return (rows[0]?.n ?? 0) > 0;
+      if (this.during === 'debit') {
+        await row.lock();
+        await chargeKillingHolder(m, w, this.merchant, body, label, { reached: stepWaits, afterKill: row.unlock });
+      } else {
+        await chargeKillingHolder(m, w, this.merchant, body, label, {
+          beforeKill: async () => {
+            await row.lock();
+            return stepWaits();
           },
-          6_000,
-          20,
-        ).then(
-          () => true,
-          () => false,
-        );
-        m.trace.push(`${label}: ${waiting ? "the capture waits for the wallet's row" : 'no capture came to wait'}`);
-        return waiting;
-      });
+          afterKill: row.unlock,
+        });
+      }
     } finally {
-      await unlock().catch(() => undefined);
-      locker.release();
+      await row.close();
     }
   }
   toString = () => `crashDuringWalletCharge(${this.merchant}, during ${this.during})`;
+}
+
+/**
+ * A wallet's row, locked (`FOR UPDATE`) by a connection of the test's own until `unlock`: every ledger step of that
+ * wallet waits; `waiter` sees one waiting (pg_stat_activity) within 6 s.
+ */
+async function lockableRow(w: World, merchant: MerchantName, walletId: string) {
+  const locker = await w.db.connect();
+  const pid = (locker as unknown as { processID: number }).processID;
+  let locked = false;
+  const unlock = async () => {
+    if (locked) await locker.query('ROLLBACK');
+    locked = false;
+  };
+  return {
+    lock: async () => {
+      await locker.query('BEGIN');
+      locked = true;
+      await locker.query('SELECT 1 FROM wallets WHERE merchant_id = $1 AND wallet_id = $2 FOR UPDATE', [
+        w.merchant(merchant).id,
+        walletId,
+      ]);
+    },
+    unlock,
+    waiter: (what: string) =>
+      eventually(
+        what,
+        async () => {
+          const { rows } = await w.db.query<{ n: number }>(
+            `SELECT count(*)::int AS n FROM pg_stat_activity
+              WHERE datname = current_database() AND wait_event_type = 'Lock' AND pid <> $1`,
+            [pid],
+          );
+          return (rows[0]?.n ?? 0) > 0;
+        },
+        6_000,
+        20,
+      ).then(
+        () => true,
+        () => false,
+      ),
+    close: async () => {
+      await unlock().catch(() => undefined);
+      locker.release();
+    },
+  };
 }
 
 /** How much of a payment a wallet refund asks: within the wallet's part, past it into the card's, all, or more. */

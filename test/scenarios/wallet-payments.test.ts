@@ -12,7 +12,7 @@ import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { walletMetricsObserver } from '../../src/metrics/wallet-metrics';
 import { chargeWorkflowId } from '../../src/domain/ids';
 import type { RestProvider } from '../../src/providers';
-import { type SettleArgs, type SettleResult, WalletLedger } from '../../src/wallets';
+import { type DebitResult, type HoldArgs, type SettleArgs, type SettleResult, WalletLedger } from '../../src/wallets';
 import { openTestDatabase } from '../helpers/database';
 import { refusingProvider } from '../helpers/refusing-provider';
 import { connectDevServer } from '../helpers/servers';
@@ -28,24 +28,36 @@ let down: RestProvider;
 /** The workers' metrics: their ledger counts into it, as the worker process's does (src/stack.ts). */
 const workerRegistry = new Registry();
 
+const stayedAway = () =>
+  Promise.reject(ApplicationFailure.nonRetryable('injected: the database stayed away', 'InjectedFault'));
+
 /**
- * The ledger, with one fault a test can arm: the next capture of a payment key fails for good, as a capture whose
- * database stayed away through its whole budget would, without writing anything. Every other call is the real one.
+ * The ledger, with faults a test can arm, each as a step whose database stayed away through its whole budget would
+ * end: the next capture of a payment key fails without writing anything; the next debit of a payment key fails
+ * without writing anything (`before`) or after its COMMIT (`after`: the answer lost). Every other call is the real one.
  */
-class CaptureFaultLedger extends WalletLedger {
+class FaultLedger extends WalletLedger {
   readonly failNextCaptureOf = new Set<string>();
+  readonly failNextDebitOf = new Map<string, 'before' | 'after'>();
   override capture(args: SettleArgs): Promise<SettleResult> {
     if (!this.failNextCaptureOf.delete(args.paymentKey)) return super.capture(args);
-    return Promise.reject(ApplicationFailure.nonRetryable('injected: the database stayed away', 'InjectedFault'));
+    return stayedAway();
+  }
+  override async debit(args: HoldArgs): Promise<DebitResult> {
+    const fault = this.failNextDebitOf.get(args.paymentKey);
+    this.failNextDebitOf.delete(args.paymentKey);
+    if (fault === undefined) return super.debit(args);
+    if (fault === 'after') await super.debit(args);
+    return stayedAway();
   }
 }
-let ledger: CaptureFaultLedger;
+let ledger: FaultLedger;
 
 beforeAll(async () => {
   env = await connectDevServer();
   db = await openTestDatabase();
   down = await refusingProvider('down', pino({ level: 'silent' }));
-  ledger = new CaptureFaultLedger(db.pool, walletMetricsObserver(workerRegistry));
+  ledger = new FaultLedger(db.pool, walletMetricsObserver(workerRegistry));
   h = await startWorld(env, {
     api: true,
     wallets: ledger,
@@ -380,16 +392,57 @@ describe('POST /v1/payments with a wallet part: the money', () => {
       ['capture', 700],
     ]);
     expect(simOf(body.orderId as string).requests).toEqual([]);
-    // Both steps in the payment's first workflow task: the answer waits for no other task.
+    // One debit (the hold and its capture in one transaction) in the payment's first workflow task: the answer
+    // waits for no other task.
     const events = await eventsOf(key);
     expect(walletSteps(events)).toEqual([
-      ['local', 'holdWallet', expect.stringContaining('hold the payment’s wallet part')],
-      ['local', 'captureWalletHold', expect.stringContaining('capture the wallet-only payment')],
+      ['local', 'debitWallet', expect.stringContaining('hold and capture in one transaction')],
     ]);
     const tasksBeforeAnswer = events.filter((e) => e.workflowTaskCompletedEventAttributes).length;
     expect(tasksBeforeAnswer).toBe(1);
     await recordHistories(h, 'wallet-only-payment', [chargeWorkflowId(h.a.id, key)]);
   });
+
+  it.each([
+    [
+      'after',
+      'succeeded',
+      'captured',
+      [
+        ['hold', 700],
+        ['capture', 700],
+      ],
+      300,
+    ],
+    ['before', 'failed', 'released', [['release', 0]], 1_000],
+  ] as const)(
+    'a wallet-only debit whose outcome stayed unknown (database gone %s its COMMIT): the release decides, the payment is %s',
+    async (fault, status, part, moves, balance) => {
+      const walletId = await walletWith(1_000);
+      const key = newKey();
+      ledger.failNextDebitOf.set(key, fault);
+      const body = chargeBody({ amount: { value: 700, currency: 'EUR' }, wallet: { walletId, amount: 700 } });
+      const res = await pay(key, body);
+
+      expect([200, 202]).toContain(res.status);
+      const settled = await settledAs(key, part, status);
+      expect(settled).toMatchObject({ status, wallet: { walletId, amount: 700, status: part } });
+      if (status === 'failed') expect(settled.failureReason).toBe('wallet_unavailable');
+      expect(ledger.failNextDebitOf.has(key)).toBe(false);
+      expect(await movesOf(walletId)).toEqual(moves);
+      expect(await walletOf(walletId)).toMatchObject({ balance, held: 0 });
+      expect(walletSteps(await eventsOf(key))).toEqual([
+        ['local', 'debitWallet', expect.stringContaining('hold and capture in one transaction')],
+        ['activity', 'releaseWalletHold', expect.stringContaining('debit whose outcome is unknown')],
+      ]);
+      // A late debit of the key (a lost attempt arriving now) takes nothing more: refused, or read back.
+      const late = ledger.debit({ merchantId: h.a.id, walletId, paymentKey: key, amount: 700, currency: 'EUR' });
+      if (status === 'failed') await expect(late).rejects.toMatchObject({ type: 'HoldSettled' });
+      else await expect(late).resolves.toMatchObject({ status: 'captured', replayed: true });
+      expect(await movesOf(walletId)).toEqual(moves);
+      expect(simOf(body.orderId as string).requests).toEqual([]);
+    },
+  );
 
   it('short funds: declined wallet_insufficient_funds (200), nothing held, no provider call', async () => {
     const walletId = await walletWith(100);

@@ -180,6 +180,40 @@ describe('holds', () => {
     expect(await expectEntriesMatch(walletId)).toEqual({ balance: 950, held: 0 });
   });
 
+  it('debits a wallet-only payment as a hold and its capture in one step, once per payment key', async () => {
+    const walletId = await funded(1_000);
+    const ref = (paymentKey: string) => ({ merchantId: m, walletId, paymentKey: `${walletId}-${paymentKey}` });
+    const debit = (paymentKey: string, amount: number) => ledger.debit({ ...ref(paymentKey), amount, currency: 'EUR' });
+
+    expect(await debit('d1', 300)).toMatchObject({ status: 'captured', replayed: false, amount: 300 });
+    expect(await debit('d1', 300)).toMatchObject({ status: 'captured', replayed: true, amount: 300 });
+    await expect(debit('d1', 301)).rejects.toMatchObject({ type: WalletFailure.OperationConflict });
+    // The same entries as a hold and its capture: each answers the other.
+    expect(await ledger.capture(ref('d1'))).toMatchObject({ replayed: true, amount: 300 });
+    expect(await ledger.hold({ ...ref('d1'), amount: 300, currency: 'EUR' })).toMatchObject({ replayed: true });
+    await expect(ledger.release(ref('d1'))).rejects.toMatchObject({ type: WalletFailure.HoldSettled });
+    // A hold made before (the older path, a worker that died between its steps) is captured, not held twice.
+    await ledger.hold({ ...ref('d2'), amount: 200, currency: 'EUR' });
+    expect(await debit('d2', 200)).toMatchObject({ status: 'captured', replayed: false });
+    // A release made before (a debit whose outcome was unknown) bars a late debit of the key.
+    expect(await ledger.release(ref('d3'))).toMatchObject({ amount: 0 });
+    await expect(debit('d3', 100)).rejects.toMatchObject({ type: WalletFailure.HoldSettled });
+    // Short funds: nothing written; another currency refused.
+    expect(await debit('d4', 501)).toMatchObject({ status: 'insufficient_funds', available: 500 });
+    await expect(ledger.debit({ ...ref('d5'), amount: 1, currency: 'USD' })).rejects.toMatchObject({
+      type: WalletFailure.CurrencyMismatch,
+    });
+
+    expect((await entriesOf(walletId)).slice(1).map((e) => [e.kind, e.amount])).toEqual([
+      ['hold', 300],
+      ['capture', 300],
+      ['hold', 200],
+      ['capture', 200],
+      ['release', 0],
+    ]);
+    expect(await expectEntriesMatch(walletId)).toEqual({ balance: 500, held: 0 });
+  });
+
   it('holds exactly what the balance covers: 200 holds of 100 on 5,000 from two processes at once', async () => {
     const walletId = await funded(5_000);
     const spec = (side: string) => ({
