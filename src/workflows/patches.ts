@@ -151,7 +151,7 @@ export const PATCHES = {
   },
   walletDirectDebit: {
     id: 'wallet-direct-debit',
-    since: 'this commit',
+    since: '15ff210',
     change:
       "a wallet-only payment's hold and capture are one debit: one transaction in one local activity of its first task",
     before: 'a hold and then a capture, two transactions in two local activities of that task',
