@@ -603,6 +603,9 @@ export async function startConfiguredStack(
         retry: config.retry,
         metrics,
         start: false,
+        ...(config.WORKER_MAX_CACHED_WORKFLOWS === undefined
+          ? {}
+          : { workflowCache: { maxCachedWorkflows: config.WORKER_MAX_CACHED_WORKFLOWS } }),
         ...(database ? { wallets: new WalletLedger(database.pool, walletMetricsObserver(registry)) } : {}),
         ...(hooks ? { merchantWebhooks: merchantWebhookWorkers(config, hooks, registry) } : {}),
         ...(keyRecords ? { keyRecords } : {}),

@@ -117,6 +117,12 @@ export const EnvSchema = z.object({
   CODEC_TRUSTED_ORIGINS: originList.default([]),
   /** The key of the keyed hash (HMAC-SHA-256) that logs carry instead of idempotency keys; default derived. */
   LOG_HASH_SECRET: z.string().min(16, { message: 'must be at least 16 characters' }).optional(),
+  /**
+   * Payments each worker process keeps in memory between their workflow tasks (the SDK's workflow cache): its memory
+   * grows with it, not with the open payments (a payment out of the cache is replayed from its history at its next
+   * task). Absent: the SDK's default from the heap limit (2,310 with Node's 4 GiB default).
+   */
+  WORKER_MAX_CACHED_WORKFLOWS: wholeNumber(0, 1_000_000).optional(),
   /** The worker's own metrics (prom-client) at http://<address>/metrics, or `off`. */
   WORKER_METRICS_ADDRESS: listenAddress.default('127.0.0.1:9465'),
   /** PostgreSQL of wallets and key records (`postgres://user:password@host:port/db`); absent: no wallets. */

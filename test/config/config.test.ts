@@ -180,6 +180,13 @@ describe('loadConfig', () => {
     expect(c.OPERATOR_TOKENS).toEqual([]);
   });
 
+  it('reads the workers’ workflow cache size, absent by default (the SDK’s own from the heap)', () => {
+    expect(loadConfig({}).WORKER_MAX_CACHED_WORKFLOWS).toBeUndefined();
+    expect(loadConfig({ WORKER_MAX_CACHED_WORKFLOWS: '500' }).WORKER_MAX_CACHED_WORKFLOWS).toBe(500);
+    expect(failingVariables({ WORKER_MAX_CACHED_WORKFLOWS: '-1' })).toEqual(['WORKER_MAX_CACHED_WORKFLOWS']);
+    expect(failingVariables({ WORKER_MAX_CACHED_WORKFLOWS: 'many' })).toEqual(['WORKER_MAX_CACHED_WORKFLOWS']);
+  });
+
   it('reads the codec CORS origins and the metrics addresses', () => {
     const c = loadConfig({
       CODEC_CORS_ORIGINS: 'http://127.0.0.1:18233, https://ui.example.com',
