@@ -133,6 +133,14 @@ export const PATCHES = {
     before:
       'counted as a request that may have left: no more resubmissions, review at the end of the schedule ("its outcome unknown")',
   },
+  resubmitsWhileUnknown: {
+    id: 'reconcile-resubmits-while-unknown',
+    since: 'this commit',
+    change:
+      'a resubmission whose outcome stayed unknown is followed by another at each check that finds nothing, under the same key, while the key lives',
+    before:
+      'one resubmission that may have left was the last: the reconcile only looked after it, and ended in review if its outcome stayed unknown',
+  },
   walletLocalSteps: {
     id: 'wallet-local-steps',
     since: 'e9b33b2',

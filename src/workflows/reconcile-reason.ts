@@ -19,6 +19,8 @@ export interface ReconcileTally {
   resubmission?: { readonly sends: number; readonly refusedWhy?: string; readonly unprocessed?: boolean };
   /** Resubmissions refused here before they left, or answered by the provider without being processed. */
   refusedResubmissions?: number;
+  /** Resubmissions whose requests may have left and whose outcome stayed unknown (absent: one, if any). */
+  unknownResubmissions?: number;
   /** Resubmitted past the schedule, each refused here, until one more would not fit in the provider's key lifetime. */
   refusedUntilKeyLifetime?: boolean;
 }
@@ -54,7 +56,9 @@ export function reconcileReviewReason(
         ? `the resubmission with the same key was refused here before sending${times} (${resubmission.refusedWhy ?? 'not_sent'})${last}: nothing was sent`
         : resubmission.unprocessed === true
           ? `the resubmission with the same key was refused${times}, the last by the provider without processing it (${resubmission.refusedWhy ?? 'provider_unavailable'})${last}: nothing took effect`
-          : 'one resubmission with the same key was sent, its outcome unknown',
+          : (tally.unknownResubmissions ?? 1) > 1
+            ? `${tally.unknownResubmissions} resubmissions with the same key were sent, their outcomes unknown`
+            : 'one resubmission with the same key was sent, its outcome unknown',
     );
   }
   return parts.length === 0 ? head : `${head}: ${parts.join('; ')}`;

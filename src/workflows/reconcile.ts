@@ -95,6 +95,14 @@ const UNSTARTED_RESUBMISSION = PATCHES.unstartedResubmission.id;
 const RESUBMITS_AFTER_UNPROCESSED = PATCHES.resubmitsAfterUnprocessed.id;
 
 /**
+ * Patch: a resubmission whose outcome stayed unknown (its request may have left) no longer ends the resubmissions:
+ * each later check that finds nothing resubmits under the same key, while the key outlives one more write (the
+ * provider answers a request it processed with that answer again). Histories before it made one such resubmission,
+ * then only looked, and ended in review at the schedule's end ("its outcome unknown") when the outcome stayed unknown.
+ */
+const RESUBMITS_WHILE_UNKNOWN = PATCHES.resubmitsWhileUnknown.id;
+
+/**
  * Whether a resubmission left nothing that can land at the provider: refused here before it left, or (patched) its one
  * request answered without being processed. Such a resubmission does not use up the reconcile's one that may have left.
  */
@@ -166,12 +174,13 @@ async function waitAndCheck(input: ReconcileInput): Promise<ReconcileResult> {
 
     const sinceFirstSend = Date.now() - input.firstSentAtMs;
     const resubmission: Resubmission | undefined = input.resubmit ?? input.resubmitMovement;
-    // One resubmission that may have reached the provider; one refused here before it left (an open breaker, a
-    // cool-down) sent nothing, so the next check tries again.
+    // A resubmission at each check that finds nothing, under the same key: one refused here before it left (an open
+    // breaker, a cool-down) sent nothing, and one whose outcome stayed unknown is answered again if it was processed
+    // (patched; before, one that may have left was the last).
     const earlier = tally.resubmission;
     if (
       resubmission &&
-      (earlier === undefined || leftNothing(earlier)) &&
+      (earlier === undefined || leftNothing(earlier) || patched(RESUBMITS_WHILE_UNKNOWN)) &&
       input.capabilities.idempotencyKeys &&
       sinceFirstSend >= input.settleWindowMs &&
       sinceFirstSend + acts.writeBudgetMs(resubmission.kind) < keyTtlMs &&
@@ -188,6 +197,7 @@ async function waitAndCheck(input: ReconcileInput): Promise<ReconcileResult> {
       };
       if (answer.result) return done({ ...answer.result, checks: tally.checks });
       if (leftNothing(tally.resubmission)) tally.refusedResubmissions = (tally.refusedResubmissions ?? 0) + 1;
+      else tally.unknownResubmissions = (tally.unknownResubmissions ?? 0) + 1;
       // Unknown again: keep checking on the schedule.
     }
     // A check that answered ends the reconcile at the schedule's end: past it, only failed look-ups go on, and a

@@ -41,7 +41,7 @@ beforeAll(async () => {
     apiMetrics: createApiMetrics(new Registry()),
     workerMetrics,
     // A create whose outcome stayed unknown is reconciled within seconds: checks after 1 s and 2 s, then (past the
-    // settle window) one resubmission with the same key.
+    // settle window) a resubmission with the same key at each check.
     timings: { reconcileScheduleMs: [1_000, 1_000, 2_000, 60_000], settleWindowMs: 1_500 },
   });
   decoding = new Client({ connection: env.connection, dataConverter: { payloadCodecs: [codec] } });

@@ -50,20 +50,22 @@ describe('the ambiguity line', () => {
 });
 
 describe('the quiescence window', () => {
-  it('is twice the longest write budget (first call and one resubmission), the reconcile schedule, one check past it and a margin', () => {
+  it('is the longest write budget for the first call and a resubmission at each check, the reconcile schedule, one check past it and a margin', () => {
     const w = quiescenceWindow({
       timings: { reconcileScheduleMs: [5_000, 15_000, 30_000, 60_000, 120_000] },
       retry: { create: { budgetMs: 240_000 }, capture: { budgetMs: 240_000 }, refund: { budgetMs: 100_000 } },
       providerCapabilities: { idempotencyKeys: true, keyTtlSeconds: 86_400 },
     });
     expect(w).toEqual({
-      ms: 2 * 240_000 + 230_000 + 2 * 120_000 + QUIESCENCE_MARGIN_MS,
+      ms: 6 * 240_000 + 230_000 + 2 * 120_000 + QUIESCENCE_MARGIN_MS,
       writeBudgetMs: 240_000,
+      sends: 6,
       scheduleMs: 230_000,
       refusedRetryMs: 240_000,
     });
     expect(describeQuiescenceWindow(w)).toBe(
-      'quiescence window 1010 s (2 x the longest write budget 240 s + the reconcile schedule 230 s + ' +
+      'quiescence window 1970 s (6 x the longest write budget 240 s (the first call and a resubmission at each ' +
+        'check) + the reconcile schedule 230 s + ' +
         'one check past it for a refused resubmission 240 s + 60 s margin)',
     );
   });

@@ -249,9 +249,9 @@ describe('the sweep over Stripe: a payment stuck in unknown', () => {
 
     expect(result).toMatchObject({ stuckUnknown: 1, reconcilesEnsured: 1 });
     expect(settled.status).toBe('needs_review');
-    expect(settled.review?.reason).toContain('one resubmission with the same key');
+    expect(settled.review?.reason).toContain('2 resubmissions with the same key were sent, their outcomes unknown');
     expect(settled.providerPaymentId).toBeUndefined();
-    // Both checks of its schedule looked (nothing of ours), and the one resend between them was lost.
+    // Both checks of its schedule looked (nothing of ours), and the resend after each was lost.
     expect(searchesFor(orderId).length - searchesBefore).toBeGreaterThanOrEqual(RECONCILE_SCHEDULE_MS.length);
     const resent = states.createsOf(key).slice(before);
     expect(resent.length).toBeGreaterThanOrEqual(1);

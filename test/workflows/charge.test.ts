@@ -216,12 +216,13 @@ describe('chargeWorkflow: unknown outcomes', () => {
     });
   });
 
-  it('never found: needs_review after the schedule (with one same-key resubmission), then an operator resolves it', async () => {
+  it('never found: needs_review after the schedule (a same-key resubmission at each check), then an operator resolves it', async () => {
     const b = await t.world();
     await b.run(async () => {
       const input = b.input(chargeRequest(), {
         timings: { reconcileScheduleMs: [60_000, 3_600_000], settleWindowMs: 30_000 },
-        retry: { create: { budgetMs: 4_000, attemptTimeoutMs: 3_500, initialIntervalMs: 100, maximumIntervalMs: 200 } },
+        // One attempt per create: each send is one request (the breaker stays closed, every resubmission leaves).
+        retry: { create: { budgetMs: 4_000, attemptTimeoutMs: 3_500, maximumAttempts: 1 } },
       });
       // The request never commits, and the client cannot know: every create is reset after it was sent.
       b.sim.addFaults({ rules: [{ match: { operation: 'create' }, fault: 'reset_before_commit' }] });
@@ -232,16 +233,41 @@ describe('chargeWorkflow: unknown outcomes', () => {
       const review = await waitForStatus(handle, 'needs_review');
       expect(review.review?.reason).toBe(
         'create not found at simulator after 2 checks over 1 h: 2 look-ups found nothing; ' +
-          'one resubmission with the same key was sent, its outcome unknown',
+          '2 resubmissions with the same key were sent, their outcomes unknown',
       );
       expect(effectsOf(b, 'create')).toHaveLength(0);
-      // Resubmitted exactly once by the reconcile, after the settle window, with the payment's own key.
-      expect(await resubmissionsOf(input)).toHaveLength(1);
+      // Resubmitted once per check by the reconcile, after the settle window, with the payment's own key.
+      expect(await resubmissionsOf(input)).toHaveLength(2);
       expect(new Set(requestsOf(b, 'create').map((r) => r.idempotency_key)).size).toBe(1);
       const resolved = await resolve(handle, { outcome: 'failed', note: 'provider support confirmed no charge' });
       expect(resolved.status).toBe('failed');
       expect((await handle.result()).status).toBe('failed');
       await recordHistories(b, 'charge-needs-review', [idOf(input)]);
+    });
+  });
+
+  it('a resubmission whose outcome stays unknown is followed by another at the next check: the create is made once, not reviewed', async () => {
+    const b = await t.world();
+    await b.run(async () => {
+      const input = b.input(chargeRequest(), {
+        timings: { reconcileScheduleMs: [60_000, 60_000, 3_600_000], settleWindowMs: 30_000 },
+        // One attempt per create: each send is one request whose outcome the client cannot know.
+        retry: { create: { budgetMs: 4_000, attemptTimeoutMs: 3_500, maximumAttempts: 1 } },
+      });
+      // The charge's own create and the reconcile's first resubmission never commit (reset after sending).
+      b.sim.addFaults({ rules: [{ match: { operation: 'create' }, fault: 'reset_before_commit', times: 2 }] });
+      const { handle } = await startCharge(b, input);
+      await waitForStatus(handle, 'unknown');
+      await t.env.sleep('3 hours');
+      const view = await waitForStatus(handle, 'succeeded');
+      expect(view.review).toBeUndefined();
+      expect(effectsOf(b, 'create')).toHaveLength(1);
+      expect(requestsOf(b, 'create')).toHaveLength(3);
+      expect(new Set(requestsOf(b, 'create').map((r) => r.idempotency_key)).size).toBe(1);
+      expect(await resubmissionsOf(input)).toHaveLength(2);
+      const reconcile = t.env.client.workflow.getHandle(reconcileWorkflowId(input.merchantId, 'create', input.key));
+      expect(await reconcile.result()).toMatchObject({ outcome: 'found', via: 'resubmit' });
+      await recordHistories(b, 'charge-resubmission-unknown-then-made', [idOf(input), reconcile.workflowId]);
     });
   });
 

@@ -35,5 +35,8 @@ describe('reconcileReviewReason', () => {
     expect(reconcileReviewReason('create', 'simulator', tally({ sends: 1 }), 3_600_000)).toBe(
       `${head}one resubmission with the same key was sent, its outcome unknown`,
     );
+    expect(
+      reconcileReviewReason('create', 'simulator', { ...tally({ sends: 2 }), unknownResubmissions: 3 }, 3_600_000),
+    ).toBe(`${head}3 resubmissions with the same key were sent, their outcomes unknown`);
   });
 });

@@ -72,17 +72,18 @@ describe('the key-lifetime guard of a reconcile resubmission', () => {
     });
   });
 
-  it('control: the same unknown charge with a key that outlives the schedule is resubmitted exactly once', async () => {
+  it('control: the same unknown charge with a key that outlives the schedule is resubmitted at each check, under one key', async () => {
     const b = await t.world({ keyTtlS: 86_400 });
     await b.run(async () => {
       const { input, review, createsBeforeReconcile } = await neverCommittedCharge(b);
-      // One resubmission (its own attempts are reset too, so it may send more than one request, all under one key).
+      // A resubmission per check (its own attempts are reset too, so each may send more than one request, all under
+      // one key).
       expect(requestsOf(b, 'create').length).toBeGreaterThan(createsBeforeReconcile);
-      expect(await resubmissionsOf(input)).toBe(1);
+      expect(await resubmissionsOf(input)).toBe(2);
       expect(new Set(requestsOf(b, 'create').map((r) => r.idempotency_key)).size).toBe(1);
       expect(review.review?.reason).toBe(
         'create not found at simulator after 2 checks over 3 h: 2 look-ups found nothing; ' +
-          'one resubmission with the same key was sent, its outcome unknown',
+          '2 resubmissions with the same key were sent, their outcomes unknown',
       );
     });
   });
@@ -173,8 +174,8 @@ describe('a reconcile resubmission answered by the provider', () => {
   });
 
   // A 401 says nothing about what the first, unknown, request did (issue 8 defect 9): only an answer about the key's
-  // effect decides, so the reconcile keeps checking and, finding nothing, asks an operator.
-  it('with a 401: still unknown after the resubmission, and needs_review when the schedule runs out', async () => {
+  // effect decides, so the reconcile keeps checking, and resubmits under the same key at the next check.
+  it('with a 401: still unknown after the resubmission; the next check resubmits and the create is made once', async () => {
     const b = await t.world();
     await b.run(async () => {
       const { input, handle, createsBefore } = await unknownCharge(b, 'pm_card_visa');
@@ -184,15 +185,16 @@ describe('a reconcile resubmission answered by the provider', () => {
         ],
       });
       await t.env.sleep(2 * HOUR + 60_000);
-      const review = await waitForStatus(handle, 'needs_review');
-      expect(review.review?.reason).toMatch(
-        /after 2 checks .*; one resubmission with the same key was sent, its outcome unknown$/,
-      );
-      expect(requestsOf(b, 'create')).toHaveLength(createsBefore + 1);
-      expect(requestsOf(b, 'create').at(-1)).toMatchObject({ status: 401, fault: 'status' });
-      expect(await resubmissionsOf(input)).toBe(1);
+      const view = await waitForStatus(handle, 'succeeded');
+      expect(view.review).toBeUndefined();
+      const creates = requestsOf(b, 'create');
+      expect(creates).toHaveLength(createsBefore + 2);
+      expect(creates.at(-2)).toMatchObject({ status: 401, fault: 'status' });
+      expect(new Set(creates.map((r) => r.idempotency_key)).size).toBe(1);
+      expect(await resubmissionsOf(input)).toBe(2);
+      expect(effectsOf(b, 'create')).toHaveLength(1);
       const reconcile = t.env.client.workflow.getHandle(reconcileWorkflowId(input.merchantId, 'create', input.key));
-      expect(await reconcile.result()).toMatchObject({ outcome: 'needs_review', checks: 2 });
+      expect(await reconcile.result()).toMatchObject({ outcome: 'found', via: 'resubmit', checks: 2 });
     });
   });
 });
