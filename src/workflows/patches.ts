@@ -135,7 +135,7 @@ export const PATCHES = {
   },
   resubmitsWhileUnknown: {
     id: 'reconcile-resubmits-while-unknown',
-    since: 'this commit',
+    since: '356fde7',
     change:
       'a resubmission whose outcome stayed unknown is followed by another at each check that finds nothing, under the same key, while the key lives',
     before:
