@@ -190,6 +190,12 @@ export class CustomerCharge implements Cmd {
     const r = await sendCharge(m, w, this.merchant, fresh(m, 'pay'), body, this.toString());
     assertOneOf(m, this.toString(), r, MOVING);
     const view = r.body as unknown as PaymentView;
+    // An outage left from an adversary before it (crashDuringCreate's refused connections): nothing reached the
+    // provider, and `failed` says so (the money invariant holds the ledger to it: no create of its key).
+    if (view.status === 'failed' && view.attempts === 0) {
+      m.trace.push(`${this}: failed before the provider (${view.failureReason ?? '?'}), nothing sent`);
+      return;
+    }
     // Before its timeout nothing but the customer can move it: the first answer waits for them.
     if (view.status !== 'requires_action' || view.nextAction?.type !== 'redirect_to_url') {
       violation(m, `${this}: expected requires_action with a redirect, got ${JSON.stringify(r.body)}`);
