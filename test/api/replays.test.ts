@@ -8,7 +8,15 @@
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import type { PaymentTimings } from '../../src/domain/workflow-inputs';
 import { connectDevServer } from '../helpers/servers';
-import { type ApiWorld, type ApiResponse, chargeBody, newKey, startWorld, testTimings } from '../helpers/world';
+import {
+  type ApiWorld,
+  type ApiResponse,
+  chargeBody,
+  newKey,
+  startWorld,
+  testRetry,
+  testTimings,
+} from '../helpers/world';
 import { eventually } from '../helpers/eventually';
 
 let env: TestWorkflowEnvironment;
@@ -35,17 +43,17 @@ afterAll(async () => {
 const replayed = (res: ApiResponse) => res.headers.get('idempotent-replayed');
 
 /** A manual-capture payment, authorized (200). */
-async function authorized(body = chargeBody({ capture: 'manual' })) {
+async function authorized(body = chargeBody({ capture: 'manual' }), world = h) {
   const key = newKey();
-  const res = await h.request('POST', '/v1/payments', { key, body });
+  const res = await world.request('POST', '/v1/payments', { key, body });
   expect([res.status, res.body.status]).toEqual([200, 'authorized']);
   return { key, body, res };
 }
 
-const capture = (key: string, captureKey: string, body: unknown = {}) =>
-  h.request('POST', `/v1/payments/${key}/capture`, { key: captureKey, body });
-const refund = (key: string, refundKey: string, amount: number) =>
-  h.request('POST', `/v1/payments/${key}/refunds`, { key: refundKey, body: { amount } });
+const capture = (key: string, captureKey: string, body: unknown = {}, world = h) =>
+  world.request('POST', `/v1/payments/${key}/capture`, { key: captureKey, body });
+const refund = (key: string, refundKey: string, amount: number, world = h) =>
+  world.request('POST', `/v1/payments/${key}/refunds`, { key: refundKey, body: { amount } });
 
 describe('a repeated charge replays its first final answer', () => {
   it('answers authorized, as first answered, after the payment was captured and refunded', async () => {
@@ -94,23 +102,29 @@ describe('a repeated charge replays its first final answer', () => {
   }, 60_000);
 
   it('answers its first answer after the payment closed (refund window over), not the closed run’s result', async () => {
-    const key = newKey();
-    const body = chargeBody();
-    const first = await h.request('POST', '/v1/payments', { key, body });
-    expect([first.status, first.body.status]).toEqual([200, 'succeeded']);
-    expect((await refund(key, newKey(), 250)).status).toBe(200);
-    await eventually(
-      'the payment to close after its refund window',
-      async () => {
-        const description = await env.client.workflow.getHandle(`charge:${h.a.id}:${key}`).describe();
-        return description.status.name === 'COMPLETED';
-      },
-      60_000,
-    );
+    // Its own world, whose payments close 5 s after they succeeded: the other tests' stay open through all their steps.
+    const closing = await startWorld(env, { api: true, timings: { ...timings, refundWindowMs: 5_000 } });
+    try {
+      const key = newKey();
+      const body = chargeBody();
+      const first = await closing.request('POST', '/v1/payments', { key, body });
+      expect([first.status, first.body.status]).toEqual([200, 'succeeded']);
+      expect((await refund(key, newKey(), 250, closing)).status).toBe(200);
+      await eventually(
+        'the payment to close after its refund window',
+        async () => {
+          const description = await env.client.workflow.getHandle(`charge:${closing.a.id}:${key}`).describe();
+          return description.status.name === 'COMPLETED';
+        },
+        60_000,
+      );
 
-    const repeat = await h.request('POST', '/v1/payments', { key, body });
-    expect({ status: repeat.status, replayed: replayed(repeat) }).toEqual({ status: 200, replayed: 'true' });
-    expect(repeat.body).toEqual(first.body);
+      const repeat = await closing.request('POST', '/v1/payments', { key, body });
+      expect({ status: repeat.status, replayed: replayed(repeat) }).toEqual({ status: 200, replayed: 'true' });
+      expect(repeat.body).toEqual(first.body);
+    } finally {
+      await closing.close();
+    }
   }, 90_000);
 });
 
@@ -159,43 +173,55 @@ describe('a repeated capture or refund replays its first final answer', () => {
   }, 60_000);
 
   it('answers a slow capture’s progress (202) until it settled, then the answer it settled with', async () => {
-    const { key, body } = await authorized();
-    // Longer than two of the client's waits (8 s each): the first answer and a repeat are 202s; the capture settles
-    // after the latency.
-    h.sim.addFaults({
-      rules: [
-        {
-          match: { operation: 'capture', reference: body.orderId as string },
-          fault: 'latency',
-          latency_ms: 20_000,
-          times: 1,
-        },
-      ],
+    // Its own world, whose captures and refunds answer 202 after 4 s instead of 8, and whose captures retry at most
+    // 0.5 s apart: the one the provider answers after the held one is not a growing backoff later.
+    const slow = await startWorld(env, {
+      api: true,
+      timings,
+      operationWaitMs: 4_000,
+      retry: { ...testRetry, capture: { initialIntervalMs: 200, maximumIntervalMs: 500 } },
     });
-    const captureKey = newKey();
-    const first = await capture(key, captureKey);
-    expect({ status: first.status, replayed: replayed(first) }).toEqual({ status: 202, replayed: null });
-    const early = await capture(key, captureKey);
-    expect({ status: early.status, replayed: replayed(early) }).toEqual({ status: 202, replayed: 'true' });
-    expect(early.body.operations).toEqual([expect.objectContaining({ key: captureKey, state: 'running' })]);
+    try {
+      const { key, body } = await authorized(undefined, slow);
+      // Longer than two of the client's waits: the first answer and a repeat are 202s; the capture settles after the
+      // latency.
+      slow.sim.addFaults({
+        rules: [
+          {
+            match: { operation: 'capture', reference: body.orderId as string },
+            fault: 'latency',
+            latency_ms: 12_000,
+            times: 1,
+          },
+        ],
+      });
+      const captureKey = newKey();
+      const first = await capture(key, captureKey, {}, slow);
+      expect({ status: first.status, replayed: replayed(first) }).toEqual({ status: 202, replayed: null });
+      const early = await capture(key, captureKey, {}, slow);
+      expect({ status: early.status, replayed: replayed(early) }).toEqual({ status: 202, replayed: 'true' });
+      expect(early.body.operations).toEqual([expect.objectContaining({ key: captureKey, state: 'running' })]);
 
-    // The capture's own state, not the payment's: a webhook may show the money captured while the call still runs.
-    await eventually(
-      'the capture to settle',
-      async () => {
-        const view = await h.request('GET', `/v1/payments/${key}`);
-        const ops = (view.body.operations ?? []) as { key: string; state: string }[];
-        return ops.some((o) => o.key === captureKey && o.state === 'succeeded');
-      },
-      60_000,
-    );
-    const settled = await capture(key, captureKey);
-    expect({ status: settled.status, replayed: replayed(settled) }).toEqual({ status: 200, replayed: 'true' });
-    expect(settled.body).toMatchObject({ status: 'succeeded', amountCaptured: 1_000, amountRefunded: 0 });
-    expect((await refund(key, newKey(), 100)).status).toBe(200);
-    const later = await capture(key, captureKey);
-    expect({ status: later.status, replayed: replayed(later) }).toEqual({ status: 200, replayed: 'true' });
-    expect(later.body).toEqual(settled.body);
+      // The capture's own state, not the payment's: a webhook may show the money captured while the call still runs.
+      await eventually(
+        'the capture to settle',
+        async () => {
+          const view = await slow.request('GET', `/v1/payments/${key}`);
+          const ops = (view.body.operations ?? []) as { key: string; state: string }[];
+          return ops.some((o) => o.key === captureKey && o.state === 'succeeded');
+        },
+        60_000,
+      );
+      const settled = await capture(key, captureKey, {}, slow);
+      expect({ status: settled.status, replayed: replayed(settled) }).toEqual({ status: 200, replayed: 'true' });
+      expect(settled.body).toMatchObject({ status: 'succeeded', amountCaptured: 1_000, amountRefunded: 0 });
+      expect((await refund(key, newKey(), 100, slow)).status).toBe(200);
+      const later = await capture(key, captureKey, {}, slow);
+      expect({ status: later.status, replayed: replayed(later) }).toEqual({ status: 200, replayed: 'true' });
+      expect(later.body).toEqual(settled.body);
+    } finally {
+      await slow.close();
+    }
   }, 90_000);
 });
 

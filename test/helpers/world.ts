@@ -180,6 +180,8 @@ export interface WorldOptions {
 export interface ApiWorldOptions extends Omit<WorldOptions, 'api'> {
   readonly api: true;
   readonly timings?: Partial<PaymentTimings>;
+  /** How long a capture or a refund waits for its outcome before answering 202 (default the timings' `submitWaitMs`). */
+  readonly operationWaitMs?: number;
   /** Point the simulator's webhooks at the API (default true). */
   readonly webhooks?: boolean;
   /** One open payment per order (default true, as in production). */
@@ -396,6 +398,7 @@ export async function startWorld(
     api: {
       payments: {
         timings: { ...testTimings, ...api.timings },
+        ...(api.operationWaitMs === undefined ? {} : { operationWaitMs: api.operationWaitMs }),
         // Provider names only: the capabilities and the retry presets are the workers'.
         providers: ['simulator', ...Object.keys(extraProviders)],
         ...(api.orderSingleFlight === undefined ? {} : { orderSingleFlight: api.orderSingleFlight }),

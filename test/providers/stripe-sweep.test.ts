@@ -28,9 +28,12 @@ import { sweepInputOver } from '../helpers/sweeps';
 import { terminateAll } from '../helpers/terminate';
 
 const AMOUNT = 1_500;
-/** A reconcile waits 5 s before each lookup (time to end the first one as lost); a resend is allowed after 4 s. */
-const RECONCILE_SCHEDULE_MS = [5_000, 5_000];
-const SETTLE_WINDOW_MS = 4_000;
+/**
+ * A reconcile waits 2.5 s before each lookup (time to end the first one as lost); a resend is allowed after 2 s, so
+ * the sweep's reconcile may resend at its first lookup, with the second to look after it.
+ */
+const RECONCILE_SCHEDULE_MS = [2_500, 2_500];
+const SETTLE_WINDOW_MS = 2_000;
 
 let env: TestWorkflowEnvironment;
 let h: StripeWorld;

@@ -186,126 +186,138 @@ it('the takeover refused by a worker with other PROVIDER_* settings waits, withi
   expect(events.filter((e) => e.startChildWorkflowExecutionInitiatedEventAttributes)).toHaveLength(0); // no reconcile
 }, 90_000);
 
-it('a worker SIGKILLed during the local first attempt, every later attempt refused by a cool-down: never failed, the provider’s payment, one create', async () => {
-  const bundlePath = await workflowBundlePath();
-  // The first worker: another process on the payments' queues, killed while the provider holds its create.
-  const doomed = await spawnWorkerProcess({
-    temporalAddress: process.env[DEV_SERVER_ADDRESS_ENV] ?? '',
-    taskQueue: h.taskQueue,
-    workflowBundlePath: bundlePath,
-    simulatorUrl: h.sim.url,
-    apiKey: h.apiKey,
-    breaker: NEVER_OPENING_BREAKER,
-  });
-  try {
+// These two run side by side: each on its own task queue, worker and breaker, most of each is waiting for the dead
+// worker's workflow task to time out.
+it.concurrent(
+  'a worker SIGKILLed during the local first attempt, every later attempt refused by a cool-down: never failed, the provider’s payment, one create',
+  async () => {
+    const bundlePath = await workflowBundlePath();
+    // The first worker: another process on the payments' queues, killed while the provider holds its create.
+    const doomed = await spawnWorkerProcess({
+      temporalAddress: process.env[DEV_SERVER_ADDRESS_ENV] ?? '',
+      taskQueue: h.taskQueue,
+      workflowBundlePath: bundlePath,
+      simulatorUrl: h.sim.url,
+      apiKey: h.apiKey,
+      breaker: NEVER_OPENING_BREAKER,
+    });
+    try {
+      const key = newKey();
+      const body = chargeBody();
+      const orderId = body.orderId as string;
+      // The provider commits 3 s after the request arrives, whoever is still listening.
+      h.sim.addFaults({
+        rules: [{ match: { operation: 'create', reference: orderId }, fault: 'latency', latency_ms: 3_000, times: 1 }],
+      });
+      const answer = h.request('POST', '/v1/payments', { key, body }).catch(() => undefined);
+      await eventually('the local attempt at the provider', async () => createsAt(orderId).requests.length === 1);
+      await doomed.kill();
+
+      // The next worker (this process's), and a 429 with Retry-After: 300 on another payment: its create sets the
+      // provider-wide cool-down, so every create of the first payment on this worker is refused before it is sent.
+      await h.startWorkers();
+      const other = chargeBody();
+      h.sim.addFaults({
+        rules: [
+          {
+            match: { operation: 'create', reference: other.orderId as string },
+            fault: 'status',
+            status: 429,
+            retry_after_s: 300,
+            times: 1,
+          },
+        ],
+      });
+      await h.request('POST', '/v1/payments', { key: newKey(), body: other });
+
+      const workflowId = chargeWorkflowId(h.a.id, key);
+      const view = await settledView(workflowId);
+      expect(view.providerPaymentId).toBe(createsAt(orderId).effects[0]?.payment_id);
+      // Only the killed worker's attempt reached the provider, and the view counts it.
+      expect(createsAt(orderId).requests).toHaveLength(1);
+      expect(createsAt(orderId).effects).toHaveLength(1);
+      expect(view.attempts).toBe(1);
+      expect((await answer)?.body.status).not.toBe('failed');
+      await recordHistories({ env }, 'local-first-worker-killed', [workflowId]);
+    } finally {
+      await doomed.kill().catch(() => undefined);
+    }
+  },
+  120_000,
+);
+
+it.concurrent(
+  'a query delivered with the first task completes it while the local attempt is out, then the worker dies: the attempt run again is refused, never failed',
+  async () => {
+    // The CI soak's mismatch (470eca1): the charge's first task waited to start; a query waited with it, so the worker
+    // answered it and completed that task at once, its local attempt still at the provider. SIGKILLed then, the worker
+    // left no marker of the attempt; the next worker replayed a clean first task, ran the attempt again as the first,
+    // met the open breaker, and the create ended `failed` while the provider held it.
+    const bundlePath = await workflowBundlePath();
+    const taskQueue = `query-first-${randomUUID()}`;
+    const payments = new PaymentsClient(env.client, { taskQueue, timings, providers: ['simulator'] });
     const key = newKey();
     const body = chargeBody();
     const orderId = body.orderId as string;
-    // The provider commits 3 s after the request arrives, whoever is still listening.
+    const workflowId = chargeWorkflowId(h.a.id, key);
     h.sim.addFaults({
       rules: [{ match: { operation: 'create', reference: orderId }, fault: 'latency', latency_ms: 3_000, times: 1 }],
     });
-    const answer = h.request('POST', '/v1/payments', { key, body }).catch(() => undefined);
-    await eventually('the local attempt at the provider', async () => createsAt(orderId).requests.length === 1);
-    await doomed.kill();
-
-    // The next worker (this process's), and a 429 with Retry-After: 300 on another payment: its create sets the
-    // provider-wide cool-down, so every create of the first payment on this worker is refused before it is sent.
-    await h.startWorkers();
-    const other = chargeBody();
-    h.sim.addFaults({
-      rules: [
-        {
-          match: { operation: 'create', reference: other.orderId as string },
-          fault: 'status',
-          status: 429,
-          retry_after_s: 300,
-          times: 1,
-        },
-      ],
-    });
-    await h.request('POST', '/v1/payments', { key: newKey(), body: other });
-
-    const workflowId = chargeWorkflowId(h.a.id, key);
-    const view = await settledView(workflowId);
-    expect(view.providerPaymentId).toBe(createsAt(orderId).effects[0]?.payment_id);
-    // Only the killed worker's attempt reached the provider, and the view counts it.
-    expect(createsAt(orderId).requests).toHaveLength(1);
-    expect(createsAt(orderId).effects).toHaveLength(1);
-    expect(view.attempts).toBe(1);
-    expect((await answer)?.body.status).not.toBe('failed');
-    await recordHistories({ env }, 'local-first-worker-killed', [workflowId]);
-  } finally {
-    await doomed.kill().catch(() => undefined);
-  }
-}, 120_000);
-
-it('a query delivered with the first task completes it while the local attempt is out, then the worker dies: the attempt run again is refused, never failed', async () => {
-  // The CI soak's mismatch (470eca1): the charge's first task waited to start; a query waited with it, so the worker
-  // answered it and completed that task at once, its local attempt still at the provider. SIGKILLed then, the worker
-  // left no marker of the attempt; the next worker replayed a clean first task, ran the attempt again as the first,
-  // met the open breaker, and the create ended `failed` while the provider held it.
-  const bundlePath = await workflowBundlePath();
-  const taskQueue = `query-first-${randomUUID()}`;
-  const payments = new PaymentsClient(env.client, { taskQueue, timings, providers: ['simulator'] });
-  const key = newKey();
-  const body = chargeBody();
-  const orderId = body.orderId as string;
-  const workflowId = chargeWorkflowId(h.a.id, key);
-  h.sim.addFaults({
-    rules: [{ match: { operation: 'create', reference: orderId }, fault: 'latency', latency_ms: 3_000, times: 1 }],
-  });
-  // The charge and a query of it before any worker polls its queue: the query waits with the first task.
-  const charged = payments.charge(h.a.id, key, body).catch((err: unknown) => err);
-  const handle = env.client.workflow.getHandle(workflowId);
-  await eventually('the charge started', async () => (await handle.describe()).status.name === 'RUNNING');
-  const queried = handle.query(paymentQuery);
-  const doomed = await spawnWorkerProcess({
-    temporalAddress: process.env[DEV_SERVER_ADDRESS_ENV] ?? '',
-    taskQueue,
-    workflowBundlePath: bundlePath,
-    simulatorUrl: h.sim.url,
-    apiKey: h.apiKey,
-    breaker: NEVER_OPENING_BREAKER,
-  });
-  // The next worker: its breaker open (the provider failing, as in the soak's outage), so it sends nothing.
-  const breaker = new InMemoryCircuitBreaker({ failureThreshold: 1, cooldownMs: 10 * 60_000 });
-  await breaker.record('simulator', ErrorType.ProviderUnavailable);
-  const provider = adapter(2_000);
-  try {
-    expect((await queried).status).toBe('pending'); // answered in the first task, the attempt still out
-    await eventually('the local attempt at the provider', async () => createsAt(orderId).requests.length === 1);
-    // The precondition, checked: the first task completed, and nothing in history says an attempt was made.
-    const before = (await handle.fetchHistory()).events ?? [];
-    expect(before.some((e) => e.workflowTaskCompletedEventAttributes)).toBe(true);
-    expect(before.some((e) => e.markerRecordedEventAttributes)).toBe(false);
-    await doomed.kill();
-
-    const acts = createActivities({ providers: { simulator: provider }, logger, breaker });
-    const next = await Worker.create({
-      connection: env.nativeConnection,
-      namespace: env.namespace ?? 'default',
+    // The charge and a query of it before any worker polls its queue: the query waits with the first task.
+    const charged = payments.charge(h.a.id, key, body).catch((err: unknown) => err);
+    const handle = env.client.workflow.getHandle(workflowId);
+    await eventually('the charge started', async () => (await handle.describe()).status.name === 'RUNNING');
+    const queried = handle.query(paymentQuery);
+    const doomed = await spawnWorkerProcess({
+      temporalAddress: process.env[DEV_SERVER_ADDRESS_ENV] ?? '',
       taskQueue,
-      workflowBundle: { code: (await workflowBundle()).code },
-      sinks: paymentSinks(createWorkerMetrics(new Registry())),
-      activities: acts,
+      workflowBundlePath: bundlePath,
+      simulatorUrl: h.sim.url,
+      apiKey: h.apiKey,
+      breaker: NEVER_OPENING_BREAKER,
     });
-    const onQueue = await Worker.create({
-      connection: env.nativeConnection,
-      namespace: env.namespace ?? 'default',
-      taskQueue: providerTaskQueue(taskQueue, 'simulator'),
-      activities: acts,
-    });
-    const view = await next.runUntil(onQueue.runUntil(settledView(workflowId)));
-    expect(view.providerPaymentId).toBe(createsAt(orderId).effects[0]?.payment_id);
-    expect(createsAt(orderId).requests).toHaveLength(1);
-    expect(createsAt(orderId).effects).toHaveLength(1);
-    expect(view.attempts).toBe(1); // the dead worker's attempt, counted; the one run again was refused here
-    const answer = await charged;
-    expect(answer instanceof Error ? answer.message : (answer as { view: PaymentView }).view.status).not.toBe('failed');
-    await recordHistories({ env }, 'local-first-query-completed-task-worker-killed', [workflowId]);
-  } finally {
-    await doomed.kill().catch(() => undefined);
-    await provider.close();
-  }
-}, 120_000);
+    // The next worker: its breaker open (the provider failing, as in the soak's outage), so it sends nothing.
+    const breaker = new InMemoryCircuitBreaker({ failureThreshold: 1, cooldownMs: 10 * 60_000 });
+    await breaker.record('simulator', ErrorType.ProviderUnavailable);
+    const provider = adapter(2_000);
+    try {
+      expect((await queried).status).toBe('pending'); // answered in the first task, the attempt still out
+      await eventually('the local attempt at the provider', async () => createsAt(orderId).requests.length === 1);
+      // The precondition, checked: the first task completed, and nothing in history says an attempt was made.
+      const before = (await handle.fetchHistory()).events ?? [];
+      expect(before.some((e) => e.workflowTaskCompletedEventAttributes)).toBe(true);
+      expect(before.some((e) => e.markerRecordedEventAttributes)).toBe(false);
+      await doomed.kill();
+
+      const acts = createActivities({ providers: { simulator: provider }, logger, breaker });
+      const next = await Worker.create({
+        connection: env.nativeConnection,
+        namespace: env.namespace ?? 'default',
+        taskQueue,
+        workflowBundle: { code: (await workflowBundle()).code },
+        sinks: paymentSinks(createWorkerMetrics(new Registry())),
+        activities: acts,
+      });
+      const onQueue = await Worker.create({
+        connection: env.nativeConnection,
+        namespace: env.namespace ?? 'default',
+        taskQueue: providerTaskQueue(taskQueue, 'simulator'),
+        activities: acts,
+      });
+      const view = await next.runUntil(onQueue.runUntil(settledView(workflowId)));
+      expect(view.providerPaymentId).toBe(createsAt(orderId).effects[0]?.payment_id);
+      expect(createsAt(orderId).requests).toHaveLength(1);
+      expect(createsAt(orderId).effects).toHaveLength(1);
+      expect(view.attempts).toBe(1); // the dead worker's attempt, counted; the one run again was refused here
+      const answer = await charged;
+      expect(answer instanceof Error ? answer.message : (answer as { view: PaymentView }).view.status).not.toBe(
+        'failed',
+      );
+      await recordHistories({ env }, 'local-first-query-completed-task-worker-killed', [workflowId]);
+    } finally {
+      await doomed.kill().catch(() => undefined);
+      await provider.close();
+    }
+  },
+  120_000,
+);

@@ -72,7 +72,7 @@ async function deleteWorkflow(workflowId: string): Promise<void> {
       }
     },
     60_000,
-  ); // the server deletes in the background: about ten seconds on the dev server
+  ); // the server deletes in the background: within seconds on the run's dev server (test/global-setup.ts)
 }
 
 /** Temporal has no workflow under this id: nothing was started. */

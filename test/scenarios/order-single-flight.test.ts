@@ -17,11 +17,11 @@ import { eventually } from '../helpers/eventually';
 let env: TestWorkflowEnvironment;
 let h: ApiWorld;
 
-/** Reconcile checks every 1.5 s; the resubmission with the same key comes after the settle window. */
+/** Reconcile checks every second; the resubmission with the same key comes after the settle window. */
 const timings: PaymentTimings = {
   ...testTimings,
-  settleWindowMs: 6_000,
-  reconcileScheduleMs: [1_500, 1_500, 1_500, 1_500, 1_500, 1_500],
+  settleWindowMs: 3_000,
+  reconcileScheduleMs: [1_000, 1_000, 1_000, 1_000, 1_000, 1_000],
 };
 
 beforeAll(async () => {

@@ -62,9 +62,10 @@ beforeAll(async () => {
     api: true,
     wallets: ledger,
     extraProviders: { down },
-    // No provider webhooks: an unknown outcome stays unknown until the reconcile asks, a few seconds later.
+    // No provider webhooks: an unknown outcome stays unknown until the reconcile asks, 2 s later; its resubmission
+    // comes at its second look, after the settle window.
     webhooks: false,
-    timings: { reconcileScheduleMs: [3_000, 3_000] },
+    timings: { reconcileScheduleMs: [2_000, 2_000], settleWindowMs: 3_000 },
   });
   // A stack without a ledger (no DATABASE_URL): nothing may start for a payment with a wallet part.
   bare = await startWorld(env, { api: true, workers: false });

@@ -9,8 +9,15 @@ import { closedPort } from '../helpers/net';
 
 const root = path.resolve(__dirname, '..', '..');
 
-/** Runs src/worker.ts with `env` until it exits or `timeoutMs`; answers its exit code and its output. */
-function runWorker(env: NodeJS.ProcessEnv, timeoutMs: number): Promise<{ code: number | null; output: string }> {
+/**
+ * Runs src/worker.ts with `env` until it exits, its output so far satisfies `until`, or `timeoutMs`; answers its exit
+ * code and its output.
+ */
+function runWorker(
+  env: NodeJS.ProcessEnv,
+  timeoutMs: number,
+  until: (output: string) => boolean = () => false,
+): Promise<{ code: number | null; output: string }> {
   return new Promise((resolve) => {
     const child = spawn(process.execPath, ['--import', 'tsx', path.join(root, 'src', 'worker.ts')], {
       cwd: root,
@@ -18,8 +25,12 @@ function runWorker(env: NodeJS.ProcessEnv, timeoutMs: number): Promise<{ code: n
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     let output = '';
-    child.stdout.on('data', (d: Buffer) => (output += d.toString()));
-    child.stderr.on('data', (d: Buffer) => (output += d.toString()));
+    const collect = (d: Buffer) => {
+      output += d.toString();
+      if (until(output)) child.kill('SIGKILL');
+    };
+    child.stdout.on('data', collect);
+    child.stderr.on('data', collect);
     const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
     child.once('exit', (code) => {
       clearTimeout(timer);
@@ -63,6 +74,7 @@ it('refuses to start in production, naming the numbers, before it connects to an
 
 it('warns in development and goes on to connect', async () => {
   const port = await closedPort();
+  const connecting = (output: string) => output.includes('Temporal server not reachable');
   const { output } = await runWorker(
     {
       ...tightBudget,
@@ -72,8 +84,10 @@ it('warns in development and goes on to connect', async () => {
       SDK_METRICS_ADDRESS: 'off',
     },
     20_000,
+    connecting,
   );
   const lines = output.split('\n').filter((l) => l.startsWith('{'));
+  expect(lines.some((l) => connecting(l) && l.includes(`"address":"127.0.0.1:${port}"`))).toBe(true);
   const warn = lines.find((l) => l.includes('"level":40') && l.includes("create's budget (16 s"));
   expect(warn).toContain('(In production this worker refuses to start.)');
   expect(lines.some((l) => l.includes('"level":30') && l.includes('provider simulator: 50 slots'))).toBe(true);
