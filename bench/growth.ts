@@ -2,8 +2,8 @@
  * `npm run bench -- --growth`: how the product's cost grows with the work it holds open (issue 21 §3). Against a
  * running `npm run cluster` (its stack file, as the soak reads it), it opens manual-capture payments that stay open
  * (each waits for its capture) up to each step of GROWTH_STEPS (default 1000,10000,50000), and at each step measures:
- * the latency p50/p99 of a new payment sent one at a time (GROWTH_SAMPLE, default 200), the CPU time of every process
- * of the cluster per payment opened during the step (Temporal, PostgreSQL, workers, APIs, simulator, Redis), the
+ * the latency p50/p99 of a new payment sent one at a time (GROWTH_SAMPLE, default 200), the CPU time of the product's
+ * processes per payment opened during the step (Temporal, PostgreSQL, workers, APIs, Redis; the simulator's apart), the
  * PostgreSQL bytes per open payment (Temporal's two databases and the payments database) and the workers' resident
  * memory. It prints one line per step and whether each measure stayed within +-20 % from the first step to the last,
  * and writes bench/results/growth-<time>.json.
@@ -30,11 +30,17 @@ interface StackInfo {
 
 /** One step's measures. */
 export interface GrowthStep {
+  /** The cluster's open payments (running charge workflows in visibility), this run's and those it already held. */
   readonly open: number;
   readonly latencyP50Ms: number;
   readonly latencyP99Ms: number;
-  /** CPU time of all the cluster's processes per payment opened in this step. */
+  /**
+   * CPU time of the product's processes (Temporal, PostgreSQL, workers, APIs, Redis) per payment opened in this step;
+   * the simulator's apart: it stands in for the provider, and its cost is not the product's.
+   */
   readonly cpuMsPerPayment: number;
+  /** The simulator's CPU time per payment opened in this step. */
+  readonly simulatorCpuMsPerPayment: number;
   /** PostgreSQL bytes (all three databases) per open payment: fixed overhead included. */
   readonly pgBytesPerOpen: number;
   /** PostgreSQL bytes added per payment opened since the step before (the first step: as pgBytesPerOpen). */
@@ -83,7 +89,7 @@ export function growthReport(steps: readonly GrowthStep[]): string[] {
   const lines = steps.map(
     (s) =>
       `growth: ${s.open} open: new payment p50 ${s.latencyP50Ms.toFixed(0)} ms, p99 ${s.latencyP99Ms.toFixed(0)} ms; ` +
-      `CPU ${s.cpuMsPerPayment.toFixed(1)} ms per payment; PostgreSQL ${(s.pgBytesPerOpen / 1024).toFixed(1)} KiB ` +
+      `CPU ${s.cpuMsPerPayment.toFixed(1)} ms per payment (the simulator ${s.simulatorCpuMsPerPayment.toFixed(1)} more); PostgreSQL ${(s.pgBytesPerOpen / 1024).toFixed(1)} KiB ` +
       `per open payment, ${(s.pgMarginalBytesPerOpen / 1024).toFixed(1)} KiB per payment added (temporal ${mib(s.pgBytes.temporal)}, visibility ${mib(s.pgBytes.visibility)}, payments ` +
       `${mib(s.pgBytes.payments)}); workers ${s.workersRssMiB.toFixed(0)} MiB`,
   );
@@ -123,11 +129,15 @@ export async function growthMain(): Promise<number> {
   if (!stack.postgres)
     throw new Error(`${stackFile} names no PostgreSQL: the growth bench runs against npm run cluster`);
   const [pgHost, pgPort] = stack.postgres.split(':');
-  const groups = new Set(
-    Object.values(stack.services)
-      .map((s) => s.pid)
-      .filter((p): p is number => p !== undefined),
-  );
+  const groupsOf = (which: (name: string) => boolean) =>
+    new Set(
+      Object.entries(stack.services)
+        .filter(([name]) => which(name))
+        .map(([, s]) => s.pid)
+        .filter((p): p is number => p !== undefined),
+    );
+  const groups = groupsOf((name) => name !== 'simulator');
+  const simulatorGroups = groupsOf((name) => name === 'simulator');
   const workers = Object.entries(stack.services)
     .filter(([name]) => name.startsWith('worker'))
     .map(([, s]) => s.pid)
@@ -182,10 +192,34 @@ export async function growthMain(): Promise<number> {
     const r = await pg.query<{ size: string }>('SELECT pg_database_size($1)::text AS size', [name]);
     return Number(r.rows[0]?.size ?? 0);
   };
+  // The cluster's open payments, this run's and any it already held (a run against a filled cluster measures there).
+  const visibility = new PgClient({
+    host: pgHost,
+    port: Number(pgPort),
+    user: 'postgres',
+    database: 'temporal_visibility',
+  });
+  await visibility.connect();
+  const openPayments = async (): Promise<number> => {
+    const r = await visibility.query<{ n: string }>(
+      `SELECT count(*)::text AS n FROM executions_visibility WHERE status = 1 AND workflow_type_name = 'chargeWorkflow'`,
+    );
+    return Number(r.rows[0]?.n ?? 0);
+  };
+  const allBytes = async () => ({
+    temporal: await dbBytes('temporal'),
+    visibility: await dbBytes('temporal_visibility'),
+    payments: await dbBytes('payments'),
+  });
+  const sum = (b: GrowthStep['pgBytes']) => b.temporal + b.visibility + b.payments;
+  // Before the first step: what is added is measured from here (the empty databases' size, or a filled cluster's).
+  let openBefore = await openPayments();
+  let bytesBefore = sum(await allBytes());
   const results: GrowthStep[] = [];
   try {
     for (const target of steps) {
       const cpuBefore = groupCpuMs(groups);
+      const simulatorCpuBefore = groupCpuMs(simulatorGroups);
       const openedBefore = opened;
       // Fill up to the step (less the sample, which opens payments too), `concurrency` in flight.
       const fillTo = Math.max(opened, target - sample);
@@ -200,32 +234,29 @@ export async function growthMain(): Promise<number> {
         if (ms !== undefined) latencies.push(ms);
       }
       const cpuMs = groupCpuMs(groups) - cpuBefore;
+      const simulatorCpuMs = groupCpuMs(simulatorGroups) - simulatorCpuBefore;
       latencies.sort((a, b) => a - b);
-      const pgBytes = {
-        temporal: await dbBytes('temporal'),
-        visibility: await dbBytes('temporal_visibility'),
-        payments: await dbBytes('payments'),
-      };
-      const total = pgBytes.temporal + pgBytes.visibility + pgBytes.payments;
-      const before = results[results.length - 1];
+      const pgBytes = await allBytes();
+      const total = sum(pgBytes);
+      const open = await openPayments();
       const step: GrowthStep = {
-        open: opened,
+        open,
         latencyP50Ms: percentile(latencies, 50),
         latencyP99Ms: percentile(latencies, 99),
         cpuMsPerPayment: cpuMs / Math.max(1, opened - openedBefore),
-        pgBytesPerOpen: total / Math.max(1, opened),
-        pgMarginalBytesPerOpen: before
-          ? (total - (before.pgBytes.temporal + before.pgBytes.visibility + before.pgBytes.payments)) /
-            Math.max(1, opened - before.open)
-          : total / Math.max(1, opened),
+        simulatorCpuMsPerPayment: simulatorCpuMs / Math.max(1, opened - openedBefore),
+        pgBytesPerOpen: total / Math.max(1, open),
+        pgMarginalBytesPerOpen: (total - bytesBefore) / Math.max(1, open - openBefore),
         pgBytes,
         workersRssMiB: workers.reduce((sum, pid) => sum + rssKiB(pid), 0) / 1024,
       };
       results.push(step);
+      [openBefore, bytesBefore] = [open, total];
       for (const line of growthReport([step])) console.log(line);
     }
   } finally {
     await pg.end();
+    await visibility.end();
   }
   for (const line of growthReport(results).slice(results.length)) console.log(line);
   const last = results[results.length - 1];

@@ -6,6 +6,7 @@ const step = (open: number, over: Partial<GrowthStep> = {}): GrowthStep => ({
   latencyP50Ms: 40,
   latencyP99Ms: 120,
   cpuMsPerPayment: 30,
+  simulatorCpuMsPerPayment: 5,
   pgBytesPerOpen: 20_480,
   pgMarginalBytesPerOpen: 10_240,
   pgBytes: { temporal: 10 * 1024 ** 2, visibility: 2 * 1024 ** 2, payments: 1024 ** 2 },
@@ -18,7 +19,8 @@ describe('the growth report', () => {
     const lines = growthReport([step(1_000), step(10_000, { latencyP99Ms: 150 }), step(50_000, { latencyP99Ms: 160 })]);
     expect(lines).toHaveLength(4);
     expect(lines[0]).toBe(
-      'growth: 1000 open: new payment p50 40 ms, p99 120 ms; CPU 30.0 ms per payment; PostgreSQL 20.0 KiB per open ' +
+      'growth: 1000 open: new payment p50 40 ms, p99 120 ms; CPU 30.0 ms per payment (the simulator 5.0 more); ' +
+        'PostgreSQL 20.0 KiB per open ' +
         'payment, 10.0 KiB per payment added (temporal 10.0 MiB, visibility 2.0 MiB, payments 1.0 MiB); workers 600 MiB',
     );
     expect(lines[3]).toBe(
