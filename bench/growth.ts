@@ -43,7 +43,10 @@ export interface GrowthStep {
   readonly simulatorCpuMsPerPayment: number;
   /** PostgreSQL bytes (all three databases) per open payment: fixed overhead included. */
   readonly pgBytesPerOpen: number;
-  /** PostgreSQL bytes added per payment opened since the step before (the first step: as pgBytesPerOpen). */
+  /**
+   * PostgreSQL bytes added per open payment since the step before (the first step: since the run started, so the
+   * empty databases' size, or a filled cluster's, is left out).
+   */
   readonly pgMarginalBytesPerOpen: number;
   readonly pgBytes: { readonly temporal: number; readonly visibility: number; readonly payments: number };
   /** Resident memory of the workers, summed, MiB. */
@@ -138,10 +141,7 @@ export async function growthMain(): Promise<number> {
     );
   const groups = groupsOf((name) => name !== 'simulator');
   const simulatorGroups = groupsOf((name) => name === 'simulator');
-  const workers = Object.entries(stack.services)
-    .filter(([name]) => name.startsWith('worker'))
-    .map(([, s]) => s.pid)
-    .filter((p): p is number => p !== undefined);
+  const workers = [...groupsOf((name) => name.startsWith('worker'))];
   const runId = Date.now().toString(36);
   let opened = 0;
   let apiTurn = 0;

@@ -41,9 +41,10 @@ const retry: RetryPolicy = {
 
 /**
  * Activity options of each wallet step: an attempt is bounded (pool wait + a few statements of at most
- * DATABASE_STATEMENT_TIMEOUT_MS), and so is the whole step. A hold (or a wallet-only payment's debit) gives up after a
- * minute of database trouble (its payment is then refused, and releases whatever an unknown attempt may have held); a capture, release or refund must
- * happen eventually (money is held until it does), so it keeps trying for a day; a read is worth ten seconds.
+ * DATABASE_STATEMENT_TIMEOUT_MS), and so is the whole step. A hold gives up after a minute of database trouble (its
+ * payment is then refused, and releases whatever an unknown attempt may have held), and so does a wallet-only
+ * payment's debit (a release then decides whether it took the money); a capture, release or refund must happen
+ * eventually (money is held until it does), so it keeps trying for a day; a read is worth ten seconds.
  */
 export const walletActivityOptions = {
   hold: { startToCloseTimeout: '15s', scheduleToCloseTimeout: '1m', retry },

@@ -1,6 +1,7 @@
 /**
  * `payments_wallet_operations_total{kind,outcome}`: every ledger operation of the process (the worker's holds,
- * debits, captures, releases and refunds; the API's credits and reads) by how it ended, counted by the ledger's observer.
+ * debits, captures, releases and refunds; the API's credits and reads) by how it ended, counted by the ledger's
+ * observer.
  */
 import { Counter, type Registry } from 'prom-client';
 import type { WalletObserver } from '../wallets';

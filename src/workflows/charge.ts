@@ -44,11 +44,12 @@ export function chargeWorkflow(input: ChargeWorkflowInput, carried?: ChargeConti
  */
 async function startPayment(payment: PaymentEntity, wallet: WalletSettlement): Promise<void> {
   if (payment.input.request.wallet === undefined) return createAtProvider(payment);
+  const walletOnly = providerAmountOf(payment.input.request) === 0;
+  if (walletOnly && debitsAtOnce()) return debitWalletOnly(payment);
   // Read before the hold's activity: whether the first workflow task was tried before, as the create reads it.
   const retried = firstTaskRetried(payment.input);
-  if (debitsAtOnce(payment.input)) return debitWalletOnly(payment);
   if (!(await holdWalletPart(payment))) return;
-  if (providerAmountOf(payment.input.request) === 0) return payFromWallet(payment);
+  if (walletOnly) return payFromWallet(payment);
   await createAtProvider(payment, retried);
   // The card part's answer decided the hold (succeeded, declined, failed): settled now, before the answer is read.
   await wallet.inTask();

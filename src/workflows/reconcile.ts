@@ -104,7 +104,8 @@ const RESUBMITS_WHILE_UNKNOWN = PATCHES.resubmitsWhileUnknown.id;
 
 /**
  * Whether a resubmission left nothing that can land at the provider: refused here before it left, or (patched) its one
- * request answered without being processed. Such a resubmission does not use up the reconcile's one that may have left.
+ * request answered without being processed. The next check resubmits after one (and, since
+ * {@link RESUBMITS_WHILE_UNKNOWN}, after one that may have left too); only these go on past the schedule's end.
  */
 const leftNothing = (r: NonNullable<ReconcileTally['resubmission']>): boolean =>
   r.sends === 0 || r.unprocessed === true;

@@ -9,7 +9,7 @@ import {
 import type { WalletActivities } from '../activities/wallets';
 import type { PaymentStatus, WalletPartView } from '../domain/payment';
 import { WalletFailure } from '../domain/wallet-errors';
-import { providerAmountOf, walletActivityOptions } from '../domain/wallet-operations';
+import { walletActivityOptions } from '../domain/wallet-operations';
 import type { ChargeWorkflowInput } from '../domain/workflow-inputs';
 import { failureType, messageOf } from './failures';
 import type { Handoffs } from './handoffs';
@@ -124,11 +124,10 @@ export async function holdWalletPart(payment: WalletPort): Promise<boolean> {
 }
 
 /**
- * Whether the payment is wallet-only and pays in one debit ({@link debitWalletOnly}); else its wallet part is held
- * first ({@link holdWalletPart}). The patch marker only on wallet-only payments.
+ * Whether a wallet-only payment pays in one debit ({@link debitWalletOnly}); else it is held first
+ * ({@link holdWalletPart}), then captured. Asked of wallet-only payments only: the patch marker only on those.
  */
-export const debitsAtOnce = (input: ChargeWorkflowInput): boolean =>
-  input.request.wallet !== undefined && providerAmountOf(input.request) === 0 && patched(WALLET_DIRECT_DEBIT);
+export const debitsAtOnce = (): boolean => patched(WALLET_DIRECT_DEBIT);
 
 /**
  * A wallet-only payment in one step: the debit holds and captures it in one transaction, `succeeded`; short funds
