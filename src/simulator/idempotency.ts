@@ -44,9 +44,9 @@ export class IdempotencyTable {
   claim(apiKey: string, key: string, fp: string, ttlS: number): Claim {
     const scope = scopeKey(apiKey, key);
     const now = this.store.nowS();
-    const record = this.store.idempotency.get(scope);
-    if (record && record.created_s + ttlS <= now) this.store.idempotency.delete(scope);
-    const live = this.store.idempotency.get(scope);
+    const record = this.store.idempotencyRecord(scope);
+    if (record && record.created_s + ttlS <= now) this.store.expireIdempotencyRecord(scope);
+    const live = this.store.idempotencyRecord(scope);
     if (live) return live.fingerprint === fp ? { kind: 'replay', response: live.response } : { kind: 'mismatch' };
     const running = this.inFlight.get(scope);
     if (running !== undefined) return running === fp ? { kind: 'in_use' } : { kind: 'mismatch' };
@@ -56,7 +56,7 @@ export class IdempotencyTable {
 
   /** Stores the committed response of a claimed key and releases it. */
   complete(claim: NewClaim, response: StoredResponse): void {
-    this.store.idempotency.set(claim.scope, {
+    this.store.setIdempotencyRecord(claim.scope, {
       api_key: claim.apiKey,
       key: claim.key,
       fingerprint: claim.fingerprint,

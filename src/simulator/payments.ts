@@ -110,15 +110,16 @@ export function authenticatePayment(store: SimStore, id: string, result: 'succee
   const payment = store.paymentById(id);
   if (!payment) return notFound(id);
   if (payment.status !== 'requires_action') return unexpectedState(payment, 'authenticate');
-  delete payment.next_action;
   if (result === 'failed') {
-    payment.status = 'failed';
-    payment.decline_code = 'authentication_failed';
+    store.updatePayment(payment, { status: 'failed', decline_code: 'authentication_failed' }, true);
     return { reply: { status: 200, body: toPayment(payment) } };
   }
   const automatic = payment.capture_mode !== 'manual';
-  payment.status = automatic ? 'succeeded' : 'authorized';
-  payment.amount_captured = automatic ? payment.amount : 0;
+  store.updatePayment(
+    payment,
+    { status: automatic ? 'succeeded' : 'authorized', amount_captured: automatic ? payment.amount : 0 },
+    true,
+  );
   return {
     reply: { status: 200, body: toPayment(payment) },
     effect: { operation: 'create', payment, amount: payment.amount },
@@ -132,8 +133,7 @@ export function capturePayment(store: SimStore, apiKey: string, id: string, body
   if (payment.status !== 'authorized') return unexpectedState(payment, 'capture');
   const amount = body.amount ?? payment.amount;
   if (amount > payment.amount) return tooLarge(`capture of ${amount} is over the authorized ${payment.amount}`);
-  payment.status = 'succeeded';
-  payment.amount_captured = amount;
+  store.updatePayment(payment, { status: 'succeeded', amount_captured: amount });
   return { reply: { status: 200, body: toPayment(payment) }, effect: { operation: 'capture', payment, amount } };
 }
 
@@ -146,8 +146,7 @@ export function voidPayment(store: SimStore, apiKey: string, id: string): Outcom
   if (!payment) return notFound(id);
   if (payment.status !== 'authorized' && payment.status !== 'requires_action') return unexpectedState(payment, 'void');
   const released = payment.status === 'authorized' ? payment.amount : 0;
-  payment.status = 'voided';
-  delete payment.next_action;
+  store.updatePayment(payment, { status: 'voided' }, true);
   return {
     reply: { status: 200, body: toPayment(payment) },
     effect: { operation: 'void', payment, amount: released },
@@ -161,7 +160,7 @@ export function refundPayment(store: SimStore, apiKey: string, id: string, body:
   if (payment.status !== 'succeeded') return unexpectedState(payment, 'refund');
   const refundable = payment.amount_captured - payment.amount_refunded;
   if (body.amount > refundable) return tooLarge(`refund of ${body.amount} is over the refundable ${refundable}`);
-  payment.amount_refunded += body.amount;
+  store.updatePayment(payment, { amount_refunded: payment.amount_refunded + body.amount });
   const refund: RefundRecord = {
     id: store.newId('re'),
     payment_id: payment.id,

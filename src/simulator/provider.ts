@@ -106,7 +106,7 @@ export async function handleProviderRequest(
     status: null,
   });
   const fault = ctx.faults.match({ operation: route.operation, reference, key });
-  if (fault) entry.fault = fault.fault;
+  if (fault) ctx.store.updateRequest(entry, { fault: fault.fault });
   if (fault?.fault === 'reset_before_commit') {
     req.socket.resetAndDestroy();
     return;
@@ -114,7 +114,7 @@ export async function handleProviderRequest(
   if (fault?.fault === 'status') {
     const reply = errorReply(fault.status, 'api_error', 'simulated_fault', `simulated ${fault.status}`);
     if (fault.retry_after_s !== undefined) reply.headers = { 'retry-after': String(fault.retry_after_s) };
-    entry.status = reply.status;
+    ctx.store.updateRequest(entry, { status: reply.status });
     send(res, reply);
     return;
   }
@@ -124,12 +124,12 @@ export async function handleProviderRequest(
   try {
     if (fault?.fault === 'latency') await sleep(fault.latency_ms, undefined, { signal: ctx.signal });
     const reply = decision.kind === 'run' ? await runAndCommit(ctx, apiKey, key, decision) : decision.reply;
-    if (decision.kind === 'reply' && decision.replayed) entry.replayed = true;
+    if (decision.kind === 'reply' && decision.replayed) ctx.store.updateRequest(entry, { replayed: true });
     if (fault?.fault === 'commit_then_drop') {
       req.socket.destroy();
       return;
     }
-    entry.status = reply.status;
+    ctx.store.updateRequest(entry, { status: reply.status });
     send(res, reply);
   } finally {
     // A no-op after complete(); otherwise (closed mid-latency, a bug) the key is freed with nothing stored.

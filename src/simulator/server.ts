@@ -5,7 +5,7 @@ import { createControls, handleControlRequest, type SimulatorControls } from './
 import { FaultInjector } from './faults';
 import { errorReply, send } from './http';
 import { IdempotencyTable } from './idempotency';
-import { loadState, StateSaver } from './persistence';
+import { restoreState, StateJournal } from './persistence';
 import { handleProviderRequest, matchProviderRoute } from './provider';
 import { SimStore } from './store';
 import { WebhookDispatcher, type WebhookRetry } from './webhooks';
@@ -23,7 +23,7 @@ export interface SimulatorOptions {
   port?: number;
   /** Default 127.0.0.1. */
   host?: string;
-  /** JSON file that keeps state across restarts; absent: memory only. */
+  /** File that keeps state across restarts (a JSON snapshot, then one JSON line per save); absent: memory only. */
   statePath?: string;
   /** Webhook delivery bounds; default 5 attempts from 500 ms. */
   webhookRetry?: WebhookRetry;
@@ -46,18 +46,16 @@ const DEFAULT_RETRY: WebhookRetry = { attempts: 5, baseDelayMs: 500 };
 export async function startSimulator(opts: SimulatorOptions = {}): Promise<RunningSimulator> {
   const log = opts.logger ?? (() => undefined);
   const store = new SimStore();
+  let journal: StateJournal | undefined;
   if (opts.statePath !== undefined) {
-    const saved = await loadState(opts.statePath);
-    if (saved) store.load(saved);
+    await restoreState(store, opts.statePath);
+    journal = new StateJournal(
+      opts.statePath,
+      { snapshot: () => store.toState(), takeChanges: () => store.takeChanges() },
+      (err) => log({ level: 'error', msg: 'state save failed', error: String(err) }),
+    );
+    await journal.open();
   }
-  const saver =
-    opts.statePath === undefined
-      ? undefined
-      : new StateSaver(
-          opts.statePath,
-          () => store.toState(),
-          (err) => log({ level: 'error', msg: 'state save failed', error: String(err) }),
-        );
   const closing = new AbortController();
   const webhooks = new WebhookDispatcher(opts.webhookRetry ?? DEFAULT_RETRY);
   const ctx: SimContext = {
@@ -65,7 +63,7 @@ export async function startSimulator(opts: SimulatorOptions = {}): Promise<Runni
     idempotency: new IdempotencyTable(store),
     faults: new FaultInjector(),
     webhooks,
-    persist: () => saver?.save() ?? Promise.resolve(),
+    persist: () => journal?.save() ?? Promise.resolve(),
     baseUrl: '',
     signal: closing.signal,
     log,
@@ -112,6 +110,7 @@ export async function startSimulator(opts: SimulatorOptions = {}): Promise<Runni
     await stopped;
     await webhooks.close();
     await ctx.persist();
+    await journal?.close();
   };
 
   return {

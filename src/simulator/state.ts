@@ -111,3 +111,24 @@ export const SimState = z.object({
 });
 /** Everything that survives a restart. */
 export type SimState = z.infer<typeof SimState>;
+
+/**
+ * What changed since the last save: one line of the state file's journal after its snapshot. Records are whole (a
+ * payment as it is now), so applying the lines in order rebuilds the state; `requests` are appended, `request_updates`
+ * replace requests saved before while still in flight.
+ */
+export const SimChanges = z.object({
+  clock_offset_s: z.number(),
+  seq: z.int().min(0),
+  merchants: z.record(z.string(), MerchantSettings).optional(),
+  payments: z.array(PaymentRecord).optional(),
+  refunds: z.array(RefundRecord).optional(),
+  idempotency: z.array(IdempotencyRecord).optional(),
+  /** Keys that expired (scopes of records removed), applied before `idempotency`. */
+  idempotency_expired: z.array(z.object({ api_key: z.string(), key: z.string() })).optional(),
+  effects: z.array(LedgerEffect).optional(),
+  requests: z.array(LedgerRequest).optional(),
+  request_updates: z.array(z.object({ index: z.int().min(0), request: LedgerRequest })).optional(),
+});
+/** What changed since the last save. */
+export type SimChanges = z.infer<typeof SimChanges>;

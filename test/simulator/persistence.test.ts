@@ -1,8 +1,9 @@
-import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startSimulator } from '../../src/simulator/server';
-import { SimState } from '../../src/simulator/state';
+import { restoreState } from '../../src/simulator/persistence';
+import { SimStore } from '../../src/simulator/store';
 import { call, createBody, newApiKey, newKey } from './helpers';
 
 let dir: string;
@@ -60,7 +61,9 @@ describe('persistence', () => {
       const key = newKey();
       sim.addFaults({ rules: [{ match: { key }, fault: 'commit_then_drop' }] });
       await expect(call(sim, 'POST', '/v1/payments', { apiKey, key, body: createBody() })).rejects.toThrow();
-      const saved = SimState.parse(JSON.parse(await readFile(statePath, 'utf8')));
+      const restored = new SimStore();
+      await restoreState(restored, statePath);
+      const saved = restored.toState();
       expect(saved.ledger.effects).toEqual([expect.objectContaining({ api_key: apiKey, idempotency_key: key })]);
       expect(saved.idempotency).toEqual([
         expect.objectContaining({ key, response: expect.objectContaining({ status: 200 }) }),
