@@ -93,6 +93,19 @@ const holdRefusals: Partial<Record<string, string>> = {
 };
 
 /**
+ * When the wallet's first step (a hold or a debit) was refused for good (no such wallet, another currency, the
+ * operation id taken by another amount): nothing was taken, the payment fails with why. Answers whether it was.
+ */
+function failIfRefused(payment: WalletPort, err: unknown): boolean {
+  const refusal = holdRefusals[failureType(err) ?? ''];
+  if (refusal === undefined) return false;
+  markWallet(payment.state, 'released');
+  payment.state.view.failureReason = refusal;
+  payment.transition('failed');
+  return true;
+}
+
+/**
  * The wallet part's first step, before any provider call: holds `wallet.amount` under `hold:<merchant>:<key>`.
  * Answers whether the payment goes on. Short funds decline it (`wallet_insufficient_funds`), a refusal fails it, both
  * with nothing held; a hold whose outcome stayed unknown through its budget (database trouble) fails it
@@ -109,15 +122,14 @@ export async function holdWalletPart(payment: WalletPort): Promise<boolean> {
     if (held.status === 'held') return true;
     declineShortFunds(payment);
   } catch (err) {
-    const type = failureType(err) ?? '';
-    const refusal = holdRefusals[type];
-    if (refusal !== undefined) markWallet(state, 'released');
-    state.view.failureReason = refusal ?? 'wallet_unavailable';
     log.warn('the wallet part could not be held; the payment failed before any provider call', {
       reason: messageOf(err),
-      type,
+      type: failureType(err),
     });
-    payment.transition('failed');
+    if (!failIfRefused(payment, err)) {
+      state.view.failureReason = 'wallet_unavailable';
+      payment.transition('failed');
+    }
   }
   state.firstCallSettled = true;
   return false;
@@ -146,15 +158,7 @@ export async function debitWalletOnly(payment: WalletPort): Promise<void> {
       declineShortFunds(payment);
     }
   } catch (err) {
-    const type = failureType(err) ?? '';
-    const refusal = holdRefusals[type];
-    if (refusal === undefined) {
-      await settleUnknownDebit(payment, err);
-    } else {
-      markWallet(state, 'released');
-      state.view.failureReason = refusal;
-      payment.transition('failed');
-    }
+    if (!failIfRefused(payment, err)) await settleUnknownDebit(payment, err);
   }
   state.firstCallSettled = true;
 }

@@ -11,13 +11,15 @@ import { ApplicationFailure, defaultPayloadConverter } from '@temporalio/common'
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { walletMetricsObserver } from '../../src/metrics/wallet-metrics';
 import { chargeWorkflowId } from '../../src/domain/ids';
+import { ChargeRequest } from '../../src/domain/payment';
+import type { ChargeWorkflowInput } from '../../src/domain/workflow-inputs';
 import type { RestProvider } from '../../src/providers';
 import { type DebitResult, type HoldArgs, type SettleArgs, type SettleResult, WalletLedger } from '../../src/wallets';
 import { openTestDatabase } from '../helpers/database';
 import { refusingProvider } from '../helpers/refusing-provider';
 import { connectDevServer } from '../helpers/servers';
 import { recordHistories } from '../helpers/workflows';
-import { type ApiWorld, chargeBody, newKey, startWorld } from '../helpers/world';
+import { type ApiWorld, chargeBody, newKey, startWorld, testTimings } from '../helpers/world';
 import { eventually } from '../helpers/eventually';
 
 let env: TestWorkflowEnvironment;
@@ -442,6 +444,54 @@ describe('POST /v1/payments with a wallet part: the money', () => {
       else await expect(late).resolves.toMatchObject({ status: 'captured', replayed: true });
       expect(await movesOf(walletId)).toEqual(moves);
       expect(simOf(body.orderId as string).requests).toEqual([]);
+    },
+  );
+
+  it.each([
+    ['split', 'no such wallet', 'wallet_not_found'],
+    ['wallet-only', 'no such wallet', 'wallet_not_found'],
+    ['split', 'a wallet in another currency', 'wallet_currency_mismatch'],
+    ['wallet-only', 'a wallet in another currency', 'wallet_currency_mismatch'],
+  ] as const)(
+    'a %s payment started naming %s (no API or client to check it): failed %s, nothing taken, no provider call',
+    async (shape, _wallet, reason) => {
+      // The API and the client refuse such a part with a 400 before starting anything (the validation test above); a
+      // starter that skipped them reaches the workflow, whose hold or debit the ledger refuses for good.
+      const euros = await walletWith(1_000);
+      const walletId = reason === 'wallet_not_found' ? `w-none-${randomUUID().slice(0, 8)}` : euros;
+      const key = newKey();
+      const request = ChargeRequest.parse(
+        chargeBody({
+          amount: { value: shape === 'split' ? 1_000 : 400, currency: reason === 'wallet_not_found' ? 'EUR' : 'USD' },
+          wallet: { walletId, amount: 400 },
+        }),
+      );
+      const input: ChargeWorkflowInput = {
+        merchantId: h.a.id,
+        key,
+        fingerprint: 'b'.repeat(64),
+        request,
+        timings: testTimings,
+        shape: 3,
+      };
+      const handle = await env.client.workflow.start('chargeWorkflow', {
+        taskQueue: h.taskQueue,
+        workflowId: chargeWorkflowId(h.a.id, key),
+        args: [input],
+      });
+      const settled = await eventually('the payment answered', async () => {
+        const v = await view(key);
+        return v.status === 'pending' ? undefined : v;
+      });
+
+      expect(settled).toMatchObject({ status: 'failed', failureReason: reason, wallet: { status: 'released' } });
+      expect(await walletOf(euros)).toMatchObject({ balance: 1_000, held: 0 });
+      expect(await movesOf(euros)).toEqual([]);
+      expect(simOf(request.orderId).requests).toEqual([]);
+      // The first step of the payment's shape was the one refused: a hold (before the card) or a debit.
+      expect(walletSteps((await handle.fetchHistory()).events ?? []).map(([, name]) => name)).toEqual([
+        shape === 'split' ? 'holdWallet' : 'debitWallet',
+      ]);
     },
   );
 
