@@ -1,0 +1,81 @@
+/**
+ * `WORKER_MAX_CACHED_WORKFLOWS` bounds what a worker process keeps in memory: the SDK's default cache grows with the
+ * open payments (measured at 2,310 per process on a 4 GiB heap, README "Growth"), this setting caps it. Seen through
+ * the configured stack, as `npm run worker` builds it: open payments waiting for their capture, then the workers'
+ * own count of cached workflows.
+ */
+import { randomUUID } from 'node:crypto';
+import type { TestWorkflowEnvironment } from '@temporalio/testing';
+import pino from 'pino';
+import { loadConfig } from '../../src/config';
+import { chargeWorkflowId } from '../../src/domain/ids';
+import { startSimulator, type RunningSimulator } from '../../src/simulator/server';
+import { startConfiguredStack } from '../../src/stack';
+import { connectDevServer } from '../helpers/servers';
+import { workflowBundlePath } from '../helpers/workflow-bundle';
+
+let env: TestWorkflowEnvironment;
+let sim: RunningSimulator;
+beforeAll(async () => {
+  [env, sim] = await Promise.all([connectDevServer(), startSimulator({ port: 0 })]);
+});
+afterAll(async () => {
+  await sim?.close();
+  await env?.teardown();
+});
+
+/** Opens `count` manual-capture payments through a configured stack; answers the workers' cached workflows. */
+async function cachedAfterOpening(count: number, maxCached: string | undefined): Promise<number> {
+  const config = loadConfig({
+    TEMPORAL_ADDRESS: env.address,
+    TASK_QUEUE: `cache-${randomUUID()}`,
+    SIMULATOR_URL: sim.url,
+    WORKFLOW_BUNDLE_PATH: await workflowBundlePath(),
+    HOST: '127.0.0.1',
+    PORT: '0',
+    ...(maxCached === undefined ? {} : { WORKER_MAX_CACHED_WORKFLOWS: maxCached }),
+  });
+  const stack = await startConfiguredStack(config, pino({ level: 'silent' }), { api: true, workers: true });
+  const merchant = config.API_TOKENS[0];
+  const keys: string[] = [];
+  try {
+    await stack.startWorkers();
+    for (let i = 0; i < count; i += 1) {
+      const key = `cache-${randomUUID()}`;
+      keys.push(key);
+      const res = await fetch(`${stack.api?.url}/v1/payments`, {
+        method: 'POST',
+        headers: {
+          authorization: `Bearer ${merchant?.token}`,
+          'idempotency-key': key,
+          'content-type': 'application/json',
+        },
+        body: JSON.stringify({
+          orderId: `order_${randomUUID()}`,
+          amount: { value: 1_000, currency: 'EUR' },
+          paymentMethod: 'pm_card_visa',
+          capture: 'manual',
+        }),
+      });
+      expect(res.status).toBe(200);
+      expect(((await res.json()) as { status: string }).status).toBe('authorized');
+    }
+    const workers = await stack.createWorkers();
+    return Math.max(...workers.map((w) => w.getStatus().numCachedWorkflows));
+  } finally {
+    await Promise.all(
+      keys.map((key) =>
+        env.client.workflow
+          .getHandle(chargeWorkflowId(merchant?.merchantId ?? '', key))
+          .terminate('test over')
+          .catch(() => undefined),
+      ),
+    );
+    await stack.close();
+  }
+}
+
+it('keeps at most WORKER_MAX_CACHED_WORKFLOWS payments in a worker’s cache; without it, every open one', async () => {
+  expect(await cachedAfterOpening(5, '2')).toBe(2);
+  expect(await cachedAfterOpening(5, undefined)).toBe(5);
+});
