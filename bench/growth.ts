@@ -1,7 +1,8 @@
 /**
  * `npm run bench -- --growth`: how the product's cost grows with the work it holds open (issue 21 §3). Against a
  * running `npm run cluster` (its stack file, as the soak reads it), it opens manual-capture payments that stay open
- * (each waits for its capture) up to each step of GROWTH_STEPS (default 1000,10000,50000), and at each step measures:
+ * (each waits for its capture) up to each step of GROWTH_STEPS (default 1000,10000,50000) open in the cluster (what it
+ * already holds counts), and at each step measures:
  * the latency p50/p99 of a new payment sent one at a time (GROWTH_SAMPLE, default 200), the CPU time of the product's
  * processes per payment opened during the step (Temporal, PostgreSQL, workers, APIs, Redis; the simulator's apart), the
  * PostgreSQL bytes per open payment (Temporal's two databases and the payments database) and the workers' resident
@@ -221,15 +222,16 @@ export async function growthMain(): Promise<number> {
       const cpuBefore = groupCpuMs(groups);
       const simulatorCpuBefore = groupCpuMs(simulatorGroups);
       const openedBefore = opened;
-      // Fill up to the step (less the sample, which opens payments too), `concurrency` in flight.
-      const fillTo = Math.max(opened, target - sample);
+      // Fill up to the step, counting what the cluster already holds open (a run against a filled cluster adds only
+      // what is missing), less the sample, which opens payments too; `concurrency` in flight.
+      const fillTo = opened + Math.max(0, target - (await openPayments()) - sample);
       await forEachBounded(indices(opened, fillTo), concurrency, async (i) => {
         await charge(i);
       });
       opened = fillTo;
-      // The sample: one at a time, as a single caller meets the system holding `target` open payments.
+      // The sample, always taken: one at a time, as a single caller meets the system holding `target` open payments.
       const latencies: number[] = [];
-      for (let s = 0; s < sample && opened < target; s++) {
+      for (let s = 0; s < sample; s++) {
         const ms = await charge(opened++);
         if (ms !== undefined) latencies.push(ms);
       }
