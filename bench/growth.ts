@@ -65,16 +65,22 @@ const intList = (raw: string | undefined, fallback: number[]): number[] =>
         return n;
       });
 
-/** CPU ticks of every process whose process group is one of `groups` (each supervised service leads its own). */
+/**
+ * CPU of every process whose process group is one of `groups` (each supervised service leads its own), with the
+ * children they reaped, and of the live children of a group's leader in groups of their own: PostgreSQL's backends
+ * each start a session (setsid), so without this the database's work was not counted at all.
+ */
 function groupCpuMs(groups: ReadonlySet<number>): number {
   let ticks = 0;
   for (const entry of readdirSync('/proc')) {
     if (!/^\d+$/.test(entry)) continue;
     try {
       const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
-      // After the command: state, ppid, pgrp (index 2), ..., utime (11), stime (12).
+      // After the command: state, ppid (index 1), pgrp (2), ..., utime (11), stime (12), cutime (13), cstime (14).
       const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-      if (groups.has(Number(fields[2]))) ticks += Number(fields[11]) + Number(fields[12]);
+      const own = Number(fields[11]) + Number(fields[12]);
+      if (groups.has(Number(fields[2]))) ticks += own + Number(fields[13]) + Number(fields[14]);
+      else if (groups.has(Number(fields[1]))) ticks += own;
     } catch {
       // gone
     }
