@@ -331,7 +331,12 @@ function dropped(
 it.concurrent(
   'a query that replays an uncached charge past its last workflow task makes the refund accepted after the result: replay fails (TMPRL1100)',
   async () => {
-    const { client, handle, queried, workerB, bundle, workflowId, notSetUp } = await querySplit();
+    // Up to three runs until one is set up, as the other races do: with five races in one process, a run whose
+    // stickiness reset before the result's task (see querySplit) came 2 times in about 35 concurrent runs. The third
+    // must be set up.
+    let split = await querySplit();
+    for (let run = 1; run < 3 && dropped('the refund update', run, split); run++) split = await querySplit();
+    const { client, handle, queried, workerB, bundle, workflowId, notSetUp } = split;
     expect({ notSetUp }).toEqual({ notSetUp: undefined });
     const updateId = `refund-${randomUUID()}`;
     // Started without waiting: the server holds the request until the task that admitted it is processed.
