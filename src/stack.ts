@@ -26,7 +26,7 @@ import { RedisCircuitBreaker, closeBreakerRedis, connectBreakerRedis, redisReady
 import { type SweepActivities, createSweepActivities } from './activities/sweep';
 import { createKeyRecordActivities } from './activities/key-records';
 import { createWalletActivities } from './activities/wallets';
-import { type ApiConfig, type ApiDeps, buildApi } from './api/app';
+import type { ApiConfig, ApiDeps } from './api/app';
 import { PaymentsClient, type PaymentsClientOptions } from './client';
 import { AesGcmPayloadCodec, encryptingDataConverter } from './codec';
 import type { Config, ProviderLimits } from './config';
@@ -437,6 +437,9 @@ export async function startStack(options: StackOptions): Promise<Stack> {
       ...api.payments,
       ...(api.wallets ? { wallets: api.wallets } : {}),
     });
+    // Loaded when an API starts, not with this module: fastify, its swagger and zod plugins and the routes are about a
+    // twentieth of the CPU of loading the stack, which a worker process and the tests that start no API never use.
+    const { buildApi } = await import('./api/app');
     const app = await buildApi({
       client: payments,
       config: api.config,

@@ -1,7 +1,27 @@
-import { DefaultLogger, Runtime, makeTelemetryFilterString } from '@temporalio/worker';
+/**
+ * Installs the Temporal Runtime every test file's workers, connections and test servers use: worker lifecycle INFO
+ * lines and the test server's capability warnings would bury test output; errors still show.
+ *
+ * Installed when a file first loads the runtime's module, not here: importing it here (it was `@temporalio/worker`'s
+ * index) cost every test file the Temporal SDK's load (the worker, its protos and native bridge: about 0.5 s of CPU
+ * per file, as jest evaluates modules again in every file), and about 60 of the 142 files never use it. Everything
+ * that can reach the Runtime (a Worker, a NativeConnection, a TestWorkflowEnvironment, `Runtime.instance()`) loads
+ * this module first, so the Runtime is installed before anything can instantiate it, as before; a file that never
+ * loads it pays nothing. The factory hands back the real module (jest.mock only defers its first load here).
+ */
+import type * as LoggerModule from '@temporalio/worker/lib/logger';
+import type * as RuntimeModule from '@temporalio/worker/lib/runtime';
+import type * as RuntimeOptionsModule from '@temporalio/worker/lib/runtime-options';
 
-// Worker lifecycle INFO lines and the test server's capability warnings would bury test output; errors still show.
-Runtime.install({
-  logger: new DefaultLogger('ERROR'),
-  telemetryOptions: { logging: { filter: makeTelemetryFilterString({ core: 'ERROR' }), console: {} } },
+jest.mock('@temporalio/worker/lib/runtime', () => {
+  const runtime = jest.requireActual<typeof RuntimeModule>('@temporalio/worker/lib/runtime');
+  const { DefaultLogger } = jest.requireActual<typeof LoggerModule>('@temporalio/worker/lib/logger');
+  const { makeTelemetryFilterString } = jest.requireActual<typeof RuntimeOptionsModule>(
+    '@temporalio/worker/lib/runtime-options',
+  );
+  runtime.Runtime.install({
+    logger: new DefaultLogger('ERROR'),
+    telemetryOptions: { logging: { filter: makeTelemetryFilterString({ core: 'ERROR' }), console: {} } },
+  });
+  return runtime;
 });

@@ -8,7 +8,7 @@ import { createHash } from 'node:crypto';
 import { readFileSync, readdirSync } from 'node:fs';
 import path from 'node:path';
 import type pg from 'pg';
-import { Umzug, type UmzugStorage } from 'umzug';
+import type { UmzugStorage } from 'umzug';
 import { inTransaction, type Queryable } from './transaction';
 
 /** Where the migration files are (beside this module, in src/ and in the built dist/). */
@@ -67,6 +67,10 @@ export async function migrate(pool: pg.Pool, dir: string = migrationsDir): Promi
         throw new Error(`migration ${applied.name} changed after it was applied: add a new migration instead`);
       }
     }
+    // Loaded here, not with the module: umzug brings its CLI along (@rushstack/ts-command-line and its file-system and
+    // JSON-schema libraries): about a tenth of the CPU of loading src/stack, paid by every process and test file that
+    // imports it, most of which never migrate a database.
+    const { Umzug } = await import('umzug');
     const umzug = new Umzug<Queryable>({
       migrations: files.map((f) => ({
         name: f.name,

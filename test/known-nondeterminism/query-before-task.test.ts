@@ -22,6 +22,10 @@
  * the query won a race. The first test asserts the SDK's wrong behaviour: when it fails because the replay succeeds,
  * the SDK (or the workflow's shape) no longer has the bug; flip it then. The others run the same race with what the
  * payment receives now (a refund signal, a provider event routed by query then signal) and replay every history.
+ *
+ * The five races run at the same time (`it.concurrent`; jest's default maxConcurrency is 5): each has its own task
+ * queue, workers A and B, merchant and workflow ids, so none can take another's query or task, and most of a race is
+ * waiting on a dead sticky queue, so the file takes about one race's time instead of five.
  */
 import { randomUUID } from 'node:crypto';
 import { spawn } from 'node:child_process';
@@ -309,281 +313,315 @@ async function querySplit<T = PaymentView>(options: SplitOptions<T> = {}) {
   return { client, handle, queried, workerB, bundle, workflowId, notSetUp };
 }
 
-/** A run whose race was not set up (see querySplit): said so and its query left alone; the caller runs the race again. */
-function dropped(run: number, split: { readonly notSetUp: string | undefined; readonly queried: Promise<unknown> }) {
+/**
+ * A run whose race was not set up (see querySplit): said so (`race` names it among the concurrent ones) and its query
+ * left alone; the caller runs the race again.
+ */
+function dropped(
+  race: string,
+  run: number,
+  split: { readonly notSetUp: string | undefined; readonly queried: Promise<unknown> },
+) {
   if (split.notSetUp === undefined) return false;
   split.queried.catch(() => undefined);
-  console.info(`run ${run}: the race was not set up (${split.notSetUp}), run again`);
+  console.info(`${race}, run ${run}: the race was not set up (${split.notSetUp}), run again`);
   return true;
 }
 
-it('a query that replays an uncached charge past its last workflow task makes the refund accepted after the result: replay fails (TMPRL1100)', async () => {
-  const { client, handle, queried, workerB, bundle, workflowId, notSetUp } = await querySplit();
-  expect({ notSetUp }).toEqual({ notSetUp: undefined });
-  const updateId = `refund-${randomUUID()}`;
-  // Started without waiting: the server holds the request until the task that admitted it is processed.
-  void handle
-    .startUpdate(refundUpdate, {
-      args: [{ refundKey: `ref_${randomUUID()}`, fingerprint: 'refund-fp', amount: 100 }],
-      updateId,
-      waitForStage: WorkflowUpdateStage.ACCEPTED,
-    })
-    .catch(() => undefined);
-  const pollUpdate = (stage: temporal.api.enums.v1.UpdateWorkflowExecutionLifecycleStage) =>
-    client.workflowService.pollWorkflowExecutionUpdate({
-      namespace: 'default',
-      updateRef: { workflowExecution: { workflowId }, updateId },
-      identity: 'query-before-task.test',
-      waitPolicy: { lifecycleStage: stage },
-    });
-  const {
-    UPDATE_WORKFLOW_EXECUTION_LIFECYCLE_STAGE_ADMITTED: ADMITTED,
-    UPDATE_WORKFLOW_EXECUTION_LIFECYCLE_STAGE_ACCEPTED: ACCEPTED,
-  } = temporal.api.enums.v1.UpdateWorkflowExecutionLifecycleStage;
-  await eventually(
-    'the refund admitted',
-    () =>
-      pollUpdate(ADMITTED).then(
-        () => true,
-        () => undefined,
-      ),
-    30_000,
-    100,
-  );
-
-  // 4./5. Worker B, with no cache of the run, takes the query, then the task.
-  const { view, outcome } = await workerB.runUntil(async () => {
-    const v = await queried;
-    // Accepted, or completed by a rejection (the validator's failure).
-    const polled = await eventually(
-      'the refund accepted or refused',
+it.concurrent(
+  'a query that replays an uncached charge past its last workflow task makes the refund accepted after the result: replay fails (TMPRL1100)',
+  async () => {
+    // Up to three runs until one is set up, as the other races do: with five races in one process, a run whose
+    // stickiness reset before the result's task (see querySplit) came 2 times in about 35 concurrent runs. The third
+    // must be set up.
+    let split = await querySplit();
+    for (let run = 1; run < 3 && dropped('the refund update', run, split); run++) split = await querySplit();
+    const { client, handle, queried, workerB, bundle, workflowId, notSetUp } = split;
+    expect({ notSetUp }).toEqual({ notSetUp: undefined });
+    const updateId = `refund-${randomUUID()}`;
+    // Started without waiting: the server holds the request until the task that admitted it is processed.
+    void handle
+      .startUpdate(refundUpdate, {
+        args: [{ refundKey: `ref_${randomUUID()}`, fingerprint: 'refund-fp', amount: 100 }],
+        updateId,
+        waitForStage: WorkflowUpdateStage.ACCEPTED,
+      })
+      .catch(() => undefined);
+    const pollUpdate = (stage: temporal.api.enums.v1.UpdateWorkflowExecutionLifecycleStage) =>
+      client.workflowService.pollWorkflowExecutionUpdate({
+        namespace: 'default',
+        updateRef: { workflowExecution: { workflowId }, updateId },
+        identity: 'query-before-task.test',
+        waitPolicy: { lifecycleStage: stage },
+      });
+    const {
+      UPDATE_WORKFLOW_EXECUTION_LIFECYCLE_STAGE_ADMITTED: ADMITTED,
+      UPDATE_WORKFLOW_EXECUTION_LIFECYCLE_STAGE_ACCEPTED: ACCEPTED,
+    } = temporal.api.enums.v1.UpdateWorkflowExecutionLifecycleStage;
+    await eventually(
+      'the refund admitted',
       () =>
-        pollUpdate(ACCEPTED).then(
-          (r) => r,
+        pollUpdate(ADMITTED).then(
+          () => true,
           () => undefined,
         ),
       30_000,
       100,
     );
-    const refused = polled.outcome?.failure?.message;
-    return { view: v, outcome: refused === undefined || refused === null ? 'accepted' : `refused: ${refused}` };
-  });
 
-  // The query answered from state ahead of history: no completed workflow task holds createPayment's result yet.
-  expect(view.status).toBe('succeeded');
-  // The first execution validated the refund against that state and accepted it (without the query, the validator
-  // sees the payment still pending and refuses it: `Only a captured payment can be refunded; this one is pending`).
-  expect(outcome).toBe('accepted');
-  const history = await handle.fetchHistory();
-  const shape = shapeOf(history);
-  const accepted = shape.findIndex((s) => s.startsWith('WORKFLOW_EXECUTION_UPDATE_ACCEPTED(refund'));
-  const upsert = shape.findIndex(
-    (s, i) => i > shape.indexOf('ACTIVITY_TASK_COMPLETED') && s === 'UPSERT_WORKFLOW_SEARCH_ATTRIBUTES',
-  );
-  const taskCompleted = shape.lastIndexOf('WORKFLOW_TASK_COMPLETED', upsert);
-  // One workflow task completed the result's commands and THEN accepted the refund (the soak's shape).
-  expect(upsert).toBeGreaterThan(0);
-  expect(accepted).toBeGreaterThan(upsert);
-  expect(shape.slice(taskCompleted + 1, accepted)).not.toContain('WORKFLOW_TASK_COMPLETED');
+    // 4./5. Worker B, with no cache of the run, takes the query, then the task.
+    const { view, outcome } = await workerB.runUntil(async () => {
+      const v = await queried;
+      // Accepted, or completed by a rejection (the validator's failure).
+      const polled = await eventually(
+        'the refund accepted or refused',
+        () =>
+          pollUpdate(ACCEPTED).then(
+            (r) => r,
+            () => undefined,
+          ),
+        30_000,
+        100,
+      );
+      const refused = polled.outcome?.failure?.message;
+      return { view: v, outcome: refused === undefined || refused === null ? 'accepted' : `refused: ${refused}` };
+    });
 
-  // Replayed from that history, sdk-core delivers the refund before the result: the soak's nondeterminism.
-  await expect(Worker.runReplayHistory({ workflowBundle: bundle }, history)).rejects.toThrow(
-    /Update machine does not handle this event: HistoryEvent\(id: \d+, UpsertWorkflowSearchAttributes\)/,
-  );
-}, 300_000);
+    // The query answered from state ahead of history: no completed workflow task holds createPayment's result yet.
+    expect(view.status).toBe('succeeded');
+    // The first execution validated the refund against that state and accepted it (without the query, the validator
+    // sees the payment still pending and refuses it: `Only a captured payment can be refunded; this one is pending`).
+    expect(outcome).toBe('accepted');
+    const history = await handle.fetchHistory();
+    const shape = shapeOf(history);
+    const accepted = shape.findIndex((s) => s.startsWith('WORKFLOW_EXECUTION_UPDATE_ACCEPTED(refund'));
+    const upsert = shape.findIndex(
+      (s, i) => i > shape.indexOf('ACTIVITY_TASK_COMPLETED') && s === 'UPSERT_WORKFLOW_SEARCH_ATTRIBUTES',
+    );
+    const taskCompleted = shape.lastIndexOf('WORKFLOW_TASK_COMPLETED', upsert);
+    // One workflow task completed the result's commands and THEN accepted the refund (the soak's shape).
+    expect(upsert).toBeGreaterThan(0);
+    expect(accepted).toBeGreaterThan(upsert);
+    expect(shape.slice(taskCompleted + 1, accepted)).not.toContain('WORKFLOW_TASK_COMPLETED');
 
-it('the same race with the refund sent as a signal (as the client sends it now): the history replays, split or not', async () => {
-  // For a signal the split needs it to arrive after the query's history was read and before the task reaches B (an
-  // update is admitted to the task beforehand, a signal is an event any later read includes): that window is short and
-  // not under the test's control, so the scenario runs up to three times until a run splits, and every run's history
-  // must replay. Seen: split in 2 of 4 runs on a quiet machine, in none of 2 under load. In a split run, without the
-  // extra condition pass of readyForRequest replay failed (the refund's child ahead of submit's answer: `Child workflow
-  // machine does not handle this event: ... WorkflowExecutionUpdateCompleted`).
-  let splits = 0;
-  for (let run = 1; run <= 3 && splits === 0; run++) {
-    const race = await querySplit();
-    if (dropped(run, race)) continue;
-    const { handle, queried, workerB, bundle } = race;
-    const refundKey = `ref_${randomUUID()}`;
-    const answer = await workerB.runUntil(async () => {
-      // 4. B answers the query from the result it applied early (no completed task holds it yet)...
-      const view = await queried;
-      expect(view.status).toBe('succeeded');
-      // ...and the refund signal goes out at once: if the task has not reached B yet, B delivers it in an activation
-      // after the result's, as it did the update.
-      await handle.signal(refundRequest.requested, {
-        refundKey,
-        fingerprint: 'refund-fp',
-        amount: 100,
-        requestId: 'req-split',
+    // Replayed from that history, sdk-core delivers the refund before the result: the soak's nondeterminism.
+    await expect(Worker.runReplayHistory({ workflowBundle: bundle }, history)).rejects.toThrow(
+      /Update machine does not handle this event: HistoryEvent\(id: \d+, UpsertWorkflowSearchAttributes\)/,
+    );
+  },
+  300_000,
+);
+
+it.concurrent(
+  'the same race with the refund sent as a signal (as the client sends it now): the history replays, split or not',
+  async () => {
+    // For a signal the split needs it to arrive after the query's history was read and before the task reaches B (an
+    // update is admitted to the task beforehand, a signal is an event any later read includes): that window is short and
+    // not under the test's control, so the scenario runs up to three times until a run splits, and every run's history
+    // must replay. Seen: split in 2 of 4 runs on a quiet machine, in none of 2 under load. In a split run, without the
+    // extra condition pass of readyForRequest replay failed (the refund's child ahead of submit's answer: `Child workflow
+    // machine does not handle this event: ... WorkflowExecutionUpdateCompleted`).
+    let splits = 0;
+    for (let run = 1; run <= 3 && splits === 0; run++) {
+      const race = await querySplit();
+      if (dropped('query split with a refund signal', run, race)) continue;
+      const { handle, queried, workerB, bundle } = race;
+      const refundKey = `ref_${randomUUID()}`;
+      const answer = await workerB.runUntil(async () => {
+        // 4. B answers the query from the result it applied early (no completed task holds it yet)...
+        const view = await queried;
+        expect(view.status).toBe('succeeded');
+        // ...and the refund signal goes out at once: if the task has not reached B yet, B delivers it in an activation
+        // after the result's, as it did the update.
+        await handle.signal(refundRequest.requested, {
+          refundKey,
+          fingerprint: 'refund-fp',
+          amount: 100,
+          requestId: 'req-split',
+        });
+        return eventually(
+          'the refund settled',
+          async () => {
+            const a = await handle.query(refundRequest.answer, 'refund', refundKey, 'req-split', 'refund-fp');
+            return a?.settled ? a : undefined;
+          },
+          30_000,
+          100,
+        );
       });
-      return eventually(
-        'the refund settled',
-        async () => {
-          const a = await handle.query(refundRequest.answer, 'refund', refundKey, 'req-split', 'refund-fp');
-          return a?.settled ? a : undefined;
-        },
-        30_000,
-        100,
+      expect(answer.refusal).toBeUndefined();
+      expect(answer.view.amountRefunded).toBe(100);
+      const history = await handle.fetchHistory();
+      const shape = shapeOf(history);
+      const result = shape.indexOf('ACTIVITY_TASK_COMPLETED');
+      const signalled = shape.indexOf('WORKFLOW_EXECUTION_SIGNALED', result);
+      // Split: the signal came in the task of the result (no workflow task completed between them).
+      if (signalled > result && !shape.slice(result, signalled).includes('WORKFLOW_TASK_COMPLETED')) splits += 1;
+      // Replayed, sdk-core hands a split signal over before the result; the handler acts only once the first call
+      // settled, the main line is parked and one more condition pass ran, so the commands come in the order the first
+      // execution wrote them.
+      await Worker.runReplayHistory({ workflowBundle: bundle }, history);
+      console.info(
+        `query split with a refund signal, run ${run}: ${splits > 0 ? 'split, replayed' : 'no split, replayed'}`,
       );
-    });
-    expect(answer.refusal).toBeUndefined();
-    expect(answer.view.amountRefunded).toBe(100);
-    const history = await handle.fetchHistory();
-    const shape = shapeOf(history);
-    const result = shape.indexOf('ACTIVITY_TASK_COMPLETED');
-    const signalled = shape.indexOf('WORKFLOW_EXECUTION_SIGNALED', result);
-    // Split: the signal came in the task of the result (no workflow task completed between them).
-    if (signalled > result && !shape.slice(result, signalled).includes('WORKFLOW_TASK_COMPLETED')) splits += 1;
-    // Replayed, sdk-core hands a split signal over before the result; the handler acts only once the first call
-    // settled, the main line is parked and one more condition pass ran, so the commands come in the order the first
-    // execution wrote them.
-    await Worker.runReplayHistory({ workflowBundle: bundle }, history);
-    console.info(
-      `query split with a refund signal, run ${run}: ${splits > 0 ? 'split, replayed' : 'no split, replayed'}`,
-    );
-  }
-}, 600_000);
+    }
+  },
+  600_000,
+);
 
-it('a provider event routed by query then signal, its query the one that splits: the history replays', async () => {
-  // The router (src/client/provider-events.ts) asks the payment by query first and signals only news, at once: its
-  // query is the one of step 2 and its signal lands in the window before the result's task, the very recipe of the
-  // split. The event tells more than the create's result: the provider voided the authorization. Seen on the code
-  // before events waited (`whenReady`): the first execution applied the result (upsert authorized, expiry timer,
-  // submit's answer) and then the event (upsert voided, timer cancelled), replay applied the event first and failed.
-  let splits = 0;
-  for (let run = 1; run <= 3 && splits === 0; run++) {
-    const race = await querySplit({
-      capture: 'manual',
-      trigger: async ({ created, owner, provider, taskQueue }) => {
-        if (!created) throw new Error('the provider answered the create with no payment');
-        const voided = await provider.voidPayment(created.id, { idempotencyKey: `void_${randomUUID()}`, attempt: 1 });
-        const event = {
-          eventId: `evt_${randomUUID()}`,
-          type: 'payment.voided' as const,
-          created: Math.floor(Date.now() / 1000),
-          payment: voided,
-        };
-        const routing = { client: env.client, namespace: 'default', taskQueue, retainMs: 60_000, matchWaitMs: 0 };
-        return deliverProviderEvent(routing, 'simulator', event, owner);
-      },
-    });
-    if (dropped(run, race)) continue;
-    const { handle, queried, workerB, bundle } = race;
-    const delivered = await workerB.runUntil(async () => {
-      const d = await queried;
-      await eventually(
-        'the payment voided',
-        async () => ((await handle.query(paymentQuery)).status === 'voided' ? true : undefined),
-        30_000,
-        100,
-      );
-      return d;
-    });
-    // Signalled to the payment: the router's query answered `authorized` from the result applied early.
-    expect(delivered).toBe('payment');
-    const history = await handle.fetchHistory();
-    const shape = shapeOf(history);
-    const result = shape.indexOf('ACTIVITY_TASK_COMPLETED');
-    const signalled = shape.indexOf('WORKFLOW_EXECUTION_SIGNALED', result);
-    const split = signalled > result && !shape.slice(result, signalled).includes('WORKFLOW_TASK_COMPLETED');
-    if (split) splits += 1;
-    // Replayed, sdk-core hands the event over before the result; the payment applies it only once everything the
-    // result set off has run, as the first execution did.
-    await Worker.runReplayHistory({ workflowBundle: bundle }, history);
-    // A split history for the replay test: it guards the order for good (the code before fails it).
-    if (split) await recordHistories({ env }, 'provider-event-query-split', [handle.workflowId]);
-    console.info(
-      `query split with a routed provider event, run ${run}: ${splits > 0 ? 'split' : 'no split'}, replayed`,
-    );
-  }
-  expect(splits).toBe(1);
-}, 600_000);
-
-it('a cancellation request in the same window is decided after the result: the authorization is voided, the history replays', async () => {
-  // The web UI's "Request Cancellation" sent right after a query that applied the create's result early: the first
-  // execution gets it after the result, replay in the result's activation. The payment decides it once its task
-  // settled (cancellation-request.ts), so it voids the authorization after the result's commands both times.
-  let splits = 0;
-  for (let run = 1; run <= 3 && splits === 0; run++) {
-    const race = await querySplit({ capture: 'manual' });
-    if (dropped(run, race)) continue;
-    const { handle, queried, workerB, bundle } = race;
-    const view = await workerB.runUntil(async () => {
-      expect((await queried).status).toBe('authorized');
-      await handle.cancel();
-      return eventually(
-        'the payment voided',
-        async () => {
-          const v = await handle.query(paymentQuery);
-          return v.status === 'voided' ? v : undefined;
+it.concurrent(
+  'a provider event routed by query then signal, its query the one that splits: the history replays',
+  async () => {
+    // The router (src/client/provider-events.ts) asks the payment by query first and signals only news, at once: its
+    // query is the one of step 2 and its signal lands in the window before the result's task, the very recipe of the
+    // split. The event tells more than the create's result: the provider voided the authorization. Seen on the code
+    // before events waited (`whenReady`): the first execution applied the result (upsert authorized, expiry timer,
+    // submit's answer) and then the event (upsert voided, timer cancelled), replay applied the event first and failed.
+    let splits = 0;
+    for (let run = 1; run <= 3 && splits === 0; run++) {
+      const race = await querySplit({
+        capture: 'manual',
+        trigger: async ({ created, owner, provider, taskQueue }) => {
+          if (!created) throw new Error('the provider answered the create with no payment');
+          const voided = await provider.voidPayment(created.id, { idempotencyKey: `void_${randomUUID()}`, attempt: 1 });
+          const event = {
+            eventId: `evt_${randomUUID()}`,
+            type: 'payment.voided' as const,
+            created: Math.floor(Date.now() / 1000),
+            payment: voided,
+          };
+          const routing = { client: env.client, namespace: 'default', taskQueue, retainMs: 60_000, matchWaitMs: 0 };
+          return deliverProviderEvent(routing, 'simulator', event, owner);
         },
-        30_000,
-        100,
+      });
+      if (dropped('query split with a routed provider event', run, race)) continue;
+      const { handle, queried, workerB, bundle } = race;
+      const delivered = await workerB.runUntil(async () => {
+        const d = await queried;
+        await eventually(
+          'the payment voided',
+          async () => ((await handle.query(paymentQuery)).status === 'voided' ? true : undefined),
+          30_000,
+          100,
+        );
+        return d;
+      });
+      // Signalled to the payment: the router's query answered `authorized` from the result applied early.
+      expect(delivered).toBe('payment');
+      const history = await handle.fetchHistory();
+      const shape = shapeOf(history);
+      const result = shape.indexOf('ACTIVITY_TASK_COMPLETED');
+      const signalled = shape.indexOf('WORKFLOW_EXECUTION_SIGNALED', result);
+      const split = signalled > result && !shape.slice(result, signalled).includes('WORKFLOW_TASK_COMPLETED');
+      if (split) splits += 1;
+      // Replayed, sdk-core hands the event over before the result; the payment applies it only once everything the
+      // result set off has run, as the first execution did.
+      await Worker.runReplayHistory({ workflowBundle: bundle }, history);
+      // A split history for the replay test: it guards the order for good (the code before fails it).
+      if (split) await recordHistories({ env }, 'provider-event-query-split', [handle.workflowId]);
+      console.info(
+        `query split with a routed provider event, run ${run}: ${splits > 0 ? 'split' : 'no split'}, replayed`,
       );
-    });
-    expect(view.operations).toEqual([expect.objectContaining({ kind: 'void', state: 'succeeded' })]);
-    const history = await handle.fetchHistory();
-    const shape = shapeOf(history);
-    const result = shape.indexOf('ACTIVITY_TASK_COMPLETED');
-    const requested = shape.indexOf('WORKFLOW_EXECUTION_CANCEL_REQUESTED', result);
-    if (requested > result && !shape.slice(result, requested).includes('WORKFLOW_TASK_COMPLETED')) splits += 1;
-    expect(shape).not.toContain('WORKFLOW_EXECUTION_CANCELED');
-    await Worker.runReplayHistory({ workflowBundle: bundle }, history);
-    console.info(`query split with a cancellation request, run ${run}: ${splits > 0 ? 'split' : 'no split'}, replayed`);
-  }
-}, 600_000);
+    }
+    expect(splits).toBe(1);
+  },
+  600_000,
+);
 
-it('a payment that announces its events, a routed provider event splitting its task: each event is handed over after what it announces, the history replays', async () => {
-  // The same race as the routed provider event, with the payment announcing to its merchant: the result's
-  // `payment.authorized` is handed over in the query's early activation, the event's `payment.voided` in the next; the
-  // announcer watches the state at condition passes, so replay (event and result in one activation) hands them over
-  // in the same places among the other commands.
-  let splits = 0;
-  for (let run = 1; run <= 3 && splits === 0; run++) {
-    const race = await querySplit({
-      capture: 'manual',
-      merchantEvents: true,
-      trigger: async ({ created, owner, provider, taskQueue }) => {
-        if (!created) throw new Error('the provider answered the create with no payment');
-        const voided = await provider.voidPayment(created.id, { idempotencyKey: `void_${randomUUID()}`, attempt: 1 });
-        const event = {
-          eventId: `evt_${randomUUID()}`,
-          type: 'payment.voided' as const,
-          created: Math.floor(Date.now() / 1000),
-          payment: voided,
-        };
-        const routing = { client: env.client, namespace: 'default', taskQueue, retainMs: 60_000, matchWaitMs: 0 };
-        return deliverProviderEvent(routing, 'simulator', event, owner);
-      },
-    });
-    if (dropped(run, race)) continue;
-    const { handle, queried, workerB, bundle } = race;
-    await workerB.runUntil(async () => {
-      await queried;
-      await eventually(
-        'the payment voided and both events handed over',
-        async () => {
-          const voided = (await handle.query(paymentQuery)).status === 'voided';
-          const handed = shapeOf(await handle.fetchHistory()).filter((s) => s === 'ACTIVITY_TASK_COMPLETED').length;
-          return voided && handed >= 3 ? true : undefined; // the create, then one handoff per event
-        },
-        30_000,
-        100,
+it.concurrent(
+  'a cancellation request in the same window is decided after the result: the authorization is voided, the history replays',
+  async () => {
+    // The web UI's "Request Cancellation" sent right after a query that applied the create's result early: the first
+    // execution gets it after the result, replay in the result's activation. The payment decides it once its task
+    // settled (cancellation-request.ts), so it voids the authorization after the result's commands both times.
+    let splits = 0;
+    for (let run = 1; run <= 3 && splits === 0; run++) {
+      const race = await querySplit({ capture: 'manual' });
+      if (dropped('query split with a cancellation request', run, race)) continue;
+      const { handle, queried, workerB, bundle } = race;
+      const view = await workerB.runUntil(async () => {
+        expect((await queried).status).toBe('authorized');
+        await handle.cancel();
+        return eventually(
+          'the payment voided',
+          async () => {
+            const v = await handle.query(paymentQuery);
+            return v.status === 'voided' ? v : undefined;
+          },
+          30_000,
+          100,
+        );
+      });
+      expect(view.operations).toEqual([expect.objectContaining({ kind: 'void', state: 'succeeded' })]);
+      const history = await handle.fetchHistory();
+      const shape = shapeOf(history);
+      const result = shape.indexOf('ACTIVITY_TASK_COMPLETED');
+      const requested = shape.indexOf('WORKFLOW_EXECUTION_CANCEL_REQUESTED', result);
+      if (requested > result && !shape.slice(result, requested).includes('WORKFLOW_TASK_COMPLETED')) splits += 1;
+      expect(shape).not.toContain('WORKFLOW_EXECUTION_CANCELED');
+      await Worker.runReplayHistory({ workflowBundle: bundle }, history);
+      console.info(
+        `query split with a cancellation request, run ${run}: ${splits > 0 ? 'split' : 'no split'}, replayed`,
       );
-    });
-    const history = await handle.fetchHistory();
-    const shape = shapeOf(history);
-    const result = shape.indexOf('ACTIVITY_TASK_COMPLETED');
-    const signalled = shape.indexOf('WORKFLOW_EXECUTION_SIGNALED', result);
-    const split = signalled > result && !shape.slice(result, signalled).includes('WORKFLOW_TASK_COMPLETED');
-    if (split) splits += 1;
-    const handoffs = (history.events ?? [])
-      .map((e) => e.activityTaskScheduledEventAttributes)
-      .filter((a) => a?.activityType?.name === 'announcePaymentEvent');
-    expect(handoffs).toHaveLength(2);
-    await Worker.runReplayHistory({ workflowBundle: bundle }, history);
-    if (split) await recordHistories({ env }, 'merchant-events-query-split', [handle.workflowId]);
-    console.info(`query split with merchant events, run ${run}: ${splits > 0 ? 'split' : 'no split'}, replayed`);
-  }
-}, 600_000);
+    }
+  },
+  600_000,
+);
+
+it.concurrent(
+  'a payment that announces its events, a routed provider event splitting its task: each event is handed over after what it announces, the history replays',
+  async () => {
+    // The same race as the routed provider event, with the payment announcing to its merchant: the result's
+    // `payment.authorized` is handed over in the query's early activation, the event's `payment.voided` in the next; the
+    // announcer watches the state at condition passes, so replay (event and result in one activation) hands them over
+    // in the same places among the other commands.
+    let splits = 0;
+    for (let run = 1; run <= 3 && splits === 0; run++) {
+      const race = await querySplit({
+        capture: 'manual',
+        merchantEvents: true,
+        trigger: async ({ created, owner, provider, taskQueue }) => {
+          if (!created) throw new Error('the provider answered the create with no payment');
+          const voided = await provider.voidPayment(created.id, { idempotencyKey: `void_${randomUUID()}`, attempt: 1 });
+          const event = {
+            eventId: `evt_${randomUUID()}`,
+            type: 'payment.voided' as const,
+            created: Math.floor(Date.now() / 1000),
+            payment: voided,
+          };
+          const routing = { client: env.client, namespace: 'default', taskQueue, retainMs: 60_000, matchWaitMs: 0 };
+          return deliverProviderEvent(routing, 'simulator', event, owner);
+        },
+      });
+      if (dropped('query split with merchant events', run, race)) continue;
+      const { handle, queried, workerB, bundle } = race;
+      await workerB.runUntil(async () => {
+        await queried;
+        await eventually(
+          'the payment voided and both events handed over',
+          async () => {
+            const voided = (await handle.query(paymentQuery)).status === 'voided';
+            const handed = shapeOf(await handle.fetchHistory()).filter((s) => s === 'ACTIVITY_TASK_COMPLETED').length;
+            return voided && handed >= 3 ? true : undefined; // the create, then one handoff per event
+          },
+          30_000,
+          100,
+        );
+      });
+      const history = await handle.fetchHistory();
+      const shape = shapeOf(history);
+      const result = shape.indexOf('ACTIVITY_TASK_COMPLETED');
+      const signalled = shape.indexOf('WORKFLOW_EXECUTION_SIGNALED', result);
+      const split = signalled > result && !shape.slice(result, signalled).includes('WORKFLOW_TASK_COMPLETED');
+      if (split) splits += 1;
+      const handoffs = (history.events ?? [])
+        .map((e) => e.activityTaskScheduledEventAttributes)
+        .filter((a) => a?.activityType?.name === 'announcePaymentEvent');
+      expect(handoffs).toHaveLength(2);
+      await Worker.runReplayHistory({ workflowBundle: bundle }, history);
+      if (split) await recordHistories({ env }, 'merchant-events-query-split', [handle.workflowId]);
+      console.info(`query split with merchant events, run ${run}: ${splits > 0 ? 'split' : 'no split'}, replayed`);
+    }
+  },
+  600_000,
+);
