@@ -13,6 +13,7 @@ import { chargeWorkflowId } from '../../src/domain/ids';
 import { configureKeyHash, keyHash } from '../../src/providers/logging';
 import { startConfiguredStack } from '../../src/stack';
 import { connectDevServer } from '../helpers/servers';
+import { postCharge } from '../helpers/api-charge';
 
 const sha256Prefix = (key: string) => createHash('sha256').update(key).digest('hex').slice(0, 16);
 const hmacPrefix = (secret: string, key: string) => createHmac('sha256', secret).update(key).digest('hex').slice(0, 16);
@@ -73,19 +74,7 @@ describe('the configured API process', () => {
     const key = `order-${randomUUID().slice(0, 4)}`;
     const merchantId = config.API_TOKENS[0]?.merchantId ?? '';
     try {
-      const res = await fetch(`${stack.api?.url}/v1/payments`, {
-        method: 'POST',
-        headers: {
-          authorization: `Bearer ${config.API_TOKENS[0]?.token}`,
-          'idempotency-key': key,
-          'content-type': 'application/json',
-        },
-        body: JSON.stringify({
-          orderId: `order_${randomUUID()}`,
-          amount: { value: 1_000, currency: 'EUR' },
-          paymentMethod: 'pm_card_visa',
-        }),
-      });
+      const res = await postCharge(stack.api?.url, config.API_TOKENS[0]?.token, key);
       expect(res.status).toBe(202);
       const request = lines.find((l) => l.msg === 'request' && l.route === '/v1/payments');
       expect(request?.idempotencyKeyHash).toBe(hmacPrefix(secret, key));

@@ -13,6 +13,7 @@ import { chargeWorkflowId } from '../../src/domain/ids';
 import type { ChargeWorkflowInput } from '../../src/domain/workflow-inputs';
 import { startConfiguredStack } from '../../src/stack';
 import { connectDevServer } from '../helpers/servers';
+import { postCharge } from '../helpers/api-charge';
 
 let env: TestWorkflowEnvironment;
 beforeAll(async () => {
@@ -56,19 +57,7 @@ it('the API process reads neither RETRY_* nor the provider capabilities, and its
   const merchantId = loaded.API_TOKENS[0]?.merchantId ?? '';
   const workflowId = chargeWorkflowId(merchantId, key);
   try {
-    const res = await fetch(`${stack.api?.url}/v1/payments`, {
-      method: 'POST',
-      headers: {
-        authorization: `Bearer ${loaded.API_TOKENS[0]?.token}`,
-        'idempotency-key': key,
-        'content-type': 'application/json',
-      },
-      body: JSON.stringify({
-        orderId: `order_${randomUUID()}`,
-        amount: { value: 1_000, currency: 'EUR' },
-        paymentMethod: 'pm_card_visa',
-      }),
-    });
+    const res = await postCharge(stack.api?.url, loaded.API_TOKENS[0]?.token, key);
     expect(res.status).toBe(202);
     const events = (await env.client.workflow.getHandle(workflowId).fetchHistory()).events ?? [];
     const encrypted = events[0]?.workflowExecutionStartedEventAttributes?.input?.payloads ?? [];

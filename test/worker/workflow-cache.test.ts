@@ -12,6 +12,7 @@ import { chargeWorkflowId } from '../../src/domain/ids';
 import { startSimulator, type RunningSimulator } from '../../src/simulator/server';
 import { startConfiguredStack } from '../../src/stack';
 import { connectDevServer } from '../helpers/servers';
+import { postCharge } from '../helpers/api-charge';
 import { workflowBundlePath } from '../helpers/workflow-bundle';
 
 let env: TestWorkflowEnvironment;
@@ -43,20 +44,7 @@ async function cachedAfterOpening(count: number, maxCached: string | undefined):
     for (let i = 0; i < count; i += 1) {
       const key = `cache-${randomUUID()}`;
       keys.push(key);
-      const res = await fetch(`${stack.api?.url}/v1/payments`, {
-        method: 'POST',
-        headers: {
-          authorization: `Bearer ${merchant?.token}`,
-          'idempotency-key': key,
-          'content-type': 'application/json',
-        },
-        body: JSON.stringify({
-          orderId: `order_${randomUUID()}`,
-          amount: { value: 1_000, currency: 'EUR' },
-          paymentMethod: 'pm_card_visa',
-          capture: 'manual',
-        }),
-      });
+      const res = await postCharge(stack.api?.url, merchant?.token, key, { capture: 'manual' });
       expect(res.status).toBe(200);
       expect(((await res.json()) as { status: string }).status).toBe('authorized');
     }
