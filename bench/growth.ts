@@ -193,13 +193,8 @@ export async function growthMain(): Promise<number> {
     }
   };
 
-  const pg = new PgClient({ host: pgHost, port: Number(pgPort), user: 'postgres', database: 'postgres' });
-  await pg.connect();
-  const dbBytes = async (name: string): Promise<number> => {
-    const r = await pg.query<{ size: string }>('SELECT pg_database_size($1)::text AS size', [name]);
-    return Number(r.rows[0]?.size ?? 0);
-  };
-  // The cluster's open payments, this run's and any it already held (a run against a filled cluster measures there).
+  // One connection, to Temporal's visibility database: the cluster's open payments there, this run's and any it already
+  // held (a run against a filled cluster measures there), and every database's size (pg_database_size reads any).
   const visibility = new PgClient({
     host: pgHost,
     port: Number(pgPort),
@@ -207,6 +202,10 @@ export async function growthMain(): Promise<number> {
     database: 'temporal_visibility',
   });
   await visibility.connect();
+  const dbBytes = async (name: string): Promise<number> => {
+    const r = await visibility.query<{ size: string }>('SELECT pg_database_size($1)::text AS size', [name]);
+    return Number(r.rows[0]?.size ?? 0);
+  };
   const openPayments = async (): Promise<number> => {
     const r = await visibility.query<{ n: string }>(
       `SELECT count(*)::text AS n FROM executions_visibility WHERE status = 1 AND workflow_type_name = 'chargeWorkflow'`,
@@ -263,7 +262,6 @@ export async function growthMain(): Promise<number> {
       for (const line of growthReport([step])) console.log(line);
     }
   } finally {
-    await pg.end();
     await visibility.end();
   }
   for (const line of growthReport(results).slice(results.length)) console.log(line);

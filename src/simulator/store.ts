@@ -275,9 +275,7 @@ export class SimStore {
       const at = this.ledgerData.requests[u.index];
       if (!at)
         throw new Error(`journal updates request ${u.index}, beyond the ${this.ledgerData.requests.length} saved`);
-      this.requestIndex.delete(at);
-      this.ledgerData.requests[u.index] = u.request;
-      this.requestIndex.set(u.request, u.index);
+      Object.assign(at, u.request);
     }
     this.tracked = this.untracked(true);
   }
@@ -289,9 +287,8 @@ export class SimStore {
     this.merchants = new Map(Object.entries(state.merchants));
     this.payments = new Map(state.payments.map((p) => [p.id, p]));
     this.refunds = [...state.refunds];
-    this.ledgerData = { effects: [], requests: [] };
+    this.ledgerData = { effects: structuredClone(state.ledger.effects), requests: [] };
     this.requestIndex = new WeakMap();
-    this.ledgerData.effects = structuredClone(state.ledger.effects);
     for (const r of structuredClone(state.ledger.requests)) this.recordRequest(r);
     this.idempotencyRecords.clear();
     for (const r of state.idempotency) this.idempotencyRecords.set(scopeKey(r.api_key, r.key), r);
