@@ -197,7 +197,12 @@ describe('webhooks', () => {
   });
 
   it('reorders within the window on its own, without a flush', async () => {
-    const { apiKey, receiver } = await merchantWithReceiver(undefined, { webhook_reorder: true, webhook_delay_ms: 50 });
+    // The window opens at the first event: the void must come within it. 50 ms was red whenever the void's round trip
+    // took longer (seen on a loaded machine); 1.5 s leaves room for the load CI has and still closes on its own.
+    const { apiKey, receiver } = await merchantWithReceiver(undefined, {
+      webhook_reorder: true,
+      webhook_delay_ms: 1_500,
+    });
     const { body } = await call(sim, 'POST', '/v1/payments', {
       apiKey,
       key: newKey(),
