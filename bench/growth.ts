@@ -13,12 +13,12 @@
  * GROWTH_CONCURRENCY (payments in flight while filling; default 16). Exit 0 when every payment answered and every
  * measure could be read (the ±20 % verdict is reported, not enforced: a bench measures, CI does not time it).
  */
-import { mkdirSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { Client as PgClient } from 'pg';
 import { DEFAULT_CACHE_DIR } from '../scripts/lib/temporal-binaries';
 import { loadConfig } from '../src/config';
-import { TICKS_PER_S, rssKiB } from './resources';
+import { readProcesses, rssKiB } from './resources';
 import { forEachBounded, indices } from './bounded';
 import { percentile } from './stats';
 
@@ -71,21 +71,12 @@ const intList = (raw: string | undefined, fallback: number[]): number[] =>
  * each start a session (setsid), so without this the database's work was not counted at all.
  */
 function groupCpuMs(groups: ReadonlySet<number>): number {
-  let ticks = 0;
-  for (const entry of readdirSync('/proc')) {
-    if (!/^\d+$/.test(entry)) continue;
-    try {
-      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
-      // After the command: state, ppid (index 1), pgrp (2), ..., utime (11), stime (12), cutime (13), cstime (14).
-      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-      const own = Number(fields[11]) + Number(fields[12]);
-      if (groups.has(Number(fields[2]))) ticks += own + Number(fields[13]) + Number(fields[14]);
-      else if (groups.has(Number(fields[1]))) ticks += own;
-    } catch {
-      // gone
-    }
+  let ms = 0;
+  for (const p of readProcesses()) {
+    if (groups.has(p.pgrp)) ms += p.ownMs + p.reapedMs;
+    else if (groups.has(p.ppid)) ms += p.ownMs;
   }
-  return (ticks * 1000) / TICKS_PER_S;
+  return ms;
 }
 
 /** Within ±`pct` % of the first value at the last step. */

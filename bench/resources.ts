@@ -104,6 +104,53 @@ function machineCpuMs(): { busy: number; total: number } | null {
   }
 }
 
+/** One process as /proc shows it: its ids and the CPU it used so far (its own, and that of children it reaped). */
+export interface ProcessCpu {
+  readonly pid: number;
+  readonly ppid: number;
+  readonly pgrp: number;
+  /** Start time in clock ticks after boot: with the pid, names the process across pid reuse. */
+  readonly start: string;
+  readonly ownMs: number;
+  readonly reapedMs: number;
+}
+
+/** Every process now, from /proc/<pid>/stat (Linux only; a process gone between the listing and its read is left out). */
+export function readProcesses(): ProcessCpu[] {
+  const found: ProcessCpu[] = [];
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+      // After the command (which may hold spaces): state, ppid (index 1), pgrp (2), ..., utime (11), stime (12),
+      // cutime (13), cstime (14), ..., starttime (19).
+      const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      const ms = (...ticks: (string | undefined)[]) =>
+        (ticks.reduce((sum, t) => sum + Number(t), 0) * 1000) / TICKS_PER_S;
+      found.push({
+        pid: Number(entry),
+        ppid: Number(f[1]),
+        pgrp: Number(f[2]),
+        start: f[19] ?? '',
+        ownMs: ms(f[11], f[12]),
+        reapedMs: ms(f[13], f[14]),
+      });
+    } catch {
+      // gone
+    }
+  }
+  return found;
+}
+
+/** A process's command line with spaces between its arguments; '' when it is gone or has none (a kernel thread). */
+export function commandLine(pid: number): string {
+  try {
+    return readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').join(' ').trim();
+  } catch {
+    return '';
+  }
+}
+
 /** CPU counters now. */
 export function cpuSnapshot(): CpuSnapshot {
   const self = process.cpuUsage();
