@@ -4,18 +4,16 @@
  * checks with zod-free code what the zod schemas check at the boundaries; these properties hold the two to the same
  * verdicts and results.
  */
-import { DefaultLogger, bundleWorkflowCode } from '@temporalio/worker';
 import fc from 'fast-check';
 import { ApplicationFailure } from '@temporalio/common';
 import { RetrySpec, retrySpecFor, retrySpecIssues, retrySpecKeys } from '../../src/domain/retry';
 import { ResolveReviewItemRequest, parseReviewItemResolution } from '../../src/domain/review-items';
+import { workflowBundle } from '../helpers/workflow-bundle';
 
 describe('the workflow bundle', () => {
   it('has no zod module (the workflow side imports only the zod-free domain modules)', async () => {
-    const { code } = await bundleWorkflowCode({
-      workflowsPath: require.resolve('../../src/workflows'),
-      logger: new DefaultLogger('WARN'),
-    });
+    // The bundle the run's workers load (built once per run from these sources, with the failure converter).
+    const { code } = await workflowBundle();
     const modules = [...code.matchAll(/^\/\*\*\*\/ "([^"]+)"$/gm)].map((m) => m[1] as string);
     expect(modules.length).toBeGreaterThan(20); // the markers are there: the check below is not vacuous
     expect(modules.filter((m) => m.includes('node_modules/zod/'))).toEqual([]);
