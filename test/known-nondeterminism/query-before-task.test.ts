@@ -464,10 +464,13 @@ it.concurrent(
       const result = shape.indexOf('ACTIVITY_TASK_COMPLETED');
       const signalled = shape.indexOf('WORKFLOW_EXECUTION_SIGNALED', result);
       // Split: the signal came in the task of the result (no workflow task completed between them).
-      if (signalled > result && !shape.slice(result, signalled).includes('WORKFLOW_TASK_COMPLETED')) splits += 1;
+      const split = signalled > result && !shape.slice(result, signalled).includes('WORKFLOW_TASK_COMPLETED');
+      if (split) splits += 1;
       // Replayed, sdk-core hands a split signal over before the result; the capture acts only once readyForRequest
       // let it, so the commands come in the order the first execution wrote them.
       await Worker.runReplayHistory({ workflowBundle: bundle }, history);
+      // A split history for the replay test: it guards the order without the race (the code before 6ba3f87 fails it).
+      if (split) await recordHistories({ env }, 'capture-signal-query-split', [handle.workflowId]);
       console.info(`query split with a capture signal, run ${run}: ${splits > 0 ? 'split' : 'no split'}, replayed`);
     }
     expect(splits).toBe(1);
