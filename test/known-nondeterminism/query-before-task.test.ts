@@ -21,7 +21,8 @@
  * Step 2's dead sticky queue is what makes the order deterministic here; in the soak both sat on the normal queue and
  * the query won a race. The first test asserts the SDK's wrong behaviour: when it fails because the replay succeeds,
  * the SDK (or the workflow's shape) no longer has the bug; flip it then. The others run the same race with what the
- * payment receives now (a refund signal, a provider event routed by query then signal) and replay every history.
+ * payment receives now (a capture signal, a provider event routed by query then signal, a cancellation request, a
+ * routed event on a payment that announces its events) and replay every history.
  *
  * The five races run at the same time (`it.concurrent`; jest's default maxConcurrency is 5): each has its own task
  * queue, workers A and B, merchant and workflow ids, so none can take another's query or task, and most of a race is
@@ -36,7 +37,7 @@ import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { Worker } from '@temporalio/worker';
 import pino from 'pino';
 import { deliverProviderEvent } from '../../src/client/provider-events';
-import { paymentQuery, refundRequest, refundUpdate, submitUpdate } from '../../src/domain/definitions';
+import { captureRequest, paymentQuery, refundUpdate, submitUpdate } from '../../src/domain/definitions';
 import { chargeWorkflowId } from '../../src/domain/ids';
 import { ChargeRequest, type PaymentView } from '../../src/domain/payment';
 import { MerchantIdAttr, OrderIdAttr, PaymentStatusAttr, ProviderAttr } from '../../src/domain/search-attributes';
@@ -413,36 +414,43 @@ it.concurrent(
 );
 
 it.concurrent(
-  'the same race with the refund sent as a signal (as the client sends it now): the history replays, split or not',
+  'the same race with a capture sent as a signal (as the client sends it now): it acts after the result, the history replays',
   async () => {
     // For a signal the split needs it to arrive after the query's history was read and before the task reaches B (an
-    // update is admitted to the task beforehand, a signal is an event any later read includes): that window is short and
-    // not under the test's control, so the scenario runs up to three times until a run splits, and every run's history
-    // must replay. Seen: split in 2 of 4 runs on a quiet machine, in none of 2 under load. In a split run, without the
-    // extra condition pass of readyForRequest replay failed (the refund's child ahead of submit's answer: `Child workflow
-    // machine does not handle this event: ... WorkflowExecutionUpdateCompleted`).
+    // update is admitted to the task beforehand, a signal is an event any later read includes), so the scenario runs up
+    // to three times until a run splits; a run that does not split cannot fail on the order, so one must split (every
+    // run so far split at its first try). Split, the result's task completes [upsert, timer, submit's answer, the
+    // capture's child]; replayed, the signal and the result come in one activation and submit and the capture wake at
+    // the same condition pass, so their order is one of microtask turns, which the capture's wait (readyForRequest,
+    // 6ba3f87) supplies: its async body and its extra `condition(() => true)` add one each, and the capture needs one
+    // of them to start its child after submit's answer. With 6ba3f87 reverted (the handler awaiting `condition(() =>
+    // this.state.firstCallSettled)` itself, nothing parked) this race fails replay: `Child workflow machine does not
+    // handle this event: ... WorkflowExecutionUpdateCompleted`; without only the extra pass, or only `parked` (the main
+    // line reaches its wait in the result's microtasks, before that pass), it replays. A capture, not a refund: the
+    // refund's path awaits its wallet share (none here) one turn longer, and that turn alone kept the refund's child
+    // behind submit's answer with 6ba3f87 reverted (that race stayed green). The charge starts with `submit`, as before
+    // `accept`: `accept` answers in the first task, so the result's task has no answer to order against (started with
+    // `accept`, the race replayed with 6ba3f87 reverted too).
     let splits = 0;
     for (let run = 1; run <= 3 && splits === 0; run++) {
-      const race = await querySplit();
-      if (dropped('query split with a refund signal', run, race)) continue;
+      const race = await querySplit({ capture: 'manual' });
+      if (dropped('query split with a capture signal', run, race)) continue;
       const { handle, queried, workerB, bundle } = race;
-      const refundKey = `ref_${randomUUID()}`;
+      const captureKey = `cap_${randomUUID()}`;
       const answer = await workerB.runUntil(async () => {
         // 4. B answers the query from the result it applied early (no completed task holds it yet)...
-        const view = await queried;
-        expect(view.status).toBe('succeeded');
-        // ...and the refund signal goes out at once: if the task has not reached B yet, B delivers it in an activation
+        expect((await queried).status).toBe('authorized');
+        // ...and the capture signal goes out at once: if the task has not reached B yet, B delivers it in an activation
         // after the result's, as it did the update.
-        await handle.signal(refundRequest.requested, {
-          refundKey,
-          fingerprint: 'refund-fp',
-          amount: 100,
+        await handle.signal(captureRequest.requested, {
+          captureKey,
+          fingerprint: 'capture-fp',
           requestId: 'req-split',
         });
         return eventually(
-          'the refund settled',
+          'the capture settled',
           async () => {
-            const a = await handle.query(refundRequest.answer, 'refund', refundKey, 'req-split', 'refund-fp');
+            const a = await handle.query(captureRequest.answer, 'capture', captureKey, 'req-split', 'capture-fp');
             return a?.settled ? a : undefined;
           },
           30_000,
@@ -450,21 +458,22 @@ it.concurrent(
         );
       });
       expect(answer.refusal).toBeUndefined();
-      expect(answer.view.amountRefunded).toBe(100);
+      expect(answer.view.amountCaptured).toBe(1_000);
       const history = await handle.fetchHistory();
       const shape = shapeOf(history);
       const result = shape.indexOf('ACTIVITY_TASK_COMPLETED');
       const signalled = shape.indexOf('WORKFLOW_EXECUTION_SIGNALED', result);
       // Split: the signal came in the task of the result (no workflow task completed between them).
-      if (signalled > result && !shape.slice(result, signalled).includes('WORKFLOW_TASK_COMPLETED')) splits += 1;
-      // Replayed, sdk-core hands a split signal over before the result; the handler acts only once the first call
-      // settled, the main line is parked and one more condition pass ran, so the commands come in the order the first
-      // execution wrote them.
+      const split = signalled > result && !shape.slice(result, signalled).includes('WORKFLOW_TASK_COMPLETED');
+      if (split) splits += 1;
+      // Replayed, sdk-core hands a split signal over before the result; the capture acts only once readyForRequest
+      // let it, so the commands come in the order the first execution wrote them.
       await Worker.runReplayHistory({ workflowBundle: bundle }, history);
-      console.info(
-        `query split with a refund signal, run ${run}: ${splits > 0 ? 'split, replayed' : 'no split, replayed'}`,
-      );
+      // A split history for the replay test: it guards the order without the race (the code before 6ba3f87 fails it).
+      if (split) await recordHistories({ env }, 'capture-signal-query-split', [handle.workflowId]);
+      console.info(`query split with a capture signal, run ${run}: ${splits > 0 ? 'split' : 'no split'}, replayed`);
     }
+    expect(splits).toBe(1);
   },
   600_000,
 );
