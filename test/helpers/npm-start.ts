@@ -12,10 +12,16 @@ export const PROJECT_ROOT = path.resolve(__dirname, '../..');
 
 export const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
+/** Ports this process has handed out: concurrent stacks of one file (`it.concurrent`) never share one. */
+const handedOut = new Set<number>();
+
 /**
  * Distinct free ports below the kernel's ephemeral range: ports the OS hands out for port 0 (the dev server's own
  * HTTP, metrics and internal ports, other test files' servers) or for outgoing connections never land there, so
- * none of them can take one of ours between this check and `npm start` binding it.
+ * none of them can take one of ours between this check and `npm start` binding it. Nor can another stack of this run:
+ * a port is free only until its stack binds it, so two stacks picking at once could both see one free (seen: a
+ * stack's simulator port was another's web UI, its merchant set-up answered "missing csrf token"). Each jest worker
+ * picks from a slice of its own (JEST_WORKER_ID), and within a process a port is handed out once.
  */
 export async function freePorts(count: number): Promise<number[]> {
   let low = 32_768;
@@ -24,13 +30,23 @@ export async function freePorts(count: number): Promise<number[]> {
   } catch {
     // not Linux: keep the IANA default
   }
-  const floor = 10_000;
+  const slices = 8;
+  const worker = Number(process.env.JEST_WORKER_ID);
+  const width = Math.floor((low - 10_000) / slices);
+  // Outside jest (or past 8 workers) the whole range, as before.
+  const [floor, ceiling] =
+    Number.isInteger(worker) && worker >= 1 && worker <= slices
+      ? [10_000 + (worker - 1) * width, 10_000 + worker * width]
+      : [10_000, low];
   const ports: number[] = [];
   for (let attempt = 0; ports.length < count && attempt < 1_000; attempt++) {
-    const port = floor + Math.floor(Math.random() * Math.max(1, low - floor));
-    if (!ports.includes(port) && (await portIsFree(port))) ports.push(port);
+    const port = floor + Math.floor(Math.random() * Math.max(1, ceiling - floor));
+    if (handedOut.has(port) || ports.includes(port)) continue;
+    // Taken before the await: a concurrent call cannot pick it while this one checks it.
+    handedOut.add(port);
+    if (await portIsFree(port)) ports.push(port);
   }
-  if (ports.length < count) throw new Error(`no ${count} free ports between ${floor} and ${low}`);
+  if (ports.length < count) throw new Error(`no ${count} free ports between ${floor} and ${ceiling}`);
   return ports;
 }
 
