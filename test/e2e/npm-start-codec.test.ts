@@ -11,7 +11,7 @@ import path from 'node:path';
 import { defaultPayloadConverter } from '@temporalio/common';
 import { AesGcmPayloadCodec, parsePayloadKeys } from '../../src/codec';
 import { developmentDefaults } from '../../src/config';
-import { HOST, Stack, descendants, stackOnFreePorts } from '../helpers/npm-start';
+import { HOST, Stack, descendants, npmStartEnvironment } from '../helpers/npm-start';
 
 const START_TIMEOUT_MS = 120_000;
 const [merchantId, merchantToken] = developmentDefaults.API_TOKENS.split(':') as [string, string];
@@ -43,7 +43,9 @@ describe('npm start: the web UI decodes without a credential that can resolve (e
   }, 60_000);
 
   it('holds no token in the UI settings or any process arguments; the codec decodes for the UI; resolve refuses it', async () => {
-    const { ports, env } = await stackOnFreePorts(tmp, `e2e-codec-${randomUUID()}`);
+    const { ports, env } = await npmStartEnvironment(path.join(tmp, 'dev-server.sqlite'), {
+      TASK_QUEUE: `e2e-codec-${randomUUID()}`,
+    });
     const ui = `http://${HOST}:${ports.uiPort}`;
     const api = `http://${HOST}:${ports.apiPort}`;
     stack = new Stack(env);

@@ -60,34 +60,6 @@ export interface StackPorts {
   readonly sdkMetricsPort: number;
 }
 
-/** Free ports for every listener of `npm start`, and the environment that puts it on them with its state in `dir`. */
-export async function stackOnFreePorts(
-  dir: string,
-  taskQueue: string,
-): Promise<{ readonly ports: StackPorts; readonly env: NodeJS.ProcessEnv }> {
-  const [temporalPort, uiPort, simulatorPort, apiPort, workerMetricsPort, sdkMetricsPort] = (await freePorts(6)) as [
-    number,
-    number,
-    number,
-    number,
-    number,
-    number,
-  ];
-  const ports = { temporalPort, uiPort, simulatorPort, apiPort, workerMetricsPort, sdkMetricsPort };
-  const env = {
-    ...process.env,
-    TEMPORAL_PORT: String(temporalPort),
-    TEMPORAL_UI_PORT: String(uiPort),
-    SIMULATOR_PORT: String(simulatorPort),
-    PORT: String(apiPort),
-    TEMPORAL_DB_FILE: path.join(dir, 'dev-server.sqlite'),
-    TASK_QUEUE: taskQueue,
-    WORKER_METRICS_ADDRESS: `${HOST}:${workerMetricsPort}`,
-    SDK_METRICS_ADDRESS: `${HOST}:${sdkMetricsPort}`,
-  };
-  return { ports, env };
-}
-
 export function portIsFree(port: number): Promise<boolean> {
   return new Promise((resolve) => {
     const probe = net.createServer();
