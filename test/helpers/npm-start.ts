@@ -12,7 +12,7 @@ export const PROJECT_ROOT = path.resolve(__dirname, '../..');
 
 export const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
-/** Ports this process has handed out: concurrent stacks of one file (`it.concurrent`) never share one. */
+/** Ports handed out in this test file (jest loads modules per file): its concurrent stacks never share one. */
 const handedOut = new Set<number>();
 
 /**
@@ -21,7 +21,8 @@ const handedOut = new Set<number>();
  * none of them can take one of ours between this check and `npm start` binding it. Nor can another stack of this run:
  * a port is free only until its stack binds it, so two stacks picking at once could both see one free (seen: a
  * stack's simulator port was another's web UI, its merchant set-up answered "missing csrf token"). Each jest worker
- * picks from a slice of its own (JEST_WORKER_ID), and within a process a port is handed out once.
+ * picks from a slice of its own (JEST_WORKER_ID; its files run one at a time), and within a file a port is handed
+ * out once.
  */
 export async function freePorts(count: number): Promise<number[]> {
   let low = 32_768;
