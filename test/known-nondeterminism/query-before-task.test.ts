@@ -228,7 +228,8 @@ async function querySplit<T = PaymentView>(options: SplitOptions<T> = {}) {
   });
   cleanups.push(() => workerA.kill());
 
-  // The lean charge, started as the API client starts it (Update-with-Start of `submit`).
+  // The lean charge, started with Update-with-Start of `submit`, as the API client did before `accept` (8cab414): its
+  // answer comes in the result's task, which is what the races order a request against (the capture race says why).
   const request = ChargeRequest.parse(chargeRequest({ capture: options.capture ?? 'automatic' }));
   const merchantId = `m_${randomUUID().slice(0, 8)}`;
   const key = `key_${randomUUID()}`;
