@@ -1,6 +1,6 @@
 /**
  * The API process: listens on HOST:PORT (default 127.0.0.1:3000), drains on SIGINT/SIGTERM (in-flight requests finish, new ones get 503),
- * exits 1 on a start-up error. Wired by src/stack.ts, as the worker process, the tests and the bench are.
+ * for at most max(10 s, SUBMIT_WAIT_MS + 5 s), then exits 1; exits 1 on a start-up error. Wired by src/stack.ts, as the worker process, the tests and the bench are.
  */
 import pino from 'pino';
 import { loadConfig } from './config';
@@ -17,11 +17,19 @@ async function main(): Promise<void> {
   if (config.usingDevelopmentSecrets) logger.warn('using development secrets: never in production');
   const stack = await startConfiguredStack(config, logger, { api: true });
 
+  // In-flight requests get this long to finish (the longest, a charge, answers by SUBMIT_WAIT_MS plus its margin); a
+  // request that never completes (a client stalled mid-body) would hold the drain for Node's request timeout, 5
+  // minutes. Under a supervisor its stop timeout SIGKILLs later anyway; after the supervisor died nobody would.
+  const drainLimitMs = Math.max(10_000, config.timings.submitWaitMs + 5_000);
   let stopping = false;
   const stop = (signal: NodeJS.Signals) => {
     if (stopping) return;
     stopping = true;
     logger.info({ signal }, 'api draining');
+    setTimeout(() => {
+      logger.error({ signal, drainLimitMs }, `the drain did not finish within ${drainLimitMs} ms; exiting`);
+      process.exit(1);
+    }, drainLimitMs).unref();
     stack.close().then(
       () => process.exit(0),
       (err: unknown) => {
