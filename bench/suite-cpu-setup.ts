@@ -6,9 +6,10 @@
  */
 import { appendFileSync } from 'node:fs';
 import path from 'node:path';
+import { SUITE_CPU_FILE_ENV } from './suite-cpu';
 
 const started = process.cpuUsage();
-const out = process.env.SUITE_CPU_FILE;
+const out = process.env[SUITE_CPU_FILE_ENV];
 
 afterAll(() => {
   if (!out) return;

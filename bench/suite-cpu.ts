@@ -72,10 +72,13 @@ interface Seen {
   lastMs: number;
 }
 
+/** A process across pid reuse: its pid and start time. */
+const processKey = (p: ProcessCpu): string => `${p.pid}:${p.start}`;
+
 /** Reads every process's CPU: new processes are named on first sight; `baseline` holds those alive before the run. */
 function sample(seen: Map<string, Seen>, baseline: ReadonlyMap<string, number>): void {
   for (const p of readProcesses()) {
-    const key = `${p.pid}:${p.start}`;
+    const key = processKey(p);
     const known = seen.get(key);
     if (known) known.lastMs = p.ownMs;
     else seen.set(key, { kind: processKind(commandLine(p.pid)), firstMs: baseline.get(key) ?? 0, lastMs: p.ownMs });
@@ -88,8 +91,7 @@ async function main(): Promise<number> {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'pw-suite-cpu-'));
   const fileCpu = path.join(dir, 'files.txt');
   const results = path.join(dir, 'jest.json');
-  const key = (p: ProcessCpu) => `${p.pid}:${p.start}`;
-  const baseline = new Map(readProcesses().map((p) => [key(p), p.ownMs]));
+  const baseline = new Map(readProcesses().map((p) => [processKey(p), p.ownMs]));
   const seen = new Map<string, Seen>();
   const from = cpuSnapshot();
   const startedAt = Date.now();

@@ -9,12 +9,9 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import net from 'node:net';
 import path from 'node:path';
 import { randomUUID } from 'node:crypto';
-import { freePorts } from '../helpers/npm-start';
+import { HOST, PROJECT_ROOT, freePorts } from '../helpers/npm-start';
 import { eventually } from '../helpers/eventually';
 import { DEV_SERVER_ADDRESS_ENV } from '../helpers/servers';
-
-const ROOT = path.resolve(__dirname, '../..');
-const HOST = '127.0.0.1';
 
 let api: ChildProcess | undefined;
 let stalled: net.Socket | undefined;
@@ -26,8 +23,8 @@ afterEach(() => {
 it('exits within its drain limit on SIGTERM although a request never completes, saying so', async () => {
   const [port] = (await freePorts(1)) as [number];
   let output = '';
-  api = spawn(process.execPath, ['--import', 'tsx', path.join(ROOT, 'src/api-main.ts')], {
-    cwd: ROOT,
+  api = spawn(process.execPath, ['--import', 'tsx', path.join(PROJECT_ROOT, 'src/api-main.ts')], {
+    cwd: PROJECT_ROOT,
     env: {
       ...process.env,
       TEMPORAL_ADDRESS: process.env[DEV_SERVER_ADDRESS_ENV] ?? '',
