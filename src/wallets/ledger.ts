@@ -34,10 +34,33 @@ export type HoldResult =
   | { readonly status: 'held'; readonly replayed: boolean; readonly amount: number; readonly wallet: WalletView }
   | { readonly status: 'insufficient_funds'; readonly available: number; readonly wallet: WalletView };
 
-/** What a debit did: captured (now or before: `replayed`), or nothing because `available` was short. */
+/**
+ * What a debit did: captured (now or before: `replayed`), or declined because `available` was short (now or before:
+ * the decline is recorded, so the payment key's debit is decided once). `at`: when the ledger decided it (the entry's
+ * time), the same for every caller that reads the decision back.
+ */
 export type DebitResult =
-  | { readonly status: 'captured'; readonly replayed: boolean; readonly amount: number; readonly wallet: WalletView }
-  | { readonly status: 'insufficient_funds'; readonly available: number; readonly wallet: WalletView };
+  | {
+      readonly status: 'captured';
+      readonly replayed: boolean;
+      readonly amount: number;
+      readonly wallet: WalletView;
+      readonly at: string;
+    }
+  | {
+      readonly status: 'insufficient_funds';
+      readonly replayed: boolean;
+      readonly available: number;
+      readonly wallet: WalletView;
+      readonly at: string;
+    };
+
+/**
+ * The `reason` of the 0 release a debit declined for short funds writes: the decline, recorded under the payment's
+ * key, so a later debit of it (the workflow's after the API's, or the other way round) answers the same decline even
+ * if money arrived in between, and a late hold of it is refused (any release bars one, in every version of this code).
+ */
+export const DECLINED_SHORT_FUNDS = 'insufficient_funds';
 
 /** The payment whose hold a capture or release ends. */
 export interface SettleArgs {
@@ -71,9 +94,14 @@ export class WalletLedger {
     private readonly observer?: WalletObserver,
   ) {}
 
-  /** The same ledger (same pool), reporting to `observer`: each process counts into its own metrics. */
-  withObserver(observer: WalletObserver): WalletLedger {
-    return new WalletLedger(this.pool, observer);
+  /**
+   * The same ledger (same pool, and a subclass's overrides and state: a test's faults stay armed), reporting to
+   * `observer`: each process counts into its own metrics.
+   */
+  withObserver(observer: WalletObserver): this {
+    const observed = Object.create(this) as this;
+    Object.defineProperty(observed, 'observer', { value: observer });
+    return observed;
   }
 
   /** Adds `request.amount` under the Idempotency-Key `key`; the first credit creates the wallet in its currency. */
@@ -136,7 +164,9 @@ export class WalletLedger {
   /**
    * Holds `amount` and captures it in one transaction: a payment the wallet pays whole. It writes the entries a hold
    * and its capture write (same operation ids), so a debit, a hold and a capture of the same payment key answer one
-   * another: a repeat reads them back, a hold made before is captured, a release made before refuses it.
+   * another: a repeat reads them back, a hold made before is captured, a release made before refuses it. Short funds
+   * are recorded too (a 0 release, {@link DECLINED_SHORT_FUNDS}): the API and the payment's workflow both debit a
+   * wallet-only payment, and whichever comes second reads the first one's decision, captured or declined.
    */
   debit(args: HoldArgs): Promise<DebitResult> {
     const { merchantId, walletId, paymentKey, amount } = args;
@@ -150,13 +180,37 @@ export class WalletLedger {
         refuse(WalletFailure.OperationConflict, 'this payment holds another amount or wallet');
       }
       const captured = related.find((e) => e.operation_id === captureId);
-      if (captured !== undefined)
-        return { status: 'captured', replayed: true, amount, wallet: walletViewAfter(wallet, captured) };
+      if (captured !== undefined) {
+        return {
+          status: 'captured',
+          replayed: true,
+          amount,
+          wallet: walletViewAfter(wallet, captured),
+          at: atOf(captured),
+        };
+      }
       const released = related.find((e) => e.kind === 'release');
-      if (released !== undefined) refuse(WalletFailure.HoldSettled, 'released before it applied');
+      if (released !== undefined) {
+        if (hold === undefined && released.reason === DECLINED_SHORT_FUNDS && released.wallet_id === walletId) {
+          return this.declined(wallet, released, true);
+        }
+        refuse(WalletFailure.HoldSettled, 'released before it applied');
+      }
       if (hold === undefined) {
         const held = await this.newHold(db, wallet, args);
-        if (held.status !== 'held') return held;
+        if (held.status !== 'held') {
+          const recorded = await appendEntry(db, merchantId, walletId, {
+            operationId: walletOperationId('release', merchantId, paymentKey),
+            kind: 'release',
+            amount: 0,
+            balanceDelta: 0,
+            heldDelta: 0,
+            holdId,
+            paymentKey,
+            reason: DECLINED_SHORT_FUNDS,
+          });
+          return this.declined(wallet, recorded.entry, false);
+        }
       }
       const after = await appendEntry(db, merchantId, walletId, {
         operationId: captureId,
@@ -167,7 +221,13 @@ export class WalletLedger {
         holdId,
         paymentKey,
       });
-      return { status: 'captured', replayed: false, amount, wallet: walletView(after.wallet) };
+      return {
+        status: 'captured',
+        replayed: false,
+        amount,
+        wallet: walletView(after.wallet),
+        at: atOf(after.entry),
+      };
     });
   }
 
@@ -283,6 +343,18 @@ export class WalletLedger {
     return { status: 'held', wallet: walletView(after.wallet) };
   }
 
+  /** A debit declined for short funds, as its recorded 0 release says: what was available then, and when. */
+  private declined(wallet: WalletRow, decline: EntryRow, replayed: boolean): DebitResult {
+    const available = Number(decline.balance_after) - Number(decline.held_after);
+    return {
+      status: 'insufficient_funds',
+      replayed,
+      available,
+      wallet: walletViewAfter(wallet, decline),
+      at: atOf(decline),
+    };
+  }
+
   private replayed(wallet: WalletRow, earlier: EntryRow): SettleResult {
     return { replayed: true, amount: Number(earlier.amount), wallet: walletViewAfter(wallet, earlier) };
   }
@@ -329,6 +401,8 @@ export class WalletLedger {
     }
   }
 }
+
+const atOf = (entry: EntryRow): string => entry.at.toISOString();
 
 /** The outcome label of a step's answer. */
 function outcomeOf(result: unknown): WalletOutcome {

@@ -198,8 +198,8 @@ describe('holds', () => {
     // A release made before (a debit whose outcome was unknown) bars a late debit of the key.
     expect(await ledger.release(ref('d3'))).toMatchObject({ amount: 0 });
     await expect(debit('d3', 100)).rejects.toMatchObject({ type: WalletFailure.HoldSettled });
-    // Short funds: nothing written; another currency refused.
-    expect(await debit('d4', 501)).toMatchObject({ status: 'insufficient_funds', available: 500 });
+    // Short funds: declined, and the decline recorded (a 0 release, nothing moved); another currency refused.
+    expect(await debit('d4', 501)).toMatchObject({ status: 'insufficient_funds', replayed: false, available: 500 });
     await expect(ledger.debit({ ...ref('d5'), amount: 1, currency: 'USD' })).rejects.toMatchObject({
       type: WalletFailure.CurrencyMismatch,
     });
@@ -210,8 +210,35 @@ describe('holds', () => {
       ['hold', 200],
       ['capture', 200],
       ['release', 0],
+      ['release', 0],
     ]);
     expect(await expectEntriesMatch(walletId)).toEqual({ balance: 500, held: 0 });
+  });
+
+  it('decides a payment key’s debit once: a decline stays a decline after money arrives, a capture stays one', async () => {
+    // The API and the payment's workflow both debit a wallet-only payment (src/client/wallet-only.ts); whichever comes
+    // second must answer the first one's decision, never a second one.
+    const walletId = await funded(100);
+    const args = (paymentKey: string, amount: number) =>
+      ({ merchantId: m, walletId, paymentKey: `${walletId}-${paymentKey}`, amount, currency: 'EUR' }) as const;
+    const declined = await ledger.debit(args('short', 150));
+    expect(declined).toMatchObject({ status: 'insufficient_funds', replayed: false, available: 100 });
+    await ledger.credit(m, walletId, `${walletId}-topup`, { amount: { value: 500, currency: 'EUR' } });
+    // Money arrived in between: the second debit of the key answers the recorded decline, with its time.
+    const again = await ledger.debit(args('short', 150));
+    expect(again).toEqual({ ...declined, replayed: true, wallet: expect.anything() });
+    expect(again.at).toBe(declined.at);
+    // A late hold of the declined key is refused, as every release bars one.
+    await expect(ledger.hold(args('short', 150))).rejects.toMatchObject({ type: WalletFailure.HoldSettled });
+    // A capture answers the same capture and its time, whoever asks.
+    const captured = await ledger.debit(args('paid', 150));
+    expect(captured).toMatchObject({ status: 'captured', replayed: false });
+    expect(await ledger.debit(args('paid', 150))).toMatchObject({
+      status: 'captured',
+      replayed: true,
+      at: captured.at,
+    });
+    expect(await expectEntriesMatch(walletId)).toEqual({ balance: 450, held: 0 });
   });
 
   it('holds exactly what the balance covers: 200 holds of 100 on 5,000 from two processes at once', async () => {
