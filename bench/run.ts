@@ -468,7 +468,10 @@ async function main(): Promise<number> {
     for (const r of results) {
       if (r.wallet === undefined) continue;
       const h = r.wallet.holdMs;
-      const holds = h.count === 0 ? 'no holds' : `holds p50/p95 ${h.p50}/${h.p95} ms (${h.count})`;
+      const d = r.wallet.workerDebitMs;
+      const holds =
+        (h.count === 0 ? 'no holds' : `the answer's hold or debit p50/p95 ${h.p50}/${h.p95} ms (${h.count})`) +
+        (d.count === 0 ? '' : `; the workers' debits (read back after the answer) p50 ${d.p50} ms (${d.count})`);
       out.write(
         `- ${r.id}: ${r.throughputPerS} pay/s, p50 ${r.latencyMs.p50} ms; ${holds}; wallets checked over ` +
           `${r.wallet.checkedPayments} payments: ` +

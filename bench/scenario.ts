@@ -229,9 +229,15 @@ export async function runScenario(
     log(`  ${spec.id}: ${settings.warmup} warm-up payments done; measuring ${settings.payments}...`);
     const cpuBefore = cpuSnapshot();
     const startUs = monotonicUs();
-    const holdsBefore = stack.walletLedger?.holdMs.length ?? 0;
+    // The ledger transaction each first answer waits for: a split payment's hold (the workers'), a wallet-only
+    // payment's debit (the API's); and the workers' debits of wallet-only payments, which read the API's back.
+    const ledgerLists = [stack.apiWalletLedger?.debitMs, stack.walletLedger?.holdMs, stack.walletLedger?.debitMs];
+    const ledgerBefore = ledgerLists.map((t) => t?.length ?? 0);
     const measured = await runLoad(drive, settings.payments, settings.concurrency, signal, settings.warmup);
-    const measuredHoldMs = stack.walletLedger?.holdMs.slice(holdsBefore) ?? [];
+    const [apiDebitMs = [], workerHoldMs = [], workerDebitMs = []] = ledgerLists.map(
+      (t, i) => t?.slice(ledgerBefore[i]) ?? [],
+    );
+    const ledgerMs = { answerMs: [...apiDebitMs, ...workerHoldMs], workerDebitMs };
     const cpu = cpuUsage(cpuBefore, cpuSnapshot(), measured.outcomes.length);
     const measuredWindowUs = { startUs, endUs: monotonicUs() };
     const wholeLife = spec.refundWindowMs !== undefined;
@@ -269,7 +275,7 @@ export async function runScenario(
           );
     const wallet =
       spec.wallet && infra.wallets
-        ? await checkScenarioWallets(infra.wallets, stack, spec.wallet, all, funded, measuredHoldMs)
+        ? await checkScenarioWallets(infra.wallets, stack, spec.wallet, all, funded, ledgerMs)
         : undefined;
 
     const ledger = infra.sim.ledger(stack.apiKey);

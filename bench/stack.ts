@@ -191,34 +191,37 @@ export interface ScenarioStack {
   readonly token: string;
   readonly app: FastifyInstance;
   readonly provider: RestProvider;
-  /** With wallets: the workers' ledger, which times each hold. */
+  /** With wallets: the workers' ledger, which times each hold and debit. */
   readonly walletLedger?: TimedWalletLedger;
+  /** With wallets: the API's ledger, which times the debit it answers a wallet-only payment from. */
+  readonly apiWalletLedger?: TimedWalletLedger;
   /** Stops the API and drains the workers. Idempotent. */
   close(): Promise<void>;
 }
 
 /**
- * The workers' ledger, timing each call that holds: a hold, or a wallet-only payment's debit (its hold and capture in
- * one transaction). The transaction's own latency as the payment's activity sees it (pool, group commit, BEGIN to
- * COMMIT with the WAL flush), nothing of Temporal's.
+ * A process's ledger, timing each call that holds: a hold, or a wallet-only payment's debit (its hold and capture in
+ * one transaction). The transaction's own latency as its caller sees it (pool, group commit, the wallet row's lock,
+ * BEGIN to COMMIT with the WAL flush), nothing of Temporal's.
  */
 export class TimedWalletLedger extends WalletLedger {
   readonly holdMs: number[] = [];
+  readonly debitMs: number[] = [];
 
   override hold(args: HoldArgs): Promise<HoldResult> {
-    return this.timed(() => super.hold(args));
+    return this.timed(this.holdMs, () => super.hold(args));
   }
 
   override debit(args: HoldArgs): Promise<DebitResult> {
-    return this.timed(() => super.debit(args));
+    return this.timed(this.debitMs, () => super.debit(args));
   }
 
-  private async timed<T>(call: () => Promise<T>): Promise<T> {
+  private async timed<T>(into: number[], call: () => Promise<T>): Promise<T> {
     const started = performance.now();
     try {
       return await call();
     } finally {
-      this.holdMs.push(performance.now() - started);
+      into.push(performance.now() - started);
     }
   }
 }
@@ -262,6 +265,7 @@ export async function startScenarioStack(
   let poolsClosed: Promise<void> | undefined;
   const closePools = () => (poolsClosed ??= Promise.all(pools.map((p) => p.end())).then(() => undefined));
   const walletLedger = workerPool === undefined ? undefined : new TimedWalletLedger(workerPool);
+  const apiWalletLedger = apiPool === undefined ? undefined : new TimedWalletLedger(apiPool);
   try {
     const stack = await startStack({
       logger,
@@ -279,7 +283,7 @@ export async function startScenarioStack(
           ...(infra.merchantWebhooks ? { merchantEvents: true } : {}),
         },
         config: { API_TOKENS: [{ merchantId, token }] },
-        ...(apiPool ? { wallets: new WalletLedger(apiPool) } : {}),
+        ...(apiWalletLedger ? { wallets: apiWalletLedger } : {}),
         webhooks: webhookVerifiers({ WEBHOOK_SECRET, WEBHOOK_TOLERANCE_S: 300 }),
         ...(infra.merchantWebhooks
           ? { webhookEndpoints: { endpoints: infra.merchantWebhooks.endpoints, allowPrivateUrls: true } }
@@ -314,6 +318,7 @@ export async function startScenarioStack(
       app,
       provider,
       ...(walletLedger ? { walletLedger } : {}),
+      ...(apiWalletLedger ? { apiWalletLedger } : {}),
       close: () => stack.close(),
     };
   } catch (err) {

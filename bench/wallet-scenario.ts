@@ -31,8 +31,13 @@ export const WALLET_FUNDING = 100_000_000;
 export interface WalletScenarioResult {
   readonly covers: WalletSpec['covers'];
   readonly wallets: number;
-  /** The hold calls of the workers' ledger during the measured batch, ms. */
+  /**
+   * The ledger transaction each first answer waited for during the measured batch, ms: a split payment's hold (the
+   * workers' ledger), a wallet-only payment's debit (the API's, src/client/wallet-only.ts).
+   */
   readonly holdMs: LatencySummary;
+  /** The workers' debits of wallet-only payments (reading the API's decision back, after the answer), ms. */
+  readonly workerDebitMs: LatencySummary;
   /** Payments (warm-up included) whose wallet part the check read back. */
   readonly checkedPayments: number;
   /** Whether every hold was settled (captured or released) within the wait. */
@@ -82,7 +87,7 @@ export async function fundWallets(
 
 /**
  * After the payments answered: waits until their holds settled (bounded), reads the merchant's wallets and entries
- * and checks them against the payments (bench/wallet-check.ts); `holdMs` are the measured batch's hold timings.
+ * and checks them against the payments (bench/wallet-check.ts); `ledgerMs` are the measured batch's ledger timings.
  */
 export async function checkScenarioWallets(
   db: BenchWalletDatabase,
@@ -90,7 +95,7 @@ export async function checkScenarioWallets(
   spec: WalletSpec,
   outcomes: readonly PaymentOutcome[],
   funded: ReadonlyMap<string, number>,
-  holdMs: readonly number[],
+  ledgerMs: { readonly answerMs: readonly number[]; readonly workerDebitMs: readonly number[] },
 ): Promise<WalletScenarioResult> {
   const payments = outcomes.flatMap((o) => (o.wallet === undefined ? [] : [{ key: o.key, wallet: o.wallet }]));
   const settled = await waitWalletsSettled(db.pool, stack.merchantId, payments.length, 30_000);
@@ -99,7 +104,8 @@ export async function checkScenarioWallets(
   return {
     covers: spec.covers,
     wallets: walletIdsOf(spec).length,
-    holdMs: summarize(holdMs),
+    holdMs: summarize(ledgerMs.answerMs),
+    workerDebitMs: summarize(ledgerMs.workerDebitMs),
     checkedPayments: payments.length,
     settled,
     problems,

@@ -33,7 +33,7 @@ import type { Config, ProviderLimits } from './config';
 import { describeCapacity, providerCapacity } from './domain/capacity';
 import { providerTaskQueue } from './domain/ids';
 import { type RetryOverrides, checkRetryPresets } from './domain/retry';
-import type { ApiMetrics } from './metrics/api-metrics';
+import { type ApiMetrics, createApiMetrics } from './metrics/api-metrics';
 import {
   type WorkerMetrics,
   breakerMetricsObserver,
@@ -431,12 +431,11 @@ export async function startStack(options: StackOptions): Promise<Stack> {
   const startApi = async (): Promise<RunningApi> => {
     const api = options.api;
     if (api === undefined || apiClient === undefined) throw new TypeError('startStack: this stack has no API');
-    // The API's ledger checks a charge's wallet part before it starts (the workers' takes it).
-    const payments = new PaymentsClient(apiClient, {
-      taskQueue,
-      ...api.payments,
-      ...(api.wallets ? { wallets: api.wallets } : {}),
-    });
+    const metrics = api.metrics ?? createApiMetrics();
+    // The API's ledger checks a charge's wallet part before it starts, and debits a wallet-only payment once it
+    // started (src/client/wallet-only.ts; the workers' ledger takes the rest), counted in the API's metrics.
+    const wallets = api.wallets?.withObserver(walletMetricsObserver(metrics.registry));
+    const payments = new PaymentsClient(apiClient, { taskQueue, ...api.payments, ...(wallets ? { wallets } : {}) });
     // Loaded when an API starts, not with this module: fastify, its swagger and zod plugins and the routes are about a
     // twentieth of the CPU of loading the stack, which a worker process and the tests that start no API never use.
     const { buildApi } = await import('./api/app');
@@ -446,7 +445,7 @@ export async function startStack(options: StackOptions): Promise<Stack> {
       logger,
       webhooks: api.webhooks,
       keyHash,
-      ...(api.metrics ? { metrics: api.metrics } : {}),
+      metrics,
       ...(api.wallets ? { wallets: api.wallets } : {}),
       ...(api.webhookEndpoints ? { webhookEndpoints: api.webhookEndpoints } : {}),
       ...(codec && api.codecCorsOrigins

@@ -8,6 +8,7 @@ import {
   WorkflowExecutionAlreadyStartedError,
   WorkflowUpdateRPCTimeoutOrCancelledError,
   WorkflowUpdateStage,
+  type WorkflowStartOptions,
 } from '@temporalio/client';
 import { acceptUpdate, paymentQuery } from '../domain/definitions';
 import { ChargeRequest, type PaymentView } from '../domain/payment';
@@ -30,8 +31,9 @@ import { chargeFingerprint } from './fingerprint';
 import { recordedAnswer } from './key-records';
 import { type OrderGuardContext, guardOrder } from './order-guard';
 import type { StartReporting } from './start-report';
-import type { WalletReader } from '../domain/wallets';
+import type { WalletDebiter, WalletReader } from '../domain/wallets';
 import { checkWalletPart } from './wallet-part';
+import { chargeWalletOnly, walletDebiterFor } from './wallet-only';
 
 /** What starting a charge needs beyond the {@link OrderGuardContext}. */
 export interface ChargeContext extends OrderGuardContext {
@@ -49,8 +51,11 @@ export interface ChargeContext extends OrderGuardContext {
   readonly defaultProvider: string;
   /** Charges in flight in this process by workflow id and fingerprint: identical concurrent requests share one. */
   readonly inflight: Map<string, Promise<ChargeResult>>;
-  /** The wallet ledger a charge's wallet part is checked against; absent: a charge with a wallet part is refused. */
-  readonly wallets?: WalletReader;
+  /**
+   * The wallet ledger a charge's wallet part is checked against; absent: a charge with a wallet part is refused. One
+   * that debits too answers a wallet-only payment from its own debit (src/client/wallet-only.ts).
+   */
+  readonly wallets?: WalletReader & Partial<WalletDebiter>;
   /** Update-with-Start that says whether it created the run (see start-report.ts), built on the first charge. */
   readonly starts: () => StartReporting;
 }
@@ -121,6 +126,8 @@ async function startCharge(
   request: ChargeRequest,
   fingerprint: string,
 ): Promise<ChargeResult> {
+  // A wallet-only payment with a ledger that debits: the API answers it from the ledger (src/client/wallet-only.ts).
+  const debiter = walletDebiterFor(ctx, request);
   const input: ChargeWorkflowInput = {
     merchantId: merchant,
     key: paymentKey,
@@ -132,11 +139,13 @@ async function startCharge(
     shape: 3,
     ...(ctx.merchantEvents ? { merchantEvents: true as const } : {}),
     ...(ctx.keyRecords === undefined ? {} : { keyRecords: true as const }),
+    // The workflow's first answer carries the API's time of creation: the API's answer and its are one body.
+    ...(debiter ? { createdAt: new Date().toISOString() } : {}),
   };
   const startedBy = randomUUID();
   const { orderId, amount, provider, capture } = request;
   const facts = { merchantId: merchant, key: paymentKey, orderId, amount, provider, capture, wallet: request.wallet };
-  const startWorkflowOperation = new WithStartWorkflowOperation<typeof chargeWorkflow>('chargeWorkflow', {
+  const startOptions = {
     workflowId,
     taskQueue: ctx.taskQueue,
     // A repeat of a running payment is answered by query (startedWithoutAnswer), never by an update that would reach
@@ -157,11 +166,24 @@ async function startCharge(
       { key: OrderIdAttr, value: request.orderId },
       { key: ProviderAttr, value: request.provider },
     ],
-  });
+  } satisfies WorkflowStartOptions<typeof chargeWorkflow> & { workflowIdConflictPolicy: 'FAIL' };
   // The submit update needs a worker; the start does not. One deadline for both: without a worker (all crashed,
   // deploying, overloaded) the answer comes at submitWaitMs + margin, from what Temporal durably has.
   const answerBy = Date.now() + ctx.timings.submitWaitMs + ctx.submitMarginMs;
   const deadline = answerBy - describeBudgetMs(ctx.submitMarginMs);
+  if (debiter !== undefined) {
+    // The ledger decides it: the API answers from its own debit once the payment is durable.
+    return chargeWalletOnly(ctx, debiter, {
+      workflowId,
+      fingerprint,
+      startedBy,
+      input,
+      startOptions,
+      deadline,
+      answerBy,
+    });
+  }
+  const startWorkflowOperation = new WithStartWorkflowOperation<typeof chargeWorkflow>('chargeWorkflow', startOptions);
   try {
     const { result: view, report } = await ctx
       .starts()

@@ -10,7 +10,7 @@ import type { ReviewItemView } from '../domain/api-schemas';
 import type { ProviderEvent } from '../domain/definitions';
 import type { PaymentView } from '../domain/payment';
 import type { PaymentTimings } from '../domain/workflow-inputs';
-import type { WalletReader } from '../domain/wallets';
+import type { WalletDebiter, WalletReader } from '../domain/wallets';
 import type { ChargeResult } from './charge-answers';
 import { type ChargeContext, charge } from './charges';
 import type { ClientContext } from './context';
@@ -87,8 +87,10 @@ export interface PaymentsClientOptions {
   /**
    * The wallet ledger (docs/http-api.md#payments-with-a-wallet-part): a charge's wallet part is checked against it
    * (the wallet exists, in the charge's currency) before anything starts. Absent: a charge with a wallet part is 400.
+   * A ledger that also debits (`WalletLedger` does) answers a wallet-only payment from the ledger's decision as soon as
+   * the payment is started, without waiting for a worker (src/client/wallet-only.ts).
    */
-  readonly wallets?: WalletReader;
+  readonly wallets?: WalletReader & Partial<WalletDebiter>;
 }
 
 /** The provider of a charge that names none, when no providers are configured (the one the worker builds today). */

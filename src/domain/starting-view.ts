@@ -38,3 +38,25 @@ export function startingView(
     updatedAt: atIso,
   };
 }
+
+/**
+ * A wallet-only payment's first answer once the ledger decided its debit: `succeeded` with the part captured, or
+ * `declined` (`wallet_insufficient_funds`) with nothing taken; updated when the ledger decided. The API answers it
+ * from its own debit (src/client/wallet-only.ts) and the workflow reaches the same view from the same decision
+ * (src/workflows/wallet-part.ts); a test holds the two equal.
+ */
+export function walletOnlyAnswer(
+  input: Parameters<typeof startingView>[0],
+  decision: { readonly status: 'captured' | 'insufficient_funds'; readonly at: string },
+  createdAt: string,
+): PaymentView {
+  const view = startingView(input, 'pending', createdAt);
+  const captured = decision.status === 'captured';
+  return {
+    ...view,
+    status: captured ? 'succeeded' : 'declined',
+    ...(captured ? {} : { declineCode: 'wallet_insufficient_funds' }),
+    ...(view.wallet === undefined ? {} : { wallet: { ...view.wallet, status: captured ? 'captured' : 'released' } }),
+    updatedAt: decision.at,
+  };
+}

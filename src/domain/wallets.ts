@@ -4,7 +4,7 @@
  * (src/wallets) answers in these shapes.
  */
 import { z } from 'zod';
-import { Money } from './money';
+import { type Currency, Money } from './money';
 import { walletEntryKinds } from './wallet-operations';
 
 /** The merchant's own name of a wallet: 1-64 characters of `A-Za-z0-9._:-`. */
@@ -42,6 +42,27 @@ export type WalletView = z.infer<typeof WalletView>;
 /** Reads a merchant's wallet (the ledger is one): the API checks a payment's wallet part with it before any start. */
 export interface WalletReader {
   get(merchantId: string, walletId: string): Promise<WalletView | undefined>;
+}
+
+/**
+ * The ledger's one decision on a wallet-only payment's debit (`hold:`/`capture:` under the payment key): captured, or
+ * declined for short funds; `at` is when the ledger decided it. Recorded either way, so every caller that debits the
+ * same payment key reads the same decision back (src/wallets/ledger.ts).
+ */
+export interface WalletDebitDecision {
+  readonly status: 'captured' | 'insufficient_funds';
+  readonly at: string;
+}
+
+/** A ledger the API debits a wallet-only payment on (after its workflow started), answering from the decision. */
+export interface WalletDebiter {
+  debit(args: {
+    readonly merchantId: string;
+    readonly walletId: string;
+    readonly paymentKey: string;
+    readonly amount: number;
+    readonly currency: Currency;
+  }): Promise<WalletDebitDecision>;
 }
 
 /** One append-only entry of a wallet. */

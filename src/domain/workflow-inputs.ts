@@ -112,5 +112,11 @@ export const ChargeWorkflowInput = z.strictObject({
    * is handed over, and the history has nothing new.
    */
   keyRecords: z.literal(true).optional(),
+  /**
+   * When the API accepted the charge: the view's `createdAt`. Set for a wallet-only payment, which the API answers from
+   * the ledger's decision without waiting for a worker (src/client/wallet-only.ts): the API's answer and the
+   * workflow's first answer are then the same body. Absent: the time of the payment's first workflow task.
+   */
+  createdAt: z.iso.datetime().optional(),
 });
 export type ChargeWorkflowInput = z.infer<typeof ChargeWorkflowInput>;

@@ -123,7 +123,7 @@ export class PaymentEntity implements CreatePort, MovementsPort, CustomerActionP
     readonly input: ChargeWorkflowInput,
     carried?: ChargeContinuation,
   ) {
-    this.state = carried?.state ?? initialState(input, nowIso());
+    this.state = carried?.state ?? initialState(input, input.createdAt ?? nowIso());
     this.lean = input.shape === 2 || input.shape === 3;
     // Shape 3 takes neither from its input: the worker's view comes with the create's first step.
     this.recorded = {

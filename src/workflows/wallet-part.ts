@@ -157,6 +157,8 @@ export async function debitWalletOnly(payment: WalletPort): Promise<void> {
     } else {
       declineShortFunds(payment);
     }
+    // When the ledger decided it (absent from ledgers before it said): the time the API's answer carries too.
+    if (debit.at !== undefined) state.view.updatedAt = debit.at;
   } catch (err) {
     if (!failIfRefused(payment, err)) await settleUnknownDebit(payment, err);
   }

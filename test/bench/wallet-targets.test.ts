@@ -49,7 +49,7 @@ describe('walletTargets (bench/wallet-targets.ts)', () => {
       ['wallet_only_p50_ms', 24.3, 'met', [ids.walletOnly]],
       ['split_adds_p50_ms', 13.5, 'not met', [ids.split, ids.card]],
       ['hot_over_spread', 0.63, 'not met', [ids.hot, ids.spread]],
-      ['hold_p50_ms', 1.8, 'met', [ids.walletOnly]],
+      ['hold_p50_ms', 2.5, 'met', [ids.split]],
     ]);
   });
 
@@ -63,12 +63,14 @@ describe('walletTargets (bench/wallet-targets.ts)', () => {
     ]);
   });
 
-  it("takes the hold's p50 from the split payments when the wallet-only ones held nothing", () => {
-    const [, , , hold] = walletTargets([
-      result(ids.walletOnly, 20, 30, Number.NaN, 0),
-      result(ids.split, 30, 20, 6.04),
-    ]);
+  it("takes the hold's p50 from the split payments, else from the wallet-only payments' debit", () => {
+    const [, , , hold] = walletTargets([result(ids.walletOnly, 20, 30, 1.84), result(ids.split, 30, 20, 6.04)]);
     expect(hold).toMatchObject({ value: 6, verdict: 'not met', from: [ids.split] });
+    const [, , , debit] = walletTargets([
+      result(ids.walletOnly, 20, 30, 6.04),
+      result(ids.split, 30, 20, Number.NaN, 0),
+    ]);
+    expect(debit).toMatchObject({ value: 6, verdict: 'not met', from: [ids.walletOnly] });
   });
 
   it('prints each target with its bound and verdict, and all four in one line', () => {

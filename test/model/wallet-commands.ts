@@ -172,8 +172,9 @@ export class WalletCharge implements Cmd {
  *   transaction dies with it or commits, and the next worker's capture applies it or reads it back (W2/W3 fail on a
  *   second);
  * - `debit` (wallet-only, patch `wallet-direct-debit`): the debit's transaction (hold and capture in one) waits for the
- *   row locked the same way, from before the charge is sent: it dies with the worker or commits, and the next
- *   worker's debit applies it or reads it back.
+ *   row locked the same way, from before the charge is sent, beside the API's own debit of the payment
+ *   (src/client/wallet-only.ts): the worker is killed once both wait. Its transaction dies with it; the API's applies
+ *   once the row is unlocked, and the next worker's debit reads it back (one hold, one capture).
  * Then, as every payment: one hold, captured once the payment succeeded, and one create for a card part.
  */
 export class CrashDuringWalletCharge implements Cmd {
@@ -196,9 +197,12 @@ export class CrashDuringWalletCharge implements Cmd {
     if (this.during === 'create') return chargeKillingHolder(m, w, this.merchant, body, label);
     const step = this.during === 'debit' ? 'debit' : 'capture';
     const row = await lockableRow(w, this.merchant, wallet.walletId);
-    /** Whether the step's statement came to wait for the locked row: the worker is inside the step when it dies. */
+    /**
+     * Whether the step's statement came to wait for the locked row: the worker is inside the step when it dies. A
+     * wallet-only payment's debit is the API's too: two statements wait then, the API's and the worker's.
+     */
     const stepWaits = async () => {
-      const waiting = await row.waiter(`${label}'s ${step} waiting for the wallet's row`);
+      const waiting = await row.waiter(`${label}'s ${step} waiting for the wallet's row`, step === 'debit' ? 2 : 1);
       m.trace.push(`${label}: ${waiting ? `the ${step} waits for the wallet's row` : `no ${step} came to wait`}`);
       return waiting;
     };
@@ -224,7 +228,7 @@ export class CrashDuringWalletCharge implements Cmd {
 
 /**
  * A wallet's row, locked (`FOR UPDATE`) by a connection of the test's own until `unlock`: every ledger step of that
- * wallet waits; `waiter` sees one waiting (pg_stat_activity) within 6 s.
+ * wallet waits; `waiter` sees `minimum` of them waiting (pg_stat_activity) within 6 s.
  */
 async function lockableRow(w: World, merchant: MerchantName, walletId: string) {
   const locker = await w.db.connect();
@@ -244,7 +248,7 @@ async function lockableRow(w: World, merchant: MerchantName, walletId: string) {
       ]);
     },
     unlock,
-    waiter: (what: string) =>
+    waiter: (what: string, minimum: number) =>
       eventually(
         what,
         async () => {
@@ -253,7 +257,7 @@ async function lockableRow(w: World, merchant: MerchantName, walletId: string) {
               WHERE datname = current_database() AND wait_event_type = 'Lock' AND pid <> $1`,
             [pid],
           );
-          return (rows[0]?.n ?? 0) > 0;
+          return (rows[0]?.n ?? 0) >= minimum;
         },
         6_000,
         20,

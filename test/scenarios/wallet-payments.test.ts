@@ -35,20 +35,24 @@ const stayedAway = () =>
 
 /**
  * The ledger, with faults a test can arm, each as a step whose database stayed away through its whole budget would
- * end: the next capture of a payment key fails without writing anything; the next debit of a payment key fails
- * without writing anything (`before`) or after its COMMIT (`after`: the answer lost). Every other call is the real one.
+ * end: the next capture of a payment key fails without writing anything; the next two debits of a payment key (the
+ * API's and the workflow's first: both debit a wallet-only payment) fail without writing anything (`before`) or after
+ * their COMMIT (`after`: the answer lost). Every other call is the real one.
  */
 class FaultLedger extends WalletLedger {
   readonly failNextCaptureOf = new Set<string>();
   readonly failNextDebitOf = new Map<string, 'before' | 'after'>();
+  private readonly debitFaultsLeft = new Map<string, number>();
   override capture(args: SettleArgs): Promise<SettleResult> {
     if (!this.failNextCaptureOf.delete(args.paymentKey)) return super.capture(args);
     return stayedAway();
   }
   override async debit(args: HoldArgs): Promise<DebitResult> {
     const fault = this.failNextDebitOf.get(args.paymentKey);
-    this.failNextDebitOf.delete(args.paymentKey);
     if (fault === undefined) return super.debit(args);
+    const left = (this.debitFaultsLeft.get(args.paymentKey) ?? 2) - 1;
+    this.debitFaultsLeft.set(args.paymentKey, left);
+    if (left === 0) this.failNextDebitOf.delete(args.paymentKey);
     if (fault === 'after') await super.debit(args);
     return stayedAway();
   }
@@ -395,15 +399,98 @@ describe('POST /v1/payments with a wallet part: the money', () => {
       ['capture', 700],
     ]);
     expect(simOf(body.orderId as string).requests).toEqual([]);
-    // One debit (the hold and its capture in one transaction) in the payment's first workflow task: the answer
-    // waits for no other task.
-    const events = await eventsOf(key);
+    // The API answered from its own debit; the workflow's debit (the hold and its capture in one transaction, in its
+    // first workflow task) read that decision back: one task, one capture, and its first answer is the API's body.
+    const events = await eventually('the payment’s first task', async () => {
+      const e = await eventsOf(key);
+      return e.some((x) => x.workflowTaskCompletedEventAttributes) ? e : undefined;
+    });
     expect(walletSteps(events)).toEqual([
       ['local', 'debitWallet', expect.stringContaining('hold and capture in one transaction')],
     ]);
-    const tasksBeforeAnswer = events.filter((e) => e.workflowTaskCompletedEventAttributes).length;
-    expect(tasksBeforeAnswer).toBe(1);
+    expect(events.filter((e) => e.workflowTaskCompletedEventAttributes).length).toBe(1);
+    const repeat = await pay(key, body);
+    expect(repeat.headers.get('idempotent-replayed')).toBe('true');
+    expect(repeat.body).toEqual(res.body);
+    expect(await movesOf(walletId)).toEqual([
+      ['hold', 700],
+      ['capture', 700],
+    ]);
     await recordHistories(h, 'wallet-only-payment', [chargeWorkflowId(h.a.id, key)]);
+  });
+
+  it('a wallet-only payment is answered from the ledger before any worker runs, and its workflow keeps that answer even when money arrives in between', async () => {
+    // No worker polls this world's task queue until the answers are in: the API answered from its own debit.
+    const late = await startWorld(env, { api: true, wallets: ledger, workers: false, webhooks: false });
+    try {
+      const credited = async (walletId: string, value: number) =>
+        (
+          await late.request('POST', `/v1/wallets/${walletId}/credits`, {
+            key: newKey(),
+            body: { amount: { value, currency: 'EUR' } },
+          })
+        ).status;
+      const [rich, poor] = [`w-${randomUUID().slice(0, 8)}`, `w-${randomUUID().slice(0, 8)}`];
+      expect(await credited(rich, 1_000)).toBe(200);
+      expect(await credited(poor, 100)).toBe(200);
+      const paid = {
+        key: newKey(),
+        body: chargeBody({ amount: { value: 700, currency: 'EUR' }, wallet: { walletId: rich, amount: 700 } }),
+      };
+      const short = {
+        key: newKey(),
+        body: chargeBody({ amount: { value: 300, currency: 'EUR' }, wallet: { walletId: poor, amount: 300 } }),
+      };
+      const first = await Promise.all([paid, short].map((p) => pay(p.key, p.body, late)));
+
+      expect(first.map((r) => r.status)).toEqual([200, 200]);
+      expect(first[0]?.body).toMatchObject({ status: 'succeeded', wallet: { status: 'captured' } });
+      expect(first[1]?.body).toMatchObject({
+        status: 'declined',
+        declineCode: 'wallet_insufficient_funds',
+        wallet: { status: 'released' },
+      });
+      const handleOf = (key: string) => env.client.workflow.getHandle(chargeWorkflowId(late.a.id, key));
+      for (const p of [paid, short]) {
+        const events = (await handleOf(p.key).fetchHistory()).events ?? [];
+        expect(events.filter((e) => e.workflowTaskCompletedEventAttributes)).toEqual([]);
+      }
+      // The money that would cover the declined payment arrives before its workflow's first task.
+      expect(await credited(poor, 1_000)).toBe(200);
+      await late.startWorkers();
+
+      for (const [i, p] of [paid, short].entries()) {
+        await eventually('the workflow’s first answer', async () => {
+          const events = (await handleOf(p.key).fetchHistory()).events ?? [];
+          return events.some((e) => e.workflowTaskCompletedEventAttributes) ? true : undefined;
+        });
+        const repeat = await pay(p.key, p.body, late);
+        expect(repeat.headers.get('idempotent-replayed')).toBe('true');
+        expect(repeat.body).toEqual(first[i]?.body);
+        expect((await late.request('GET', `/v1/payments/${encodeURIComponent(p.key)}`)).body).toEqual(first[i]?.body);
+      }
+      const movesIn = async (walletId: string) =>
+        ((await late.request('GET', `/v1/wallets/${walletId}/entries`)).body.entries as Entry[])
+          .slice(1)
+          .map((e) => [e.kind, e.amount]);
+      expect(await movesIn(rich)).toEqual([
+        ['hold', 700],
+        ['capture', 700],
+      ]);
+      // The decline is recorded (a 0 release) and holds: nothing was taken after the money came.
+      expect(await movesIn(poor)).toEqual([
+        ['release', 0],
+        ['credit', 1_000],
+      ]);
+      expect((await late.request('GET', `/v1/wallets/${poor}`)).body).toMatchObject({ balance: 1_100, held: 0 });
+      await recordHistories(
+        late,
+        'wallet-only-answered-by-api',
+        [paid, short].map((p) => chargeWorkflowId(late.a.id, p.key)),
+      );
+    } finally {
+      await late.close();
+    }
   });
 
   it.each([
