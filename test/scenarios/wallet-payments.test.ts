@@ -42,17 +42,25 @@ const stayedAway = () =>
 class FaultLedger extends WalletLedger {
   readonly failNextCaptureOf = new Set<string>();
   readonly failNextDebitOf = new Map<string, 'before' | 'after'>();
+  /** The payment keys of every debit called, in order (the API's and the workflows'). */
+  readonly debitsCalled: string[] = [];
   private readonly debitFaultsLeft = new Map<string, number>();
   override capture(args: SettleArgs): Promise<SettleResult> {
     if (!this.failNextCaptureOf.delete(args.paymentKey)) return super.capture(args);
     return stayedAway();
   }
+  /** Fails the next `times` debits of `paymentKey` as `fault` says (default both, the API's and the workflow's). */
+  failDebits(paymentKey: string, fault: 'before' | 'after', times = 2): void {
+    this.failNextDebitOf.set(paymentKey, fault);
+    this.debitFaultsLeft.set(paymentKey, times);
+  }
   override async debit(args: HoldArgs): Promise<DebitResult> {
+    this.debitsCalled.push(args.paymentKey);
     const fault = this.failNextDebitOf.get(args.paymentKey);
     if (fault === undefined) return super.debit(args);
-    const left = (this.debitFaultsLeft.get(args.paymentKey) ?? 2) - 1;
+    const left = (this.debitFaultsLeft.get(args.paymentKey) ?? 1) - 1;
     this.debitFaultsLeft.set(args.paymentKey, left);
-    if (left === 0) this.failNextDebitOf.delete(args.paymentKey);
+    if (left <= 0) this.failNextDebitOf.delete(args.paymentKey);
     if (fault === 'after') await super.debit(args);
     return stayedAway();
   }
@@ -510,7 +518,7 @@ describe('POST /v1/payments with a wallet part: the money', () => {
     async (fault, status, part, moves, balance) => {
       const walletId = await walletWith(1_000);
       const key = newKey();
-      ledger.failNextDebitOf.set(key, fault);
+      ledger.failDebits(key, fault);
       const body = chargeBody({ amount: { value: 700, currency: 'EUR' }, wallet: { walletId, amount: 700 } });
       const res = await pay(key, body);
 
@@ -533,6 +541,47 @@ describe('POST /v1/payments with a wallet part: the money', () => {
       expect(simOf(body.orderId as string).requests).toEqual([]);
     },
   );
+
+  it('a wallet-only payment whose API debit finds the database away: the workflow’s debit decides, answered succeeded', async () => {
+    const walletId = await walletWith(1_000);
+    const key = newKey();
+    ledger.failDebits(key, 'before', 1);
+    const body = chargeBody({ amount: { value: 700, currency: 'EUR' }, wallet: { walletId, amount: 700 } });
+    const res = await pay(key, body);
+
+    expect(res.status).toBe(200);
+    expect(res.body).toMatchObject({ status: 'succeeded', wallet: { status: 'captured' } });
+    expect(ledger.debitsCalled.filter((k) => k === key)).toHaveLength(2);
+    expect(await movesOf(walletId)).toEqual([
+      ['hold', 700],
+      ['capture', 700],
+    ]);
+    expect(await walletOf(walletId)).toMatchObject({ balance: 300, held: 0 });
+  });
+
+  it('a wallet-only payment’s key repeated with another amount: 422, and no debit of the other amount is tried', async () => {
+    const walletId = await walletWith(1_000);
+    const key = newKey();
+    const body = chargeBody({ amount: { value: 700, currency: 'EUR' }, wallet: { walletId, amount: 700 } });
+    const first = await pay(key, body);
+    await settledAs(key, 'captured', 'succeeded');
+    const calledBefore = ledger.debitsCalled.filter((k) => k === key).length;
+    const other = await pay(key, {
+      ...body,
+      amount: { value: 500, currency: 'EUR' },
+      wallet: { walletId, amount: 500 },
+    });
+
+    expect(first.status).toBe(200);
+    expect(other.status).toBe(422);
+    expect(other.body.error?.type).toBe('idempotency_key_reused');
+    // The start was refused (the key's payment exists): nothing reached the ledger for the second body.
+    expect(ledger.debitsCalled.filter((k) => k === key)).toHaveLength(calledBefore);
+    expect(await movesOf(walletId)).toEqual([
+      ['hold', 700],
+      ['capture', 700],
+    ]);
+  });
 
   it.each([
     ['split', 'no such wallet', 'wallet_not_found'],
