@@ -19,7 +19,7 @@ import {
 import type { PaymentProvider, ProviderCapabilities } from '../../src/providers/types';
 import { startSimulator, type RunningSimulator } from '../../src/simulator/server';
 import { eventually } from '../helpers/eventually';
-import { closedPort } from '../helpers/net';
+import { refusedPort } from '../helpers/net';
 
 let sim: RunningSimulator;
 beforeAll(async () => {
@@ -279,7 +279,7 @@ describe('createPayment', () => {
   });
 
   it('connection refused: NotSent, retryable; the breaker opens and then answers CircuitOpen without calling', async () => {
-    const port = await closedPort();
+    const port = await refusedPort();
     const clock = manualClock();
     const s = await setup({ baseUrl: `http://127.0.0.1:${port}`, now: clock.now });
     let last: unknown;

@@ -22,7 +22,7 @@ import {
 } from '../../src/providers/rest/adapter';
 import { type RunningSimulator, startSimulator } from '../../src/simulator/server';
 import { type RunningRedis, startRedisServer } from '../../scripts/lib/redis-server';
-import { closedPort } from '../helpers/net';
+import { refusedPort } from '../helpers/net';
 
 let sim: RunningSimulator;
 let redisServer: RunningRedis;
@@ -182,7 +182,7 @@ describe.each([
   });
 
   it('a probe refused at connect did reach for the provider: it re-opens the breaker', async () => {
-    const s = await setup({ keys: true, baseUrl: `http://127.0.0.1:${await closedPort()}` });
+    const s = await setup({ keys: true, baseUrl: `http://127.0.0.1:${await refusedPort()}` });
     await halfOpenNext(s.breaker);
     const f = await failureOf(run(attemptEnv(1), s.acts.capturePayment, captureArgs(s, 'pay_unreachable')));
     expect(f).toMatchObject({ type: ErrorType.NotSent });

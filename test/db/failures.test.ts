@@ -7,7 +7,7 @@ import { createPool, inTransaction, type DatabaseError } from '../../src/db';
 import { WalletLedger } from '../../src/wallets';
 import { openTestDatabase } from '../helpers/database';
 import { eventually } from '../helpers/eventually';
-import { closedPort } from '../helpers/net';
+import { refusedPort } from '../helpers/net';
 import { startCommitCuttingProxy } from '../helpers/commit-cutting-proxy';
 
 let db: Awaited<ReturnType<typeof openTestDatabase>>;
@@ -23,7 +23,7 @@ const failureOf = (p: Promise<unknown>) =>
   );
 
 it('classifies a refused connection and an exhausted pool as not applied', async () => {
-  const refused = createPool({ url: `postgres://postgres@127.0.0.1:${await closedPort()}/x`, connectTimeoutMs: 500 });
+  const refused = createPool({ url: `postgres://postgres@127.0.0.1:${await refusedPort()}/x`, connectTimeoutMs: 500 });
   const one = createPool({ url: db.url, poolSize: 1, connectTimeoutMs: 200 });
   // The pool's one connection, held so the next caller waits for it: 200 ms is short for opening it on a loaded
   // machine (seen once in a full run: "Connection terminated due to connection timeout" here, before any check), so

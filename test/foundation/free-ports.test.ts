@@ -3,6 +3,7 @@
  * A port is free only until its stack binds it, so concurrent picks must not rely on the bind check alone.
  */
 import { readFileSync } from 'node:fs';
+import { closedPort, refusedPort, refusesConnections } from '../helpers/net';
 import { freePorts, portIsFree } from '../helpers/npm-start';
 
 describe('freePorts', () => {
@@ -22,5 +23,24 @@ describe('freePorts', () => {
     if (worker >= 1 && worker <= 8)
       expect(new Set(all.map((p) => Math.floor((p - 10_000) / width)))).toEqual(new Set([worker - 1]));
     expect((await Promise.all(all.slice(0, 12).map(portIsFree))).every(Boolean)).toBe(true);
+  });
+});
+
+describe('refusedPort', () => {
+  it('is refused, and lies below every range a test server binds in; a released closed port is the next listener’s', async () => {
+    const { createServer } = await import('node:net');
+    const port = await refusedPort();
+    expect(await refusesConnections(port)).toBe(true);
+    // Servers bind port 0 (the kernel's ephemeral range) or freePorts' 10,000 and up: none can take it.
+    expect(port).toBeLessThan(10_000);
+    // Why not closedPort for a provider meant to stay down: released, its port can be served by the next listener.
+    const released = await closedPort();
+    const taker = createServer((socket) => socket.destroy());
+    await new Promise<void>((resolve) => taker.listen(released, '127.0.0.1', resolve));
+    try {
+      expect(await refusesConnections(released)).toBe(false);
+    } finally {
+      await new Promise<void>((resolve) => taker.close(() => resolve()));
+    }
   });
 });

@@ -12,7 +12,7 @@ import {
   silentServer,
 } from './net-helpers';
 import { eventually } from '../helpers/eventually';
-import { closedPort } from '../helpers/net';
+import { refusedPort } from '../helpers/net';
 
 // Transport situations the simulator cannot produce, on raw 127.0.0.1 servers. The question each test answers: did the
 // request leave (OutcomeUnknown) or provably not (NotSent)? And: the client never tries twice.
@@ -96,7 +96,7 @@ const failingLookup =
 
 describe('before the request leaves: NotSent', () => {
   it('connection refused on a closed port', async () => {
-    const port = await closedPort();
+    const port = await refusedPort();
     const e = await providerFailure(client(`http://127.0.0.1:${port}`).send(post));
     expect(e.type).toBe(ErrorType.NotSent);
     expect(e.details).toEqual({ type: ErrorType.NotSent, operation: 'create', reason: 'connect_refused' });

@@ -11,7 +11,7 @@ import type { CallContext, CreatePaymentInput } from '../../src/providers/types'
 import { startSimulator } from '../../src/simulator/server';
 import { fixedHttpServer, memoryLogger, providerFailure, silentLogger, type TestServer } from './net-helpers';
 import { eventually } from '../helpers/eventually';
-import { closedPort } from '../helpers/net';
+import { refusedPort } from '../helpers/net';
 
 // The REST adapter against the real simulator over 127.0.0.1: every row of the outcome classification produced by a
 // real fault, and the ledger as the witness of what the provider actually did (and that the client sent once).
@@ -263,7 +263,7 @@ describe('answers', () => {
 describe('failures, each from a real simulator fault; the client never sends twice', () => {
   it('connection refused: NotSent, nothing reached the provider', async () => {
     const { apiKey, key, reference } = newMerchant();
-    const port = await closedPort();
+    const port = await refusedPort();
     const p = provider(apiKey, { baseUrl: `http://127.0.0.1:${port}` });
     const e = await providerFailure(p.createPayment(charge(reference), ctx(key)));
     expect(e.details).toEqual({ type: ErrorType.NotSent, operation: 'create', reason: 'connect_refused' });

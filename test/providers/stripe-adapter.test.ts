@@ -22,7 +22,7 @@ import { type RunningStripeMock, resolveStripeMock, startStripeMock } from '../.
 import { ErrorType } from '../../src/domain/errors';
 import { isProviderError } from '../../src/providers/errors';
 import { StripeProvider, StripeWebhookVerifier } from '../../src/providers/stripe';
-import { closedPort } from '../helpers/net';
+import { refusedPort } from '../helpers/net';
 
 const logger = pino({ level: 'silent' });
 const ctx = (op: string) => ({ idempotencyKey: `${op}:m1:${randomUUID()}`, attempt: 1 });
@@ -274,7 +274,7 @@ describe('Stripe adapter: error shapes stripe-mock cannot produce, through the S
   });
 
   it('a refused connection is NotSent: the request provably never left', async () => {
-    const stripe = provider(`http://127.0.0.1:${await closedPort()}`);
+    const stripe = provider(`http://127.0.0.1:${await refusedPort()}`);
     const failure = await failureOf(charge(stripe));
     expect(failure).toMatchObject({ type: ErrorType.NotSent, operation: 'create', reason: 'connect_refused' });
     await stripe.close();

@@ -5,7 +5,7 @@
  */
 import { spawn } from 'node:child_process';
 import path from 'node:path';
-import { closedPort } from '../helpers/net';
+import { refusedPort } from '../helpers/net';
 
 const root = path.resolve(__dirname, '..', '..');
 
@@ -48,7 +48,7 @@ const tightBudget = {
 
 it('refuses to start in production, naming the numbers, before it connects to anything', async () => {
   // Nothing listens there: a worker that got past the check would fail (or hang) connecting instead.
-  const port = await closedPort();
+  const port = await refusedPort();
   const { code, output } = await runWorker(
     {
       ...tightBudget,
@@ -73,7 +73,7 @@ it('refuses to start in production, naming the numbers, before it connects to an
 }, 90_000);
 
 it('warns in development and goes on to connect', async () => {
-  const port = await closedPort();
+  const port = await refusedPort();
   const connecting = (output: string) => output.includes('Temporal server not reachable');
   const { output } = await runWorker(
     {

@@ -8,7 +8,7 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import net from 'node:net';
 import path from 'node:path';
 import { eventually } from '../helpers/eventually';
-import { closedPort } from '../helpers/net';
+import { closedPort, refusedPort } from '../helpers/net';
 import { DEV_SERVER_ADDRESS_ENV } from '../helpers/servers';
 
 const ROOT = path.resolve(__dirname, '../..');
@@ -111,7 +111,7 @@ describe('a process started while Temporal is away', () => {
   it.concurrent(
     'gives up with exit 1 once TEMPORAL_CONNECT_WAIT_MS has passed',
     async () => {
-      const { api } = await spawnApi(await closedPort(), { TEMPORAL_CONNECT_WAIT_MS: '1500' });
+      const { api } = await spawnApi(await refusedPort(), { TEMPORAL_CONNECT_WAIT_MS: '1500' });
       running.push(api);
       const code = await Promise.race([
         api.exited,
