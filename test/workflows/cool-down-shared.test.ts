@@ -53,7 +53,11 @@ async function createActivity(
   };
 }
 
-it('one 429 with Retry-After: 3 seen by one workflow delays the next creates of every other workflow, in both processes, by about 3 s', async () => {
+/**
+ * One run of the scenario on a fresh world and worker pair, every money and timing check made; answers whether other
+ * workflows were held by the cool-down in this process and in the child (the test means nothing unless both were).
+ */
+async function coolDownRun(): Promise<{ heldHere: boolean; heldThere: boolean; summary: string }> {
   const b = await fx.world({ totalTimeoutMs: 2_000 });
   const here = b.taskQueue; // this process's workers
   const there = `${b.taskQueue}-child`; // the child's workers
@@ -119,8 +123,6 @@ it('one 429 with Retry-After: 3 seen by one workflow delays the next creates of 
     });
   }
   const refused = activities.map((a) => a.attempt >= 2);
-  expect(refused.slice(0, 4).some(Boolean)).toBe(true); // this process
-  expect(refused.slice(4).some(Boolean)).toBe(true); // the child
   expect(creates.map((r) => r.status)).toEqual([429, 200, 200, 200, 200, 200, 200, 200]);
   const keys = new Set(creates.map((r) => r.idempotency_key));
   expect(keys.size).toBe(7);
@@ -130,7 +132,24 @@ it('one 429 with Retry-After: 3 seen by one workflow delays the next creates of 
   // The four here ran in this process, the 429's workflow (twice) and two others in the child.
   expect(calls.creates).toBe(4);
   expect(childCreates).toBe(4);
-  console.info(
-    `cool-down: 429 at ${t429}, not before ${notBefore} (+${notBefore - t429} ms); first other create at +${Math.min(...after429) - t429} ms, last at +${Math.max(...after429) - t429} ms; 0 creates inside the window; others started by +${startedAllBy - t429} ms`,
-  );
-});
+  return {
+    heldHere: refused.slice(0, 4).some(Boolean),
+    heldThere: refused.slice(4).some(Boolean),
+    summary: `cool-down: 429 at ${t429}, not before ${notBefore} (+${notBefore - t429} ms); first other create at +${Math.min(...after429) - t429} ms, last at +${Math.max(...after429) - t429} ms; 0 creates inside the window; others started by +${startedAllBy - t429} ms; refused ${refused.map(Number).join('')}`,
+  };
+}
+
+it('one 429 with Retry-After: 3 seen by one workflow delays the next creates of every other workflow, in both processes, by about 3 s', async () => {
+  // A loaded machine may hand every other workflow of one process its first attempt only after the window: that run
+  // holds every check above but shows nothing held there. Then the scenario runs again on a fresh world (at most 3
+  // runs); one run must show workflows held in both processes.
+  const runs: string[] = [];
+  let held = { heldHere: false, heldThere: false };
+  for (let run = 1; run <= 3 && !(held.heldHere && held.heldThere); run++) {
+    const { summary, ...last } = await coolDownRun();
+    runs.push(summary);
+    held = last;
+  }
+  console.info(runs.join('\n'));
+  expect(held).toEqual({ heldHere: true, heldThere: true });
+}, 180_000);
