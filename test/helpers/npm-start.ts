@@ -132,7 +132,7 @@ export class Stack {
   /** Every process the stack started, as last seen: for the leak check and the last-resort kill. */
   readonly processes = new Map<number, Proc>();
 
-  constructor(env: NodeJS.ProcessEnv) {
+  constructor(private readonly env: NodeJS.ProcessEnv) {
     // `npm start`, in its own process group (so the group can get the terminal's Ctrl-C) and its own session.
     this.child = spawn('npm', ['run', 'start', '--silent'], {
       cwd: PROJECT_ROOT,
@@ -197,6 +197,44 @@ export class Stack {
         return `${p.pid} ${cmd}`;
       })
       .join('; ');
+  }
+
+  /**
+   * What a process left running is doing: its /proc state and signal masks (a SIGTERM pending, blocked or caught; a
+   * thread sleeping or running) and the last lines of its log in the stack's logs directory (scripts/start.ts writes
+   * `<state>.logs/<service>.log`). For the failure message of a leak check, so a rare leftover can be explained.
+   */
+  diagnoseLeftovers(): string {
+    const logsDir = this.env.TEMPORAL_DB_FILE?.replace(/\.sqlite$/, '.logs');
+    return this.leftovers()
+      .map((p) => {
+        const read = (file: string) => {
+          try {
+            return readFileSync(file, 'utf8');
+          } catch {
+            return '';
+          }
+        };
+        const status = read(`/proc/${p.pid}/status`)
+          .split('\n')
+          .filter((l) => /^(State|SigPnd|ShdPnd|SigBlk|SigIgn|SigCgt|Threads):/.test(l))
+          .join(' ');
+        const wchan = read(`/proc/${p.pid}/wchan`);
+        const cmd = read(`/proc/${p.pid}/cmdline`).split('\0').join(' ');
+        const service = ['api', 'worker', 'simulator'].find((name) =>
+          cmd.includes(name === 'api' ? 'api-main' : `${name}`),
+        );
+        const log =
+          logsDir && service
+            ? read(path.join(logsDir, `${service}.log`))
+                .trim()
+                .split('\n')
+                .slice(-12)
+                .join('\n      ')
+            : '';
+        return `${p.pid} ${cmd.slice(0, 120)}\n    ${status} wchan=${wchan}\n    last log lines:\n      ${log}`;
+      })
+      .join('\n');
   }
 
   /**
