@@ -60,7 +60,7 @@ export type DebitResult =
  * key, so a later debit of it (the workflow's after the API's, or the other way round) answers the same decline even
  * if money arrived in between, and a late hold of it is refused (any release bars one, in every version of this code).
  */
-export const DECLINED_SHORT_FUNDS = 'insufficient_funds';
+const DECLINED_SHORT_FUNDS = 'insufficient_funds';
 
 /** The payment whose hold a capture or release ends. */
 export interface SettleArgs {

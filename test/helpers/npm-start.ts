@@ -122,6 +122,25 @@ export function killQuietly(pid: number, signal: NodeJS.Signals): void {
   }
 }
 
+/** A file's text, or '' when it cannot be read (a process gone meanwhile, a log not written). */
+const readOrEmpty = (file: string): string => {
+  try {
+    return readFileSync(file, 'utf8');
+  } catch {
+    return '';
+  }
+};
+
+/** A process's command line, '' once it is gone. */
+const commandOf = (pid: number): string => readOrEmpty(`/proc/${pid}/cmdline`).split('\0').join(' ');
+
+/** The services whose logs `npm start` writes (`<state>.logs/<service>.log`), by their entry file. */
+const SERVICE_ENTRIES = {
+  api: 'src/api-main.ts',
+  worker: 'src/worker.ts',
+  simulator: 'src/simulator/main.ts',
+} as const;
+
 /** The whole local stack, started as the README says, with its output captured. */
 export class Stack {
   readonly child: ChildProcess;
@@ -187,15 +206,7 @@ export class Stack {
 
   describeLeftovers(): string {
     return this.leftovers()
-      .map((p) => {
-        let cmd = '?';
-        try {
-          cmd = readFileSync(`/proc/${p.pid}/cmdline`, 'utf8').split('\0').join(' ').slice(0, 160);
-        } catch {
-          // gone meanwhile
-        }
-        return `${p.pid} ${cmd}`;
-      })
+      .map((p) => `${p.pid} ${commandOf(p.pid).slice(0, 160) || '?'}`)
       .join('; ');
   }
 
@@ -208,25 +219,16 @@ export class Stack {
     const logsDir = this.env.TEMPORAL_DB_FILE?.replace(/\.sqlite$/, '.logs');
     return this.leftovers()
       .map((p) => {
-        const read = (file: string) => {
-          try {
-            return readFileSync(file, 'utf8');
-          } catch {
-            return '';
-          }
-        };
-        const status = read(`/proc/${p.pid}/status`)
+        const status = readOrEmpty(`/proc/${p.pid}/status`)
           .split('\n')
           .filter((l) => /^(State|SigPnd|ShdPnd|SigBlk|SigIgn|SigCgt|Threads):/.test(l))
           .join(' ');
-        const wchan = read(`/proc/${p.pid}/wchan`);
-        const cmd = read(`/proc/${p.pid}/cmdline`).split('\0').join(' ');
-        const service = ['api', 'worker', 'simulator'].find((name) =>
-          cmd.includes(name === 'api' ? 'api-main' : `${name}`),
-        );
+        const wchan = readOrEmpty(`/proc/${p.pid}/wchan`);
+        const cmd = commandOf(p.pid);
+        const service = Object.entries(SERVICE_ENTRIES).find(([, entry]) => cmd.includes(entry))?.[0];
         const log =
           logsDir && service
-            ? read(path.join(logsDir, `${service}.log`))
+            ? readOrEmpty(path.join(logsDir, `${service}.log`))
                 .trim()
                 .split('\n')
                 .slice(-12)
