@@ -13,7 +13,7 @@
  */
 import pg from 'pg';
 import { classifyDatabaseError, isDriverError } from './errors';
-import { type Queryable, inTransaction } from './transaction';
+import { type Queryable, inStatement, inTransaction } from './transaction';
 
 /**
  * At most this many steps share one transaction (a queue longer than that is served in several): enough to pay one
@@ -22,8 +22,18 @@ import { type Queryable, inTransaction } from './transaction';
  */
 export const GROUP_COMMIT_MAX_BATCH = 16;
 
+/** How a step runs. */
+export interface StepOptions {
+  /**
+   * The step is one statement that is a transaction by itself (e.g. a function that locks, reads and writes): alone
+   * it runs without BEGIN and COMMIT (src/db/transaction.ts `inStatement`); in a batch, in its savepoint as any step.
+   */
+  readonly statement?: boolean;
+}
+
 interface Pending {
   readonly work: (db: Queryable) => Promise<unknown>;
+  readonly statement: boolean;
   readonly resolve: (value: unknown) => void;
   readonly reject: (err: unknown) => void;
 }
@@ -53,9 +63,14 @@ export class GroupCommit {
   }
 
   /** Runs `work` in a transaction shared with the other steps of `key` that wait at the same time. */
-  run<T>(key: string, work: (db: Queryable) => Promise<T>): Promise<T> {
+  run<T>(key: string, work: (db: Queryable) => Promise<T>, options: StepOptions = {}): Promise<T> {
     return new Promise<T>((resolve, reject) => {
-      const step: Pending = { work, resolve: resolve as (value: unknown) => void, reject };
+      const step: Pending = {
+        work,
+        statement: options.statement === true,
+        resolve: resolve as (value: unknown) => void,
+        reject,
+      };
       const waiting = this.#waiting.get(key);
       if (waiting !== undefined) {
         waiting.push(step);
@@ -78,7 +93,7 @@ export class GroupCommit {
   async #commit(batch: readonly Pending[]): Promise<void> {
     if (batch.length === 1) {
       const [step] = batch as [Pending];
-      await inTransaction(this.pool, step.work).then(step.resolve, step.reject);
+      await (step.statement ? inStatement : inTransaction)(this.pool, step.work).then(step.resolve, step.reject);
       return;
     }
     const outcomes: Outcome[] = [];

@@ -58,8 +58,26 @@ export async function inTransaction<T>(pool: pg.Pool, work: (client: Queryable) 
   }
 }
 
+/**
+ * Runs `work`, one statement that is its own transaction (no BEGIN, no COMMIT: one round trip), e.g. a function that
+ * locks, reads and writes. Its answer is its COMMIT's: classified as a COMMIT is (a lost answer leaves it unknown); an
+ * error of `work`'s own after the statement (a refusal it read) passes through unchanged, with nothing written.
+ */
+export function inStatement<T>(pool: pg.Pool, work: (client: Queryable) => Promise<T>): Promise<T> {
+  return onConnection(pool, work, 'commit');
+}
+
 /** Runs reads on one pooled connection, outside a transaction; a driver or server error means nothing was read. */
-export async function withConnection<T>(pool: pg.Pool, work: (client: Queryable) => Promise<T>): Promise<T> {
+export function withConnection<T>(pool: pg.Pool, work: (client: Queryable) => Promise<T>): Promise<T> {
+  return onConnection(pool, work, 'before_commit');
+}
+
+/** `work` on one pooled connection, without BEGIN; a driver or server error is classified as failing at `phase`. */
+async function onConnection<T>(
+  pool: pg.Pool,
+  work: (client: Queryable) => Promise<T>,
+  phase: Exclude<TransactionPhase, 'connect'>,
+): Promise<T> {
   let conn: Awaited<ReturnType<typeof checkout>>;
   try {
     conn = await checkout(pool);
@@ -73,6 +91,6 @@ export async function withConnection<T>(pool: pg.Pool, work: (client: Queryable)
   } catch (err) {
     const driver = isDriverError(err);
     conn.release(driver && !(err instanceof pg.DatabaseError));
-    throw driver ? classifyDatabaseError(err, 'before_commit') : err;
+    throw driver ? classifyDatabaseError(err, phase) : err;
   }
 }

@@ -7,7 +7,7 @@
  */
 import { createHash } from 'node:crypto';
 import type pg from 'pg';
-import { GroupCommit, type Queryable, isDatabaseError, withConnection } from '../db';
+import { GroupCommit, type Queryable, type StepOptions, isDatabaseError, withConnection } from '../db';
 import type { Currency } from '../domain/money';
 import { canonicalJson } from '../domain/payment';
 import { WalletFailure } from '../domain/wallet-errors';
@@ -169,66 +169,56 @@ export class WalletLedger {
    * wallet-only payment, and whichever comes second reads the first one's decision, captured or declined.
    */
   debit(args: HoldArgs): Promise<DebitResult> {
-    const { merchantId, walletId, paymentKey, amount } = args;
-    const holdId = walletOperationId('hold', merchantId, paymentKey);
-    const captureId = walletOperationId('capture', merchantId, paymentKey);
-    return this.step('debit', { merchantId, walletId }, async (db): Promise<DebitResult> => {
-      const wallet = await this.locked(db, merchantId, walletId);
-      const related = await entriesOf(db, merchantId, [holdId, captureId], holdId);
-      const hold = related.find((e) => e.operation_id === holdId);
-      if (hold !== undefined && (hold.wallet_id !== walletId || Number(hold.amount) !== amount)) {
-        refuse(WalletFailure.OperationConflict, 'this payment holds another amount or wallet');
-      }
-      const captured = related.find((e) => e.operation_id === captureId);
-      if (captured !== undefined) {
-        return {
-          status: 'captured',
-          replayed: true,
-          amount,
-          wallet: walletViewAfter(wallet, captured),
-          at: atOf(captured),
-        };
-      }
-      const released = related.find((e) => e.kind === 'release');
-      if (released !== undefined) {
-        if (hold === undefined && released.reason === DECLINED_SHORT_FUNDS && released.wallet_id === walletId) {
-          return this.declined(wallet, released, true);
-        }
-        refuse(WalletFailure.HoldSettled, 'released before it applied');
-      }
-      if (hold === undefined) {
-        const held = await this.newHold(db, wallet, args);
-        if (held.status !== 'held') {
-          const recorded = await appendEntry(db, merchantId, walletId, {
-            operationId: walletOperationId('release', merchantId, paymentKey),
-            kind: 'release',
-            amount: 0,
-            balanceDelta: 0,
-            heldDelta: 0,
-            holdId,
+    const { merchantId, walletId, paymentKey, amount, currency } = args;
+    // One statement (src/db/migrations/0004_wallet_debit.sql): the API answers a wallet-only payment from this debit,
+    // so it is one round trip, not the six of the steps it is made of (lock, read, hold, capture, BEGIN, COMMIT).
+    return this.step(
+      'debit',
+      { merchantId, walletId },
+      async (db): Promise<DebitResult> => {
+        const { rows } = await db.query<DebitRow>(
+          'SELECT outcome, replayed, currency, balance, held, at FROM wallet_debit($1, $2, $3, $4, $5, $6, $7, $8, $9)',
+          [
+            merchantId,
+            walletId,
             paymentKey,
-            reason: DECLINED_SHORT_FUNDS,
-          });
-          return this.declined(wallet, recorded.entry, false);
+            amount,
+            currency,
+            walletOperationId('hold', merchantId, paymentKey),
+            walletOperationId('capture', merchantId, paymentKey),
+            walletOperationId('release', merchantId, paymentKey),
+            DECLINED_SHORT_FUNDS,
+          ],
+        );
+        const row = rows[0] as DebitRow;
+        switch (row.outcome) {
+          case 'wallet_not_found':
+            return refuse(WalletFailure.WalletNotFound, 'no such wallet');
+          case 'operation_conflict':
+            return refuse(WalletFailure.OperationConflict, 'this payment holds another amount or wallet');
+          case 'hold_settled':
+            return refuse(WalletFailure.HoldSettled, 'released before it applied');
+          case 'currency_mismatch':
+            return refuse(WalletFailure.CurrencyMismatch, `the wallet holds ${row.currency}`);
+          case 'captured':
+          case 'insufficient_funds': {
+            const wallet = walletView({
+              merchant_id: merchantId,
+              wallet_id: walletId,
+              currency: row.currency as string,
+              balance: row.balance as string,
+              held: row.held as string,
+              updated_at: row.at as Date,
+            });
+            const at = (row.at as Date).toISOString();
+            return row.outcome === 'captured'
+              ? { status: 'captured', replayed: row.replayed, amount, wallet, at }
+              : { status: 'insufficient_funds', replayed: row.replayed, available: wallet.available, wallet, at };
+          }
         }
-      }
-      const after = await appendEntry(db, merchantId, walletId, {
-        operationId: captureId,
-        kind: 'capture',
-        amount,
-        balanceDelta: -amount,
-        heldDelta: -amount,
-        holdId,
-        paymentKey,
-      });
-      return {
-        status: 'captured',
-        replayed: false,
-        amount,
-        wallet: walletView(after.wallet),
-        at: atOf(after.entry),
-      };
-    });
+      },
+      { statement: true },
+    );
   }
 
   /** Takes the held amount out of the balance: the payment's other part succeeded (or there was none). */
@@ -343,18 +333,6 @@ export class WalletLedger {
     return { status: 'held', wallet: walletView(after.wallet) };
   }
 
-  /** A debit declined for short funds, as its recorded 0 release says: what was available then, and when. */
-  private declined(wallet: WalletRow, decline: EntryRow, replayed: boolean): DebitResult {
-    const available = Number(decline.balance_after) - Number(decline.held_after);
-    return {
-      status: 'insufficient_funds',
-      replayed,
-      available,
-      wallet: walletViewAfter(wallet, decline),
-      at: atOf(decline),
-    };
-  }
-
   private replayed(wallet: WalletRow, earlier: EntryRow): SettleResult {
     return { replayed: true, amount: Number(earlier.amount), wallet: walletViewAfter(wallet, earlier) };
   }
@@ -372,11 +350,12 @@ export class WalletLedger {
     kind: WalletOperationKind,
     wallet: { readonly merchantId: string; readonly walletId: string } | 'read',
     work: (db: Queryable) => Promise<T>,
+    options: StepOptions = {},
   ): Promise<T> {
     const run = () =>
       wallet === 'read'
         ? withConnection(this.pool, work)
-        : GroupCommit.of(this.pool).run(JSON.stringify([wallet.merchantId, wallet.walletId]), work);
+        : GroupCommit.of(this.pool).run(JSON.stringify([wallet.merchantId, wallet.walletId]), work, options);
     try {
       let result: T;
       try {
@@ -402,7 +381,21 @@ export class WalletLedger {
   }
 }
 
-const atOf = (entry: EntryRow): string => entry.at.toISOString();
+/** `wallet_debit`'s answer: an outcome, and for a decision the deciding entry's wallet balance, held and time. */
+interface DebitRow {
+  readonly outcome:
+    | 'captured'
+    | 'insufficient_funds'
+    | 'wallet_not_found'
+    | 'operation_conflict'
+    | 'hold_settled'
+    | 'currency_mismatch';
+  readonly replayed: boolean;
+  readonly currency: string | null;
+  readonly balance: string | null;
+  readonly held: string | null;
+  readonly at: Date | null;
+}
 
 /** The outcome label of a step's answer. */
 function outcomeOf(result: unknown): WalletOutcome {

@@ -2,13 +2,14 @@
  * Database failures are classified like provider outcomes, on a real PostgreSQL: refused before the statement =
  * nothing applied (retry is safe); the answer to a COMMIT lost = unknown, settled by reading the operation id back.
  */
+import type pg from 'pg';
 import { WalletFailure } from '../../src/domain/wallet-errors';
 import { createPool, inTransaction, type DatabaseError } from '../../src/db';
 import { WalletLedger } from '../../src/wallets';
 import { openTestDatabase } from '../helpers/database';
 import { eventually } from '../helpers/eventually';
 import { refusedPort } from '../helpers/net';
-import { startCommitCuttingProxy } from '../helpers/commit-cutting-proxy';
+import { type CommitCuttingProxy, startCommitCuttingProxy } from '../helpers/commit-cutting-proxy';
 
 let db: Awaited<ReturnType<typeof openTestDatabase>>;
 beforeAll(async () => {
@@ -61,15 +62,27 @@ it('classifies a statement timeout inside the transaction as not applied, and no
   }
 });
 
-it('classifies a COMMIT whose answer was lost as unknown; the retry reads the hold back and applies nothing more', async () => {
+/** A ledger whose connections go through a {@link startCommitCuttingProxy}; `outcomes` as its observer heard them. */
+async function behindCuttingProxy<T>(
+  test: (ctx: { proxy: CommitCuttingProxy; pool: pg.Pool; ledger: WalletLedger; outcomes: string[] }) => Promise<T>,
+): Promise<T> {
   const url = new URL(db.url);
   const proxy = await startCommitCuttingProxy({ host: url.hostname, port: Number(url.port) });
   url.port = String(proxy.port);
   const pool = createPool({ url: url.toString() });
   const outcomes: string[] = [];
   const ledger = new WalletLedger(pool, { onOperation: (kind, outcome) => void outcomes.push(`${kind}:${outcome}`) });
-  const hold = { merchantId: 'm1', walletId: 'w-lost', paymentKey: 'p-lost', amount: 300, currency: 'EUR' as const };
   try {
+    return await test({ proxy, pool, ledger, outcomes });
+  } finally {
+    await pool.end();
+    await proxy.close();
+  }
+}
+
+it('classifies a COMMIT whose answer was lost as unknown; the retry reads the hold back and applies nothing more', () =>
+  behindCuttingProxy(async ({ proxy, pool, ledger, outcomes }) => {
+    const hold = { merchantId: 'm1', walletId: 'w-lost', paymentKey: 'p-lost', amount: 300, currency: 'EUR' as const };
     await ledger.credit('m1', 'w-lost', 'fund', { amount: { value: 1_000, currency: 'EUR' } });
     proxy.armed = true;
     const failure = await failureOf(ledger.hold(hold));
@@ -82,8 +95,26 @@ it('classifies a COMMIT whose answer was lost as unknown; the retry reads the ho
     expect(outcomes).toEqual(['credit:applied', 'hold:DatabaseOutcomeUnknown', 'hold:replayed']);
     const holds = await pool.query(`SELECT 1 FROM wallet_entries WHERE kind = 'hold' AND wallet_id = 'w-lost'`);
     expect(holds.rowCount).toBe(1);
-  } finally {
-    await pool.end();
-    await proxy.close();
-  }
-});
+  }));
+
+it('classifies a one-statement debit whose answer was lost as unknown; the retry reads the capture back', () =>
+  // The debit is one statement that is its own transaction (no BEGIN, no COMMIT): its answer is its COMMIT's.
+  behindCuttingProxy(async ({ proxy, pool, ledger, outcomes }) => {
+    const walletId = 'w-lost-debit';
+    const debit = { merchantId: 'm1', walletId, paymentKey: 'p-lost-debit', amount: 300, currency: 'EUR' as const };
+    await ledger.credit('m1', walletId, 'fund-debit', { amount: { value: 1_000, currency: 'EUR' } });
+    proxy.cutText = 'wallet_debit(';
+    proxy.armed = true;
+    const failure = await failureOf(ledger.debit(debit));
+    const retried = await ledger.debit(debit);
+
+    expect(proxy.cut).toBe(1);
+    expect(failure).toEqual({ type: WalletFailure.DatabaseOutcomeUnknown, reason: 'commit_unanswered' });
+    expect(retried).toMatchObject({ status: 'captured', replayed: true, wallet: { balance: 700, held: 0 } });
+    expect(outcomes).toEqual(['credit:applied', 'debit:DatabaseOutcomeUnknown', 'debit:replayed']);
+    const entries = await pool.query<{ kind: string }>(
+      'SELECT kind FROM wallet_entries WHERE wallet_id = $1 ORDER BY seq',
+      [walletId],
+    );
+    expect(entries.rows.map((r) => r.kind)).toEqual(['credit', 'hold', 'capture']);
+  }));

@@ -31,7 +31,7 @@ it('starts the npm package’s PostgreSQL and migrates the payments database on 
   try {
     expect(server.version).toMatch(/PostgreSQL\) \d+/);
     const db = await openDatabase({ url: await server.createDatabase('payments') }, pino({ level: 'silent' }));
-    expect(db.applied).toEqual(['0001_wallets', '0002_key_records', '0003_merchant_webhooks']);
+    expect(db.applied).toEqual(['0001_wallets', '0002_key_records', '0003_merchant_webhooks', '0004_wallet_debit']);
     await db.close();
   } finally {
     await server.close(true);

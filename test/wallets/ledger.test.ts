@@ -8,6 +8,7 @@ import { type Database, migrate } from '../../src/db';
 import { WalletFailure } from '../../src/domain/wallet-errors';
 import { type WalletLedger as Ledger, WalletLedger, type WalletObserver } from '../../src/wallets';
 import { openTestDatabase } from '../helpers/database';
+import { eventually } from '../helpers/eventually';
 import { raceHolds, spawnRacer } from '../helpers/wallet-racer';
 
 let db: Database & { url: string; drop(): Promise<void> };
@@ -239,6 +240,60 @@ describe('holds', () => {
       at: captured.at,
     });
     expect(await expectEntriesMatch(walletId)).toEqual({ balance: 450, held: 0 });
+  });
+
+  it('a debit queued behind its key’s decline answers that decline, though money arrived before it ran', async () => {
+    // The debit is one statement (wallet_debit) that waits here for the wallet's lock while the other debit of the
+    // key declines and 500 arrive: it must answer the recorded decline, never capture now that the money is there.
+    const walletId = await funded(100);
+    const paymentKey = `${walletId}-queued`;
+    const args = { merchantId: m, walletId, paymentKey, amount: 150, currency: 'EUR' } as const;
+    const holder = await db.pool.connect();
+    try {
+      await holder.query('BEGIN');
+      await holder.query('SELECT 1 FROM wallets WHERE merchant_id = $1 AND wallet_id = $2 FOR UPDATE', [m, walletId]);
+      const queued = ledger.debit(args);
+      const holderPid = (holder as unknown as { processID: number }).processID;
+      await eventually(
+        'the debit waits for the wallet’s row',
+        async () => {
+          const { rows } = await db.pool.query<{ n: number }>(
+            `SELECT count(*)::int AS n FROM pg_stat_activity
+              WHERE datname = current_database() AND wait_event_type = 'Lock' AND pid <> $1`,
+            [holderPid],
+          );
+          return (rows[0]?.n ?? 0) >= 1;
+        },
+        6_000,
+        20,
+      );
+      // Under the lock: the payment's decline is recorded (the other debit of the key came first and found 100),
+      // then 500 arrive; both commit while the debit waits.
+      await holder.query(`SELECT * FROM wallet_debit($1, $2, $3, 150, 'EUR', $4, $5, $6, 'insufficient_funds')`, [
+        m,
+        walletId,
+        paymentKey,
+        `hold:${m}:${paymentKey}`,
+        `capture:${m}:${paymentKey}`,
+        `release:${m}:${paymentKey}`,
+      ]);
+      await holder.query(`SELECT * FROM wallet_append_entry($1, $2, $3, 'credit', 500, 500, 0, NULL, NULL, NULL)`, [
+        m,
+        walletId,
+        `credit:${m}:${walletId}-topup`,
+      ]);
+      await holder.query('COMMIT');
+
+      expect(await queued).toMatchObject({ status: 'insufficient_funds', replayed: true, available: 100 });
+    } finally {
+      holder.release();
+    }
+    expect((await entriesOf(walletId)).map((e) => [e.kind, e.amount])).toEqual([
+      ['credit', 100],
+      ['release', 0],
+      ['credit', 500],
+    ]);
+    expect(await expectEntriesMatch(walletId)).toEqual({ balance: 600, held: 0 });
   });
 
   it('holds exactly what the balance covers: 200 holds of 100 on 5,000 from two processes at once', async () => {
