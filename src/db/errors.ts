@@ -41,8 +41,11 @@ export class DatabaseError extends Error {
 export const isDatabaseError = (e: unknown): e is DatabaseError =>
   e instanceof DatabaseError || (e instanceof Error && (e as unknown as Record<symbol, unknown>)[brand] === true);
 
-/** Where a transaction was when it failed. */
-export type TransactionPhase = 'connect' | 'before_commit' | 'commit';
+/**
+ * Where a transaction was when it failed; `statement`: a statement that is a transaction by itself was sent (its answer
+ * is its COMMIT's).
+ */
+export type TransactionPhase = 'connect' | 'before_commit' | 'commit' | 'statement';
 
 /** node-postgres' errors without a SQLSTATE: the connection went away, or a client-side timeout fired. */
 const connectionMessages = [
@@ -73,7 +76,8 @@ const rolledBackClasses = ['40', '23', '25'];
 /**
  * Classifies a driver or server error by where it happened. Before COMMIT (and on connect) nothing was applied. At
  * COMMIT only an answer that says the transaction rolled back applied nothing; a lost connection, a client-side timeout
- * or the server shutting down under it (57P01 may come after the commit record was written) leave it unknown.
+ * or the server shutting down under it (57P01 may come after the commit record was written) leave it unknown. A
+ * one-statement transaction's error answer is a rollback, but for the shutdown codes and a lost connection.
  */
 export function classifyDatabaseError(err: unknown, phase: TransactionPhase): DatabaseError {
   const fields = fieldsOf(err);
@@ -84,6 +88,11 @@ export function classifyDatabaseError(err: unknown, phase: TransactionPhase): Da
   if (phase === 'before_commit') {
     if (err instanceof pg.DatabaseError) return notApplied(code === '57014' ? 'statement_timeout' : 'server_error');
     return notApplied('connection_lost');
+  }
+  // A statement that is its own transaction and that the server answered with an error rolled back (a timeout, a lock
+  // not granted, a constraint), unless the server was shutting down: that error may come after the commit record.
+  if (phase === 'statement' && err instanceof pg.DatabaseError && !code?.startsWith('57P')) {
+    return notApplied(code === '57014' ? 'statement_timeout' : 'rolled_back');
   }
   if (err instanceof pg.DatabaseError && rolledBackClasses.some((c) => code?.startsWith(c))) {
     return notApplied('rolled_back');

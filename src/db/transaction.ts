@@ -60,11 +60,11 @@ export async function inTransaction<T>(pool: pg.Pool, work: (client: Queryable) 
 
 /**
  * Runs `work`, one statement that is its own transaction (no BEGIN, no COMMIT: one round trip), e.g. a function that
- * locks, reads and writes. Its answer is its COMMIT's: classified as a COMMIT is (a lost answer leaves it unknown); an
+ * locks, reads and writes. Its answer is its COMMIT's: a lost answer leaves it unknown, an error answer rolled it back; an
  * error of `work`'s own after the statement (a refusal it read) passes through unchanged, with nothing written.
  */
 export function inStatement<T>(pool: pg.Pool, work: (client: Queryable) => Promise<T>): Promise<T> {
-  return onConnection(pool, work, 'commit');
+  return onConnection(pool, work, 'statement');
 }
 
 /** Runs reads on one pooled connection, outside a transaction; a driver or server error means nothing was read. */

@@ -143,22 +143,21 @@ export class WalletLedger {
 
   /** Holds `amount` (a pending debit) unless `available` is short; once per payment key. */
   hold(args: HoldArgs): Promise<HoldResult> {
-    const { merchantId, walletId, paymentKey, amount } = args;
-    const holdId = walletOperationId('hold', merchantId, paymentKey);
-    return this.step('hold', { merchantId, walletId }, async (db): Promise<HoldResult> => {
-      const wallet = await this.locked(db, merchantId, walletId);
-      const related = await entriesOf(db, merchantId, [holdId], holdId);
-      const earlier = related.find((e) => e.operation_id === holdId);
-      if (earlier !== undefined) {
-        if (earlier.wallet_id !== walletId || Number(earlier.amount) !== amount) {
-          refuse(WalletFailure.OperationConflict, 'this payment holds another amount or wallet');
-        }
-        return { status: 'held', replayed: true, amount, wallet: walletViewAfter(wallet, earlier) };
-      }
-      if (related.some((e) => e.kind === 'release')) refuse(WalletFailure.HoldSettled, 'released before it applied');
-      const held = await this.newHold(db, wallet, args);
-      return held.status === 'held' ? { ...held, replayed: false, amount } : held;
-    });
+    const { merchantId, paymentKey, amount, currency } = args;
+    // A split payment's first task holds before its card part is called: the hold is on the answer's path.
+    return this.decide(
+      'hold',
+      args,
+      'wallet_hold',
+      [amount, currency, walletOperationId('hold', merchantId, paymentKey)],
+      {
+        conflict: 'this payment holds another amount or wallet',
+        answer: ({ row, wallet }): HoldResult =>
+          row.outcome === 'insufficient_funds'
+            ? { status: 'insufficient_funds', available: wallet.available, wallet }
+            : { status: 'held', replayed: row.replayed, amount, wallet },
+      },
+    );
   }
 
   /**
@@ -169,56 +168,20 @@ export class WalletLedger {
    * wallet-only payment, and whichever comes second reads the first one's decision, captured or declined.
    */
   debit(args: HoldArgs): Promise<DebitResult> {
-    const { merchantId, walletId, paymentKey, amount, currency } = args;
-    // One statement (src/db/migrations/0004_wallet_debit.sql): the API answers a wallet-only payment from this debit,
-    // so it is one round trip, not the six of the steps it is made of (lock, read, hold, capture, BEGIN, COMMIT).
-    return this.step(
-      'debit',
-      { merchantId, walletId },
-      async (db): Promise<DebitResult> => {
-        const { rows } = await db.query<DebitRow>(
-          'SELECT outcome, replayed, currency, balance, held, at FROM wallet_debit($1, $2, $3, $4, $5, $6, $7, $8, $9)',
-          [
-            merchantId,
-            walletId,
-            paymentKey,
-            amount,
-            currency,
-            walletOperationId('hold', merchantId, paymentKey),
-            walletOperationId('capture', merchantId, paymentKey),
-            walletOperationId('release', merchantId, paymentKey),
-            DECLINED_SHORT_FUNDS,
-          ],
-        );
-        const row = rows[0] as DebitRow;
-        switch (row.outcome) {
-          case 'wallet_not_found':
-            return refuse(WalletFailure.WalletNotFound, 'no such wallet');
-          case 'operation_conflict':
-            return refuse(WalletFailure.OperationConflict, 'this payment holds another amount or wallet');
-          case 'hold_settled':
-            return refuse(WalletFailure.HoldSettled, 'released before it applied');
-          case 'currency_mismatch':
-            return refuse(WalletFailure.CurrencyMismatch, `the wallet holds ${row.currency}`);
-          case 'captured':
-          case 'insufficient_funds': {
-            const wallet = walletView({
-              merchant_id: merchantId,
-              wallet_id: walletId,
-              currency: row.currency as string,
-              balance: row.balance as string,
-              held: row.held as string,
-              updated_at: row.at as Date,
-            });
-            const at = (row.at as Date).toISOString();
-            return row.outcome === 'captured'
-              ? { status: 'captured', replayed: row.replayed, amount, wallet, at }
-              : { status: 'insufficient_funds', replayed: row.replayed, available: wallet.available, wallet, at };
-          }
-        }
-      },
-      { statement: true },
+    const { merchantId, paymentKey, amount, currency } = args;
+    // The API answers a wallet-only payment from this debit: one round trip, not the six of the steps it is made of.
+    const ids = (['hold', 'capture', 'release'] as const).map((kind) =>
+      walletOperationId(kind, merchantId, paymentKey),
     );
+    return this.decide('debit', args, 'wallet_debit', [amount, currency, ...ids, DECLINED_SHORT_FUNDS], {
+      conflict: 'this payment holds another amount or wallet',
+      answer: ({ row, wallet }): DebitResult => {
+        const at = wallet.updatedAt;
+        return row.outcome === 'insufficient_funds'
+          ? { status: 'insufficient_funds', replayed: row.replayed, available: wallet.available, wallet, at }
+          : { status: 'captured', replayed: row.replayed, amount, wallet, at };
+      },
+    });
   }
 
   /** Takes the held amount out of the balance: the payment's other part succeeded (or there was none). */
@@ -279,58 +242,59 @@ export class WalletLedger {
   }
 
   /** Capture or release: ends the hold once, whichever comes first. */
-  private settle(kind: 'capture' | 'release', { merchantId, walletId, paymentKey }: SettleArgs) {
-    const holdId = walletOperationId('hold', merchantId, paymentKey);
-    const ownId = walletOperationId(kind, merchantId, paymentKey);
-    return this.step(kind, { merchantId, walletId }, async (db): Promise<SettleResult> => {
-      const wallet = await this.locked(db, merchantId, walletId);
-      const related = await entriesOf(db, merchantId, [holdId, ownId], holdId);
-      const earlier = related.find((e) => e.operation_id === ownId);
-      if (earlier !== undefined) return this.replayed(wallet, earlier);
-      const settled = related.find((e) => e.kind === 'capture' || e.kind === 'release');
-      if (settled !== undefined) refuse(WalletFailure.HoldSettled, `the hold was ${settled.kind}d`);
-      const hold = related.find((e) => e.operation_id === holdId);
-      if (hold !== undefined && hold.wallet_id !== walletId) {
-        refuse(WalletFailure.OperationConflict, 'the hold is on another wallet');
-      }
-      if (hold === undefined && kind === 'capture') refuse(WalletFailure.HoldNotFound, 'no hold of this payment');
-      const amount = hold === undefined ? 0 : Number(hold.amount);
-      const after = await appendEntry(db, merchantId, walletId, {
-        operationId: ownId,
-        kind,
-        amount,
-        balanceDelta: kind === 'capture' ? -amount : 0,
-        heldDelta: -amount,
-        holdId,
-        paymentKey,
-      });
-      return { replayed: false, amount, wallet: walletView(after.wallet) };
+  private settle(kind: 'capture' | 'release', args: SettleArgs): Promise<SettleResult> {
+    const { merchantId, paymentKey } = args;
+    const [holdId, ownId] = [
+      walletOperationId('hold', merchantId, paymentKey),
+      walletOperationId(kind, merchantId, paymentKey),
+    ];
+    // A split payment's first task ends its hold: on the answer's path too.
+    return this.decide(kind, args, 'wallet_settle', [kind, holdId, ownId], {
+      conflict: 'the hold is on another wallet',
+      answer: ({ row, wallet }): SettleResult => ({ replayed: row.replayed, amount: Number(row.amount), wallet }),
     });
   }
 
   /**
-   * Under the wallet's lock, with no entry of the payment's hold yet: writes the hold unless the wallet holds another
-   * currency (refused) or `available` is short (nothing written).
+   * A step that is one statement: `fn(merchantId, walletId, paymentKey, ...params)`, one of the functions of migrations
+   * 0004 and 0005 (one round trip instead of BEGIN, lock, reads, writes, COMMIT). Refuses what they all refuse alike
+   * (no wallet, another currency, the hold ended before or never was; another amount or wallet in `conflict`'s words),
+   * then answers.
    */
-  private async newHold(
-    db: Queryable,
-    wallet: WalletRow,
-    { merchantId, walletId, paymentKey, amount, currency }: HoldArgs,
-  ): Promise<
-    { readonly status: 'held'; readonly wallet: WalletView } | Extract<HoldResult, { status: 'insufficient_funds' }>
-  > {
-    if (wallet.currency !== currency) refuse(WalletFailure.CurrencyMismatch, `the wallet holds ${wallet.currency}`);
-    const available = Number(wallet.balance) - Number(wallet.held);
-    if (available < amount) return { status: 'insufficient_funds', available, wallet: walletView(wallet) };
-    const after = await appendEntry(db, merchantId, walletId, {
-      operationId: walletOperationId('hold', merchantId, paymentKey),
-      kind: 'hold',
-      amount,
-      balanceDelta: 0,
-      heldDelta: amount,
-      paymentKey,
-    });
-    return { status: 'held', wallet: walletView(after.wallet) };
+  private decide<T>(
+    kind: WalletOperationKind,
+    { merchantId, walletId, paymentKey }: SettleArgs,
+    fn: 'wallet_hold' | 'wallet_debit' | 'wallet_settle',
+    params: readonly unknown[],
+    how: { conflict: string; answer: (decision: { row: DecisionRow; wallet: WalletView }) => T },
+  ): Promise<T> {
+    const placeholders = Array.from({ length: params.length + 3 }, (_, i) => `$${i + 1}`).join(', ');
+    return this.step(
+      kind,
+      { merchantId, walletId },
+      async (db) => {
+        const { rows } = await db.query<DecisionRow>(`SELECT * FROM ${fn}(${placeholders})`, [
+          merchantId,
+          walletId,
+          paymentKey,
+          ...params,
+        ]);
+        const row = rows[0] as DecisionRow;
+        if (row.outcome === 'wallet_not_found') refuse(WalletFailure.WalletNotFound, 'no such wallet');
+        if (row.outcome === 'currency_mismatch')
+          refuse(WalletFailure.CurrencyMismatch, `the wallet holds ${row.currency}`);
+        if (row.outcome === 'hold_settled') {
+          refuse(
+            WalletFailure.HoldSettled,
+            row.settled_by ? `the hold was ${row.settled_by}d` : 'released before it applied',
+          );
+        }
+        if (row.outcome === 'hold_not_found') refuse(WalletFailure.HoldNotFound, 'no hold of this payment');
+        if (row.outcome === 'operation_conflict') refuse(WalletFailure.OperationConflict, how.conflict);
+        return how.answer({ row, wallet: walletOf(row, merchantId, walletId) });
+      },
+      { statement: true },
+    );
   }
 
   private replayed(wallet: WalletRow, earlier: EntryRow): SettleResult {
@@ -381,20 +345,41 @@ export class WalletLedger {
   }
 }
 
-/** `wallet_debit`'s answer: an outcome, and for a decision the deciding entry's wallet balance, held and time. */
-interface DebitRow {
+/**
+ * What the one-statement steps (`wallet_debit`, `wallet_hold`, `wallet_settle`) answer: an outcome, and for a decision
+ * the wallet's balance, held and time after the deciding entry (a hold's short funds: the wallet as it is).
+ */
+interface DecisionRow {
   readonly outcome:
     | 'captured'
+    | 'held'
+    | 'settled'
     | 'insufficient_funds'
     | 'wallet_not_found'
     | 'operation_conflict'
     | 'hold_settled'
-    | 'currency_mismatch';
+    | 'currency_mismatch'
+    | 'hold_not_found';
   readonly replayed: boolean;
   readonly currency: string | null;
   readonly balance: string | null;
   readonly held: string | null;
   readonly at: Date | null;
+  /** wallet_settle: the amount settled; hold_settled: by which kind. */
+  readonly amount?: string | null;
+  readonly settled_by?: string | null;
+}
+
+/** The wallet as a decision row says it was after the deciding entry. */
+function walletOf(row: DecisionRow, merchantId: string, walletId: string): WalletView {
+  return walletView({
+    merchant_id: merchantId,
+    wallet_id: walletId,
+    currency: row.currency as string,
+    balance: row.balance as string,
+    held: row.held as string,
+    updated_at: row.at as Date,
+  });
 }
 
 /** The outcome label of a step's answer. */

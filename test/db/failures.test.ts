@@ -80,41 +80,82 @@ async function behindCuttingProxy<T>(
   }
 }
 
-it('classifies a COMMIT whose answer was lost as unknown; the retry reads the hold back and applies nothing more', () =>
-  behindCuttingProxy(async ({ proxy, pool, ledger, outcomes }) => {
-    const hold = { merchantId: 'm1', walletId: 'w-lost', paymentKey: 'p-lost', amount: 300, currency: 'EUR' as const };
-    await ledger.credit('m1', 'w-lost', 'fund', { amount: { value: 1_000, currency: 'EUR' } });
-    proxy.armed = true;
+it('classifies a one-statement hold that timed out waiting for the wallet as not applied, and nothing was', async () => {
+  const pool = createPool({ url: db.url, statementTimeoutMs: 200 });
+  const ledger = new WalletLedger(pool);
+  const hold = {
+    merchantId: 'm1',
+    walletId: 'w-timeout',
+    paymentKey: 'p-timeout',
+    amount: 300,
+    currency: 'EUR' as const,
+  };
+  const holder = await db.pool.connect();
+  try {
+    await ledger.credit('m1', 'w-timeout', 'fund-timeout', { amount: { value: 1_000, currency: 'EUR' } });
+    await holder.query('BEGIN');
+    await holder.query(`SELECT 1 FROM wallets WHERE merchant_id = 'm1' AND wallet_id = 'w-timeout' FOR UPDATE`);
     const failure = await failureOf(ledger.hold(hold));
-    const retried = await ledger.hold(hold);
+    await holder.query('ROLLBACK');
+
+    expect(failure).toEqual({ type: WalletFailure.DatabaseNotApplied, reason: 'statement_timeout' });
+    expect(await ledger.get('m1', 'w-timeout')).toMatchObject({ balance: 1_000, held: 0 });
+  } finally {
+    holder.release();
+    await pool.end();
+  }
+});
+
+it('classifies a COMMIT whose answer was lost as unknown; the retry reads the credit back and applies nothing more', () =>
+  behindCuttingProxy(async ({ proxy, pool, ledger, outcomes }) => {
+    const credit = { amount: { value: 1_000, currency: 'EUR' as const } };
+    proxy.armed = true;
+    const failure = await failureOf(ledger.credit('m1', 'w-lost', 'fund', credit));
+    const retried = await ledger.credit('m1', 'w-lost', 'fund', credit);
 
     expect(proxy.cut).toBe(1);
     expect(failure).toEqual({ type: WalletFailure.DatabaseOutcomeUnknown, reason: 'commit_unanswered' });
     // It had committed: the retry finds it and answers as the first attempt would have.
-    expect(retried).toMatchObject({ status: 'held', replayed: true, wallet: { held: 300, available: 700 } });
-    expect(outcomes).toEqual(['credit:applied', 'hold:DatabaseOutcomeUnknown', 'hold:replayed']);
-    const holds = await pool.query(`SELECT 1 FROM wallet_entries WHERE kind = 'hold' AND wallet_id = 'w-lost'`);
-    expect(holds.rowCount).toBe(1);
+    expect(retried).toMatchObject({ replayed: true, wallet: { balance: 1_000, available: 1_000 } });
+    expect(outcomes).toEqual(['credit:DatabaseOutcomeUnknown', 'credit:replayed']);
+    const credits = await pool.query(`SELECT 1 FROM wallet_entries WHERE kind = 'credit' AND wallet_id = 'w-lost'`);
+    expect(credits.rowCount).toBe(1);
   }));
 
-it('classifies a one-statement debit whose answer was lost as unknown; the retry reads the capture back', () =>
-  // The debit is one statement that is its own transaction (no BEGIN, no COMMIT): its answer is its COMMIT's.
-  behindCuttingProxy(async ({ proxy, pool, ledger, outcomes }) => {
-    const walletId = 'w-lost-debit';
-    const debit = { merchantId: 'm1', walletId, paymentKey: 'p-lost-debit', amount: 300, currency: 'EUR' as const };
-    await ledger.credit('m1', walletId, 'fund-debit', { amount: { value: 1_000, currency: 'EUR' } });
-    proxy.cutText = 'wallet_debit(';
-    proxy.armed = true;
-    const failure = await failureOf(ledger.debit(debit));
-    const retried = await ledger.debit(debit);
+// A hold, a capture and a debit are each one statement that is its own transaction (no BEGIN, no COMMIT): the answer
+// to that statement is its COMMIT's.
+it.each([
+  ['hold', 'wallet_hold(', ['hold'], { status: 'held', replayed: true, wallet: { balance: 1_000, held: 300 } }],
+  [
+    'capture',
+    'wallet_settle(',
+    ['hold', 'capture'],
+    { replayed: true, amount: 300, wallet: { balance: 700, held: 0 } },
+  ],
+  ['debit', 'wallet_debit(', ['hold', 'capture'], { status: 'captured', replayed: true, wallet: { balance: 700 } }],
+] as const)(
+  'classifies a one-statement %s whose answer was lost as unknown; the retry reads it back',
+  (kind, statement, entriesAfter, replayed) =>
+    behindCuttingProxy(async ({ proxy, pool, ledger, outcomes }) => {
+      const walletId = `w-lost-${kind}`;
+      const args = { merchantId: 'm1', walletId, paymentKey: `p-lost-${kind}`, amount: 300, currency: 'EUR' as const };
+      await ledger.credit('m1', walletId, `fund-${kind}`, { amount: { value: 1_000, currency: 'EUR' } });
+      if (kind === 'capture') await ledger.hold(args);
+      const step = () =>
+        kind === 'hold' ? ledger.hold(args) : kind === 'capture' ? ledger.capture(args) : ledger.debit(args);
+      proxy.cutText = statement;
+      proxy.armed = true;
+      const failure = await failureOf(step());
+      const retried = await step();
 
-    expect(proxy.cut).toBe(1);
-    expect(failure).toEqual({ type: WalletFailure.DatabaseOutcomeUnknown, reason: 'commit_unanswered' });
-    expect(retried).toMatchObject({ status: 'captured', replayed: true, wallet: { balance: 700, held: 0 } });
-    expect(outcomes).toEqual(['credit:applied', 'debit:DatabaseOutcomeUnknown', 'debit:replayed']);
-    const entries = await pool.query<{ kind: string }>(
-      'SELECT kind FROM wallet_entries WHERE wallet_id = $1 ORDER BY seq',
-      [walletId],
-    );
-    expect(entries.rows.map((r) => r.kind)).toEqual(['credit', 'hold', 'capture']);
-  }));
+      expect(proxy.cut).toBe(1);
+      expect(failure).toEqual({ type: WalletFailure.DatabaseOutcomeUnknown, reason: 'commit_unanswered' });
+      expect(retried).toMatchObject(replayed);
+      expect(outcomes.slice(-2)).toEqual([`${kind}:DatabaseOutcomeUnknown`, `${kind}:replayed`]);
+      const entries = await pool.query<{ kind: string }>(
+        'SELECT kind FROM wallet_entries WHERE wallet_id = $1 ORDER BY seq',
+        [walletId],
+      );
+      expect(entries.rows.map((r) => r.kind)).toEqual(['credit', ...entriesAfter]);
+    }),
+);

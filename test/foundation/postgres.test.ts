@@ -31,7 +31,13 @@ it('starts the npm package’s PostgreSQL and migrates the payments database on 
   try {
     expect(server.version).toMatch(/PostgreSQL\) \d+/);
     const db = await openDatabase({ url: await server.createDatabase('payments') }, pino({ level: 'silent' }));
-    expect(db.applied).toEqual(['0001_wallets', '0002_key_records', '0003_merchant_webhooks', '0004_wallet_debit']);
+    expect(db.applied).toEqual([
+      '0001_wallets',
+      '0002_key_records',
+      '0003_merchant_webhooks',
+      '0004_wallet_debit',
+      '0005_wallet_hold_settle',
+    ]);
     await db.close();
   } finally {
     await server.close(true);

@@ -321,6 +321,35 @@ describe('holds', () => {
   });
 });
 
+describe('a fleet where some processes run the previous release', () => {
+  it('holds each key once and exactly what the balance covers: the same 100 keys held from both kinds at once', async () => {
+    // Processes of the release before migration 0005 hold statement by statement; this one holds in one statement
+    // (wallet_hold). During a deploy both hold the same payment keys (the API's retry, a task moved to a new worker).
+    const walletId = await funded(5_000);
+    const spec = (legacy: boolean) => ({
+      url: db.url,
+      merchantId: m,
+      walletId,
+      paymentKeys: Array.from({ length: 100 }, (_, i) => `${walletId}-shared-${i}`),
+      amount: 100,
+      currency: 'EUR',
+      poolSize: 8,
+      legacy,
+    });
+    const racer = await spawnRacer(spec(true));
+    const [theirs, ours] = await Promise.all([racer.go(), raceHolds(ledger, spec(false))]);
+
+    // Per key both answer alike (the second reads the first's hold, or finds the same short funds).
+    expect(theirs.map((o, i) => [o, ours[i]]).filter(([a, b]) => a !== b)).toEqual([]);
+    expect(ours.filter((o) => o === 'held')).toHaveLength(50);
+    expect(ours.filter((o) => o === 'insufficient_funds')).toHaveLength(50);
+    const holds = (await entriesOf(walletId)).filter((e) => e.kind === 'hold');
+    expect(new Set(holds.map((e) => e.paymentKey)).size).toBe(50);
+    expect(holds).toHaveLength(50);
+    expect(await expectEntriesMatch(walletId)).toEqual({ balance: 5_000, held: 5_000 });
+  });
+});
+
 describe('the table itself', () => {
   it('keeps entries append-only and available never below 0, whatever a statement tries', async () => {
     const walletId = await funded(100);
