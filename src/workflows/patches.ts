@@ -164,6 +164,14 @@ export const PATCHES = {
       "a wallet-only payment's hold and capture are one debit: one transaction in one local activity of its first task",
     before: 'a hold and then a capture, two transactions in two local activities of that task',
   },
+  reconcileWaitCap: {
+    id: 'reconcile-wait-cap',
+    since: 'HEAD',
+    change:
+      "past the schedule, a reconcile's waits double up to the schedule's longest wait, no further: a provider back after a long outage is checked within that wait",
+    before:
+      'the waits doubled until the key lifetime: after days of failed look-ups the next check could be days away (a 31-day key: up to half of it)',
+  },
   continueAfterCancelledReconciles: {
     id: 'continue-after-cancelled-reconciles-end',
     since: 'a831fe1',

@@ -110,6 +110,9 @@ const RESUBMITS_WHILE_UNKNOWN = PATCHES.resubmitsWhileUnknown.id;
 const leftNothing = (r: NonNullable<ReconcileTally['resubmission']>): boolean =>
   r.sends === 0 || r.unprocessed === true;
 
+/** Patch: past the schedule, the waits stop doubling at the schedule's longest wait ({@link nextWait}). */
+const WAIT_CAP = PATCHES.reconcileWaitCap.id;
+
 /** How long before the last moment a resubmission fits in the key's lifetime the last check is made. */
 const RESUBMIT_MARGIN_MS = 60_000;
 
@@ -221,8 +224,9 @@ async function waitAndCheck(input: ReconcileInput): Promise<ReconcileResult> {
 }
 
 /**
- * The wait before check `next + 1` after a failed look-up: the schedule's, then (past it) twice the last one, the last
- * cut to end at `horizonAtMs`; undefined once the horizon is reached.
+ * The wait before check `next + 1` after a failed look-up: the schedule's, then (past it) twice the last one, at most
+ * the schedule's longest wait (patched: before, no bound but the horizon, so a provider back after days of outage
+ * could wait days more for the next check), the last cut to end at `horizonAtMs`; undefined once the horizon is reached.
  */
 function nextWait(
   scheduleMs: readonly number[],
@@ -232,7 +236,9 @@ function nextWait(
 ): number | undefined {
   if (next < scheduleMs.length) return scheduleMs[next];
   const left = horizonAtMs - Date.now();
-  return left > 0 ? Math.min(2 * lastMs, left) : undefined;
+  if (left <= 0) return undefined;
+  const doubled = 2 * lastMs;
+  return Math.min(patched(WAIT_CAP) ? Math.min(doubled, Math.max(...scheduleMs)) : doubled, left);
 }
 
 /** The scope the write's provider key is derived from (its operation aside). */

@@ -97,6 +97,31 @@ describe('a reconcile through a provider outage', () => {
     });
   });
 
+  it('a provider back after a long outage is checked within the schedule’s longest wait, not after doubled waits', async () => {
+    // Past the schedule the waits double no further than its longest (1 h here): the provider, back after 10 h of
+    // failed look-ups, is checked within the hour. Doubling without that bound checked at ~1 min, 1 h, 3 h, 7 h, 15 h:
+    // the payment stayed unknown 5 h after the provider was back.
+    const b = await t.world({ keyTtlS: 31 * 24 * 3_600 });
+    await b.run(async () => {
+      const { input, handle, reconcileId } = await unknownCharge(b, {
+        reconcileScheduleMs: [MINUTE, HOUR],
+        settleWindowMs: 40 * 24 * HOUR, // no resubmission: the look-ups alone must find it
+      });
+      const outage = lookupOutage(b);
+      await t.env.sleep(10 * HOUR);
+      outage.end();
+      await t.env.sleep(HOUR + 5 * MINUTE);
+      expect((await handle.query(paymentQuery)).status).toBe('succeeded');
+      const result = (await t.env.client.workflow.getHandle(reconcileId).result()) as ReconcileResult;
+      expect(result).toMatchObject({ outcome: 'found', via: 'lookup' });
+      // Every check but the last failed: about one an hour through the outage.
+      expect(result.checks).toBeGreaterThanOrEqual(10);
+      expect(await failedLookups(reconcileId)).toBe(result.checks - 1);
+      expect(effectsOf(b, 'create')).toHaveLength(1);
+      await recordHistories(b, 'reconcile-wait-cap', [idOf(input), reconcileId]);
+    });
+  }, 120_000);
+
   it('the outage outlasts the provider’s key lifetime: review, and the reason says the look-ups failed', async () => {
     const b = await t.world({ keyTtlS: 6 * 3_600 });
     await b.run(async () => {
@@ -205,10 +230,11 @@ describe('a resubmission refused here through an outage', () => {
       expect(requestsOf(b, 'create')).toHaveLength(sent); // no resubmission ever left
       const reconcileId = reconcileWorkflowId(input.merchantId, 'create', input.key);
       const { checks } = (await t.env.client.workflow.getHandle(reconcileId).result()) as ReconcileResult;
-      // 1 min, 1 h (the schedule), then 2 h, 4 h and the last one a minute before a write's budget would outlive the key.
-      expect(checks).toBe(5);
+      // 1 min, 1 h (the schedule), then every hour (its longest wait: no doubling past it) until 11 h 1 min, and the
+      // last one a minute before a write's budget would outlive the key (12 h).
+      expect(checks).toBe(13);
       expect(review.review?.reason).toMatch(
-        /^create not found at simulator after 5 checks over \d+ h: 5 look-ups found nothing; the resubmission with the same key was refused here before sending 5 times \(breaker_open\), the last as late as the provider's key lifetime allows: nothing was sent$/,
+        /^create not found at simulator after 13 checks over \d+ h: 13 look-ups found nothing; the resubmission with the same key was refused here before sending 13 times \(breaker_open\), the last as late as the provider's key lifetime allows: nothing was sent$/,
       );
       expect(review.attempts).toBe(sent);
     });
