@@ -166,7 +166,7 @@ export const PATCHES = {
   },
   reconcileWaitCap: {
     id: 'reconcile-wait-cap',
-    since: 'HEAD',
+    since: '581d4ae',
     change:
       "past the schedule, a reconcile's waits double up to the schedule's longest wait, no further: a provider back after a long outage is checked within that wait",
     before:
