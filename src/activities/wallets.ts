@@ -33,7 +33,14 @@ export function toWalletFailure(err: unknown): unknown {
     return ApplicationFailure.create({ type: err.type, message: err.message, nonRetryable: false, cause: err });
   }
   if (isWalletError(err)) {
-    return ApplicationFailure.create({ type: err.type, message: err.message, nonRetryable: true, cause: err });
+    return ApplicationFailure.create({
+      type: err.type,
+      message: err.message,
+      nonRetryable: true,
+      cause: err,
+      // When the hold was settled (a late step's answer carries the decision's time).
+      ...(err.settledAt === undefined ? {} : { details: [{ settledAt: err.settledAt }] }),
+    });
   }
   return err;
 }

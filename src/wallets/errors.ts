@@ -13,6 +13,8 @@ export class WalletError extends Error {
   constructor(
     readonly type: WalletRefusalType,
     message: string,
+    /** HoldSettled by a capture or release: when that entry was written (the decision a late step reads). */
+    readonly settledAt?: string,
   ) {
     super(message);
     this.name = 'WalletError';

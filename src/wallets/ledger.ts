@@ -74,6 +74,11 @@ export interface SettleResult {
   readonly replayed: boolean;
   readonly amount: number;
   readonly wallet: WalletView;
+  /**
+   * A release that replayed the key's recorded decline ({@link DECLINED_SHORT_FUNDS}): its debit was declined for
+   * short funds, nothing taken; the payment is declined, not a release of an unknown debit (`wallet.updatedAt`: when).
+   */
+  readonly declined?: true;
 }
 
 /** A refund of (part of) a payment's captured wallet part back to the wallet, under the refund's own key. */
@@ -83,8 +88,8 @@ export interface RefundArgs extends SettleArgs {
 }
 
 const sha256 = (value: unknown): string => createHash('sha256').update(canonicalJson(value)).digest('hex');
-const refuse = (type: WalletError['type'], message: string): never => {
-  throw new WalletError(type, message);
+const refuse = (type: WalletError['type'], message: string, settledAt?: string): never => {
+  throw new WalletError(type, message, settledAt);
 };
 
 /** The ledger over one pool; `observer` hears how each operation ended. */
@@ -251,7 +256,12 @@ export class WalletLedger {
     // A split payment's first task ends its hold: on the answer's path too.
     return this.decide(kind, args, 'wallet_settle', [kind, holdId, ownId], {
       conflict: 'the hold is on another wallet',
-      answer: ({ row, wallet }): SettleResult => ({ replayed: row.replayed, amount: Number(row.amount), wallet }),
+      answer: ({ row, wallet }): SettleResult => ({
+        replayed: row.replayed,
+        amount: Number(row.amount),
+        wallet,
+        ...(row.reason === DECLINED_SHORT_FUNDS ? { declined: true as const } : {}),
+      }),
     });
   }
 
@@ -284,10 +294,8 @@ export class WalletLedger {
         if (row.outcome === 'currency_mismatch')
           refuse(WalletFailure.CurrencyMismatch, `the wallet holds ${row.currency}`);
         if (row.outcome === 'hold_settled') {
-          refuse(
-            WalletFailure.HoldSettled,
-            row.settled_by ? `the hold was ${row.settled_by}d` : 'released before it applied',
-          );
+          const how = row.settled_by ? `the hold was ${row.settled_by}d` : 'released before it applied';
+          refuse(WalletFailure.HoldSettled, how, row.settled_by ? row.at?.toISOString() : undefined);
         }
         if (row.outcome === 'hold_not_found') refuse(WalletFailure.HoldNotFound, 'no hold of this payment');
         if (row.outcome === 'operation_conflict') refuse(WalletFailure.OperationConflict, how.conflict);
@@ -365,9 +373,10 @@ interface DecisionRow {
   readonly balance: string | null;
   readonly held: string | null;
   readonly at: Date | null;
-  /** wallet_settle: the amount settled; hold_settled: by which kind. */
+  /** wallet_settle: the amount settled; hold_settled: by which kind (and `at`: when); a replay: its entry's reason. */
   readonly amount?: string | null;
   readonly settled_by?: string | null;
+  readonly reason?: string | null;
 }
 
 /** The wallet as a decision row says it was after the deciding entry. */

@@ -13,6 +13,14 @@ export function failureType(err: unknown): string | undefined {
   return undefined;
 }
 
+/** When a wallet step refused as `HoldSettled` found the hold settled (the settling entry's time), if it said. */
+export function settledAtOf(err: unknown): string | undefined {
+  const failure = err instanceof ActivityFailure ? err.cause : err;
+  if (!(failure instanceof ApplicationFailure)) return undefined;
+  const info = failure.details?.[0] as { settledAt?: unknown } | undefined;
+  return typeof info?.settledAt === 'string' ? info.settledAt : undefined;
+}
+
 /** The provider's own error code (e.g. `amount_too_large`) of a classified provider failure, if it gave one. */
 export function providerCodeOf(err: unknown): string | undefined {
   const failure = err instanceof ActivityFailure ? err.cause : err;

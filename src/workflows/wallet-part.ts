@@ -11,7 +11,7 @@ import type { PaymentStatus, WalletPartView } from '../domain/payment';
 import { WalletFailure } from '../domain/wallet-errors';
 import { walletActivityOptions } from '../domain/wallet-operations';
 import type { ChargeWorkflowInput } from '../domain/workflow-inputs';
-import { failureType, messageOf } from './failures';
+import { failureType, messageOf, settledAtOf } from './failures';
 import type { Handoffs } from './handoffs';
 import { noHandoffs } from './handoffs';
 import { PATCHES } from './patches';
@@ -178,13 +178,23 @@ async function settleUnknownDebit(payment: WalletPort, debitFailure: unknown): P
     type: failureType(debitFailure),
   });
   try {
-    await releaseUnknownDebit(settleArgs(input));
+    const released = await releaseUnknownDebit(settleArgs(input));
+    if (released.declined === true) {
+      // The key's debit was declined for short funds and the decline recorded (the API's debit, or this one's whose
+      // answer was lost): declined, as the API answered, with the ledger's time. Results before the ledger said so
+      // have no `declined`: those runs answered `failed`, and replay so.
+      declineShortFunds(payment);
+      state.view.updatedAt = released.wallet.updatedAt;
+      return;
+    }
     markWallet(state, 'released');
   } catch (err) {
     if (failureType(err) === WalletFailure.HoldSettled) {
-      // Refused because the debit's capture is in the ledger: the payment took the money.
+      // Refused because the debit's capture is in the ledger: the payment took the money, decided then.
       markWallet(state, 'captured');
       payment.transition('succeeded');
+      const settledAt = settledAtOf(err);
+      if (settledAt !== undefined) state.view.updatedAt = settledAt;
       return;
     }
     log.error('the wallet-only payment’s debit outcome could not be read back; its settlement tries again', {

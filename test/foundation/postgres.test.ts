@@ -37,6 +37,7 @@ it('starts the npm package’s PostgreSQL and migrates the payments database on 
       '0003_merchant_webhooks',
       '0004_wallet_debit',
       '0005_wallet_hold_settle',
+      '0006_wallet_settle_decision',
     ]);
     await db.close();
   } finally {

@@ -49,15 +49,22 @@ class FaultLedger extends WalletLedger {
     if (!this.failNextCaptureOf.delete(args.paymentKey)) return super.capture(args);
     return stayedAway();
   }
-  /** Fails the next `times` debits of `paymentKey` as `fault` says (default both, the API's and the workflow's). */
-  failDebits(paymentKey: string, fault: 'before' | 'after', times = 2): void {
+  private readonly debitsToPass = new Map<string, number>();
+  /**
+   * Fails the next `times` debits of `paymentKey` as `fault` says (default both, the API's and the workflow's), after
+   * letting the first `pass` of them through (1: the API's debit decides, the workflow's fails).
+   */
+  failDebits(paymentKey: string, fault: 'before' | 'after', times = 2, pass = 0): void {
     this.failNextDebitOf.set(paymentKey, fault);
     this.debitFaultsLeft.set(paymentKey, times);
+    this.debitsToPass.set(paymentKey, pass);
   }
   override async debit(args: HoldArgs): Promise<DebitResult> {
     this.debitsCalled.push(args.paymentKey);
     const fault = this.failNextDebitOf.get(args.paymentKey);
-    if (fault === undefined) return super.debit(args);
+    const pass = this.debitsToPass.get(args.paymentKey) ?? 0;
+    if (pass > 0) this.debitsToPass.set(args.paymentKey, pass - 1);
+    if (fault === undefined || pass > 0) return super.debit(args);
     const left = (this.debitFaultsLeft.get(args.paymentKey) ?? 1) - 1;
     this.debitFaultsLeft.set(args.paymentKey, left);
     if (left <= 0) this.failNextDebitOf.delete(args.paymentKey);
@@ -539,6 +546,50 @@ describe('POST /v1/payments with a wallet part: the money', () => {
       else await expect(late).resolves.toMatchObject({ status: 'captured', replayed: true });
       expect(await movesOf(walletId)).toEqual(moves);
       expect(simOf(body.orderId as string).requests).toEqual([]);
+    },
+  );
+
+  it.each([
+    ['declined', 100, [['release', 0]], 100],
+    [
+      'succeeded',
+      1_000,
+      [
+        ['hold', 700],
+        ['capture', 700],
+      ],
+      300,
+    ],
+  ] as const)(
+    'a wallet-only payment whose API debit decided and whose workflow’s own debit stayed unknown: the release reads the decision, the workflow answers the API’s body (%s)',
+    async (status, funds, moves, balance) => {
+      const walletId = await walletWith(funds);
+      const key = newKey();
+      ledger.failDebits(key, 'before', 1, 1);
+      const body = chargeBody({ amount: { value: 700, currency: 'EUR' }, wallet: { walletId, amount: 700 } });
+      const first = await pay(key, body);
+
+      expect(first.status).toBe(200);
+      expect(first.body).toMatchObject({ status });
+      // The workflow's debit failed; its release decided the payment (read the API's decline, or refused: captured).
+      await eventually('the workflow’s release decided the payment', async () => {
+        const events = await eventsOf(key);
+        const released = events.some(
+          (e) => e.activityTaskCompletedEventAttributes ?? e.activityTaskFailedEventAttributes,
+        );
+        return released && (await view(key)).status !== 'pending' ? true : undefined;
+      });
+      expect(walletSteps(await eventsOf(key))).toEqual([
+        ['local', 'debitWallet', expect.stringContaining('hold and capture in one transaction')],
+        ['activity', 'releaseWalletHold', expect.stringContaining('debit whose outcome is unknown')],
+      ]);
+      const repeat = await pay(key, body);
+      expect(repeat.headers.get('idempotent-replayed')).toBe('true');
+      expect(repeat.body).toEqual(first.body);
+      expect(await view(key)).toEqual(first.body);
+      expect(await movesOf(walletId)).toEqual(moves);
+      expect(await walletOf(walletId)).toMatchObject({ balance, held: 0 });
+      await recordHistories(h, `wallet-only-api-decided-${status}`, [chargeWorkflowId(h.a.id, key)]);
     },
   );
 
