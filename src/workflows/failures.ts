@@ -14,19 +14,17 @@ export function failureType(err: unknown): string | undefined {
 }
 
 /** When a wallet step refused as `HoldSettled` found the hold settled (the settling entry's time), if it said. */
-export function settledAtOf(err: unknown): string | undefined {
-  const failure = err instanceof ActivityFailure ? err.cause : err;
-  if (!(failure instanceof ApplicationFailure)) return undefined;
-  const info = failure.details?.[0] as { settledAt?: unknown } | undefined;
-  return typeof info?.settledAt === 'string' ? info.settledAt : undefined;
-}
+export const settledAtOf = (err: unknown): string | undefined => stringDetail(err, 'settledAt');
 
 /** The provider's own error code (e.g. `amount_too_large`) of a classified provider failure, if it gave one. */
-export function providerCodeOf(err: unknown): string | undefined {
+export const providerCodeOf = (err: unknown): string | undefined => stringDetail(err, 'code');
+
+/** A string field of the first detail of the ApplicationFailure (under an activity failure, or itself), if there. */
+function stringDetail(err: unknown, field: string): string | undefined {
   const failure = err instanceof ActivityFailure ? err.cause : err;
   if (!(failure instanceof ApplicationFailure)) return undefined;
-  const info = failure.details?.[0] as { code?: unknown } | undefined;
-  return typeof info?.code === 'string' ? info.code : undefined;
+  const value = (failure.details?.[0] as Record<string, unknown> | undefined)?.[field];
+  return typeof value === 'string' ? value : undefined;
 }
 
 /**
