@@ -76,9 +76,8 @@ export async function charge(
 ): Promise<ChargeResult> {
   const { workflowId, merchant, paymentKey } = paymentScope(merchantId, key);
   const request = parseCharge(ctx, body);
-  await checkWalletPart(ctx.wallets, merchant, request);
   const fingerprint = chargeFingerprint(request);
-  const recorded = await recordedAnswer(ctx.keyRecords, 'charge', merchant, paymentKey, fingerprint);
+  const recorded = await checkedRecordedAnswer(ctx, merchant, paymentKey, request, fingerprint);
   if (recorded) return { view: recorded, replayed: true };
   // Temporal limits in-flight updates per workflow (10 by default): a burst of identical requests to this process
   // becomes one update-with-start, and the others answer as repeats. Across processes the server dedups.
@@ -94,6 +93,29 @@ export async function charge(
   } finally {
     ctx.inflight.delete(flightKey);
   }
+}
+
+/**
+ * The charge's checks that read the database, as one wait: its wallet part's (the wallet exists, in the charge's
+ * currency) and its key's record (the first answer of a key whose workflow is gone). Two independent reads on two of
+ * the pool's connections, made together: a wallet payment waits for one round trip, not two. Answered as if in turn:
+ * the wallet part's refusal (400) first, then the record's (422 for another body; a database failure is a 503), then
+ * the recorded answer, if any.
+ */
+async function checkedRecordedAnswer(
+  ctx: ChargeContext,
+  merchant: string,
+  paymentKey: string,
+  request: ChargeRequest,
+  fingerprint: string,
+): Promise<PaymentView | undefined> {
+  const [wallet, record] = await Promise.allSettled([
+    checkWalletPart(ctx.wallets, merchant, request),
+    recordedAnswer(ctx.keyRecords, 'charge', merchant, paymentKey, fingerprint),
+  ]);
+  if (wallet.status === 'rejected') throw wallet.reason;
+  if (record.status === 'rejected') throw record.reason;
+  return record.value;
 }
 
 /** The charge request with the configured default provider, refused unless its providers are all configured. */
