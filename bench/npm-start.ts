@@ -1,0 +1,108 @@
+/**
+ * `npm run bench:npm-start [-- N]`: issue 23's latency targets against a running `npm start` (separate processes, the
+ * dev server on its state file, webhooks and key records on), where `npm run bench` runs one process on a fresh
+ * in-memory server. Reads the stack file `npm start` writes (STACK_FILE, default .temporal/dev-server.stack.json) for
+ * the API's address and the services' pids; charges as the dev merchant (API_TOKEN, default the development token).
+ *
+ * One payment at a time, N measured after 10 warm-up each (default 100): wallet-only back to back and with 100 ms
+ * between payments (the previous payment's tail, its second workflow task and handoffs, then no longer shares the
+ * cores), card and split back to back. Prints p50/p90 of the client's time to the answer and each service's CPU per
+ * payment over the back-to-back wallet-only run, from /proc (its processes and their children, e.g. PostgreSQL's
+ * backends). Every answer must be 200 `succeeded`; anything else stops the run.
+ */
+import { readFileSync, readdirSync } from 'node:fs';
+import path from 'node:path';
+
+interface StackFile {
+  readonly apiUrls: readonly string[];
+  readonly services: Record<string, { readonly pid: number }>;
+}
+
+const stackFile = process.env.STACK_FILE ?? path.join('.temporal', 'dev-server.stack.json');
+const token = process.env.API_TOKEN ?? 'pw_dev_token_change_me';
+const measured = Number(process.argv[2] ?? 100);
+const warmUp = 10;
+const stack = JSON.parse(readFileSync(stackFile, 'utf8')) as StackFile;
+const api = stack.apiUrls[0] ?? 'http://127.0.0.1:3000';
+const run = Date.now().toString(36);
+const headers = (key: string) => ({
+  authorization: `Bearer ${token}`,
+  'content-type': 'application/json',
+  'idempotency-key': key,
+});
+
+/** utime + stime of `pid` and its descendants, in clock ticks (10 ms here); 0 for a process that is gone. */
+function ticksOf(pid: number): number {
+  try {
+    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.split(' ') ?? [];
+    let ticks = Number(fields[11]) + Number(fields[12]);
+    for (const tid of readdirSync(`/proc/${pid}/task`)) {
+      const children = readFileSync(`/proc/${pid}/task/${tid}/children`, 'utf8').trim();
+      for (const child of children.split(/\s+/).filter(Boolean)) ticks += ticksOf(Number(child));
+    }
+    return ticks;
+  } catch {
+    return 0;
+  }
+}
+
+const cpuByService = (): Record<string, number> =>
+  Object.fromEntries(Object.entries(stack.services).map(([name, { pid }]) => [name, ticksOf(pid) * 10]));
+
+async function post(url: string, key: string, body: unknown): Promise<string> {
+  const res = await fetch(`${api}${url}`, { method: 'POST', headers: headers(key), body: JSON.stringify(body) });
+  const text = await res.text();
+  if (res.status !== 200) throw new Error(`${url}: ${res.status} ${text}`);
+  return text;
+}
+
+const percentile = (sorted: readonly number[], p: number): number =>
+  sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * p))] ?? NaN;
+
+/** N payments one at a time (after the warm-up); the client's milliseconds to each answer, sorted. */
+async function payments(kind: 'wallet' | 'card' | 'split', walletId: string, gapMs: number): Promise<number[]> {
+  const times: number[] = [];
+  for (let i = 0; i < warmUp + measured; i++) {
+    const body = {
+      orderId: `bench-${run}-${kind}-${gapMs}-${i}`,
+      amount: { value: 1_000, currency: 'EUR' },
+      paymentMethod: 'pm_card_visa',
+      ...(kind === 'card' ? {} : { wallet: { walletId, amount: kind === 'wallet' ? 1_000 : 400 } }),
+    };
+    const started = performance.now();
+    const answer = await post('/v1/payments', `bench-${run}-${kind}-${gapMs}-${i}`, body);
+    const ms = performance.now() - started;
+    if (!answer.includes('"status":"succeeded"')) throw new Error(`a ${kind} payment did not succeed: ${answer}`);
+    if (i >= warmUp) times.push(ms);
+    if (gapMs > 0) await new Promise((r) => setTimeout(r, gapMs));
+  }
+  return times.sort((a, b) => a - b);
+}
+
+const line = (label: string, t: readonly number[]): string =>
+  `${label.padEnd(34)} p50 ${percentile(t, 0.5).toFixed(1).padStart(6)} ms   p90 ${percentile(t, 0.9).toFixed(1).padStart(6)} ms`;
+
+async function main(): Promise<void> {
+  const walletId = `bench-${run}`;
+  await post(`/v1/wallets/${walletId}/credits`, `credit-${run}`, { amount: { value: 100_000_000, currency: 'EUR' } });
+  console.log(`npm start at ${api}: ${measured} payments one at a time per line, after ${warmUp} warm-up`);
+  const before = cpuByService();
+  const walletBackToBack = await payments('wallet', walletId, 0);
+  const after = cpuByService();
+  console.log(line('wallet-only, back to back', walletBackToBack));
+  const cpu = Object.keys(before).map(
+    (name) => `${name} ${(((after[name] ?? 0) - (before[name] ?? 0)) / (warmUp + measured)).toFixed(1)}`,
+  );
+  console.log(`  CPU ms per wallet-only payment: ${cpu.join(', ')}`);
+  console.log(line('wallet-only, 100 ms between', await payments('wallet', walletId, 100)));
+  const card = await payments('card', walletId, 0);
+  const split = await payments('split', walletId, 0);
+  console.log(line('card, back to back', card));
+  console.log(line('split (400 of 1000 from the wallet)', split));
+  console.log(`split adds ${(percentile(split, 0.5) - percentile(card, 0.5)).toFixed(1)} ms p50 to a card payment`);
+}
+
+main().catch((err: unknown) => {
+  console.error(err);
+  process.exitCode = 1;
+});
