@@ -32,8 +32,8 @@ export const singleBoxDynamicConfig: Readonly<Record<string, DynamicConfigValue>
  * Statistics for SQLite's query planner, gathered when the dev server opens its state file (SQLite's own advice for
  * long-lived connections: `PRAGMA optimize=0x10002` at open; the server applies pragmas in name order, so
  * `analysis_limit` bounds that ANALYZE first, to about a thousand rows per index however large the file grew). Without
- * statistics SQLite plans every visibility list by its first usable index, and for the one-open-payment-per-order check
- * (`OrderId = .. AND ExecutionStatus = 'Running' AND ..`) that is the status index: it read every running workflow, and
+ * statistics SQLite cannot tell a selective index from the others, and for the one-open-payment-per-order check
+ * (`OrderId = .. AND ExecutionStatus = 'Running' AND ..`) it chose the status index: it read every running workflow, and
  * payments stay running for their refund window, so each charge's check grew with every payment ever made (22-27 ms
  * p50 with 2,900 open payments under `npm start`, most of a wallet-only payment's answer). With them, the OrderId index
  * (about one row per order) is chosen. A file first created empty gets them at its next start.
