@@ -13,7 +13,7 @@ import { encryptingDataConverter, AesGcmPayloadCodec } from '../src/codec';
 import { loadConfig } from '../src/config';
 import { openDatabase } from '../src/db';
 import { MerchantEventOutbox, type RedeliveryFilter, wakeMerchantDeliveries } from '../src/merchant-webhooks';
-import { connectionOptions } from '../src/temporal-connection';
+import { clientInterceptors, connectionOptions } from '../src/temporal-connection';
 
 const usage =
   'usage: npm run webhooks -- status [--merchant <id>] | retry-now --merchant <id> | ' +
@@ -41,7 +41,7 @@ async function main(): Promise<void> {
   const merchant = opts.merchant;
   /** Starts a round of the merchant's delivery workflow (with the stack's codec: the workers decode its input). */
   const wake = async (merchantId: string) => {
-    const connection = await Connection.connect(connectionOptions(config));
+    const connection = await Connection.connect({ ...connectionOptions(config), interceptors: clientInterceptors() });
     try {
       const codec = new AesGcmPayloadCodec(config.payloadKeys);
       const client = new Client({

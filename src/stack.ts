@@ -44,7 +44,13 @@ import {
 import { configureKeyHash, keyHash } from './providers/logging';
 import { configuredCapabilities, createConfiguredProviders, webhookVerifiers } from './providers/registry';
 import type { PaymentProvider } from './providers/types';
-import { type ConnectLogger, type TemporalTarget, connectWithin, connectionOptions } from './temporal-connection';
+import {
+  type ConnectLogger,
+  type TemporalTarget,
+  clientInterceptors,
+  connectWithin,
+  connectionOptions,
+} from './temporal-connection';
 import { type EnsuredSchedule, type SweepScheduleOptions, ensureSweepSchedule } from './schedules';
 import { ZodError } from 'zod';
 import { openDatabase } from './db';
@@ -508,7 +514,9 @@ export async function startStack(options: StackOptions): Promise<Stack> {
           // grpc-js, not a NativeConnection: with the Rust core's client the API's own deadline did not bound the
           // submit's wait for a worker (8.6 s instead of SUBMIT_WAIT_MS + margin, test/scenarios/no-worker.test.ts), though
           // it costs ~0.5-1 ms less CPU per charge (bench/rpc-cost.ts).
-          const opened = await connectPatiently((o) => Connection.connect(o));
+          const opened = await connectPatiently((o) =>
+            Connection.connect({ ...o, interceptors: clientInterceptors() }),
+          );
           owned.push(() => opened.close());
           connection = opened;
         }

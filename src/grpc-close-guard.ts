@@ -1,0 +1,42 @@
+/**
+ * A Temporal client connection closed while one of its calls waits to be retried (the SDK's retry interceptor waits
+ * with a timer, and `Connection.close()` does not clear it) threw "Channel has been shut down" from that timer: an
+ * uncaught exception, so an API process stopping during a Temporal outage, or a test file closing its connection with a
+ * call in its backoff, ended with exit code 1 instead of the call's error. Placed after the retry interceptor, this
+ * turns that throw into the call's answer: CANCELLED (not retried), which its caller sees as the call's rejection.
+ */
+import { InterceptingCall, type Interceptor, Metadata, status } from '@grpc/grpc-js';
+
+const shutDown = 'Channel has been shut down';
+
+/** What an InterceptingCall wraps (grpc-js does not export the interface by name). */
+type CallInterface = ConstructorParameters<typeof InterceptingCall>[0];
+
+/** An interceptor that answers CANCELLED for a call made on a connection that was closed, instead of throwing. */
+export const closedConnectionGuard: Interceptor = (options, nextCall) => {
+  try {
+    return new InterceptingCall(nextCall(options));
+  } catch (err) {
+    if (!(err instanceof Error) || err.message !== shutDown) throw err;
+    return new InterceptingCall(closedCall());
+  }
+};
+
+/** A call that never reaches a channel: started, it answers CANCELLED on the next tick; nothing else does anything. */
+function closedCall(): CallInterface {
+  const nothing = (): void => undefined;
+  return {
+    start: (_metadata, listener) => {
+      process.nextTick(() =>
+        listener?.onReceiveStatus?.({ code: status.CANCELLED, details: shutDown, metadata: new Metadata() }),
+      );
+    },
+    sendMessageWithContext: nothing,
+    sendMessage: nothing,
+    startRead: nothing,
+    halfClose: nothing,
+    cancelWithStatus: nothing,
+    getPeer: () => '',
+    getAuthContext: () => null,
+  };
+}
