@@ -18,7 +18,7 @@ import path from 'node:path';
 import { Client as PgClient } from 'pg';
 import { DEFAULT_CACHE_DIR } from '../scripts/lib/temporal-binaries';
 import { loadConfig } from '../src/config';
-import { readProcesses, rssKiB } from './resources';
+import { groupCpuMs, rssKiB } from './resources';
 import { forEachBounded, indices } from './bounded';
 import { percentile } from './stats';
 
@@ -64,20 +64,6 @@ const intList = (raw: string | undefined, fallback: number[]): number[] =>
         if (!Number.isInteger(n) || n < 1) throw new Error(`not a positive integer: ${s}`);
         return n;
       });
-
-/**
- * CPU of every process whose process group is one of `groups` (each supervised service leads its own), with the
- * children they reaped, and of the live children of a group's leader in groups of their own: PostgreSQL's backends
- * each start a session (setsid), so without this the database's work was not counted at all.
- */
-function groupCpuMs(groups: ReadonlySet<number>): number {
-  let ms = 0;
-  for (const p of readProcesses()) {
-    if (groups.has(p.pgrp)) ms += p.ownMs + p.reapedMs;
-    else if (groups.has(p.ppid)) ms += p.ownMs;
-  }
-  return ms;
-}
 
 /** Within ±`pct` % of the first value at the last step. */
 export function flat(first: number, last: number, pct = 20): boolean {

@@ -7,11 +7,13 @@
  * One payment at a time, N measured after 10 warm-up each (default 100): wallet-only back to back and with 100 ms
  * between payments (the previous payment's tail, its second workflow task and handoffs, then no longer shares the
  * cores), card and split back to back. Prints p50/p90 of the client's time to the answer and each service's CPU per
- * payment over the back-to-back wallet-only run, from /proc (its processes and their children, e.g. PostgreSQL's
- * backends). Every answer must be 200 `succeeded`; anything else stops the run.
+ * payment over the back-to-back wallet-only run, from /proc (its process group and its leader's children, e.g.
+ * PostgreSQL's backends). Every answer must be 200 `succeeded`; anything else stops the run.
  */
-import { readFileSync, readdirSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import path from 'node:path';
+import { groupCpuMs } from './resources';
+import { percentile } from './stats';
 
 interface StackFile {
   readonly apiUrls: readonly string[];
@@ -31,23 +33,9 @@ const headers = (key: string) => ({
   'idempotency-key': key,
 });
 
-/** utime + stime of `pid` and its descendants, in clock ticks (10 ms here); 0 for a process that is gone. */
-function ticksOf(pid: number): number {
-  try {
-    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.split(' ') ?? [];
-    let ticks = Number(fields[11]) + Number(fields[12]);
-    for (const tid of readdirSync(`/proc/${pid}/task`)) {
-      const children = readFileSync(`/proc/${pid}/task/${tid}/children`, 'utf8').trim();
-      for (const child of children.split(/\s+/).filter(Boolean)) ticks += ticksOf(Number(child));
-    }
-    return ticks;
-  } catch {
-    return 0;
-  }
-}
-
+/** Each service's CPU so far (its process group, as the supervisor starts it, with its leader's live children). */
 const cpuByService = (): Record<string, number> =>
-  Object.fromEntries(Object.entries(stack.services).map(([name, { pid }]) => [name, ticksOf(pid) * 10]));
+  Object.fromEntries(Object.entries(stack.services).map(([name, { pid }]) => [name, groupCpuMs(new Set([pid]))]));
 
 async function post(url: string, key: string, body: unknown): Promise<string> {
   const res = await fetch(`${api}${url}`, { method: 'POST', headers: headers(key), body: JSON.stringify(body) });
@@ -55,9 +43,6 @@ async function post(url: string, key: string, body: unknown): Promise<string> {
   if (res.status !== 200) throw new Error(`${url}: ${res.status} ${text}`);
   return text;
 }
-
-const percentile = (sorted: readonly number[], p: number): number =>
-  sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * p))] ?? NaN;
 
 /** N payments one at a time (after the warm-up); the client's milliseconds to each answer, sorted. */
 async function payments(kind: 'wallet' | 'card' | 'split', walletId: string, gapMs: number): Promise<number[]> {
@@ -80,7 +65,7 @@ async function payments(kind: 'wallet' | 'card' | 'split', walletId: string, gap
 }
 
 const line = (label: string, t: readonly number[]): string =>
-  `${label.padEnd(34)} p50 ${percentile(t, 0.5).toFixed(1).padStart(6)} ms   p90 ${percentile(t, 0.9).toFixed(1).padStart(6)} ms`;
+  `${label.padEnd(34)} p50 ${percentile(t, 50).toFixed(1).padStart(6)} ms   p90 ${percentile(t, 90).toFixed(1).padStart(6)} ms`;
 
 async function main(): Promise<void> {
   const walletId = `bench-${run}`;
@@ -99,7 +84,7 @@ async function main(): Promise<void> {
   const split = await payments('split', walletId, 0);
   console.log(line('card, back to back', card));
   console.log(line('split (400 of 1000 from the wallet)', split));
-  console.log(`split adds ${(percentile(split, 0.5) - percentile(card, 0.5)).toFixed(1)} ms p50 to a card payment`);
+  console.log(`split adds ${(percentile(split, 50) - percentile(card, 50)).toFixed(1)} ms p50 to a card payment`);
 }
 
 main().catch((err: unknown) => {

@@ -142,6 +142,20 @@ export function readProcesses(): ProcessCpu[] {
   return found;
 }
 
+/**
+ * CPU of every process whose process group is one of `groups` (each supervised service leads its own), with the
+ * children they reaped, and of the live children of a group's leader in groups of their own: PostgreSQL's backends
+ * each start a session (setsid), so without this the database's work was not counted at all.
+ */
+export function groupCpuMs(groups: ReadonlySet<number>): number {
+  let ms = 0;
+  for (const p of readProcesses()) {
+    if (groups.has(p.pgrp)) ms += p.ownMs + p.reapedMs;
+    else if (groups.has(p.ppid)) ms += p.ownMs;
+  }
+  return ms;
+}
+
 /** A process's command line with spaces between its arguments; '' when it is gone or has none (a kernel thread). */
 export function commandLine(pid: number): string {
   try {

@@ -13,7 +13,8 @@ import { encryptingDataConverter, AesGcmPayloadCodec } from '../src/codec';
 import { loadConfig } from '../src/config';
 import { openDatabase } from '../src/db';
 import { MerchantEventOutbox, type RedeliveryFilter, wakeMerchantDeliveries } from '../src/merchant-webhooks';
-import { clientInterceptors, connectionOptions } from '../src/temporal-connection';
+import { clientInterceptors } from '../src/grpc-close-guard';
+import { connectionOptions } from '../src/temporal-connection';
 
 const usage =
   'usage: npm run webhooks -- status [--merchant <id>] | retry-now --merchant <id> | ' +

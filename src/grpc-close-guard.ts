@@ -6,6 +6,7 @@
  * turns that throw into the call's answer: CANCELLED (not retried), which its caller sees as the call's rejection.
  */
 import { InterceptingCall, type Interceptor, Metadata, status } from '@grpc/grpc-js';
+import { defaultGrpcRetryOptions, makeGrpcRetryInterceptor } from '@temporalio/client';
 
 const shutDown = 'Channel has been shut down';
 
@@ -40,3 +41,13 @@ function closedCall(): CallInterface {
     getAuthContext: () => null,
   };
 }
+
+/**
+ * The gRPC interceptors of a grpc-js `Connection` (the API's, the scripts', the tests'): the SDK's default retries,
+ * then {@link closedConnectionGuard}, so a call waiting for its retry when the connection closes is answered CANCELLED
+ * instead of throwing from its timer.
+ */
+export const clientInterceptors = (): Interceptor[] => [
+  makeGrpcRetryInterceptor(defaultGrpcRetryOptions()),
+  closedConnectionGuard,
+];

@@ -44,13 +44,8 @@ import {
 import { configureKeyHash, keyHash } from './providers/logging';
 import { configuredCapabilities, createConfiguredProviders, webhookVerifiers } from './providers/registry';
 import type { PaymentProvider } from './providers/types';
-import {
-  type ConnectLogger,
-  type TemporalTarget,
-  clientInterceptors,
-  connectWithin,
-  connectionOptions,
-} from './temporal-connection';
+import { type ConnectLogger, type TemporalTarget, connectWithin, connectionOptions } from './temporal-connection';
+import { clientInterceptors } from './grpc-close-guard';
 import { type EnsuredSchedule, type SweepScheduleOptions, ensureSweepSchedule } from './schedules';
 import { ZodError } from 'zod';
 import { openDatabase } from './db';

@@ -3,10 +3,8 @@
  * TEMPORAL_NAMESPACE, TEMPORAL_API_KEY, TEMPORAL_TLS_*, TEMPORAL_PROFILE or a temporal.toml), with our validated
  * config's address and namespace as the defaults.
  */
-import { defaultGrpcRetryOptions, makeGrpcRetryInterceptor } from '@temporalio/client';
 import { loadClientConnectConfig } from '@temporalio/envconfig';
 import type { NativeConnectionOptions } from '@temporalio/worker';
-import { closedConnectionGuard } from './grpc-close-guard';
 
 export interface TemporalTarget {
   readonly TEMPORAL_ADDRESS: string;
@@ -26,13 +24,6 @@ export function connectionOptions(
   // The profile (or TEMPORAL_ADDRESS, which envconfig reads itself) wins; our validated default comes last.
   return { ...fromEnv, address: fromEnv.address ?? target.TEMPORAL_ADDRESS };
 }
-
-/**
- * The gRPC interceptors of a grpc-js `Connection` (the API's, the scripts'): the SDK's default retries, then
- * {@link closedConnectionGuard}, so a call waiting for its retry when the connection closes is answered CANCELLED
- * instead of throwing from its timer (src/grpc-close-guard.ts).
- */
-export const clientInterceptors = () => [makeGrpcRetryInterceptor(defaultGrpcRetryOptions()), closedConnectionGuard];
 
 /** Where a process logs its waits for the server (a pino logger fits). */
 export interface ConnectLogger {

@@ -10,7 +10,6 @@
  * loads it pays nothing. The factory hands back the real module (jest.mock only defers its first load here).
  */
 import type * as ConnectionModule from '@temporalio/client/lib/connection';
-import type * as GrpcRetryModule from '@temporalio/client/lib/grpc-retry';
 import type * as LoggerModule from '@temporalio/worker/lib/logger';
 import type * as CloseGuardModule from '../src/grpc-close-guard';
 import type * as RuntimeModule from '@temporalio/worker/lib/runtime';
@@ -31,26 +30,17 @@ jest.mock('@temporalio/worker/lib/runtime', () => {
 
 /**
  * Every grpc-js `Connection` a test file opens (its own, the API world's, and the one the SDK's test environment opens
- * to the run's dev server) gets the product's interceptors (src/temporal-connection.ts `clientInterceptors`) unless it
+ * to the run's dev server) gets the product's interceptors (src/grpc-close-guard.ts `clientInterceptors`) unless it
  * names its own: a file that closes a connection while one of its calls waits for a retry then sees that call answered
  * CANCELLED, not an uncaught "Channel has been shut down" from the SDK's retry timer that failed the whole file
  * (test/scenarios/cancellation-request in a CI run of 2026-12-04, test/workflows/redis-outage before).
  */
 jest.mock('@temporalio/client/lib/connection', () => {
   const actual = jest.requireActual<typeof ConnectionModule>('@temporalio/client/lib/connection');
-  const { defaultGrpcRetryOptions, makeGrpcRetryInterceptor } = jest.requireActual<typeof GrpcRetryModule>(
-    '@temporalio/client/lib/grpc-retry',
-  );
-  const { closedConnectionGuard } = jest.requireActual<typeof CloseGuardModule>('../src/grpc-close-guard');
+  const { clientInterceptors } = jest.requireActual<typeof CloseGuardModule>('../src/grpc-close-guard');
   const { Connection } = actual;
   const connect = Connection.connect.bind(Connection);
   Connection.connect = (options) =>
-    connect({
-      ...options,
-      interceptors: options?.interceptors ?? [
-        makeGrpcRetryInterceptor(defaultGrpcRetryOptions()),
-        closedConnectionGuard,
-      ],
-    });
+    connect({ ...options, interceptors: options?.interceptors ?? clientInterceptors() });
   return actual;
 });
