@@ -28,7 +28,9 @@
  * wallet credited and its entries read through the API and held with the views and the ledger to the wallet rules
  * (bench/soak-wallets.ts over bench/wallet-invariants.ts: balances are their entries, each part held once and captured
  * or released once as its payment ended, wallet refunds first and within the part, no provider call of a wallet-only
- * payment, a split's card charged the rest only; a double in D, the rest in M). It prints throughput, latency
+ * payment, a split's card charged the rest only; a double in D, the rest in M), and the key records: every charge
+ * not refused and every succeeded capture and refund has its row in `key_records` (bench/soak-key-records.ts; one
+ * missing counts in M). It prints throughput, latency
  * percentiles, recovery after each fault, the wallet payments and the wallet verdict, and last
  * `soak: <N> payments, <D> double effects, <S> stuck, <M> mismatches`; exit 0 only when D, S and M are 0.
  */
@@ -39,11 +41,13 @@ import { loadConfig } from '../src/config';
 import { mulberry32 } from '../src/simulator/faults';
 import type { Ledger } from '../src/simulator/server';
 import { DEFAULT_CACHE_DIR } from '../scripts/lib/temporal-binaries';
-import { postgresAnswers } from '../scripts/lib/postgres';
+import { databaseUrl, postgresAnswers } from '../scripts/lib/postgres';
+import { PAYMENTS_DATABASE } from '../scripts/lib/payments-database';
 import { providerIdempotencyKey } from '../src/activities/keys';
 import { type InvariantView, invariantAnswer } from './money-invariant';
 import { type SoakAnswer, type SoakPayment, type SoakView, chargeAnswers, checkSoak, stateOf } from './soak-check';
 import { forEachBounded } from './bounded';
+import { expectedKeyScopes, missingKeyRecords } from './soak-key-records';
 import { type SoakControls, longRetryAfter, outageAfterCrash, rollingDeploy, setFaults } from './soak-adversaries';
 import { formatWait } from '../src/domain/summaries';
 import { defaultPaymentTimings } from '../src/domain/workflow-inputs';
@@ -92,6 +96,8 @@ interface StackInfo {
   readonly providerApiKey?: string;
   /** `host:port` of the cluster's PostgreSQL (Temporal's store and the wallets'). */
   readonly postgres?: string;
+  /** The payments database (wallets, key records) of `npm start`. */
+  readonly databaseUrl?: string;
   readonly workerEnvFile?: string;
   readonly services: Record<string, { pid?: number; state: string; restarts: number }>;
 }
@@ -926,8 +932,22 @@ async function main(): Promise<number> {
     payments: walletPayments.ended,
     ledger,
   });
+  // Every key that answered for good has its record (handed over through the same chaos; a handoff still in its
+  // backoff gets up to 2 minutes).
+  const keyScopes = expectedKeyScopes(
+    merchant!.merchantId,
+    payments.map((p) => p.key).filter((k) => stateOf(charges, k) !== 'refused'),
+    views,
+  );
+  const [pgHost, pgPort] = (stack.postgres ?? '').split(':');
+  const paymentsDatabase =
+    stack.databaseUrl ??
+    (pgHost && pgPort
+      ? databaseUrl({ host: pgHost, port: Number(pgPort), user: 'postgres' }, PAYMENTS_DATABASE)
+      : undefined);
+  const missingKeys = paymentsDatabase ? await missingKeyRecords(paymentsDatabase, keyScopes, 120_000) : undefined;
   const doubleEffects = verdict.doubleEffects + walletVerdict.doubleEffects;
-  const mismatches = verdict.mismatches + walletVerdict.mismatches;
+  const mismatches = verdict.mismatches + walletVerdict.mismatches + (missingKeys?.length ?? 0);
   const throughput = N / ((loadEnded - loadStarted) / 1000);
   const ms = (x: number) => `${Math.round(x)} ms`;
   log('');
@@ -973,7 +993,17 @@ async function main(): Promise<number> {
         `${walletVerdict.mismatches} mismatches`,
     );
   }
-  const problems = [...verdict.problems, ...walletVerdict.problems.map((p) => `wallet ${p}`)];
+  log(
+    missingKeys === undefined
+      ? 'key records: not checked (the stack names no PostgreSQL)'
+      : `key records: ${keyScopes.length - missingKeys.length} of ${keyScopes.length} answered keys recorded ` +
+          `(charges, succeeded captures and refunds); ${missingKeys.length} missing`,
+  );
+  const problems = [
+    ...verdict.problems,
+    ...walletVerdict.problems.map((p) => `wallet ${p}`),
+    ...(missingKeys ?? []).map((scope) => `no key record for ${scope}`),
+  ];
   for (const problem of problems.slice(0, 30)) log(`problem: ${problem}`);
   if (problems.length > 30) log(`... and ${problems.length - 30} more problems`);
   process.stdout.write(
