@@ -24,6 +24,7 @@ import {
 } from './breaker';
 import { RedisCircuitBreaker, closeBreakerRedis, connectBreakerRedis, redisReady } from './breaker/redis';
 import { type SweepActivities, createSweepActivities } from './activities/sweep';
+import { createHandoffActivities } from './activities/handoffs';
 import { createKeyRecordActivities } from './activities/key-records';
 import { createWalletActivities } from './activities/wallets';
 import type { ApiConfig, ApiDeps } from './api/app';
@@ -174,6 +175,12 @@ export async function createWorkers(setup: WorkerSetup): Promise<Worker[]> {
           logger: setup.logger,
           ...(hooks.observer === undefined ? {} : { observer: hooks.observer }),
         });
+  // Every payment worker takes a payment's webhook handoff, if only to answer that it has no webhooks; the same for
+  // its key answers: without a table they are answered `disabled`. And both at once (src/activities/handoffs.ts).
+  const newsHandoffs = {
+    announcePaymentEvent: (webhookActivities ?? disabledMerchantWebhookActivities).announcePaymentEvent,
+    ...createKeyRecordActivities(setup.keyRecords),
+  };
   const activities = {
     ...createActivities({
       providers: setup.providers,
@@ -184,10 +191,8 @@ export async function createWorkers(setup: WorkerSetup): Promise<Worker[]> {
       providersWithLimits: Object.keys(setup.providerLimits ?? {}),
     }),
     ...(setup.wallets === undefined ? {} : createWalletActivities({ ledger: setup.wallets, logger: setup.logger })),
-    // Every payment worker takes a payment's webhook handoff, if only to answer that it has no webhooks.
-    announcePaymentEvent: (webhookActivities ?? disabledMerchantWebhookActivities).announcePaymentEvent,
-    // The same for a payment's key answers: without a table they are answered `disabled`.
-    ...createKeyRecordActivities(setup.keyRecords),
+    ...newsHandoffs,
+    ...createHandoffActivities(newsHandoffs),
     ...setup.activities,
   };
   const metrics = setup.metrics ?? createWorkerMetrics(new Registry());

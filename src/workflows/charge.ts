@@ -6,8 +6,7 @@ import { onCancellationRequest } from './cancellation-request';
 import { awaitCustomer } from './customer-action';
 import { type PaymentScopes, callIn, paymentScopes } from './life-scope';
 import { allHandoffs } from './handoffs';
-import { recordKeyAnswers } from './key-answers';
-import { announceMerchantEvents } from './merchant-events';
+import { handOverNews } from './payment-news';
 import { createAtProvider, firstTaskRetried, reconcileCreate } from './payment-create';
 import { type ChargeContinuation, PaymentEntity } from './payment-entity';
 import { hasRunningOperation, isClosedStatus } from './payment-state';
@@ -67,11 +66,7 @@ async function runPayment(
   payment.registerHandlers(scopes.life);
   // Only for a payment with a wallet part (no history before it had one): no patch.
   const wallet = settleWalletPart(payment);
-  const handoffs = allHandoffs(
-    announceMerchantEvents(state, input.merchantId, input.merchantEvents),
-    recordKeyAnswers(state, input),
-    wallet,
-  );
+  const handoffs = allHandoffs(handOverNews(state, input), wallet);
   onCancellationRequest(payment, scopes.shield);
   payment.publishAttributes();
   if (carried) payment.publishUnknownSince();

@@ -17,6 +17,12 @@ export interface Handoff {
   readonly fields: Record<string, unknown>;
 }
 
+/** What a kind of handoff has to hand over: whether anything is new, and taking it (marks it handed over). */
+export interface News<T> {
+  readonly hasNews: () => boolean;
+  readonly take: () => T[];
+}
+
 /** A payment's handoffs as its main line sees them. */
 export interface Handoffs {
   /** Nothing left to hand over and no handoff out: the payment may close or continue as new. */

@@ -3,7 +3,7 @@ import type { KeyRecordActivities } from '../activities/key-records';
 import type { KeyAnswer } from '../domain/key-records';
 import type { PaymentView } from '../domain/payment';
 import type { ChargeWorkflowInput } from '../domain/workflow-inputs';
-import { type Handoff, type Handoffs, handOff, noHandoffs, startHandoffs } from './handoffs';
+import { type Handoffs, type News, handOff, startHandoffs } from './handoffs';
 import type { PaymentState, SubOperation } from './payment-state';
 
 const { recordKeyAnswer } = proxyActivities<KeyRecordActivities>({
@@ -15,13 +15,13 @@ const { recordKeyAnswer } = proxyActivities<KeyRecordActivities>({
 const chargeEntry = 'charge';
 
 /**
- * Hands each of the payment's keys to the key-record table once it first answered for good (`keyRecords` in the
- * input, set by a starter that reads the table; absent, as in every history recorded before, nothing is handed over):
- * the charge's first answer, each capture's and refund's success or refusal. A repeat of the key answers the record
- * once the workflow is gone (deleted, or past the namespace retention): docs/operations.md#key-records.
+ * Each of the payment's keys to hand to the key-record table once it first answered for good (`keyRecords` in the
+ * input, set by a starter that reads the table; absent, as in every history recorded before, nothing is handed over:
+ * undefined): the charge's first answer, each capture's and refund's success or refusal. A repeat of the key answers
+ * the record once the workflow is gone (deleted, or past the namespace retention): docs/operations.md#key-records.
  */
-export function recordKeyAnswers(state: PaymentState, input: ChargeWorkflowInput): Handoffs {
-  if (input.keyRecords !== true) return noHandoffs;
+export function keyAnswerNews(state: PaymentState, input: ChargeWorkflowInput): News<KeyAnswer> | undefined {
+  if (input.keyRecords !== true) return undefined;
   const recorded = (state.keysRecorded ??= []);
   const news = (): KeyAnswer[] => {
     const answers: KeyAnswer[] = [];
@@ -36,12 +36,25 @@ export function recordKeyAnswers(state: PaymentState, input: ChargeWorkflowInput
     }
     return answers;
   };
-  const take = (): Handoff[] =>
+  const take = (): KeyAnswer[] =>
     news().map((answer) => {
       recorded.push(answer.operation === 'charge' ? chargeEntry : `${answer.operation}:${answer.key}`);
-      return { send: () => recordKeyAnswer(answer), fields: { operation: answer.operation } };
+      return answer;
     });
-  return startHandoffs(() => news().length > 0, take, 'a key’s first answer could not be recorded');
+  return { hasNews: () => news().length > 0, take };
+}
+
+/**
+ * Each answer in an activity of its own: without merchant events, or a run older than `handoffs-together`
+ * (payment-news.ts).
+ */
+export function recordEach(news: News<KeyAnswer>): Handoffs {
+  return startHandoffs(
+    news.hasNews,
+    () =>
+      news.take().map((answer) => ({ send: () => recordKeyAnswer(answer), fields: { operation: answer.operation } })),
+    'a key’s first answer could not be recorded',
+  );
 }
 
 /**

@@ -1,8 +1,13 @@
 import { proxyActivities, uuid4 } from '@temporalio/workflow';
 import type { MerchantWebhookActivities } from '../merchant-webhooks';
-import { type MerchantEvent, type MerchantEventType, announcedStatuses } from '../domain/merchant-events';
+import {
+  type MerchantEvent,
+  type MerchantEventType,
+  type PaymentEventAnnouncement,
+  announcedStatuses,
+} from '../domain/merchant-events';
 import type { PaymentView } from '../domain/payment';
-import { type Handoff, type Handoffs, handOff, noHandoffs, startHandoffs } from './handoffs';
+import { type Handoffs, type News, handOff, startHandoffs } from './handoffs';
 import type { AnnouncedEvents, PaymentState } from './payment-state';
 
 export type { AnnouncedEvents } from './payment-state';
@@ -13,21 +18,21 @@ const { announcePaymentEvent } = proxyActivities<MerchantWebhookActivities>({
 });
 
 /**
- * Announces the payment's status changes and its succeeded refunds to its merchant (`merchantEvents` in the input, set
- * by the starter; absent, as in every history recorded before, nothing is announced and nothing is recorded), each in
- * the workflow task that records what it announces (handoffs.ts). The event's id and its payment view are made here
- * once: every delivery carries the same.
+ * The payment's status changes and its succeeded refunds to announce to its merchant (`merchantEvents` in the input,
+ * set by the starter; absent, as in every history recorded before, nothing is announced and nothing is recorded:
+ * undefined), each taken in the workflow task that records what it announces (handoffs.ts). The event's id and its
+ * payment view are made when taken, once: every delivery carries the same.
  */
-export function announceMerchantEvents(
+export function merchantEventNews(
   state: PaymentState,
   merchantId: string,
   enabled: boolean | undefined,
-): Handoffs {
-  if (enabled !== true) return noHandoffs;
+): News<PaymentEventAnnouncement> | undefined {
+  if (enabled !== true) return undefined;
   const announced = (state.announced ??= { status: state.view.status, refunds: [] });
   const hasNews = () => state.view.status !== announced.status || unannouncedRefunds(state, announced).length > 0;
 
-  const announce = (): Handoff[] => {
+  const take = (): PaymentEventAnnouncement[] => {
     const events: MerchantEvent[] = [];
     if (state.view.status !== announced.status) {
       announced.status = state.view.status;
@@ -37,12 +42,25 @@ export function announceMerchantEvents(
       announced.refunds.push(key);
       events.push(eventOf('payment.refunded', state.view));
     }
-    return events.map((event) => ({
-      send: () => announcePaymentEvent({ merchantId, event, announcedAtMs: Date.now() }),
-      fields: { eventId: event.id, type: event.type },
-    }));
+    return events.map((event) => ({ merchantId, event, announcedAtMs: Date.now() }));
   };
-  return startHandoffs(hasNews, announce, 'a payment event could not be handed to its merchant’s webhook queue');
+  return { hasNews, take };
+}
+
+/**
+ * Each event in an activity of its own: without key records, or a run older than `handoffs-together`
+ * (payment-news.ts).
+ */
+export function announceEach(news: News<PaymentEventAnnouncement>): Handoffs {
+  return startHandoffs(
+    news.hasNews,
+    () =>
+      news.take().map((announcement) => ({
+        send: () => announcePaymentEvent(announcement),
+        fields: { eventId: announcement.event.id, type: announcement.event.type },
+      })),
+    'a payment event could not be handed to its merchant’s webhook queue',
+  );
 }
 
 /** The keys of the refunds that succeeded and were not announced yet, in the order they were requested. */

@@ -178,4 +178,11 @@ export const PATCHES = {
     change: 'the run continues as new only once every reconcile the provider news cancelled has ended',
     before: 'continued as new at once (a cancelled reconcile could still be ending)',
   },
+  handoffsTogether: {
+    id: 'handoffs-together',
+    since: 'this commit',
+    change:
+      "a payment with merchant events and key records hands each change's events and key answers over in one activity",
+    before: 'an activity per event and per key answer, each a workflow task to hear back',
+  },
 } as const satisfies Record<string, PatchEntry>;

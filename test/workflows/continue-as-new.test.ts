@@ -10,6 +10,7 @@ import { randomUUID } from 'node:crypto';
 import { defaultPayloadConverter } from '@temporalio/common';
 import { paymentQuery, webhookSignal } from '../../src/domain/definitions';
 import { ErrorType } from '../../src/domain/errors';
+import type { PaymentNews } from '../../src/activities/handoffs';
 import type { KeyAnswer } from '../../src/domain/key-records';
 import { reconcileWorkflowId } from '../../src/domain/ids';
 import { startDevServer } from '../../scripts/lib/dev-server';
@@ -217,60 +218,76 @@ it('the sweep finds a payment unknown past its threshold whose run continued as 
   });
 });
 
-it('hands each key’s first answer over once across continue-as-new: the charge in the first run, each refund once', async () => {
-  const b = await t.world();
-  await b.run(async () => {
-    const input = {
-      ...b.input(chargeRequest({ amount: { value: 10_000, currency: 'EUR' } })),
-      keyRecords: true as const,
-    };
-    const { handle, view } = await startCharge(b, input);
-    expect(view.status).toBe('succeeded');
-    const firstRunId = (await handle.describe()).runId;
-    // Refunds until the run has continued as new at least once, then one more in the new run.
-    let refunds = 0;
-    const deadline = Date.now() + 30_000;
-    while ((await runChain(b.env.client, handle.workflowId, firstRunId)).length < 2 && Date.now() < deadline) {
-      await refund(handle, { refundKey: `r-${refunds}`, fingerprint: `f-${refunds}`, amount: 100 });
-      refunds += 1;
-    }
-    const latest = b.env.client.workflow.getHandle(handle.workflowId);
-    await refund(latest, { refundKey: 'r-last', fingerprint: 'f-last', amount: 100 });
-    refunds += 1;
-
-    // Every handoff of the chain, read from each run's history once the last one is scheduled (the workers answer
-    // `disabled`: this bench has no table; what counts is what the payment hands over).
-    const handedOver = async () => {
-      const keys: string[] = [];
-      for (const runId of await runChain(b.env.client, handle.workflowId, firstRunId)) {
-        const history = await b.env.client.workflow.getHandle(handle.workflowId, runId).fetchHistory();
-        for (const e of history.events ?? []) {
-          const scheduled = e.activityTaskScheduledEventAttributes;
-          if (scheduled?.activityType?.name !== 'recordKeyAnswer') continue;
-          const [answer] = (scheduled.input?.payloads ?? []).map((p) =>
-            defaultPayloadConverter.fromPayload<KeyAnswer>(p),
-          );
-          keys.push(`${answer?.operation}:${answer?.key}`);
-        }
+it.each([
+  ['alone', {}],
+  ['with merchant events (one handOverPaymentNews per task)', { merchantEvents: true as const }],
+])(
+  'hands each key’s first answer over once across continue-as-new (%s): the charge in the first run, each refund once',
+  async (_what, events) => {
+    const b = await t.world();
+    await b.run(async () => {
+      const input = {
+        ...b.input(chargeRequest({ amount: { value: 10_000, currency: 'EUR' } })),
+        keyRecords: true as const,
+        ...events,
+      };
+      const { handle, view } = await startCharge(b, input);
+      expect(view.status).toBe('succeeded');
+      const firstRunId = (await handle.describe()).runId;
+      // Refunds until the run has continued as new at least once, then one more in the new run.
+      let refunds = 0;
+      const deadline = Date.now() + 30_000;
+      while ((await runChain(b.env.client, handle.workflowId, firstRunId)).length < 2 && Date.now() < deadline) {
+        await refund(handle, { refundKey: `r-${refunds}`, fingerprint: `f-${refunds}`, amount: 100 });
+        refunds += 1;
       }
-      return keys;
-    };
-    const keys = await eventually(
-      'every key handed over',
-      async () => {
-        const got = await handedOver();
-        return got.length >= refunds + 1 ? got : undefined;
-      },
-      20_000,
-      200,
-    );
-    expect(keys.sort()).toEqual(
-      [
-        `charge:${input.key}`,
-        ...Array.from({ length: refunds - 1 }, (_, i) => `refund:r-${i}`),
-        'refund:r-last',
-      ].sort(),
-    );
-    expect((await runChain(b.env.client, handle.workflowId, firstRunId)).length).toBeGreaterThan(1);
-  });
-});
+      const latest = b.env.client.workflow.getHandle(handle.workflowId);
+      await refund(latest, { refundKey: 'r-last', fingerprint: 'f-last', amount: 100 });
+      refunds += 1;
+
+      // Every handoff of the chain, read from each run's history once the last one is scheduled (the workers answer
+      // `disabled`: this bench has no table; what counts is what the payment hands over).
+      const handoffTypes = new Set<string>();
+      const handedOver = async () => {
+        const keys: string[] = [];
+        for (const runId of await runChain(b.env.client, handle.workflowId, firstRunId)) {
+          const history = await b.env.client.workflow.getHandle(handle.workflowId, runId).fetchHistory();
+          for (const e of history.events ?? []) {
+            const scheduled = e.activityTaskScheduledEventAttributes;
+            const type = scheduled?.activityType?.name;
+            const [input] = (scheduled?.input?.payloads ?? []).map((p) =>
+              defaultPayloadConverter.fromPayload<unknown>(p),
+            );
+            const answers =
+              type === 'recordKeyAnswer'
+                ? [input as KeyAnswer]
+                : type === 'handOverPaymentNews'
+                  ? (input as PaymentNews).keyAnswers
+                  : [];
+            keys.push(...answers.map((answer) => `${answer.operation}:${answer.key}`));
+            if (answers.length > 0) handoffTypes.add(type as string);
+          }
+        }
+        return keys;
+      };
+      const keys = await eventually(
+        'every key handed over',
+        async () => {
+          const got = await handedOver();
+          return got.length >= refunds + 1 ? got : undefined;
+        },
+        20_000,
+        200,
+      );
+      expect(keys.sort()).toEqual(
+        [
+          `charge:${input.key}`,
+          ...Array.from({ length: refunds - 1 }, (_, i) => `refund:r-${i}`),
+          'refund:r-last',
+        ].sort(),
+      );
+      expect((await runChain(b.env.client, handle.workflowId, firstRunId)).length).toBeGreaterThan(1);
+      expect([...handoffTypes]).toEqual(['merchantEvents' in events ? 'handOverPaymentNews' : 'recordKeyAnswer']);
+    });
+  },
+);
