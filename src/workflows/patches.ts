@@ -180,7 +180,7 @@ export const PATCHES = {
   },
   handoffsTogether: {
     id: 'handoffs-together',
-    since: 'this commit',
+    since: '57614cb',
     change:
       "a payment with merchant events and key records hands each change's events and key answers over in one activity",
     before: 'an activity per event and per key answer, each a workflow task to hear back',
