@@ -6,7 +6,7 @@
  *
  * One payment at a time, N measured after 10 warm-up each (default 100): wallet-only back to back and with 100 ms
  * between payments (the previous payment's tail, its second workflow task and handoffs, then no longer shares the
- * cores), card and split back to back. Prints p50/p90 of the client's time to the answer and each service's CPU per
+ * cores), card and split back to back taking turns (their p50s compare within the run). Prints p50/p90 of the client's time to the answer and each service's CPU per
  * payment over the back-to-back wallet-only run, from /proc (its process group and its leader's children, e.g.
  * PostgreSQL's backends). Every answer must be 200 `succeeded`; anything else stops the run.
  */
@@ -44,24 +44,32 @@ async function post(url: string, key: string, body: unknown): Promise<string> {
   return text;
 }
 
-/** N payments one at a time (after the warm-up); the client's milliseconds to each answer, sorted. */
-async function payments(kind: 'wallet' | 'card' | 'split', walletId: string, gapMs: number): Promise<number[]> {
-  const times: number[] = [];
+type Kind = 'wallet' | 'card' | 'split';
+
+/**
+ * N payments of each kind one at a time (after the warm-up), the kinds taking turns (card, split, card, ...): each
+ * kind's payments meet the same machine and the same state file, so their p50s compare within the run. The client's
+ * milliseconds to each answer, sorted, per kind.
+ */
+async function payments(kinds: readonly Kind[], walletId: string, gapMs: number): Promise<number[][]> {
+  const times: number[][] = kinds.map(() => []);
   for (let i = 0; i < warmUp + measured; i++) {
-    const body = {
-      orderId: `bench-${run}-${kind}-${gapMs}-${i}`,
-      amount: { value: 1_000, currency: 'EUR' },
-      paymentMethod: 'pm_card_visa',
-      ...(kind === 'card' ? {} : { wallet: { walletId, amount: kind === 'wallet' ? 1_000 : 400 } }),
-    };
-    const started = performance.now();
-    const answer = await post('/v1/payments', `bench-${run}-${kind}-${gapMs}-${i}`, body);
-    const ms = performance.now() - started;
-    if (!answer.includes('"status":"succeeded"')) throw new Error(`a ${kind} payment did not succeed: ${answer}`);
-    if (i >= warmUp) times.push(ms);
-    if (gapMs > 0) await new Promise((r) => setTimeout(r, gapMs));
+    for (const [k, kind] of kinds.entries()) {
+      const body = {
+        orderId: `bench-${run}-${kind}-${gapMs}-${i}`,
+        amount: { value: 1_000, currency: 'EUR' },
+        paymentMethod: 'pm_card_visa',
+        ...(kind === 'card' ? {} : { wallet: { walletId, amount: kind === 'wallet' ? 1_000 : 400 } }),
+      };
+      const started = performance.now();
+      const answer = await post('/v1/payments', `bench-${run}-${kind}-${gapMs}-${i}`, body);
+      const ms = performance.now() - started;
+      if (!answer.includes('"status":"succeeded"')) throw new Error(`a ${kind} payment did not succeed: ${answer}`);
+      if (i >= warmUp) times[k]?.push(ms);
+      if (gapMs > 0) await new Promise((r) => setTimeout(r, gapMs));
+    }
   }
-  return times.sort((a, b) => a - b);
+  return times.map((t) => t.sort((a, b) => a - b));
 }
 
 const line = (label: string, t: readonly number[]): string =>
@@ -72,17 +80,16 @@ async function main(): Promise<void> {
   await post(`/v1/wallets/${walletId}/credits`, `credit-${run}`, { amount: { value: 100_000_000, currency: 'EUR' } });
   console.log(`npm start at ${api}: ${measured} payments one at a time per line, after ${warmUp} warm-up`);
   const before = cpuByService();
-  const walletBackToBack = await payments('wallet', walletId, 0);
+  const walletBackToBack = (await payments(['wallet'], walletId, 0))[0] ?? [];
   const after = cpuByService();
   console.log(line('wallet-only, back to back', walletBackToBack));
   const cpu = Object.keys(before).map(
     (name) => `${name} ${(((after[name] ?? 0) - (before[name] ?? 0)) / (warmUp + measured)).toFixed(1)}`,
   );
   console.log(`  CPU ms per wallet-only payment: ${cpu.join(', ')}`);
-  console.log(line('wallet-only, 100 ms between', await payments('wallet', walletId, 100)));
-  const card = await payments('card', walletId, 0);
-  const split = await payments('split', walletId, 0);
-  console.log(line('card, back to back', card));
+  console.log(line('wallet-only, 100 ms between', (await payments(['wallet'], walletId, 100))[0] ?? []));
+  const [card = [], split = []] = await payments(['card', 'split'], walletId, 0);
+  console.log(line('card, back to back (taking turns)', card));
   console.log(line('split (400 of 1000 from the wallet)', split));
   console.log(`split adds ${(percentile(split, 50) - percentile(card, 50)).toFixed(1)} ms p50 to a card payment`);
 }
