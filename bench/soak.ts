@@ -36,6 +36,7 @@
  */
 import { closeSync, openSync, readFileSync, readSync, statSync } from 'node:fs';
 import path from 'node:path';
+import pg from 'pg';
 import { Connection } from '@temporalio/client';
 import { loadConfig } from '../src/config';
 import { mulberry32 } from '../src/simulator/faults';
@@ -935,9 +936,7 @@ async function main(): Promise<number> {
   // Every key that answered for good has its record (handed over through the same chaos; a handoff still in its
   // backoff gets up to 2 minutes).
   const keyScopes = expectedKeyScopes(
-    merchant!.merchantId,
-    payments.map((p) => p.key).filter((k) => stateOf(charges, k) !== 'refused'),
-    views,
+    payments.map((p) => ({ merchantId: merchant!.merchantId, key: p.key, view: views.get(p.key) })),
   );
   const [pgHost, pgPort] = (stack.postgres ?? '').split(':');
   const paymentsDatabase =
@@ -945,7 +944,8 @@ async function main(): Promise<number> {
     (pgHost && pgPort
       ? databaseUrl({ host: pgHost, port: Number(pgPort), user: 'postgres' }, PAYMENTS_DATABASE)
       : undefined);
-  const missingKeys = paymentsDatabase ? await missingKeyRecords(paymentsDatabase, keyScopes, 120_000) : undefined;
+  const keyDb = paymentsDatabase ? new pg.Pool({ connectionString: paymentsDatabase, max: 1 }) : undefined;
+  const missingKeys = keyDb ? await missingKeyRecords(keyDb, keyScopes, 120_000).finally(() => keyDb.end()) : undefined;
   const doubleEffects = verdict.doubleEffects + walletVerdict.doubleEffects;
   const mismatches = verdict.mismatches + walletVerdict.mismatches + (missingKeys?.length ?? 0);
   const throughput = N / ((loadEnded - loadStarted) / 1000);

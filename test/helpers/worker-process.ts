@@ -16,6 +16,7 @@ import type { BreakerOptions } from '../../src/breaker';
 import type { RetryOverrides } from '../../src/domain/retry';
 import { createPool } from '../../src/db';
 import { MerchantEventOutbox, type MerchantWebhookSettings } from '../../src/merchant-webhooks';
+import { KeyRecords } from '../../src/key-records';
 import { WalletLedger } from '../../src/wallets';
 
 export interface WorkerProcessSpec {
@@ -47,6 +48,8 @@ export interface WorkerProcessSpec {
   readonly merchantWebhooks?: { readonly databaseUrl: string; readonly settings: MerchantWebhookSettings };
   /** The wallet ledger's database (migrated already), as `DATABASE_URL` gives it to a worker: wallet activities run. */
   readonly walletsDatabaseUrl?: string;
+  /** With `walletsDatabaseUrl`: payments' key answers are kept in its `key_records`, as a worker with a database does. */
+  readonly keyRecords?: boolean;
 }
 
 /** A worker process's breaker that never opens: a test whose worker must send whatever happens to the provider. */
@@ -175,6 +178,7 @@ async function main() {
       breaker: breaker.breaker,
       ...(spec.retry === undefined ? {} : { retry: spec.retry }),
       ...(walletPool ? { wallets: new WalletLedger(walletPool) } : {}),
+      ...(walletPool && spec.keyRecords ? { keyRecords: new KeyRecords(walletPool) } : {}),
       ...(pool && spec.merchantWebhooks
         ? { merchantWebhooks: { outbox: new MerchantEventOutbox(pool), settings: spec.merchantWebhooks.settings } }
         : {}),

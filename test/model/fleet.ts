@@ -5,6 +5,7 @@
  */
 import type { Client } from '@temporalio/client';
 import type { RetryOverrides } from '../../src/domain/retry';
+import { defaultMerchantWebhookSettings } from '../../src/merchant-webhooks';
 import { type WorkerProcess, type WorkerProcessSpec, spawnWorkerProcess } from '../helpers/worker-process';
 
 /**
@@ -77,6 +78,9 @@ export async function startFleet(base: FleetBase, client: Client, size = 2): Pro
       provider: workerProfiles[profile],
       retry: base.retry,
       walletsDatabaseUrl: base.walletsDatabaseUrl,
+      // What `npm start` and the cluster run: each payment's key answers and events handed over (one activity a task).
+      keyRecords: true,
+      merchantWebhooks: { databaseUrl: base.walletsDatabaseUrl, settings: defaultMerchantWebhookSettings },
     });
   const slots: Slot[] = Array.from({ length: size }, () => ({ profile: 'A', proc: spawnWith('A') }));
   await Promise.all(slots.map((s) => s.proc));

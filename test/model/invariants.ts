@@ -3,6 +3,7 @@
  * operator resolve what is in review from the provider's records, then hold every answer and every view read against
  * the simulator's ledger and its payments.
  */
+import { expectedKeyScopes, missingKeyRecords } from '../../bench/soak-key-records';
 import { WorkflowNotFoundError } from '@temporalio/client';
 import { captureWorkflowId, reconcileWorkflowId, refundWorkflowId } from '../../src/domain/ids';
 import type { PaymentView } from '../../src/domain/payment';
@@ -14,6 +15,8 @@ import type { MerchantName, SimEffect, SimPayment, World } from './world';
 
 /** How long a sequence may take to settle after its last command. */
 export const QUIESCENCE_MS = Number(process.env.FUZZ_QUIESCENCE_MS ?? 45_000);
+/** How long the end-of-sequence check waits for key records still being handed over (a retry waits 1 s, then 2). */
+const KEY_RECORD_WAIT_MS = 20_000;
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -164,6 +167,14 @@ export async function settleAndCheck(w: World, m: Model): Promise<void> {
       requests: ledger.requests,
     }),
   );
+
+  // Every answered key has its record: the payments hand their events and key answers over in one activity a task,
+  // through the sequence's worker kills and deploys (bench/soak-key-records.ts; a handoff may still be in flight).
+  const keyScopes = expectedKeyScopes(
+    m.payments.map((p) => ({ merchantId: w.merchant(p.merchant).id, key: p.key, view: finals.get(p)?.view })),
+  );
+  const unrecorded = await missingKeyRecords(w.db, keyScopes, KEY_RECORD_WAIT_MS);
+  problems.push(...unrecorded.map((scope) => `no key record for ${scope}: its first answer was never handed over`));
 
   if (problems.length > 0) {
     throw new ModelViolation(

@@ -5,8 +5,9 @@
  * adversaries: rolling deploys into other provider settings, a worker killed during a local first create attempt,
  * provider outages and Retry-After longer than every budget; and issue 23's wallets (credits, split payments, refunds,
  * repeats) in a PostgreSQL database of their own. After each sequence settles, every answer and every view is held
- * against the provider's ledger (bench/money-invariant.ts), and every wallet against its entries and that ledger
- * (wallet-invariants.ts). `npm run fuzz -- --runs N` runs more of the same.
+ * against the provider's ledger (bench/money-invariant.ts), every wallet against its entries and that ledger
+ * (wallet-invariants.ts), and every answered key against the key-record table (the payments announce their events and
+ * hand their key answers over, one activity a task, as under `npm start`). `npm run fuzz -- --runs N` runs more of the same.
  */
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import fc from 'fast-check';

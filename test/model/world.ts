@@ -12,6 +12,8 @@ import type { ScopeOperation } from '../../src/domain/ids';
 import type { RetryOverrides } from '../../src/domain/retry';
 import type { PaymentTimings } from '../../src/domain/workflow-inputs';
 import type { LedgerRequest } from '../../src/simulator/server';
+import { KeyRecords } from '../../src/key-records';
+import { MerchantEventOutbox, WebhookEndpoints, defaultMerchantWebhookSettings } from '../../src/merchant-webhooks';
 import { WalletLedger } from '../../src/wallets';
 import { startRedisServer } from '../../scripts/lib/redis-server';
 import {
@@ -160,6 +162,14 @@ export async function startWorld(env: TestWorkflowEnvironment): Promise<World> {
       retry: modelRetry,
       workers: false,
       wallets: new WalletLedger(db.pool),
+      // As `npm start` and the cluster: payments announce their events (the model's merchants have no endpoint: each
+      // is answered `no_endpoint`) and hand their key answers to the table, one activity a task, on the fleet.
+      merchantWebhooks: {
+        outbox: new MerchantEventOutbox(db.pool),
+        endpoints: new WebhookEndpoints(db.pool),
+        settings: defaultMerchantWebhookSettings,
+      },
+      keyRecords: new KeyRecords(db.pool),
     });
     closers.push(() => h.close());
     const redis = await startRedisServer();
