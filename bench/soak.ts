@@ -28,10 +28,10 @@
  * wallet credited and its entries read through the API and held with the views and the ledger to the wallet rules
  * (bench/soak-wallets.ts over bench/wallet-invariants.ts: balances are their entries, each part held once and captured
  * or released once as its payment ended, wallet refunds first and within the part, no provider call of a wallet-only
- * payment, a split's card charged the rest only; a double in D, the rest in M), and the key records: every charge
- * not refused and every succeeded capture and refund has its row in `key_records` (bench/soak-key-records.ts; one
- * missing counts in M). It prints throughput, latency
- * percentiles, recovery after each fault, the wallet payments and the wallet verdict, and last
+ * payment, a split's card charged the rest only; a double in D, the rest in M), and the key records: the charge of
+ * every payment that ended answered and every succeeded capture and refund has its row in `key_records`
+ * (bench/soak-key-records.ts; one missing counts in M). It prints throughput, latency percentiles, recovery after each
+ * fault, the wallet payments and the wallet verdict, and last
  * `soak: <N> payments, <D> double effects, <S> stuck, <M> mismatches`; exit 0 only when D, S and M are 0.
  */
 import { closeSync, openSync, readFileSync, readSync, statSync } from 'node:fs';
