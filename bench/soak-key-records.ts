@@ -1,10 +1,11 @@
 /**
- * The soak's key-record verdict (issue 23 §4): after quiescence every key that answered for good has its record in
- * the payments database's `key_records`, handed over by its payment (with merchant webhooks on, in the one
+ * The soak's key-record verdict (issue 23 §4): after quiescence every key that answered for good has its record in the
+ * payments database's `key_records`, handed over by its payment (with merchant webhooks on, in the one
  * `handOverPaymentNews` activity per workflow task) through the soak's worker kills, PostgreSQL and Temporal restarts.
  * Which keys: each payment's charge whose final view shows an answered status, each capture and refund that view shows
- * succeeded. The model test holds its payments to the same (test/model/invariants.ts). A record is read by its scope (`<operation>:<merchantId>:<key>`, the table's
- * primary key); a handoff still retrying (its backoff reaches a minute) gets a bounded wait.
+ * succeeded. The model test holds its payments to the same (test/model/invariants.ts). A record is read by its scope
+ * (`<operation>:<merchantId>:<key>`, the table's primary key); a handoff still retrying (its backoff reaches a minute)
+ * gets a bounded wait.
  */
 import type pg from 'pg';
 
