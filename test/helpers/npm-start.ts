@@ -2,8 +2,8 @@
  * `npm start` as a test drives it: free ports, the stack spawned in its own process group with its output captured,
  * its processes tracked by pid and start time (for kill tests and the leak check), bounded waits.
  */
-import { type ChildProcess, spawn } from 'node:child_process';
-import { existsSync, readFileSync, readdirSync } from 'node:fs';
+import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
+import { existsSync, readFileSync, readdirSync, readlinkSync } from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 
@@ -134,6 +134,40 @@ const readOrEmpty = (file: string): string => {
 /** A process's command line, '' once it is gone. */
 const commandOf = (pid: number): string => readOrEmpty(`/proc/${pid}/cmdline`).split('\0').join(' ');
 
+/**
+ * Where a process's stdout and stderr go, and for a socket who holds its other end and what waits in its queues
+ * (`ss -xpn`: Recv-Q/Send-Q; a full send queue with a live peer that never reads makes every write EAGAIN); and the
+ * kernel wait of each of its threads. For a process that outlived its supervisor: what it may be blocked on.
+ */
+function stdioAndThreads(pid: number): string {
+  let sockets = '';
+  try {
+    sockets = execFileSync('ss', ['-xpn'], { encoding: 'utf8', timeout: 5_000 });
+  } catch {
+    sockets = '';
+  }
+  const stdio = [1, 2].map((fd) => {
+    let target = '';
+    try {
+      target = readlinkSync(`/proc/${pid}/fd/${fd}`);
+    } catch {
+      return `fd ${fd}: closed`;
+    }
+    const inode = /^socket:\[(\d+)\]$/.exec(target)?.[1];
+    const lines =
+      inode === undefined ? [] : sockets.split('\n').filter((l) => new RegExp(`\\s${inode}\\s`).test(` ${l} `));
+    return `fd ${fd}: ${target}${lines.map((l) => `\n        ${l.replace(/\s+/g, ' ').trim()}`).join('')}`;
+  });
+  let threads: string[] = [];
+  try {
+    threads = readdirSync(`/proc/${pid}/task`).map((tid) => readOrEmpty(`/proc/${pid}/task/${tid}/wchan`) || '-');
+  } catch {
+    threads = [];
+  }
+  const waits = [...new Set(threads)].map((w) => `${w} x${threads.filter((t) => t === w).length}`).join(', ');
+  return `${stdio.join('\n    ')}\n    threads' kernel waits: ${waits}`;
+}
+
 /** The services whose logs `npm start` writes (`<state>.logs/<service>.log`), by their entry file. */
 const SERVICE_ENTRIES = {
   api: 'src/api-main.ts',
@@ -234,7 +268,10 @@ export class Stack {
                 .slice(-12)
                 .join('\n      ')
             : '';
-        return `${p.pid} ${cmd.slice(0, 120)}\n    ${status} wchan=${wchan}\n    last log lines:\n      ${log}`;
+        return (
+          `${p.pid} ${cmd.slice(0, 120)}\n    ${status} wchan=${wchan}\n    ${stdioAndThreads(p.pid)}\n` +
+          `    last log lines:\n      ${log}`
+        );
       })
       .join('\n');
   }
