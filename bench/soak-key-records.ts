@@ -8,6 +8,7 @@
  * gets a bounded wait.
  */
 import type pg from 'pg';
+import { settledStatuses } from '../src/domain/payment';
 
 /** A payment as its harness last read it: whose, its key, its final view (undefined or an error: not read). */
 export interface AnsweredPayment {
@@ -22,8 +23,8 @@ export interface AnsweredPayment {
     | undefined;
 }
 
-/** The statuses a charge's key answers for good (src/workflows/payment-state.ts records the first of them). */
-const answered = new Set(['authorized', 'succeeded', 'declined', 'failed', 'voided']);
+/** The statuses a charge's key answers for good: the API's 200s (the workflow records the first of them). */
+const answered: ReadonlySet<string> = new Set(settledStatuses);
 
 /**
  * The scopes expected recorded: the charge of every payment whose final view shows an answered status (a view not read

@@ -6,6 +6,7 @@
  */
 import type { KeyAnswer } from '../domain/key-records';
 import type { AnnouncementOutcome, PaymentEventAnnouncement } from '../domain/merchant-events';
+import type { KeyRecordActivities } from './key-records';
 
 /** A status change's news: the events it announces, the key answers it records. */
 export interface PaymentNews {
@@ -13,16 +14,18 @@ export interface PaymentNews {
   readonly keyAnswers: readonly KeyAnswer[];
 }
 
+/** What a key answer's handoff did (key-records.ts). */
+type KeyAnswerOutcome = Awaited<ReturnType<KeyRecordActivities['recordKeyAnswer']>>;
+
 /** What each part did, in the input's order. */
 export interface PaymentNewsOutcome {
   readonly events: readonly AnnouncementOutcome[];
-  readonly keyAnswers: readonly ('recorded' | 'disabled')[];
+  readonly keyAnswers: readonly KeyAnswerOutcome[];
 }
 
 /** The kinds' own handoffs, as every payment worker registers them. */
-export interface NewsHandoffs {
+export interface NewsHandoffs extends Pick<KeyRecordActivities, 'recordKeyAnswer'> {
   announcePaymentEvent(announcement: PaymentEventAnnouncement): Promise<AnnouncementOutcome>;
-  recordKeyAnswer(answer: KeyAnswer): Promise<'recorded' | 'disabled'>;
 }
 
 /** Builds it over the kinds' own handoffs. */
@@ -44,7 +47,7 @@ export function createHandoffActivities(handoffs: NewsHandoffs) {
       if (failures.length > 0) throw new Error(`payment news not all handed over: ${failures.join('; ')}`);
       return {
         events: events.map((r) => (r as PromiseFulfilledResult<AnnouncementOutcome>).value),
-        keyAnswers: keyAnswers.map((r) => (r as PromiseFulfilledResult<'recorded' | 'disabled'>).value),
+        keyAnswers: keyAnswers.map((r) => (r as PromiseFulfilledResult<KeyAnswerOutcome>).value),
       };
     },
   };
