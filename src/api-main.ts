@@ -4,6 +4,7 @@
  */
 import pino from 'pino';
 import { loadConfig } from './config';
+import { drainOnSignals } from './exit-deadline';
 import { startConfiguredStack } from './stack';
 
 async function main(): Promise<void> {
@@ -19,27 +20,10 @@ async function main(): Promise<void> {
 
   // In-flight requests get this long to finish (the longest, a charge, answers by SUBMIT_WAIT_MS plus its margin); a
   // request that never completes (a client stalled mid-body) would hold the drain for Node's request timeout, 5
-  // minutes. Under a supervisor its stop timeout SIGKILLs later anyway; after the supervisor died nobody would.
+  // minutes. Under a supervisor its stop timeout SIGKILLs later anyway; after the supervisor died nobody would, and a
+  // blocked event loop would hold off this limit too: exit-deadline.ts keeps it from a thread of its own.
   const drainLimitMs = Math.max(10_000, config.timings.submitWaitMs + 5_000);
-  let stopping = false;
-  const stop = (signal: NodeJS.Signals) => {
-    if (stopping) return;
-    stopping = true;
-    logger.info({ signal }, 'api draining');
-    setTimeout(() => {
-      logger.error({ signal, drainLimitMs }, `the drain did not finish within ${drainLimitMs} ms; exiting`);
-      process.exit(1);
-    }, drainLimitMs).unref();
-    stack.close().then(
-      () => process.exit(0),
-      (err: unknown) => {
-        logger.error({ err }, 'api close failed');
-        process.exit(1);
-      },
-    );
-  };
-  process.once('SIGINT', stop);
-  process.once('SIGTERM', stop);
+  drainOnSignals({ what: 'api', logger, drainLimitMs, close: () => stack.close() });
 }
 
 main().catch((err: unknown) => {
