@@ -49,7 +49,7 @@ import { type ConnectLogger, type TemporalTarget, connectWithin, connectionOptio
 import { clientInterceptors } from './grpc-close-guard';
 import { type EnsuredSchedule, type SweepScheduleOptions, ensureSweepSchedule } from './schedules';
 import { ZodError } from 'zod';
-import { openDatabase } from './db';
+import { OrderClaims, openDatabase, startPeriodicPrune } from './db';
 import { KeyRecords, startKeyRecordPruner } from './key-records';
 import { walletMetricsObserver } from './metrics/wallet-metrics';
 import { WalletLedger } from './wallets';
@@ -629,6 +629,12 @@ export async function startConfiguredStack(
         closers.push(() => pruner.stop());
       }
     }
+    // One open payment per order across API processes: the order claims they share (src/client/order-guard.ts).
+    const orderClaims = database && parts.api ? new OrderClaims(database.pool) : undefined;
+    if (orderClaims) {
+      const pruner = startPeriodicPrune(() => orderClaims.prune(), logger, 'order claims', 3_600_000);
+      closers.push(() => pruner.stop());
+    }
     if (database) closers.push(() => database.close());
     const options: StackOptions = {
       logger,
@@ -649,6 +655,7 @@ export async function startConfiguredStack(
                 splitPaymentMerchants: config.SPLIT_PAYMENT_MERCHANTS,
                 merchantEvents: hooks !== undefined,
                 ...(keyRecords ? { keyRecords } : {}),
+                ...(orderClaims ? { orderClaims } : {}),
               },
               config,
               webhooks: webhookVerifiers(config),

@@ -5,6 +5,7 @@
 import { WorkflowNotFoundError } from '@temporalio/client';
 import { paymentQuery } from '../domain/definitions';
 import { chargeWorkflowId, parseChargeWorkflowId } from '../domain/ids';
+import type { PaymentStatus } from '../domain/payment';
 import { openPaymentsOfOrderQuery } from '../visibility';
 import { type ClientContext, bounded, chargeHandle } from './context';
 import { PaymentInFlight } from './errors';
@@ -18,20 +19,48 @@ export interface OrderGuardContext extends ClientContext {
   readonly splitPaymentMerchants: ReadonlySet<string>;
   /** Orders with a charge being started in this process: the key that holds each, and how many requests for it. */
   readonly startingOrders: Map<string, { readonly key: string; requests: number }>;
+  /**
+   * The order claims every API process on the database shares (src/db/order-claims.ts): absent, two processes can
+   * both start a new key of one order at the same instant (each one's visibility check sees nothing yet).
+   */
+  readonly orderClaims?: OrderClaimStore;
+  /** How long a claim holds its order against another key whose payment cannot be found (a start in flight). */
+  readonly orderClaimWindowMs?: number;
+}
+
+/** What the order check asks of the claim table (src/db/order-claims.ts `OrderClaims`). */
+export interface OrderClaimStore {
+  claim(merchantId: string, orderId: string, paymentKey: string, windowMs: number): Promise<OrderClaimHeld | undefined>;
+  takeOver(merchantId: string, orderId: string, paymentKey: string, from: OrderClaimHeld): Promise<boolean>;
+  release(merchantId: string, orderId: string, paymentKey: string): Promise<void>;
+}
+
+/** The claim that holds an order, `ours` when the asking key took it. */
+export interface OrderClaimHeld {
+  readonly paymentKey: string;
+  readonly claimedAt: string;
+  readonly ours: boolean;
 }
 
 /**
+ * A claim's default window: beyond any start's own deadline (the start request and its wait, seconds) and the
+ * visibility index's delay, so a start still in flight is never taken for a payment that does not exist.
+ */
+export const defaultOrderClaimWindowMs = 60_000;
+
+/**
  * Runs `start` unless another key's payment of the order is open: refuses with {@link PaymentInFlight} when another
- * key of this order is being started in this process, or when Temporal visibility lists another key's payment of this
- * order as open. A repeat of the open payment's own key passes (it replays), and so does a repeat of any key that
- * already has a payment (it replays its own first answer, e.g. an earlier decline, never the other key's 409). What
- * this cannot see, and so does not prevent:
- * - visibility is eventually consistent: a payment started (in another process) a moment ago may not be indexed yet;
- *   its search attributes are set in its start request, so the gap is the server's indexing delay, not a workflow
- *   task, but it is not zero;
- * - two different keys for one order at the same instant on two API processes both pass the check and both charge.
- * Closing those needs a serialization point per order (e.g. a workflow per order id started with Update-with-Start);
- * this check stops the common case: the order service retrying under a new key minutes after an unknown answer.
+ * key of this order is being started in this process, when the order's claim (shared by every API process on the
+ * database) is another key's whose payment is open or still being started, or when Temporal visibility lists another
+ * key's payment of this order as open. A repeat of the open payment's own key passes (it replays), and so does a
+ * repeat of any key that already has a payment (it replays its own first answer, e.g. an earlier decline, never the
+ * other key's 409).
+ *
+ * Visibility alone is eventually consistent: a payment started in another process a moment ago may not be indexed
+ * yet, so two keys for one order at the same instant on two API processes both passed it and both charged. The claim
+ * closes that: a new key claims the order in one statement before its visibility check, and a claim younger than the
+ * window (`orderClaimWindowMs`) that names another key holds the order until that key's payment is found settled.
+ * Without a database (no `orderClaims`) that gap stays open.
  */
 export async function guardOrder<T>(
   ctx: OrderGuardContext,
@@ -52,13 +81,80 @@ export async function guardOrder<T>(
   claim.requests += 1;
   ctx.startingOrders.set(orderKey, claim);
   try {
-    const open = await openPaymentOfOrder(ctx, merchant, orderId, ownWorkflowId);
-    if (open !== undefined && !(await isKnownPayment(ctx, ownWorkflowId))) throw new PaymentInFlight(open);
+    // The claim and the visibility list together (one wait, not two): the list matters only for payments whose claims
+    // are past their window, long indexed by then, so it need not follow the claim.
+    const claims = ctx.orderClaims;
+    const listed = openPaymentOfOrder(ctx, merchant, orderId, ownWorkflowId);
+    if (claims !== undefined) {
+      const claimed = await claimOrder(ctx, claims, merchant, orderId, paymentKey).catch(async (err: unknown) => {
+        await listed.catch(() => undefined);
+        throw err;
+      });
+      if (claimed === 'known') {
+        await listed.catch(() => undefined);
+        return await start();
+      }
+    }
+    const open = await listed;
+    if (open !== undefined && !(await isKnownPayment(ctx, ownWorkflowId))) {
+      // Refused: the order is the open payment's, not this key's (a later key is told which payment holds it). At best:
+      // a claim left behind only holds the order for its window, naming this key, whose payment is never found.
+      await claims?.release(merchant, orderId, paymentKey).catch(() => undefined);
+      throw new PaymentInFlight(open);
+    }
     return await start();
   } finally {
     claim.requests -= 1;
     if (claim.requests === 0) ctx.startingOrders.delete(orderKey);
   }
+}
+
+/**
+ * Claims the order for this key across API processes: `claimed` (the order's claim is this key's now; visibility
+ * still decides about payments older than the window), `known` (this key already has a payment: it replays, whatever
+ * holds the order), or {@link PaymentInFlight} naming the key whose claim holds the order: its payment is open, or not
+ * found while its claim is fresh (its start is in flight, in this or another process). A claim whose payment is found
+ * settled is taken over (only if still exactly that claim: of two keys taking it over, one wins, the other finds it).
+ */
+async function claimOrder(
+  ctx: OrderGuardContext,
+  claims: OrderClaimStore,
+  merchant: string,
+  orderId: string,
+  paymentKey: string,
+): Promise<'claimed' | 'known'> {
+  const windowMs = ctx.orderClaimWindowMs ?? defaultOrderClaimWindowMs;
+  let holder: string | undefined;
+  for (let round = 0; round < 3; round++) {
+    const held = await claims.claim(merchant, orderId, paymentKey, windowMs);
+    if (held === undefined) continue; // a claim committed while this one was made: read it again
+    if (held.ours) return 'claimed';
+    if (await isKnownPayment(ctx, chargeWorkflowId(merchant, paymentKey))) return 'known';
+    holder = held.paymentKey;
+    if (await holdsOrder(ctx, chargeWorkflowId(merchant, holder))) break;
+    if (await claims.takeOver(merchant, orderId, paymentKey, held)) return 'claimed';
+  }
+  // Still contended after three rounds (each answered by another key's claim): refusing never charges twice.
+  throw new PaymentInFlight(holder ?? 'another key of this order');
+}
+
+/**
+ * Whether the payment under this workflow id holds its order: not found (its start is in flight: only asked under a
+ * fresh claim) or running with an open status (as {@link openPaymentOfOrder} reads them).
+ */
+async function holdsOrder(ctx: ClientContext, workflowId: string): Promise<boolean> {
+  let described;
+  try {
+    described = await bounded(ctx, () => chargeHandle(ctx, workflowId).describe());
+  } catch (err) {
+    if (err instanceof WorkflowNotFoundError) return true;
+    throw err;
+  }
+  if (described.status.name !== 'RUNNING') return false;
+  const status = paymentStatusOf(described.raw.workflowExecutionInfo ?? {});
+  if (status === undefined) return true; // set in every start request: unread, taken as open (never charges twice)
+  if (!openStatuses.some((s) => s === status)) return false;
+  return status !== 'needs_review' || (await undecidedInReview(ctx, workflowId));
 }
 
 /**
@@ -95,7 +191,7 @@ async function openPaymentOfOrder(
     const page = await bounded(ctx, () =>
       ctx.client.workflowService.listWorkflowExecutions({
         namespace: ctx.namespace,
-        query: openPaymentsOfOrderQuery(merchant, orderId, ['pending', 'unknown', 'requires_action', 'needs_review']),
+        query: openPaymentsOfOrderQuery(merchant, orderId, openStatuses),
         pageSize: 20,
         ...(nextPageToken === undefined ? {} : { nextPageToken }),
       }),
@@ -112,14 +208,21 @@ async function openPaymentOfOrder(
   const pending = others.find((o) => !o.inReview);
   if (pending !== undefined) return parseChargeWorkflowId(pending.workflowId)?.key ?? pending.workflowId;
   for (const { workflowId } of others) {
-    let undecided = true; // a payment we cannot read is taken as open: refusing is the side that never charges twice
-    try {
-      const view = await bounded(ctx, () => chargeHandle(ctx, workflowId).query(paymentQuery));
-      undecided = view.status === 'needs_review' && view.amountAuthorized === 0;
-    } catch (err) {
-      if (err instanceof WorkflowNotFoundError) undecided = false;
-    }
-    if (undecided) return parseChargeWorkflowId(workflowId)?.key ?? workflowId;
+    if (await undecidedInReview(ctx, workflowId)) return parseChargeWorkflowId(workflowId)?.key ?? workflowId;
   }
   return undefined;
+}
+
+/** The statuses that may hold an order (`needs_review` only while nothing is authorized). */
+const openStatuses: readonly PaymentStatus[] = ['pending', 'unknown', 'requires_action', 'needs_review'];
+
+/** Whether a payment in review has nothing authorized yet (its charge undecided): it holds its order. */
+async function undecidedInReview(ctx: ClientContext, workflowId: string): Promise<boolean> {
+  try {
+    const view = await bounded(ctx, () => chargeHandle(ctx, workflowId).query(paymentQuery));
+    return view.status === 'needs_review' && view.amountAuthorized === 0;
+  } catch (err) {
+    // A payment we cannot read is taken as open: refusing is the side that never charges twice.
+    return !(err instanceof WorkflowNotFoundError);
+  }
 }

@@ -12,6 +12,7 @@ import type { PaymentView } from '../domain/payment';
 import type { PaymentTimings } from '../domain/workflow-inputs';
 import type { WalletDebiter, WalletReader } from '../domain/wallets';
 import type { ChargeResult } from './charge-answers';
+import type { OrderClaimStore } from './order-guard';
 import { type ChargeContext, charge } from './charges';
 import type { ClientContext } from './context';
 import { type MoneyRequestContext, type OperationResult, capture, refund } from './money-requests';
@@ -74,6 +75,15 @@ export interface PaymentsClientOptions {
   /** Merchants that split an order into several payments: exempt from `orderSingleFlight` (config `SPLIT_PAYMENT_MERCHANTS`). */
   readonly splitPaymentMerchants?: readonly string[];
   /**
+   * The order claims every API process on the database shares (`OrderClaims`, docs/operations.md#order-claims): a new
+   * key claims its order before its visibility check, so two keys of one order sent at the same instant to two
+   * processes cannot both start. Absent (no database): `orderSingleFlight` reads visibility alone, which a start a
+   * moment old may not be in yet.
+   */
+  readonly orderClaims?: OrderClaimStore;
+  /** How long a claim holds its order against a key whose payment is not found yet (default 60 s). */
+  readonly orderClaimWindowMs?: number;
+  /**
    * Payments started by this client announce their status changes and refunds to their merchant's webhook endpoint
    * (config `MERCHANT_WEBHOOKS`; default false: the workers then need the merchant webhook setup, src/stack.ts).
    */
@@ -130,6 +140,8 @@ export class PaymentsClient {
       defaultProvider,
       orderSingleFlight: options.orderSingleFlight !== false,
       splitPaymentMerchants: new Set(options.splitPaymentMerchants ?? []),
+      ...(options.orderClaims === undefined ? {} : { orderClaims: options.orderClaims }),
+      ...(options.orderClaimWindowMs === undefined ? {} : { orderClaimWindowMs: options.orderClaimWindowMs }),
       merchantEvents: options.merchantEvents === true,
       ...(options.wallets === undefined ? {} : { wallets: options.wallets }),
       startingOrders: new Map(),

@@ -10,6 +10,7 @@ import { type DatabaseSettings, createPool } from './pool';
 export * from './errors';
 export * from './group-commit';
 export * from './migrate';
+export * from './order-claims';
 export * from './periodic-prune';
 export * from './pool';
 export * from './transaction';

@@ -38,6 +38,7 @@ it('starts the npm package’s PostgreSQL and migrates the payments database on 
       '0004_wallet_debit',
       '0005_wallet_hold_settle',
       '0006_wallet_settle_decision',
+      '0007_order_claims',
     ]);
     await db.close();
   } finally {

@@ -33,6 +33,7 @@ import type { ApiMetrics } from '../../src/metrics/api-metrics';
 import type { WorkerMetrics } from '../../src/metrics/worker-metrics';
 import { type RunningApi, type Stack, type StackWorkers, type WorkerSetup, startStack } from '../../src/stack';
 import type { KeyRecords } from '../../src/key-records';
+import type { OrderClaims } from '../../src/db';
 import type { WalletLedger } from '../../src/wallets';
 import type { WebhookEndpoints } from '../../src/merchant-webhooks';
 import { chargeRequest, fastTimings } from './payments';
@@ -212,6 +213,8 @@ export interface ApiWorldOptions extends Omit<WorldOptions, 'api'> {
   readonly merchantWebhooks?: NonNullable<StackWorkers['merchantWebhooks']> & { readonly endpoints: WebhookEndpoints };
   /** Key records (a test database's): payments hand their keys' first answers over, the API answers repeats from them. */
   readonly keyRecords?: KeyRecords;
+  /** Order claims (a test database's): one open payment per order across this world's APIs (`anotherApi`). */
+  readonly orderClaims?: OrderClaims;
   /**
    * Stripe as a provider beside the simulator (before {@link extraProviders}): stripe-mocks showing these states behind
    * a recording front (test/helpers/stripe-states.ts), the adapter built from the configuration as the worker's main
@@ -405,6 +408,7 @@ export async function startWorld(
         splitPaymentMerchants: (api.splitPaymentMerchants ?? []).map((m) => (m === 'a' ? a.id : b.id)),
         ...(api.merchantWebhooks ? { merchantEvents: true } : {}),
         ...(api.keyRecords ? { keyRecords: api.keyRecords } : {}),
+        ...(api.orderClaims ? { orderClaims: api.orderClaims } : {}),
       },
       config: {
         API_TOKENS: [a, b].map((m) => ({ merchantId: m.id, token: m.token })),
