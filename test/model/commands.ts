@@ -52,8 +52,9 @@ export async function sendCharge(
   key: string,
   body: ChargeBody,
   label: string,
+  second = false,
 ) {
-  const r = await w.api('POST', '/v1/payments', { merchant, key, body });
+  const r = await w.api('POST', '/v1/payments', { merchant, key, body, second });
   m.trace.push(`${label} -> ${describeAnswer(r)}`);
   if (r.status >= 200 && r.status < 300) {
     const view = r.body as unknown as PaymentView;
@@ -62,6 +63,14 @@ export async function sendCharge(
   m.seen.push(seenOf(m, 'charge', merchant, key, key, body.amount.value, r));
   return r;
 }
+
+/** A card charge of 10.00 EUR, captured at once, for a new order. */
+const newOrderCharge = (m: Model): ChargeBody => ({
+  orderId: fresh(m, 'order'),
+  amount: { value: 1_000, currency: 'EUR' },
+  paymentMethod: 'pm_card_visa',
+  capture: 'automatic',
+});
 
 /** When {@link chargeKillingHolder} kills, and what it does around the kill. */
 export interface KillHooks {
@@ -257,12 +266,7 @@ export class ChargeSameOrder implements Cmd {
     let p: PaymentRec;
     if (this.whileUnknown) {
       const merchant: MerchantName = this.index % 2 === 0 ? 'a' : 'b';
-      const body: ChargeBody = {
-        orderId: fresh(m, 'order'),
-        amount: { value: 1_000, currency: 'EUR' },
-        paymentMethod: 'pm_card_visa',
-        capture: 'automatic',
-      };
+      const body = newOrderCharge(m);
       await arm(w, { kind: 'outage', latencyMs: 0 }, 'create', body.orderId);
       const first = fresh(m, 'pay');
       const r = await sendCharge(m, w, merchant, first, body, `${this.toString()} first`);
@@ -284,18 +288,41 @@ export class ChargeSameOrder implements Cmd {
   toString = () => `chargeSameOrder(#${this.index}${this.whileUnknown ? ', while unknown' : ''})`;
 }
 
+/**
+ * Two keys for one new order sent at the same instant, one to each of the world's two API processes, while the
+ * order's creates linger 1.2 s at the provider (whichever payment takes the order stays open meanwhile): exactly one
+ * takes it (200 or 202), the other is 409 `payment_in_flight` naming it, and the end-of-sequence checks find one
+ * charge at the provider. Each process's visibility check alone sees neither start: the order claims they share
+ * serialize the two (src/client/order-guard.ts).
+ */
+export class ChargeSameOrderAtOnce implements Cmd {
+  constructor(readonly merchant: MerchantName) {}
+  check = () => true;
+  async run(m: Model, w: World) {
+    const body = newOrderCharge(m);
+    await arm(w, { kind: 'latency', latencyMs: 1_200 }, 'create', body.orderId);
+    const keys = [fresh(m, 'pay'), fresh(m, 'pay')] as const;
+    const answers = await Promise.all(
+      keys.map((key, i) => sendCharge(m, w, this.merchant, key, body, `${this.toString()} [${key}]`, i === 1)),
+    );
+    const took = answers.flatMap((r, i) => (r.status >= 200 && r.status < 300 ? [i] : []));
+    if (took.length !== 1)
+      violation(m, `${this.toString()}: ${took.length} of the two keys took order ${body.orderId}`);
+    const winner = took[0] as number;
+    const refused = answers[1 - winner] as ApiResponse;
+    assertOneOf(m, `${this.toString()} [the other key]`, refused, ['409:payment_in_flight']);
+    const named = (refused.body.error as { paymentKey?: unknown } | undefined)?.paymentKey;
+    if (named !== keys[winner]) violation(m, `${this.toString()}: the 409 named ${String(named)}, not ${keys[winner]}`);
+  }
+  toString = () => `chargeSameOrderAtOnce(${this.merchant})`;
+}
+
 /** A charge naming a provider nobody configured: 400 naming `provider`, nothing started (issue 8, defect 8). */
 export class ChargeUnknownProvider implements Cmd {
   constructor(readonly merchant: MerchantName) {}
   check = () => true;
   async run(m: Model, w: World) {
-    const body: ChargeBody = {
-      orderId: fresh(m, 'order'),
-      amount: { value: 1_000, currency: 'EUR' },
-      paymentMethod: 'pm_card_visa',
-      capture: 'automatic',
-      provider: 'no_such_provider',
-    };
+    const body: ChargeBody = { ...newOrderCharge(m), provider: 'no_such_provider' };
     const r = await w.api('POST', '/v1/payments', { merchant: this.merchant, key: fresh(m, 'pay'), body });
     m.trace.push(`${this.toString()} -> ${describeAnswer(r)}`);
     assertOneOf(m, this.toString(), r, ['400:validation_error']);

@@ -8,6 +8,7 @@ import {
   Capture,
   Charge,
   ChargeSameOrder,
+  ChargeSameOrderAtOnce,
   ChargeSameReference,
   ChargeUnknownProvider,
   type Cmd,
@@ -45,6 +46,7 @@ export const commandNames = [
   'charge',
   'chargeSameReference',
   'chargeSameOrder',
+  'chargeSameOrderAtOnce',
   'chargeUnknownProvider',
   'customerCharge',
   'repeatCharge',
@@ -178,6 +180,7 @@ export function commandArbs(exclude: readonly string[], heavy = 1): fc.Arbitrary
     ],
     ['chargeSameReference', fc.tuple(index, createFaults).map(([i, f]) => new ChargeSameReference(i, f)), 1],
     ['chargeSameOrder', fc.tuple(index, fc.boolean()).map(([i, u]) => new ChargeSameOrder(i, u)), 1],
+    ['chargeSameOrderAtOnce', merchant.map((mm) => new ChargeSameOrderAtOnce(mm)), 1],
     ['chargeUnknownProvider', merchant.map((mm) => new ChargeUnknownProvider(mm)), 1],
     [
       'customerCharge',

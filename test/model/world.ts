@@ -13,6 +13,7 @@ import type { RetryOverrides } from '../../src/domain/retry';
 import type { PaymentTimings } from '../../src/domain/workflow-inputs';
 import type { LedgerRequest } from '../../src/simulator/server';
 import { KeyRecords } from '../../src/key-records';
+import { OrderClaims } from '../../src/db';
 import { MerchantEventOutbox, WebhookEndpoints, defaultMerchantWebhookSettings } from '../../src/merchant-webhooks';
 import { WalletLedger } from '../../src/wallets';
 import { startRedisServer } from '../../scripts/lib/redis-server';
@@ -122,7 +123,8 @@ export interface World {
   api(
     method: string,
     path: string,
-    opts: { merchant: MerchantName; key?: string; body?: unknown },
+    /** `second`: through the world's second API (its own client, the same order claims), not the first. */
+    opts: { merchant: MerchantName; key?: string; body?: unknown; second?: boolean },
   ): Promise<ApiResponse>;
   /** `POST /v1/payments/:key/resolve?merchantId=` with the world's operator token (`OPERATOR_TOKENS`). */
   operatorResolve(merchant: MerchantName, key: string, body: unknown): Promise<ApiResponse>;
@@ -170,6 +172,8 @@ export async function startWorld(env: TestWorkflowEnvironment): Promise<World> {
         settings: defaultMerchantWebhookSettings,
       },
       keyRecords: new KeyRecords(db.pool),
+      // As the API processes of `npm start` and the cluster: one open payment per order across them.
+      orderClaims: new OrderClaims(db.pool),
     });
     closers.push(() => h.close());
     const redis = await startRedisServer();
@@ -195,7 +199,9 @@ export async function startWorld(env: TestWorkflowEnvironment): Promise<World> {
     );
     closers.push(() => fleet.close());
     const resetBreaker = async () => void (await breakerStore.flushdb());
-    return worldOver(h, fleet, db.pool, proxy, resetBreaker, close);
+    // A second API process-equivalent (its own PaymentsClient, the same claims), for races across processes.
+    const secondApi = await h.anotherApi();
+    return worldOver(h, secondApi, fleet, db.pool, proxy, resetBreaker, close);
   } catch (err) {
     await close();
     throw err;
@@ -205,6 +211,7 @@ export async function startWorld(env: TestWorkflowEnvironment): Promise<World> {
 /** The world's operations over its running parts. */
 function worldOver(
   h: ApiWorld,
+  secondApi: string,
   fleet: Fleet,
   db: pg.Pool,
   proxy: ProviderProxy,
@@ -258,6 +265,7 @@ function worldOver(
     api: (method, path, o) =>
       h.request(method, path, {
         token: merchants[o.merchant].token,
+        ...(o.second === true ? { baseUrl: secondApi } : {}),
         ...(o.key === undefined ? {} : { key: o.key }),
         ...(o.body === undefined ? {} : { body: o.body }),
       }),
