@@ -31,8 +31,13 @@ export interface OrderGuardContext extends ClientContext {
 /** What the order check asks of the claim table (src/db/order-claims.ts `OrderClaims`). */
 export interface OrderClaimStore {
   claim(merchantId: string, orderId: string, paymentKey: string, windowMs: number): Promise<OrderClaimHeld | undefined>;
-  takeOver(merchantId: string, orderId: string, paymentKey: string, from: OrderClaimHeld): Promise<boolean>;
-  release(merchantId: string, orderId: string, paymentKey: string): Promise<void>;
+  takeOver(
+    merchantId: string,
+    orderId: string,
+    paymentKey: string,
+    from: OrderClaimHeld,
+  ): Promise<OrderClaimHeld | undefined>;
+  release(merchantId: string, orderId: string, claim: OrderClaimHeld): Promise<void>;
 }
 
 /** The claim that holds an order, `ours` when the asking key took it. */
@@ -85,22 +90,26 @@ export async function guardOrder<T>(
     // are past their window, long indexed by then, so it need not follow the claim.
     const claims = ctx.orderClaims;
     const listed = openPaymentOfOrder(ctx, merchant, orderId, ownWorkflowId);
+    let claimed: OrderClaimHeld | undefined;
     if (claims !== undefined) {
-      const claimed = await claimOrder(ctx, claims, merchant, orderId, paymentKey).catch(async (err: unknown) => {
+      const verdict = await claimOrder(ctx, claims, merchant, orderId, paymentKey).catch(async (err: unknown) => {
         await listed.catch(() => undefined);
         throw err;
       });
-      if (claimed === 'known') {
+      if (verdict === 'known') {
         await listed.catch(() => undefined);
         return await start();
       }
+      claimed = verdict;
     }
-    const open = await listed;
-    if (open !== undefined && !(await isKnownPayment(ctx, ownWorkflowId))) {
-      // Refused: the order is the open payment's, not this key's (a later key is told which payment holds it). At best:
-      // a claim left behind only holds the order for its window, naming this key, whose payment is never found.
-      await claims?.release(merchant, orderId, paymentKey).catch(() => undefined);
-      throw new PaymentInFlight(open);
+    // Refused or unanswered before anything started: the claim goes back (a later key is told which payment holds the
+    // order, or is not held up by this request at all). At best: a claim left behind holds the order for its window.
+    try {
+      const open = await listed;
+      if (open !== undefined && !(await isKnownPayment(ctx, ownWorkflowId))) throw new PaymentInFlight(open);
+    } catch (err) {
+      if (claimed) await claims?.release(merchant, orderId, claimed).catch(() => undefined);
+      throw err;
     }
     return await start();
   } finally {
@@ -110,7 +119,7 @@ export async function guardOrder<T>(
 }
 
 /**
- * Claims the order for this key across API processes: `claimed` (the order's claim is this key's now; visibility
+ * Claims the order for this key across API processes: the claim (the order's claim is this key's now; visibility
  * still decides about payments older than the window), `known` (this key already has a payment: it replays, whatever
  * holds the order), or {@link PaymentInFlight} naming the key whose claim holds the order: its payment is open, or not
  * found while its claim is fresh (its start is in flight, in this or another process). A claim whose payment is found
@@ -122,17 +131,18 @@ async function claimOrder(
   merchant: string,
   orderId: string,
   paymentKey: string,
-): Promise<'claimed' | 'known'> {
+): Promise<OrderClaimHeld | 'known'> {
   const windowMs = ctx.orderClaimWindowMs ?? defaultOrderClaimWindowMs;
   let holder: string | undefined;
   for (let round = 0; round < 3; round++) {
     const held = await claims.claim(merchant, orderId, paymentKey, windowMs);
     if (held === undefined) continue; // a claim committed while this one was made: read it again
-    if (held.ours) return 'claimed';
+    if (held.ours) return held;
     if (await isKnownPayment(ctx, chargeWorkflowId(merchant, paymentKey))) return 'known';
     holder = held.paymentKey;
     if (await holdsOrder(ctx, chargeWorkflowId(merchant, holder))) break;
-    if (await claims.takeOver(merchant, orderId, paymentKey, held)) return 'claimed';
+    const taken = await claims.takeOver(merchant, orderId, paymentKey, held);
+    if (taken !== undefined) return taken;
   }
   // Still contended after three rounds (each answered by another key's claim): refusing never charges twice.
   throw new PaymentInFlight(holder ?? 'another key of this order');

@@ -53,26 +53,39 @@ export class OrderClaims {
     return row === undefined ? undefined : { paymentKey: row.payment_key, claimedAt: row.claimed_at, ours: row.ours };
   }
 
-  /** Takes the order over from `from` (a payment found settled) if its claim is still exactly that one. */
-  async takeOver(merchantId: string, orderId: string, paymentKey: string, from: OrderClaim): Promise<boolean> {
-    const { rowCount } = await inStatement(this.pool, (db) =>
-      db.query(
+  /**
+   * Takes the order over from `from` (a payment found settled) if its claim is still exactly that one; answers the new
+   * claim, or undefined when another took it first.
+   */
+  async takeOver(
+    merchantId: string,
+    orderId: string,
+    paymentKey: string,
+    from: OrderClaim,
+  ): Promise<OrderClaim | undefined> {
+    const { rows } = await inStatement(this.pool, (db) =>
+      db.query<{ claimed_at: string }>(
         `UPDATE order_claims SET payment_key = $3, claimed_at = now()
-          WHERE merchant_id = $1 AND order_id = $2 AND payment_key = $4 AND claimed_at = $5::timestamptz`,
+          WHERE merchant_id = $1 AND order_id = $2 AND payment_key = $4 AND claimed_at = $5::timestamptz
+          RETURNING claimed_at::text AS claimed_at`,
         [merchantId, orderId, paymentKey, from.paymentKey, from.claimedAt],
       ),
     );
-    return rowCount === 1;
+    const row = rows[0];
+    return row === undefined ? undefined : { paymentKey, claimedAt: row.claimed_at, ours: true };
   }
 
-  /** Gives the order up if `paymentKey` holds it (its start was refused: another payment of the order is open). */
-  async release(merchantId: string, orderId: string, paymentKey: string): Promise<void> {
+  /**
+   * Gives the order up if `claim` (this request's) still holds it: a repeat of the same key that claimed it since, in
+   * another process, keeps its own.
+   */
+  async release(merchantId: string, orderId: string, claim: OrderClaim): Promise<void> {
     await inStatement(this.pool, (db) =>
-      db.query('DELETE FROM order_claims WHERE merchant_id = $1 AND order_id = $2 AND payment_key = $3', [
-        merchantId,
-        orderId,
-        paymentKey,
-      ]),
+      db.query(
+        `DELETE FROM order_claims
+          WHERE merchant_id = $1 AND order_id = $2 AND payment_key = $3 AND claimed_at = $4::timestamptz`,
+        [merchantId, orderId, claim.paymentKey, claim.claimedAt],
+      ),
     );
   }
 

@@ -130,6 +130,16 @@ describe('one open payment per order across API processes (order claims)', () =>
     const refused = b.charge(h.a.id, newKey(), chargeBody({ orderId: openOrder }));
     await expect(refused).rejects.toBeInstanceOf(PaymentInFlight);
     await expect(refused).rejects.toMatchObject({ paymentKey: openKey });
+    // Past the claim's window visibility decides: the order is still the open payment's, and the refused key gives
+    // the claim it took back (a later key is told the open payment, not the refused key).
+    const late = newKey();
+    const refusedLate = apiProcess({ windowMs: 0 }).charge(h.a.id, late, chargeBody({ orderId: openOrder }));
+    await expect(refusedLate).rejects.toMatchObject({ paymentKey: openKey });
+    const { rows } = await db.pool.query<{ payment_key: string }>(
+      'SELECT payment_key FROM order_claims WHERE merchant_id = $1 AND order_id = $2',
+      [h.a.id, openOrder],
+    );
+    expect(rows).toEqual([]);
     expect(chargesOf(openOrder)).toBe(0);
     expect(chargesOf(orderId)).toBe(1);
   }, 60_000);
