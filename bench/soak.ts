@@ -19,7 +19,9 @@
  * one 429 with a Retry-After of SOAK_RETRY_AFTER_S (65 %); an operator resolves every review from the provider's
  * ledger as soon as the soak sees it (racing webhooks and reconciles; one verdict in five on a capture or refund is a
  * careless "succeeded") and after quiescence; 5 % of the payments, once settled, are repeated while a new key of their
- * order is pending.
+ * order is pending. Order races (SOAK_ORDER_RACE_SHARE, default 5 % of the card scenarios): two new keys of one order
+ * sent at the same instant, one to each API process, while the order's creates linger: one takes the order, the
+ * other is 409 naming it (both taking it counts as a double; `orderRace`).
  * Quiescence: every charge still unanswered (a 5xx, or no answer) is repeated, same key and body; then views are read,
  * SOAK_READ_CONCURRENCY (default 8) at once, until nothing moves or the window ended.
  * Quiescence also waits until every wallet part followed its payment's end (captured or released).
@@ -85,6 +87,8 @@ const OUTAGE_MS = Number(process.env.SOAK_OUTAGE_MS ?? 300_000);
 const RETRY_AFTER_S = Number(process.env.SOAK_RETRY_AFTER_S ?? 180);
 /** The share of the scenarios that pay with a wallet part (issue 23; a third of them wallet-only); 0: none. */
 const WALLET_SHARE = Number(process.env.SOAK_WALLET_SHARE ?? 0.18);
+/** The share of the card scenarios that first race two keys of a new order on two APIs (orderRace); 0: none. */
+const ORDER_RACE_SHARE = Number(process.env.SOAK_ORDER_RACE_SHARE ?? 0.05);
 const stackFile =
   process.env.SOAK_STACK_FILE ??
   (dev ? path.join(DEFAULT_CACHE_DIR, 'dev-server.stack.json') : path.join(DEFAULT_CACHE_DIR, 'cluster', 'stack.json'));
@@ -492,6 +496,78 @@ async function repeatWhileOrderOpen(p: SoakPayment, deadline: number): Promise<v
     await follow(second.key, (v) => v.status !== 'pending' && v.status !== 'unknown', deadline - Date.now());
 }
 
+/** What the order races found (bench/soak.ts `orderRace`). */
+const orderRaces = { run: 0, oneTook: 0, undecided: 0, bothTook: [] as string[], misnamed: [] as string[] };
+
+/**
+ * Two new keys for one order sent at the same instant, one to each API process (SOAK_ORDER_RACE_SHARE of the
+ * scenarios), while the order's creates linger 10 s at the provider (the payment that takes the order stays open
+ * meanwhile): exactly one key takes the order (200 or 202) and the other is 409 `payment_in_flight` naming it. Each
+ * key is sent once, straight to its API: an answer lost to the chaos (a 5xx, a dropped connection) leaves the race
+ * undecided (counted; quiescence repeats that charge like any other). Both taking it within 8 s, while the first's
+ * create still lingered, is a double charge of the order.
+ */
+async function orderRace(p: SoakPayment): Promise<void> {
+  const orderId = `${p.orderId}-race`;
+  const rule = { match: { operation: 'create', reference: orderId }, fault: 'latency', latency_ms: 10_000, times: 2 };
+  await simulator('/_sim/faults', {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ rules: [rule] }),
+  });
+  const racers: SoakPayment[] = [0, 1].map((i) => ({
+    key: `${p.key}-race${i}`,
+    orderId,
+    amount: p.amount,
+    capture: 'automatic',
+    declines: false,
+  }));
+  payments.push(...racers);
+  orderRaces.run += 1;
+  const sent = Date.now();
+  const replies = await Promise.all(
+    racers.map(async (r, i) => {
+      const base = stack.apiUrls[i % stack.apiUrls.length] as string;
+      try {
+        const res = await fetch(`${base}/v1/payments`, {
+          method: 'POST',
+          headers: {
+            authorization: `Bearer ${merchant!.token}`,
+            'idempotency-key': r.key,
+            'content-type': 'application/json',
+          },
+          body: JSON.stringify(chargeBody(r)),
+          signal: AbortSignal.timeout(30_000),
+        });
+        const text = await res.text();
+        const reply: Reply = {
+          status: res.status,
+          body: text ? (JSON.parse(text) as Record<string, unknown>) : {},
+          ms: Date.now() - sent,
+        };
+        record(r.key, 'charge', r.key, r.amount, reply);
+        return reply;
+      } catch {
+        httpErrors += 1;
+        return undefined;
+      }
+    }),
+  );
+  const took = replies.flatMap((r, i) => (r !== undefined && (r.status === 200 || r.status === 202) ? [i] : []));
+  const inFlight = replies.flatMap((r, i) =>
+    r?.status === 409 && (r.body.error as { type?: unknown } | undefined)?.type === 'payment_in_flight' ? [i] : [],
+  );
+  if (took.length === 2 && replies.every((r) => r !== undefined && r.ms < 8_000)) {
+    orderRaces.bothTook.push(orderId);
+  } else if (took.length === 1 && inFlight.length === 1) {
+    orderRaces.oneTook += 1;
+    const named = (replies[inFlight[0] as number]?.body.error as { paymentKey?: unknown } | undefined)?.paymentKey;
+    if (named !== racers[took[0] as number]?.key) orderRaces.misnamed.push(`${orderId} (409 named ${String(named)})`);
+  } else {
+    orderRaces.undecided += 1;
+  }
+}
+
 const chargeBody = (p: SoakPayment) => ({
   orderId: p.orderId,
   amount: { value: p.amount, currency: 'EUR' },
@@ -525,7 +601,9 @@ async function scenario(i: number): Promise<void> {
   const partialCapture = random() < 0.4;
   const wantRefund = random() < 0.35;
   const repeatLater = random() < 0.05;
+  const raceOrder = wallet === undefined && random() < ORDER_RACE_SHARE;
   payments.push(p);
+  if (raceOrder) await orderRace(p);
   const deadline = Date.now() + SCENARIO_LIMIT_MS;
   const started = Date.now();
   const charge = await call('charge', 'POST', '/v1/payments', { key, body: chargeBody(p) });
@@ -946,8 +1024,9 @@ async function main(): Promise<number> {
       : undefined);
   const keyDb = paymentsDatabase ? new pg.Pool({ connectionString: paymentsDatabase, max: 1 }) : undefined;
   const missingKeys = keyDb ? await missingKeyRecords(keyDb, keyScopes, 120_000).finally(() => keyDb.end()) : undefined;
-  const doubleEffects = verdict.doubleEffects + walletVerdict.doubleEffects;
-  const mismatches = verdict.mismatches + walletVerdict.mismatches + (missingKeys?.length ?? 0);
+  const doubleEffects = verdict.doubleEffects + walletVerdict.doubleEffects + orderRaces.bothTook.length;
+  const mismatches =
+    verdict.mismatches + walletVerdict.mismatches + (missingKeys?.length ?? 0) + orderRaces.misnamed.length;
   const throughput = N / ((loadEnded - loadStarted) / 1000);
   const ms = (x: number) => `${Math.round(x)} ms`;
   log('');
@@ -999,7 +1078,14 @@ async function main(): Promise<number> {
       : `key records: ${keyScopes.length - missingKeys.length} of ${keyScopes.length} answered keys recorded ` +
           `(charges, succeeded captures and refunds); ${missingKeys.length} missing`,
   );
+  log(
+    `order races (two keys of a new order at once, one to each of ${stack.apiUrls.length} API(s)): ` +
+      `${orderRaces.run} run, ${orderRaces.oneTook} taken by one key (the other 409 payment_in_flight), ` +
+      `${orderRaces.undecided} undecided (an answer lost to the chaos), ${orderRaces.bothTook.length} taken by both`,
+  );
   const problems = [
+    ...orderRaces.bothTook.map((orderId) => `order ${orderId} taken by both keys sent at once (two charges)`),
+    ...orderRaces.misnamed.map((what) => `order race: the refused key was not told the taker: ${what}`),
     ...verdict.problems,
     ...walletVerdict.problems.map((p) => `wallet ${p}`),
     ...(missingKeys ?? []).map((scope) => `no key record for ${scope}`),
