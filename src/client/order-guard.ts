@@ -90,6 +90,9 @@ export async function guardOrder<T>(
     // are past their window, long indexed by then, so it need not follow the claim.
     const claims = ctx.orderClaims;
     const listed = openPaymentOfOrder(ctx, merchant, orderId, ownWorkflowId);
+    // Handled from now: a list that fails while the claim is out is no unhandled rejection (that ends the process);
+    // the awaits below still see its failure.
+    listed.catch(() => undefined);
     let claimed: OrderClaimHeld | undefined;
     if (claims !== undefined) {
       const verdict = await claimOrder(ctx, claims, merchant, orderId, paymentKey).catch(async (err: unknown) => {

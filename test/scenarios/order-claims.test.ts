@@ -4,7 +4,9 @@
  * PostgreSQL between them, the run's dev server, real workers and the simulator, whose ledger says how many charges
  * left for each order.
  */
+import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
+import path from 'node:path';
 import { WorkflowNotFoundError } from '@temporalio/client';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import pg from 'pg';
@@ -14,7 +16,7 @@ import { chargeWorkflowId } from '../../src/domain/ids';
 import type { PaymentTimings } from '../../src/domain/workflow-inputs';
 import { openTestDatabase } from '../helpers/database';
 import { closedPort } from '../helpers/net';
-import { connectDevServer } from '../helpers/servers';
+import { DEV_SERVER_ADDRESS_ENV, connectDevServer } from '../helpers/servers';
 import { type ApiWorld, chargeBody, newKey, startWorld, testTimings } from '../helpers/world';
 
 let env: TestWorkflowEnvironment;
@@ -181,6 +183,28 @@ describe('one open payment per order across API processes (order claims)', () =>
       await unreachable.end();
     }
   });
+
+  it('a visibility list that fails while the claim waits ends the charge with its failure, gives the claim back, and ends no process', async () => {
+    // In a process of its own: an unhandled rejection ends a Node process (not visible from inside a jest test).
+    const fixture = path.join(__dirname, 'fixtures', 'claim-while-list-fails.ts');
+    const address = process.env[DEV_SERVER_ADDRESS_ENV] ?? '';
+    const { code, stdout, stderr } = await new Promise<{ code: number | null; stdout: string; stderr: string }>(
+      (resolve) => {
+        const child = spawn(process.execPath, ['--import', 'tsx', fixture, address, db.url, h.a.id], {
+          stdio: ['ignore', 'pipe', 'pipe'],
+        });
+        let out = '';
+        let err = '';
+        child.stdout.on('data', (d: Buffer) => (out += d.toString()));
+        child.stderr.on('data', (d: Buffer) => (err += d.toString()));
+        child.on('exit', (exitCode) => resolve({ code: exitCode, stdout: out, stderr: err }));
+      },
+    );
+    expect({ code, stderr }).toEqual({ code: 0, stderr: '' });
+    const result = JSON.parse(stdout.trim()) as { failure: string; claims: number };
+    expect(result.failure).toMatch(/NOT_FOUND: Namespace no-such-namespace-/);
+    expect(result.claims).toBe(0);
+  }, 30_000);
 
   it('prunes claims older than an hour, and no younger one', async () => {
     const [old, fresh] = [`order_${randomUUID()}`, `order_${randomUUID()}`];
