@@ -4,6 +4,7 @@
  * payments and mismatches. A payment with a wallet part counts by its card side (bench/wallet-invariants.ts' cardSide);
  * its wallet side is bench/soak-wallets.ts'.
  */
+import { providerIdempotencyKey } from '../src/activities/keys';
 import { type InvariantInput, type InvariantView, checkMoneyInvariant } from './money-invariant';
 import { type LedgerEntry, cardSide } from './wallet-invariants';
 
@@ -55,7 +56,8 @@ export interface SoakVerdict {
  * - `refused`: answered, and every answer 4xx: nothing started, there is no view to wait for;
  * - `unanswered`: no answer at all (the soak gave up, the connection kept dropping), or the last one neither 2xx nor
  *   4xx (a 5xx, a 503 past the soak's repeat window): an order service repeats such a charge, same key and body;
- * - `taken`: otherwise (a 2xx came, or a 4xx came last after one): there is a payment to read.
+ * - `taken`: otherwise (a 2xx came, or a 4xx came last after a 5xx, which may hide a start): there is a payment to
+ *   read ({@link neverStarted} says when the read shows there is none).
  * An unanswered payment is no refused one: the verdict waits for its view.
  */
 export type ChargeState = 'refused' | 'unanswered' | 'taken';
@@ -66,6 +68,31 @@ export function chargeState(charges: readonly Pick<SoakAnswer, 'status'>[]): Cha
   if (last === undefined) return 'unanswered';
   if (charges.every(is4xx)) return 'refused';
   return is4xx(last) || (last.status >= 200 && last.status < 300) ? 'taken' : 'unanswered';
+}
+
+/**
+ * Whether payment `key` never started, from its final read: refused, or `taken` only because a 5xx came before its
+ * last answer, a 4xx (a 503 may hide a start that lands later, so such a payment is read), with no 2xx among its
+ * answers and the API answering 404 for it once everything settled (e.g. a key of an order race whose first answer
+ * was lost to the chaos, and whose repeat was 409 `payment_in_flight`: its start never happened).
+ */
+export function neverStarted(
+  charges: ReadonlyMap<string, readonly Pick<SoakAnswer, 'status'>[]>,
+  key: string,
+  final: SoakView | undefined,
+): boolean {
+  const answers = charges.get(key) ?? [];
+  if (chargeState(answers) === 'refused') return true;
+  const last = answers.at(-1);
+  return (
+    last !== undefined &&
+    last.status >= 400 &&
+    last.status < 500 &&
+    !answers.some((a) => a.status >= 200 && a.status < 300) &&
+    final !== undefined &&
+    'error' in final &&
+    final.error === 'not found'
+  );
 }
 
 /** The {@link chargeState} of payment `key` among `charges` (by payment, as {@link chargeAnswers} makes them). */
@@ -113,7 +140,7 @@ export function checkSoak(
           merchantId,
           key: p.key,
           capture: p.capture,
-          ...(stateOf(charges, p.key) === 'refused' ? {} : { final: 'error' in final ? final : cardView(p, final) }),
+          ...(neverStarted(charges, p.key, final) ? {} : { final: 'error' in final ? final : cardView(p, final) }),
           earlier: (earlier.get(p.key) ?? []).map((v) => cardView(p, v) as InvariantView),
         };
       }),
@@ -126,6 +153,18 @@ export function checkSoak(
     }),
     ledger,
   });
+  // A payment taken for never started (a 5xx, then a 4xx, then not found) has no view to hold to the ledger: it must
+  // have no create either.
+  for (const p of payments) {
+    if (stateOf(charges, p.key) === 'refused' || !neverStarted(charges, p.key, views.get(p.key))) continue;
+    const providerKey = providerIdempotencyKey(merchantId, 'create', p.key);
+    if (ledger.effects.some((e) => e.operation === 'create' && e.idempotency_key === providerKey)) {
+      problems.push({
+        kind: 'mismatch',
+        message: `4: ${merchantId}/${p.key}: answered a 5xx then a 4xx and not found, yet the provider has its create`,
+      });
+    }
+  }
   const count = (kind: string) => problems.filter((p) => p.kind === kind).length;
   const needsReview = [...views.values()].filter((v) => 'status' in v && v.status === 'needs_review').length;
   return {

@@ -48,7 +48,15 @@ import { databaseUrl, postgresAnswers } from '../scripts/lib/postgres';
 import { PAYMENTS_DATABASE } from '../scripts/lib/payments-database';
 import { providerIdempotencyKey } from '../src/activities/keys';
 import { type InvariantView, invariantAnswer } from './money-invariant';
-import { type SoakAnswer, type SoakPayment, type SoakView, chargeAnswers, checkSoak, stateOf } from './soak-check';
+import {
+  type SoakAnswer,
+  type SoakPayment,
+  type SoakView,
+  chargeAnswers,
+  checkSoak,
+  neverStarted,
+  stateOf,
+} from './soak-check';
 import { forEachBounded } from './bounded';
 import { expectedKeyScopes, missingKeyRecords } from './soak-key-records';
 import { type SoakControls, longRetryAfter, outageAfterCrash, rollingDeploy, setFaults } from './soak-adversaries';
@@ -963,6 +971,8 @@ async function main(): Promise<number> {
     });
     open = open.filter((key) => {
       const v = views.get(key);
+      // A payment a 5xx then a 4xx answered that the API does not know: never started, nothing to wait for.
+      if (neverStarted(charges, key, v)) return false;
       return (
         v === undefined ||
         'error' in v ||

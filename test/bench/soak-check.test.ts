@@ -2,6 +2,7 @@ import {
   chargeAnswers,
   chargeState,
   checkSoak,
+  neverStarted,
   stateOf,
   type SoakAnswer,
   type SoakPayment,
@@ -204,6 +205,37 @@ describe('the soak verdict (bench/soak-check.ts)', () => {
       effects: cleanEffects(),
     });
     expect(w.problems).toEqual([expect.stringMatching(/^stuck: .*p5.*never read/)]);
+  });
+
+  it('a charge answered 503 then 409 is read, and stuck unless the API knows no such payment once everything settled', () => {
+    const raced: SoakPayment = { key: 'p6', orderId: 'order-race', amount: 100, capture: 'automatic', declines: false };
+    const answers: SoakAnswer[] = [
+      ...cleanAnswers(),
+      { payment: 'p6', kind: 'charge', opKey: 'p6', amount: 100, status: 503, errorType: 'unavailable' },
+      { payment: 'p6', kind: 'charge', opKey: 'p6', amount: 100, status: 409, errorType: 'payment_in_flight' },
+    ];
+    const viewsWith = (final: SoakView) => new Map([...cleanViews(), ['p6', final]]);
+    // Not found after quiescence: its start never happened (the 503 hid none), so nothing is stuck.
+    expect(
+      checkSoak(merchant, [manual, auto, raced], answers, viewsWith({ error: 'not found' }), {
+        effects: cleanEffects(),
+      }),
+    ).toMatchObject({ stuck: 0, mismatches: 0 });
+    expect(neverStarted(chargeAnswers(answers), 'p6', { error: 'not found' })).toBe(true);
+    // Any other failure to read it is still stuck; and a charge for it at the provider is still a mismatch.
+    expect(
+      checkSoak(merchant, [manual, auto, raced], answers, viewsWith({ error: 'GET answered 503' }), {
+        effects: cleanEffects(),
+      }).stuck,
+    ).toBe(1);
+    const withEffect = [...cleanEffects(), effect('create', 'order-race', 100, pk('create', 'p6'))];
+    expect(
+      checkSoak(merchant, [manual, auto, raced], answers, viewsWith({ error: 'not found' }), { effects: withEffect })
+        .mismatches,
+    ).toBeGreaterThan(0);
+    // A 2xx among its answers: it started, so a 404 is stuck.
+    const started = [...answers.slice(0, -2), { ...answers.at(-2)!, status: 202 }, answers.at(-1)!];
+    expect(neverStarted(chargeAnswers(started), 'p6', { error: 'not found' })).toBe(false);
   });
 
   it('chargeState: refused only when every answer is 4xx; unanswered when none came or the last is a 5xx', () => {
