@@ -3,7 +3,8 @@
  * with a timer, and `Connection.close()` does not clear it) threw "Channel has been shut down" from that timer: an
  * uncaught exception, so an API process stopping during a Temporal outage, or a test file closing its connection with a
  * call in its backoff, ended with exit code 1 instead of the call's error. Placed after the retry interceptor, this
- * turns that throw into the call's answer: CANCELLED (not retried), which its caller sees as the call's rejection.
+ * turns that throw into the call's answer: CANCELLED (not retried), which its caller sees as the call's rejection; a
+ * call made once the connection is closed is answered the same.
  */
 import { InterceptingCall, type Interceptor, Metadata, status } from '@grpc/grpc-js';
 import { defaultGrpcRetryOptions, makeGrpcRetryInterceptor } from '@temporalio/client';
@@ -23,14 +24,19 @@ export const closedConnectionGuard: Interceptor = (options, nextCall) => {
   }
 };
 
-/** A call that never reaches a channel: started, it answers CANCELLED on the next tick; nothing else does anything. */
+/**
+ * A call that never reaches a channel: started, it answers CANCELLED on the next tick, after the "no message" grpc-js
+ * gives every failed unary call first (the SDK's retry interceptor passes the saved message on before the status, and
+ * threw without one, from this tick, uncaught); nothing else does anything.
+ */
 function closedCall(): CallInterface {
   const nothing = (): void => undefined;
   return {
     start: (_metadata, listener) => {
-      process.nextTick(() =>
-        listener?.onReceiveStatus?.({ code: status.CANCELLED, details: shutDown, metadata: new Metadata() }),
-      );
+      process.nextTick(() => {
+        listener?.onReceiveMessage?.(null);
+        listener?.onReceiveStatus?.({ code: status.CANCELLED, details: shutDown, metadata: new Metadata() });
+      });
     },
     sendMessageWithContext: nothing,
     sendMessage: nothing,
