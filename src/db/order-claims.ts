@@ -6,21 +6,15 @@
  * and the same key's repeat claims again: a claim is its key's whatever an earlier, lost answer did).
  */
 import type pg from 'pg';
-import { inStatement, withConnection } from './transaction';
-
-/** Who holds an order's claim: `ours` when this call took it (new, our own key's again, or a stale one taken over). */
-export interface OrderClaim {
-  readonly paymentKey: string;
-  /** PostgreSQL's text of `claimed_at` (full precision): what {@link OrderClaims.takeOver} compares. */
-  readonly claimedAt: string;
-  readonly ours: boolean;
-}
+import type { OrderClaim, OrderClaimStore } from '../domain/order-claims';
+import { deleteInBatches } from './periodic-prune';
+import { inStatement } from './transaction';
 
 /** A claim answers for an hour at most (far beyond any start window); older rows are pruned. */
 const pruneAfter = "interval '1 hour'";
 
 /** The order-claim table of one database. */
-export class OrderClaims {
+export class OrderClaims implements OrderClaimStore {
   constructor(private readonly pool: pg.Pool) {}
 
   /**
@@ -90,19 +84,14 @@ export class OrderClaims {
   }
 
   /** Deletes claims older than an hour, `batchSize` rows per statement; answers how many went. */
-  async prune(batchSize = 1_000): Promise<number> {
-    let total = 0;
-    for (;;) {
-      const { rowCount } = await withConnection(this.pool, (db) =>
-        db.query(
-          `DELETE FROM order_claims WHERE (merchant_id, order_id) IN (
-             SELECT merchant_id, order_id FROM order_claims WHERE claimed_at < now() - ${pruneAfter}
-              ORDER BY claimed_at LIMIT $1)`,
-          [batchSize],
-        ),
-      );
-      total += rowCount ?? 0;
-      if ((rowCount ?? 0) < batchSize) return total;
-    }
+  prune(batchSize = 1_000): Promise<number> {
+    return deleteInBatches(
+      this.pool,
+      `DELETE FROM order_claims WHERE (merchant_id, order_id) IN (
+         SELECT merchant_id, order_id FROM order_claims WHERE claimed_at < now() - ${pruneAfter}
+          ORDER BY claimed_at LIMIT $1)`,
+      [],
+      batchSize,
+    );
   }
 }

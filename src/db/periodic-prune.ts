@@ -1,4 +1,6 @@
 /** A table's periodic pruning by every worker (a DELETE of expired rows is idempotent, so workers never coordinate). */
+import type pg from 'pg';
+import { withConnection } from './transaction';
 
 /** Where a pruner reports. */
 export interface PrunerLog {
@@ -32,4 +34,22 @@ export function startPeriodicPrune(
       await running;
     },
   };
+}
+
+/**
+ * Runs `sql`, a DELETE whose last parameter is its batch's LIMIT (after `params`), until a batch deletes fewer than
+ * `batchSize` rows: short statements, no long lock, no statement timeout. Answers how many rows went.
+ */
+export async function deleteInBatches(
+  pool: pg.Pool,
+  sql: string,
+  params: readonly unknown[],
+  batchSize: number,
+): Promise<number> {
+  let total = 0;
+  for (;;) {
+    const { rowCount } = await withConnection(pool, (db) => db.query(sql, [...params, batchSize]));
+    total += rowCount ?? 0;
+    if ((rowCount ?? 0) < batchSize) return total;
+  }
 }

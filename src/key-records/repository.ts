@@ -4,7 +4,7 @@
  * barrier; a record answers a repeat once the workflow is gone (the API replays it, or refuses another body with 422).
  */
 import type pg from 'pg';
-import { type Queryable, inTransaction, withConnection } from '../db';
+import { type Queryable, deleteInBatches, inTransaction, withConnection } from '../db';
 
 /** How long a record answers by default (`KEY_RETENTION_DAYS`). */
 export const defaultKeyRetentionDays = 31;
@@ -98,19 +98,14 @@ export class KeyRecords {
    * Deletes expired records, `batchSize` rows per statement until none is left (short statements: no long lock, no
    * statement timeout); answers how many went.
    */
-  async prune(batchSize = 1_000): Promise<number> {
-    let total = 0;
-    for (;;) {
-      const { rowCount } = await withConnection(this.pool, (db) =>
-        db.query(
-          `DELETE FROM key_records WHERE scope IN (
-             SELECT scope FROM key_records WHERE expires_at <= $1 ORDER BY expires_at LIMIT $2)`,
-          [new Date(this.now()), batchSize],
-        ),
-      );
-      total += rowCount ?? 0;
-      if ((rowCount ?? 0) < batchSize) return total;
-    }
+  prune(batchSize = 1_000): Promise<number> {
+    return deleteInBatches(
+      this.pool,
+      `DELETE FROM key_records WHERE scope IN (
+         SELECT scope FROM key_records WHERE expires_at <= $1 ORDER BY expires_at LIMIT $2)`,
+      [new Date(this.now())],
+      batchSize,
+    );
   }
 
   private async read<View>(db: Queryable, scope: string): Promise<KeyRecord<View> | undefined> {

@@ -6,7 +6,7 @@
  */
 import type pg from 'pg';
 import type { PaymentEventAnnouncement } from '../domain/merchant-events';
-import { type Queryable, inTransaction, withConnection } from '../db';
+import { type Queryable, deleteInBatches, inTransaction, withConnection } from '../db';
 
 /** An event claimed for one attempt, with the endpoint it goes to. */
 export interface ClaimedEvent {
@@ -266,19 +266,14 @@ export class MerchantEventOutbox {
   }
 
   /** Deletes settled events queued before `before`, `batchSize` rows per statement; answers how many went. */
-  async prune(before: Date, batchSize = 1_000): Promise<number> {
-    let total = 0;
-    for (;;) {
-      const { rowCount } = await withConnection(this.pool, (db) =>
-        db.query(
-          `DELETE FROM merchant_webhook_events WHERE id IN (
-             SELECT id FROM merchant_webhook_events WHERE status <> 'pending' AND queued_at < $1 LIMIT $2)`,
-          [before, batchSize],
-        ),
-      );
-      total += rowCount ?? 0;
-      if ((rowCount ?? 0) < batchSize) return total;
-    }
+  prune(before: Date, batchSize = 1_000): Promise<number> {
+    return deleteInBatches(
+      this.pool,
+      `DELETE FROM merchant_webhook_events WHERE id IN (
+         SELECT id FROM merchant_webhook_events WHERE status <> 'pending' AND queued_at < $1 LIMIT $2)`,
+      [before],
+      batchSize,
+    );
   }
 }
 
