@@ -5,6 +5,7 @@
 import { WorkflowNotFoundError } from '@temporalio/client';
 import { paymentQuery } from '../domain/definitions';
 import { chargeWorkflowId, parseChargeWorkflowId } from '../domain/ids';
+import type { OrderClaim, OrderClaimStore } from '../domain/order-claims';
 import type { PaymentStatus } from '../domain/payment';
 import { openPaymentsOfOrderQuery } from '../visibility';
 import { type ClientContext, bounded, chargeHandle } from './context';
@@ -26,25 +27,6 @@ export interface OrderGuardContext extends ClientContext {
   readonly orderClaims?: OrderClaimStore;
   /** How long a claim holds its order against another key whose payment cannot be found (a start in flight). */
   readonly orderClaimWindowMs?: number;
-}
-
-/** What the order check asks of the claim table (src/db/order-claims.ts `OrderClaims`). */
-export interface OrderClaimStore {
-  claim(merchantId: string, orderId: string, paymentKey: string, windowMs: number): Promise<OrderClaimHeld | undefined>;
-  takeOver(
-    merchantId: string,
-    orderId: string,
-    paymentKey: string,
-    from: OrderClaimHeld,
-  ): Promise<OrderClaimHeld | undefined>;
-  release(merchantId: string, orderId: string, claim: OrderClaimHeld): Promise<void>;
-}
-
-/** The claim that holds an order, `ours` when the asking key took it. */
-export interface OrderClaimHeld {
-  readonly paymentKey: string;
-  readonly claimedAt: string;
-  readonly ours: boolean;
 }
 
 /**
@@ -93,12 +75,14 @@ export async function guardOrder<T>(
     // Handled from now: a list that fails while the claim is out is no unhandled rejection (that ends the process);
     // the awaits below still see its failure.
     listed.catch(() => undefined);
-    let claimed: OrderClaimHeld | undefined;
+    let claimed: OrderClaim | undefined;
     if (claims !== undefined) {
-      const verdict = await claimOrder(ctx, claims, merchant, orderId, paymentKey).catch(async (err: unknown) => {
-        await listed.catch(() => undefined);
-        throw err;
-      });
+      const verdict = await claimOrder(ctx, claims, merchant, orderId, paymentKey, ownWorkflowId).catch(
+        async (err: unknown) => {
+          await listed.catch(() => undefined);
+          throw err;
+        },
+      );
       if (verdict === 'known') {
         await listed.catch(() => undefined);
         return await start();
@@ -134,14 +118,15 @@ async function claimOrder(
   merchant: string,
   orderId: string,
   paymentKey: string,
-): Promise<OrderClaimHeld | 'known'> {
+  ownWorkflowId: string,
+): Promise<OrderClaim | 'known'> {
   const windowMs = ctx.orderClaimWindowMs ?? defaultOrderClaimWindowMs;
   let holder: string | undefined;
   for (let round = 0; round < 3; round++) {
     const held = await claims.claim(merchant, orderId, paymentKey, windowMs);
     if (held === undefined) continue; // a claim committed while this one was made: read it again
     if (held.ours) return held;
-    if (await isKnownPayment(ctx, chargeWorkflowId(merchant, paymentKey))) return 'known';
+    if (await isKnownPayment(ctx, ownWorkflowId)) return 'known';
     holder = held.paymentKey;
     if (await holdsOrder(ctx, chargeWorkflowId(merchant, holder))) break;
     const taken = await claims.takeOver(merchant, orderId, paymentKey, held);

@@ -6,13 +6,13 @@
  */
 import type { Client } from '@temporalio/client';
 import type { KeyRecordReader } from '../domain/key-records';
+import type { OrderClaimStore } from '../domain/order-claims';
 import type { ReviewItemView } from '../domain/api-schemas';
 import type { ProviderEvent } from '../domain/definitions';
 import type { PaymentView } from '../domain/payment';
 import type { PaymentTimings } from '../domain/workflow-inputs';
 import type { WalletDebiter, WalletReader } from '../domain/wallets';
 import type { ChargeResult } from './charge-answers';
-import type { OrderClaimStore } from './order-guard';
 import { type ChargeContext, charge } from './charges';
 import type { ClientContext } from './context';
 import { type MoneyRequestContext, type OperationResult, capture, refund } from './money-requests';
