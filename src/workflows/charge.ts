@@ -66,7 +66,10 @@ async function runPayment(
   payment.registerHandlers(scopes.life);
   // Only for a payment with a wallet part (no history before it had one): no patch.
   const wallet = settleWalletPart(payment);
-  const handoffs = allHandoffs(handOverNews(state, input), wallet);
+  const handoffs = allHandoffs(
+    handOverNews(state, input, () => payment.takeReproducibleNews()),
+    wallet,
+  );
   onCancellationRequest(payment, scopes.shield);
   payment.publishAttributes();
   if (carried) payment.publishUnknownSince();

@@ -185,4 +185,11 @@ export const PATCHES = {
       "a payment with merchant events and key records hands each change's events and key answers over in one activity",
     before: 'an activity per event and per key answer, each a workflow task to hear back',
   },
+  walletNewsInTask: {
+    id: 'wallet-news-in-task',
+    since: 'TBD',
+    change:
+      "a wallet-only payment whose debit the ledger decided hands that decision's news (its event, its key's first answer) over in a local activity of its first task, the activity only when that fails",
+    before: "an activity scheduled by the first task's completion, and a second task to hear it back",
+  },
 } as const satisfies Record<string, PatchEntry>;

@@ -112,6 +112,11 @@ export class PaymentEntity implements CreatePort, MovementsPort, CustomerActionP
   cancellationPending = false;
   /** A cancellation request asked the main line to void the authorization now. */
   voidWanted = false;
+  /**
+   * This task decided news that any retry of the task decides the same (see {@link newsReproducible}): its handoff may
+   * run inside the task (payment-news.ts). Not state: a later task, or a continuation, never inherits it.
+   */
+  private reproducibleNews = false;
   /** The main line is at one of its waits (for a capture, a timer, a reconcile's end): a request may act now. */
   private parked = false;
   private publishedStatus: PaymentStatus;
@@ -291,6 +296,22 @@ export class PaymentEntity implements CreatePort, MovementsPort, CustomerActionP
   syncOperations(): void {
     if (this.state.subOperations.length > 0) this.state.view.operations = operationViews(this.state);
     recordOperationAnswers(this.state);
+  }
+
+  /**
+   * What this task decided is read back the same by any retry of it: a view made of the input (with the starter's
+   * `createdAt`) and decisions recorded outside the workflow (the ledger's debit, under its operation id, with its
+   * time), so its news may be handed over before the task is recorded (payment-news.ts).
+   */
+  newsReproducible(): void {
+    this.reproducibleNews = this.input.createdAt !== undefined;
+  }
+
+  /** Whether the news taken now is reproducible ({@link newsReproducible}); asked once, by the task's one take. */
+  takeReproducibleNews(): boolean {
+    const reproducible = this.reproducibleNews;
+    this.reproducibleNews = false;
+    return reproducible;
   }
 
   /** The first call settled: a final answer it gave is the one repeats of the payment's key replay. */

@@ -1,9 +1,10 @@
-import { patched, proxyActivities } from '@temporalio/workflow';
+import { log, patched, proxyActivities, proxyLocalActivities } from '@temporalio/workflow';
 import type { HandoffActivities, PaymentNews } from '../activities/handoffs';
 import type { ChargeWorkflowInput } from '../domain/workflow-inputs';
 import { type Handoff, type Handoffs, allHandoffs, handOff, noHandoffs, startHandoffs } from './handoffs';
 import { keyAnswerNews, recordEach } from './key-answers';
 import { announceEach, merchantEventNews } from './merchant-events';
+import { messageOf } from './failures';
 import { PATCHES } from './patches';
 import type { PaymentState } from './payment-state';
 
@@ -20,11 +21,33 @@ const { handOverPaymentNews } = proxyActivities<HandoffActivities>({
 });
 
 /**
+ * Patch: news that any retry of its task decides the same (a wallet-only payment's debit decided by the ledger:
+ * PaymentEntity.newsReproducible) is handed over by a local activity inside that task: no activity task, and no second
+ * workflow task to hear it back. A task that never completes is run again and hands the same news over again (an event
+ * is queued once per id, a key's first answer wins), so nothing handed over differs from what history records. Older
+ * runs, and all other news, go by the activity, scheduled by the completion of the task that made them.
+ */
+const NEWS_IN_TASK = PATCHES.walletNewsInTask.id;
+
+const { handOverPaymentNews: handOverInTask } = proxyLocalActivities<HandoffActivities>({
+  // A short budget inside the task: past it (PostgreSQL slow or away) the activity takes over with its own retries.
+  startToCloseTimeout: '5 seconds',
+  scheduleToCloseTimeout: '10 seconds',
+  retry: { initialInterval: '200 milliseconds', maximumInterval: '2 seconds', backoffCoefficient: 2 },
+  summary: 'hand the wallet-only payment’s decided news over in its first task: its event, its key’s first answer',
+});
+
+/**
  * The payment's news handoffs: its merchant events (merchant-events.ts) and its keys' first answers
  * (key-answers.ts), each only when its input flag is set. With both, one activity per change carries what the change
- * made of each; a run whose history predates that, or with one kind only, hands each item over in its own activity.
+ * made of each (inside the task when `reproducible` says a retry of the task would hand the same over); a run whose
+ * history predates that, or with one kind only, hands each item over in its own activity.
  */
-export function handOverNews(state: PaymentState, input: ChargeWorkflowInput): Handoffs {
+export function handOverNews(
+  state: PaymentState,
+  input: ChargeWorkflowInput,
+  reproducible: () => boolean = () => false,
+): Handoffs {
   const events = merchantEventNews(state, input.merchantId, input.merchantEvents);
   const keys = keyAnswerNews(state, input);
   if (events && keys && patched(HANDOFFS_TOGETHER)) {
@@ -35,7 +58,16 @@ export function handOverNews(state: PaymentState, input: ChargeWorkflowInput): H
         eventIds: news.events.map((e) => e.event.id),
         operations: news.keyAnswers.map((a) => a.operation),
       };
-      return [{ send: () => handOverPaymentNews(news), fields }];
+      if (!(reproducible() && patched(NEWS_IN_TASK))) return [{ send: () => handOverPaymentNews(news), fields }];
+      const send = () =>
+        handOverInTask(news).catch((err: unknown) => {
+          log.warn('a payment’s news could not be handed over in its task; an activity hands it over', {
+            ...fields,
+            reason: messageOf(err),
+          });
+          return handOverPaymentNews(news);
+        });
+      return [{ send, fields }];
     };
     return startHandoffs(
       () => events.hasNews() || keys.hasNews(),

@@ -85,6 +85,12 @@ export interface WalletPort {
   publish(): void;
 }
 
+/** A wallet-only payment's first task: what it decides from the ledger, any retry of it decides the same. */
+export interface WalletDebitPort extends WalletPort {
+  /** Says so (payment-entity.ts): the task's news may be handed over inside it. */
+  newsReproducible(): void;
+}
+
 /** Why a payment failed when its hold was refused for good; nothing was held, nothing reached the provider. */
 const holdRefusals: Partial<Record<string, string>> = {
   [WalletFailure.WalletNotFound]: 'wallet_not_found',
@@ -147,7 +153,7 @@ export const debitsAtOnce = (): boolean => patched(WALLET_DIRECT_DEBIT);
  * through its budget (a minute of database trouble) may have taken the money: the payment is answered only once the
  * ledger says which ({@link settleUnknownDebit}), never `failed` on a guess.
  */
-export async function debitWalletOnly(payment: WalletPort): Promise<void> {
+export async function debitWalletOnly(payment: WalletDebitPort): Promise<void> {
   const { input, state } = payment;
   try {
     const debit = await debitInTask(holdArgs(input));
@@ -157,8 +163,12 @@ export async function debitWalletOnly(payment: WalletPort): Promise<void> {
     } else {
       declineShortFunds(payment);
     }
-    // When the ledger decided it (absent from ledgers before it said): the time the API's answer carries too.
-    if (debit.at !== undefined) state.view.updatedAt = debit.at;
+    // When the ledger decided it (absent from ledgers before it said): the time the API's answer carries too. The view
+    // is then the input's and the ledger's alone, which a retry of this task reads back the same.
+    if (debit.at !== undefined) {
+      state.view.updatedAt = debit.at;
+      payment.newsReproducible();
+    }
   } catch (err) {
     if (!failIfRefused(payment, err)) await settleUnknownDebit(payment, err);
   }

@@ -16,7 +16,9 @@ import type { BreakerOptions } from '../../src/breaker';
 import type { RetryOverrides } from '../../src/domain/retry';
 import { createPool } from '../../src/db';
 import { MerchantEventOutbox, type MerchantWebhookSettings } from '../../src/merchant-webhooks';
-import { KeyRecords } from '../../src/key-records';
+import { Context } from '@temporalio/activity';
+import type { Pool } from 'pg';
+import { type KeyRecord, KeyRecords, type NewKeyRecord } from '../../src/key-records';
 import { WalletLedger } from '../../src/wallets';
 
 export interface WorkerProcessSpec {
@@ -50,6 +52,12 @@ export interface WorkerProcessSpec {
   readonly walletsDatabaseUrl?: string;
   /** With `walletsDatabaseUrl`: payments' key answers are kept in its `key_records`, as a worker with a database does. */
   readonly keyRecords?: boolean;
+  /**
+   * With `keyRecords` and `merchantWebhooks`: the process SIGKILLs itself inside the first local activity that records
+   * a key answer, once that answer and its payment's event are both committed: a workflow task whose news was handed
+   * over inside it, never completed.
+   */
+  readonly dieAfterNewsInTask?: boolean;
 }
 
 /** A worker process's breaker that never opens: a test whose worker must send whatever happens to the provider. */
@@ -67,6 +75,8 @@ export interface WorkerProcess {
   stop(): Promise<number>;
   /** SIGKILL: the process dies at once, mid-task (nothing drains); resolves once it exited. */
   kill(): Promise<void>;
+  /** Resolves once the process exited by itself or was killed: the signal that ended it, if one did. */
+  died(): Promise<NodeJS.Signals | null>;
   /** The process's log so far: one parsed pino line each. */
   logs(): { level: number; msg: string; [field: string]: unknown }[];
 }
@@ -83,9 +93,11 @@ export async function spawnWorkerProcess(spec: WorkerProcessSpec): Promise<Worke
   let out = '';
   let err = '';
   child.stderr.on('data', (c: Buffer) => (err += c.toString()));
+  let signal: NodeJS.Signals | null = null;
   const exited = new Promise<number | null>((resolve) =>
-    child.once('exit', (code) => {
+    child.once('exit', (code, sig) => {
       process.off('exit', killOnExit);
+      signal = sig;
       resolve(code);
     }),
   );
@@ -106,6 +118,7 @@ export async function spawnWorkerProcess(spec: WorkerProcessSpec): Promise<Worke
       child.kill('SIGKILL');
       await exited;
     },
+    died: () => exited.then(() => signal),
     async stop() {
       child.kill('SIGTERM');
       const code = await exited;
@@ -151,6 +164,25 @@ export const counted = (provider: PaymentProvider, calls: { creates: number }): 
     },
   });
 
+/**
+ * Key records whose first write from a local activity ends the process (SIGKILL) once the key's payment has its event
+ * in the merchant queue too (the other half of the same handoff, polled: at most 10 s), before the activity returns.
+ */
+function dyingKeyRecords(pool: Pool): KeyRecords {
+  return new (class extends KeyRecords {
+    override async record<View>(r: NewKeyRecord<View>): Promise<KeyRecord<View>> {
+      const recorded = await super.record(r);
+      if (!Context.current().info.isLocal) return recorded;
+      for (let i = 0; i < 100; i += 1) {
+        const { rowCount } = await pool.query('SELECT 1 FROM merchant_webhook_events WHERE payment_key = $1', [r.key]);
+        if (rowCount === 1) process.kill(process.pid, 'SIGKILL');
+        await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+      throw new Error(`no event for ${r.key}: the process stays alive`);
+    }
+  })(pool);
+}
+
 async function main() {
   const spec = JSON.parse(process.env.PW_WORKER_SPEC ?? '') as WorkerProcessSpec;
   Runtime.install({ logger: new DefaultLogger('WARN') });
@@ -178,7 +210,9 @@ async function main() {
       breaker: breaker.breaker,
       ...(spec.retry === undefined ? {} : { retry: spec.retry }),
       ...(walletPool ? { wallets: new WalletLedger(walletPool) } : {}),
-      ...(walletPool && spec.keyRecords ? { keyRecords: new KeyRecords(walletPool) } : {}),
+      ...(walletPool && spec.keyRecords
+        ? { keyRecords: spec.dieAfterNewsInTask ? dyingKeyRecords(walletPool) : new KeyRecords(walletPool) }
+        : {}),
       ...(pool && spec.merchantWebhooks
         ? { merchantWebhooks: { outbox: new MerchantEventOutbox(pool), settings: spec.merchantWebhooks.settings } }
         : {}),

@@ -471,6 +471,17 @@ export const chargeBody = (over: Record<string, unknown> = {}): Record<string, u
 /** A fresh idempotency key. */
 export const newKey = (): string => `key_${randomUUID()}`;
 
+/** A fresh wallet of the world's merchant A, credited through the API with `balance` EUR minor units. */
+export async function fundedWallet(h: Pick<ApiWorld, 'request'>, balance: number): Promise<string> {
+  const walletId = `w-${randomUUID().slice(0, 8)}`;
+  const res = await h.request('POST', `/v1/wallets/${walletId}/credits`, {
+    key: newKey(),
+    body: { amount: { value: balance, currency: 'EUR' } },
+  });
+  if (res.status !== 200) throw new Error(`crediting ${walletId}: ${res.status} ${JSON.stringify(res.body)}`);
+  return walletId;
+}
+
 /** A file's Temporal server and the worlds of its tests. */
 export interface WorldFixture {
   /** The current test's Temporal environment (inside tests and hooks). */

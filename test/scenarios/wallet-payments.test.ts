@@ -19,7 +19,7 @@ import { openTestDatabase } from '../helpers/database';
 import { refusingProvider } from '../helpers/refusing-provider';
 import { connectDevServer } from '../helpers/servers';
 import { recordHistories } from '../helpers/workflows';
-import { type ApiWorld, chargeBody, newKey, startWorld, testTimings } from '../helpers/world';
+import { type ApiWorld, chargeBody, fundedWallet, newKey, startWorld, testTimings } from '../helpers/world';
 import { eventually } from '../helpers/eventually';
 
 let env: TestWorkflowEnvironment;
@@ -106,15 +106,7 @@ interface Entry {
 }
 
 /** A fresh wallet of merchant A credited with `balance` EUR minor units. */
-async function walletWith(balance: number): Promise<string> {
-  const walletId = `w-${randomUUID().slice(0, 8)}`;
-  const res = await h.request('POST', `/v1/wallets/${walletId}/credits`, {
-    key: newKey(),
-    body: { amount: { value: balance, currency: 'EUR' } },
-  });
-  expect(res.status).toBe(200);
-  return walletId;
-}
+const walletWith = (balance: number): Promise<string> => fundedWallet(h, balance);
 
 const walletOf = async (walletId: string) => (await h.request('GET', `/v1/wallets/${walletId}`)).body;
 const entriesOf = async (walletId: string): Promise<Entry[]> =>

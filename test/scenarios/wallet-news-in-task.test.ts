@@ -1,0 +1,208 @@
+/**
+ * A wallet-only payment's news in its first task (patch `wallet-news-in-task`, src/workflows/payment-news.ts): the
+ * ledger's debit decides the payment, and what that decision makes (the `payment.succeeded` or `payment.declined`
+ * event, the key's first answer) is handed over by a local activity inside the same task: no activity, no second task.
+ * That is safe only because any retry of the task hands the same over; the adversary here kills the worker right after
+ * the handoff committed, before the task completed, and compares what landed with what the retry decided and with what
+ * the API answered. Through the real stack: PostgreSQL, the dev server, the API over HTTP, a worker process, a webhook
+ * endpoint.
+ */
+import type { TestWorkflowEnvironment } from '@temporalio/testing';
+import { defaultPayloadConverter } from '@temporalio/common';
+import { chargeWorkflowId } from '../../src/domain/ids';
+import { KeyRecords } from '../../src/key-records';
+import { MerchantEventOutbox, WebhookEndpoints, defaultMerchantWebhookSettings } from '../../src/merchant-webhooks';
+import { WalletLedger } from '../../src/wallets';
+import { openTestDatabase } from '../helpers/database';
+import { eventually } from '../helpers/eventually';
+import { DEV_SERVER_ADDRESS_ENV, connectDevServer } from '../helpers/servers';
+import { type WebhookReceiver, startWebhookReceiver } from '../helpers/webhook-receiver';
+import { NEVER_OPENING_BREAKER, spawnWorkerProcess } from '../helpers/worker-process';
+import { workflowBundlePath } from '../helpers/workflow-bundle';
+import { recordHistories } from '../helpers/workflows';
+import { type ApiWorld, chargeBody, fundedWallet, newKey, startWorld } from '../helpers/world';
+
+const settings = { ...defaultMerchantWebhookSettings, backoff: { initialMs: 400, maxMs: 2_000 } };
+
+let env: TestWorkflowEnvironment;
+let receiver: WebhookReceiver;
+const opened: { drop(): Promise<void> }[] = [];
+const worlds: ApiWorld[] = [];
+
+beforeAll(async () => {
+  env = await connectDevServer();
+  receiver = await startWebhookReceiver();
+});
+afterAll(async () => {
+  for (const w of worlds) await w.close();
+  for (const db of opened) await db.drop();
+  await receiver?.close();
+  await env?.teardown();
+});
+
+/** A world with everything `npm start` has on (wallets, key records, merchant webhooks) on a database of its own. */
+async function newWorld(workers: boolean) {
+  const db = await openTestDatabase();
+  opened.push(db);
+  const h = await startWorld(env, {
+    api: true,
+    workers,
+    wallets: new WalletLedger(db.pool),
+    keyRecords: new KeyRecords(db.pool),
+    merchantWebhooks: {
+      outbox: new MerchantEventOutbox(db.pool),
+      endpoints: new WebhookEndpoints(db.pool),
+      settings,
+      slots: 2,
+    },
+  });
+  worlds.push(h);
+  expect((await h.request('PUT', '/v1/webhook-endpoint', { body: { url: receiver.url } })).status).toBe(200);
+  return { h, db };
+}
+
+const walletOnly = (walletId: string, amount = 1_000) =>
+  chargeBody({ amount: { value: amount, currency: 'EUR' }, wallet: { walletId, amount } });
+
+/** What landed for a payment key: its key record's view, its queued events (id, type, the view they carry). */
+async function landed(db: Awaited<ReturnType<typeof openTestDatabase>>, merchantId: string, key: string) {
+  const records = await db.pool.query<{ view: unknown }>('SELECT view FROM key_records WHERE scope = $1', [
+    chargeWorkflowId(merchantId, key),
+  ]);
+  const events = await db.pool.query<{ id: string; type: string; body: string }>(
+    'SELECT id, type, body FROM merchant_webhook_events WHERE payment_key = $1 ORDER BY id',
+    [key],
+  );
+  return {
+    record: records.rows.map((r) => r.view),
+    events: events.rows.map((r) => ({
+      id: r.id,
+      type: r.type,
+      payment: (JSON.parse(r.body) as { data: { payment: unknown } }).data.payment,
+    })),
+  };
+}
+
+/** The payment's history: the handoffs it scheduled as activities or made as local activities, and its task ends. */
+async function historyOf(workflowId: string) {
+  const events = (await env.client.workflow.getHandle(workflowId).fetchHistory()).events ?? [];
+  const localTypes = events.flatMap((e) => {
+    const marker = e.markerRecordedEventAttributes;
+    if (marker?.markerName !== 'core_local_activity') return [];
+    const data = marker.details?.data?.payloads?.[0];
+    return data ? [defaultPayloadConverter.fromPayload<{ activity_type: string }>(data).activity_type] : [];
+  });
+  return {
+    activities: events.flatMap((e) => e.activityTaskScheduledEventAttributes?.activityType?.name ?? []),
+    localActivities: localTypes,
+    tasksCompleted: events.filter((e) => e.workflowTaskCompletedEventAttributes).length,
+    tasksTimedOut: events.filter((e) => e.workflowTaskTimedOutEventAttributes).length,
+  };
+}
+
+it('a wallet-only payment hands its decided news over inside its first task: no activity, no second task', async () => {
+  const { h, db } = await newWorld(true);
+  const walletId = await fundedWallet(h, 1_500);
+  const paid = newKey();
+  const short = newKey();
+  const succeeded = await h.request('POST', '/v1/payments', { key: paid, body: walletOnly(walletId) });
+  expect(succeeded.body).toMatchObject({ status: 'succeeded', wallet: { status: 'captured' } });
+  const declined = await h.request('POST', '/v1/payments', { key: short, body: walletOnly(walletId) });
+  expect(declined.body).toMatchObject({ status: 'declined', declineCode: 'wallet_insufficient_funds' });
+
+  for (const [key, answer, type] of [
+    [paid, succeeded.body, 'payment.succeeded'],
+    [short, declined.body, 'payment.declined'],
+  ] as const) {
+    const got = await eventually(
+      `${type}: its key recorded and its event queued`,
+      async () => {
+        const l = await landed(db, h.a.id, key);
+        return l.record.length === 1 && l.events.length === 1 && l.events[0]?.type === type ? l : undefined;
+      },
+      20_000,
+    );
+    // What landed is what the client was answered.
+    expect(got.record[0]).toEqual(answer);
+    expect(got.events[0]?.payment).toEqual(answer);
+    // The task completes once its handoff answered, a moment after what the handoff wrote is readable.
+    const history = await eventually(
+      'the first task completed',
+      async () => {
+        const x = await historyOf(chargeWorkflowId(h.a.id, key));
+        return x.tasksCompleted >= 1 && x;
+      },
+      10_000,
+    );
+    expect(history.activities).toEqual([]);
+    expect(history.localActivities).toEqual(['debitWallet', 'handOverPaymentNews']);
+    expect(history.tasksCompleted).toBe(1);
+  }
+  await eventually(
+    'both events delivered',
+    async () =>
+      receiver.deliveries.filter((d) => [paid, short].includes(d.event.data.payment.key as string)).length === 2,
+    20_000,
+  );
+  await recordHistories({ env }, 'wallet-news-in-task', [
+    chargeWorkflowId(h.a.id, paid),
+    chargeWorkflowId(h.a.id, short),
+  ]);
+}, 90_000);
+
+it('a worker killed after its task handed the news over, before the task completed: the retry hands the same over', async () => {
+  const { h, db } = await newWorld(false);
+  const walletId = await fundedWallet(h, 5_000);
+  const doomed = await spawnWorkerProcess({
+    temporalAddress: process.env[DEV_SERVER_ADDRESS_ENV] ?? '',
+    taskQueue: h.taskQueue,
+    workflowBundlePath: await workflowBundlePath(),
+    simulatorUrl: h.sim.url,
+    apiKey: h.apiKey,
+    breaker: NEVER_OPENING_BREAKER,
+    walletsDatabaseUrl: db.url,
+    keyRecords: true,
+    merchantWebhooks: { databaseUrl: db.url, settings },
+    dieAfterNewsInTask: true,
+  });
+  try {
+    const key = newKey();
+    const workflowId = chargeWorkflowId(h.a.id, key);
+    // The API debits and answers at once; the worker's first task reads the debit back and hands its news over.
+    const answered = await h.request('POST', '/v1/payments', { key, body: walletOnly(walletId) });
+    expect(answered.body).toMatchObject({ status: 'succeeded', wallet: { status: 'captured' } });
+    expect(await doomed.died()).toBe('SIGKILL');
+    const first = await landed(db, h.a.id, key);
+    expect(first.record).toEqual([answered.body]);
+    expect(first.events.map((e) => e.type)).toEqual(['payment.succeeded']);
+    // Nothing of that task is in the history: the handoff ran before its task was recorded.
+    expect((await historyOf(workflowId)).tasksCompleted).toBe(0);
+
+    // The next worker gets the task once the dead one's attempt timed out, decides again, hands over again.
+    await h.startWorkers();
+    const history = await eventually(
+      'the first task completed by the next worker',
+      async () => {
+        const x = await historyOf(workflowId);
+        return x.tasksCompleted >= 1 && x;
+      },
+      60_000,
+    );
+    expect(history.tasksTimedOut).toBeGreaterThanOrEqual(1);
+    expect(history.activities).toEqual([]);
+    expect(history.localActivities).toEqual(['debitWallet', 'handOverPaymentNews']);
+
+    // What the retry decided is what the dead try handed over and what the client got: one record, one event (the
+    // same id: the run's seeded random source), one debit of the wallet.
+    const view = await h.request('GET', `/v1/payments/${key}`);
+    expect(view.body).toEqual(answered.body);
+    const after = await landed(db, h.a.id, key);
+    expect(after).toEqual(first);
+    const wallet = (await h.request('GET', `/v1/wallets/${walletId}`)).body;
+    expect(wallet).toMatchObject({ balance: 4_000, held: 0 });
+    const entries = (await h.request('GET', `/v1/wallets/${walletId}/entries`)).body.entries as { kind: string }[];
+    expect(entries.map((e) => e.kind)).toEqual(['credit', 'hold', 'capture']);
+  } finally {
+    await doomed.kill().catch(() => undefined);
+  }
+}, 120_000);
