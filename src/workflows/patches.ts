@@ -187,7 +187,7 @@ export const PATCHES = {
   },
   walletNewsInTask: {
     id: 'wallet-news-in-task',
-    since: 'TBD',
+    since: '7cfc890',
     change:
       "a wallet-only payment whose debit the ledger decided hands that decision's news (its event, its key's first answer) over in a local activity of its first task, the activity only when that fails",
     before: "an activity scheduled by the first task's completion, and a second task to hear it back",
