@@ -22,12 +22,21 @@ const { handOverPaymentNews } = proxyActivities<HandoffActivities>({
 
 /**
  * Patch: news that any retry of its task decides the same (a wallet-only payment's debit decided by the ledger:
- * PaymentEntity.newsReproducible) is handed over by a local activity inside that task: no activity task, and no second
+ * PaymentEntity.newsReproducible, said only when {@link newsInTaskPatched} held) is handed over by a local activity inside that task: no activity task, and no second
  * workflow task to hear it back. A task that never completes is run again and hands the same news over again (an event
  * is queued once per id, a key's first answer wins), so nothing handed over differs from what history records. Older
  * runs, and all other news, go by the activity, scheduled by the completion of the task that made them.
  */
 const NEWS_IN_TASK = PATCHES.walletNewsInTask.id;
+
+/**
+ * Whether this run may hand news over inside its task (the patch's marker). Asked before the local activity whose
+ * decision makes the news reproducible, never after it: a replay resolves a local activity from its marker in the
+ * task that recorded it, which may be a task before the one whose code first saw its result (a result that came in
+ * while its task was being completed), and a patch asked there would be asked before its marker's task is replayed
+ * (the SDK learns a task's patches when that task's history is replayed): false, and another path than recorded.
+ */
+export const newsInTaskPatched = (): boolean => patched(NEWS_IN_TASK);
 
 const { handOverPaymentNews: handOverInTask } = proxyLocalActivities<HandoffActivities>({
   // A short budget inside the task: past it (PostgreSQL slow or away) the activity takes over with its own retries.
@@ -58,7 +67,7 @@ export function handOverNews(
         eventIds: news.events.map((e) => e.event.id),
         operations: news.keyAnswers.map((a) => a.operation),
       };
-      if (!(reproducible() && patched(NEWS_IN_TASK))) return [{ send: () => handOverPaymentNews(news), fields }];
+      if (!reproducible()) return [{ send: () => handOverPaymentNews(news), fields }];
       const send = () =>
         handOverInTask(news).catch((err: unknown) => {
           log.warn('a payment’s news could not be handed over in its task; an activity hands it over', {

@@ -15,6 +15,7 @@ import { failureType, messageOf, settledAtOf } from './failures';
 import type { Handoffs } from './handoffs';
 import { noHandoffs } from './handoffs';
 import { PATCHES } from './patches';
+import { newsInTaskPatched } from './payment-news';
 import { nowIso } from './payment-port';
 import { type PaymentState, walletRefundable } from './payment-state';
 
@@ -155,6 +156,8 @@ export const debitsAtOnce = (): boolean => patched(WALLET_DIRECT_DEBIT);
  */
 export async function debitWalletOnly(payment: WalletDebitPort): Promise<void> {
   const { input, state } = payment;
+  // Asked before the debit's local activity, not after it (payment-news.ts says why).
+  const newsInTask = newsInTaskPatched();
   try {
     const debit = await debitInTask(holdArgs(input));
     if (debit.status === 'captured') {
@@ -167,7 +170,7 @@ export async function debitWalletOnly(payment: WalletDebitPort): Promise<void> {
     // is then the input's and the ledger's alone, which a retry of this task reads back the same.
     if (debit.at !== undefined) {
       state.view.updatedAt = debit.at;
-      payment.newsReproducible();
+      if (newsInTask) payment.newsReproducible();
     }
   } catch (err) {
     if (!failIfRefused(payment, err)) await settleUnknownDebit(payment, err);

@@ -7,19 +7,26 @@
  * the API answered. Through the real stack: PostgreSQL, the dev server, the API over HTTP, a worker process, a webhook
  * endpoint.
  */
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { Context } from '@temporalio/activity';
+import { temporal } from '@temporalio/proto';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
+import { Worker } from '@temporalio/worker';
+import type { Pool } from 'pg';
 import { defaultPayloadConverter } from '@temporalio/common';
 import { chargeWorkflowId } from '../../src/domain/ids';
 import { KeyRecords } from '../../src/key-records';
 import { MerchantEventOutbox, WebhookEndpoints, defaultMerchantWebhookSettings } from '../../src/merchant-webhooks';
-import { WalletLedger } from '../../src/wallets';
+import { type DebitResult, type HoldArgs, WalletLedger } from '../../src/wallets';
+import { workflowBundle } from '../helpers/payments';
 import { openTestDatabase } from '../helpers/database';
 import { eventually } from '../helpers/eventually';
 import { DEV_SERVER_ADDRESS_ENV, connectDevServer } from '../helpers/servers';
 import { type WebhookReceiver, startWebhookReceiver } from '../helpers/webhook-receiver';
 import { NEVER_OPENING_BREAKER, spawnWorkerProcess } from '../helpers/worker-process';
 import { workflowBundlePath } from '../helpers/workflow-bundle';
-import { recordHistories } from '../helpers/workflows';
+import { HISTORIES_DIR, recordHistories } from '../helpers/workflows';
 import { type ApiWorld, chargeBody, fundedWallet, newKey, startWorld } from '../helpers/world';
 
 const settings = { ...defaultMerchantWebhookSettings, backoff: { initialMs: 400, maxMs: 2_000 } };
@@ -41,13 +48,13 @@ afterAll(async () => {
 });
 
 /** A world with everything `npm start` has on (wallets, key records, merchant webhooks) on a database of its own. */
-async function newWorld(workers: boolean) {
+async function newWorld(workers: boolean, ledger = (pool: Pool) => new WalletLedger(pool)) {
   const db = await openTestDatabase();
   opened.push(db);
   const h = await startWorld(env, {
     api: true,
     workers,
-    wallets: new WalletLedger(db.pool),
+    wallets: ledger(db.pool),
     keyRecords: new KeyRecords(db.pool),
     merchantWebhooks: {
       outbox: new MerchantEventOutbox(db.pool),
@@ -92,7 +99,16 @@ async function historyOf(workflowId: string) {
     const data = marker.details?.data?.payloads?.[0];
     return data ? [defaultPayloadConverter.fromPayload<{ activity_type: string }>(data).activity_type] : [];
   });
+  // Each marker in order: a patch's id, a local activity's type.
+  const markers = events.flatMap((e) => {
+    const marker = e.markerRecordedEventAttributes;
+    const patch = marker?.markerName === 'core_patch' ? marker.details?.['patch-data']?.payloads?.[0] : undefined;
+    if (patch) return [defaultPayloadConverter.fromPayload<{ id: string }>(patch).id];
+    const data = marker?.markerName === 'core_local_activity' ? marker.details?.data?.payloads?.[0] : undefined;
+    return data ? [defaultPayloadConverter.fromPayload<{ activity_type: string }>(data).activity_type] : [];
+  });
   return {
+    markers,
     activities: events.flatMap((e) => e.activityTaskScheduledEventAttributes?.activityType?.name ?? []),
     localActivities: localTypes,
     tasksCompleted: events.filter((e) => e.workflowTaskCompletedEventAttributes).length,
@@ -137,6 +153,9 @@ it('a wallet-only payment hands its decided news over inside its first task: no 
     expect(history.activities).toEqual([]);
     expect(history.localActivities).toEqual(['debitWallet', 'handOverPaymentNews']);
     expect(history.tasksCompleted).toBe(1);
+    // The patch is asked before the debit: its marker comes first, so a replay knows it wherever the debit's answer
+    // lands (the next test).
+    expect(history.markers.indexOf('wallet-news-in-task')).toBeLessThan(history.markers.indexOf('debitWallet'));
   }
   await eventually(
     'both events delivered',
@@ -206,3 +225,70 @@ it('a worker killed after its task handed the news over, before the task complet
     await doomed.kill().catch(() => undefined);
   }
 }, 120_000);
+
+/** A ledger whose debits from a workflow's local activity answer only after `delayMs` (the API's are the real ones). */
+class SlowTaskDebits extends WalletLedger {
+  constructor(
+    pool: Pool,
+    private readonly delayMs: number,
+  ) {
+    super(pool);
+  }
+  override async debit(args: HoldArgs): Promise<DebitResult> {
+    const result = await super.debit(args);
+    let inActivity = false;
+    try {
+      inActivity = Context.current().info.isLocal;
+    } catch {
+      // Not in an activity: the API's own debit.
+    }
+    if (inActivity) await new Promise((resolve) => setTimeout(resolve, this.delayMs));
+    return result;
+  }
+}
+
+it('a debit that outlasts its workflow task (the task heartbeats) replays: the patch is decided before the debit', async () => {
+  // 9 s: past 80 % of the 10 s workflow task timeout, so the worker completes the task while the debit is out and its
+  // answer comes in the next task. A replay then resolves the debit's local activity from its marker in the first
+  // task's activation: a patch decided after the debit would be asked there, before its marker's task is replayed.
+  const { h, db } = await newWorld(true, (pool) => new SlowTaskDebits(pool, 9_000));
+  const walletId = await fundedWallet(h, 5_000);
+  const key = newKey();
+  const workflowId = chargeWorkflowId(h.a.id, key);
+  const answered = await h.request('POST', '/v1/payments', { key, body: walletOnly(walletId) });
+  expect(answered.body).toMatchObject({ status: 'succeeded' });
+  const got = await eventually(
+    'its key recorded and its event queued',
+    async () => {
+      const l = await landed(db, h.a.id, key);
+      return l.record.length === 1 && l.events.length === 1 ? l : undefined;
+    },
+    30_000,
+  );
+  expect(got.record[0]).toEqual(answered.body);
+  const history = await eventually(
+    'the debit answered in a later task than the one that sent it',
+    async () => {
+      const x = await historyOf(workflowId);
+      return x.tasksCompleted >= 2 && x.localActivities.includes('handOverPaymentNews') ? x : undefined;
+    },
+    30_000,
+  );
+  expect(history.activities).toEqual([]);
+  const recorded = await env.client.workflow.getHandle(workflowId).fetchHistory();
+  await expect(
+    Worker.runReplayHistory({ workflowBundle: await workflowBundle() }, recorded, workflowId),
+  ).resolves.toBeUndefined();
+  await recordHistories({ env }, 'wallet-news-in-task-debit-past-task', [workflowId]);
+}, 90_000);
+
+it('a history whose debit answered in the task after the one that recorded it replays', async () => {
+  // The cluster soak's shape (a worker just restarted, its first task slow): the debit's marker is in the first task,
+  // the workflow saw its answer in the next one (forced by the completion), and took the news there. A replay resolves
+  // the debit in the first task's activation: the run's patch must already be known there (asked before the debit).
+  const file = path.join(HISTORIES_DIR, 'wallet-news-in-task-debit-answered-next-task.0.json');
+  const history = temporal.api.history.v1.History.fromObject(JSON.parse(readFileSync(file, 'utf8')));
+  const tasks = (history.events ?? []).filter((e) => e.workflowTaskCompletedEventAttributes).length;
+  expect(tasks).toBe(2);
+  await expect(Worker.runReplayHistory({ workflowBundle: await workflowBundle() }, history)).resolves.toBeUndefined();
+});
