@@ -137,14 +137,26 @@ export function seenOf(
   return { step: m.trace.length, what, merchant, paymentKey, key, amount, status: r.status, body: r.body };
 }
 
+/** Arms `fault` for one call; answers how to take it off again. */
 export async function arm(
   w: World,
   fault: FaultSpec | undefined,
   op: 'create' | 'capture' | 'refund',
   reference: string,
-) {
-  if (fault) await w.sim.addFaults(faultRules(fault, op, reference));
+): Promise<() => Promise<void>> {
+  if (!fault) return async () => undefined;
+  const rules = faultRules(fault, op, reference);
+  await w.sim.addFaults(rules);
+  return () => w.sim.removeFaults(rules);
 }
+
+/**
+ * A capture or refund the API refused itself (409, 422 `amount_exceeded`): nothing was sent, so the fault armed for
+ * its call must not outlive it. Left armed, `hiddenEffect`'s 404 look-ups hit the payment's other look-ups: a payment
+ * waiting for the customer (src/workflows/customer-action.ts) then cannot see the customer completed it, and stays
+ * `requires_action` while its 40 rules last (seed 1825762147, path 8:7:4:4:4:4:6:5:5: 45 s after the last command).
+ */
+export const refusedUnsent = (r: ApiResponse): boolean => r.status >= 400 && r.status < 500 && !accepted(r);
 
 /** A new charge (automatic or manual) of merchant A or B, optionally with a provider fault armed on its create. */
 export class Charge implements Cmd {
@@ -409,9 +421,10 @@ export class Capture implements Cmd {
       this.mode === 'full'
         ? {}
         : { amount: this.mode === 'over' ? total + 1 : Math.max(1, Math.floor(total * this.fraction)) };
-    await arm(w, this.fault, 'capture', p.body.orderId);
+    const disarm = await arm(w, this.fault, 'capture', p.body.orderId);
     const key = fresh(m, 'cap');
     const r = await sendOp(m, w, p, 'capture', key, body, `${this} [${p.merchant}/${p.key} ${JSON.stringify(body)}]`);
+    if (refusedUnsent(r)) await disarm();
     assertOneOf(m, this.toString(), r, OP_ANSWERS);
     m.ops.push({ kind: 'capture', merchant: p.merchant, paymentKey: p.key, key, body, consumed: accepted(r) });
   }
@@ -437,10 +450,11 @@ export class Refund implements Cmd {
         : this.mode === 'all'
           ? Math.max(1, left)
           : Math.max(1, Math.floor(left * this.fraction));
-    await arm(w, this.fault, 'refund', p.body.orderId);
+    const disarm = await arm(w, this.fault, 'refund', p.body.orderId);
     const key = fresh(m, 'ref');
     const body = { amount };
     const r = await sendOp(m, w, p, 'refund', key, body, `${this} [${p.merchant}/${p.key} ${amount}]`);
+    if (refusedUnsent(r)) await disarm();
     assertOneOf(m, this.toString(), r, OP_ANSWERS);
     m.ops.push({ kind: 'refund', merchant: p.merchant, paymentKey: p.key, key, body, consumed: accepted(r) });
   }

@@ -3,6 +3,8 @@
  * that call (or its retries and reconcile) and nothing else of the sequence.
  */
 import fc from 'fast-check';
+import type { SimulatorControls } from '../../src/simulator/control';
+import type { FaultRuleView } from '../../src/simulator/faults';
 import type { FaultRule } from './world';
 
 /**
@@ -86,6 +88,34 @@ export function faultRules(
         { match: lookups, fault: 'status', status: 500, times: 9 },
       ];
   }
+}
+
+/**
+ * Takes `armed` (rules a command armed) off the simulator with what they have left, keeping every other rule as it is.
+ * In-process and synchronous: no provider request is matched between the read and the re-add.
+ */
+export function removeFaultRules(
+  sim: Pick<SimulatorControls, 'faults' | 'clearFaults' | 'addFaults'>,
+  armed: readonly FaultRule[],
+): void {
+  const left = [...armed];
+  const same = (r: FaultRuleView, a: FaultRule) =>
+    r.fault === a.fault &&
+    r.times === a.times &&
+    (a.status === undefined || r.status === a.status) &&
+    r.match.operation === a.match.operation &&
+    r.match.reference === a.match.reference &&
+    r.match.key === undefined;
+  const kept = sim.faults().filter((r) => {
+    if (r.remaining === 0) return false;
+    const i = left.findIndex((a) => same(r, a));
+    if (i < 0) return true;
+    left.splice(i, 1);
+    return false;
+  });
+  sim.clearFaults();
+  const rules = kept.map(({ remaining, hits: _, ...r }) => ({ ...r, times: remaining ?? undefined }));
+  if (rules.length > 0) sim.addFaults({ rules });
 }
 
 /** `undefined` (no fault, most of the time) or one of `kinds`. */

@@ -8,7 +8,17 @@ import type { PaymentView } from '../../src/domain/payment';
 import type { ApiResponse } from '../helpers/world';
 import { type FaultSpec, describeFault } from './faults';
 import { eventually } from '../helpers/eventually';
-import { type Cmd, MOVING, OP_ANSWERS, arm, chargeKillingHolder, sendCharge, sendOp, seenOf } from './commands';
+import {
+  type Cmd,
+  MOVING,
+  OP_ANSWERS,
+  arm,
+  chargeKillingHolder,
+  refusedUnsent,
+  sendCharge,
+  sendOp,
+  seenOf,
+} from './commands';
 import {
   type ChargeBody,
   type Model,
@@ -301,10 +311,12 @@ export class WalletRefund implements Cmd {
       all: Math.max(1, walletLeft + cardLeft),
       over: walletLeft + cardLeft + 1,
     }[this.mode];
-    await arm(w, this.fault, 'refund', p.body.orderId);
+    const disarm = await arm(w, this.fault, 'refund', p.body.orderId);
     const key = fresh(m, 'ref');
     const label = `${this} [${p.merchant}/${p.key} wallet left ${walletLeft}, card left ${cardLeft}: ${amount}]`;
     const r = await sendOp(m, w, p, 'refund', key, { amount }, label);
+    // Refused unsent, or the wallet takes it all: no card refund reached the provider, its fault must not outlive it.
+    if (refusedUnsent(r) || amount <= walletLeft) await disarm();
     assertOneOf(m, label, r, OP_ANSWERS);
     m.ops.push({
       kind: 'refund',

@@ -29,6 +29,7 @@ import { workflowBundlePath } from '../helpers/workflow-bundle';
 import { DEV_SERVER_ADDRESS_ENV } from '../helpers/servers';
 import { type Fleet, type WorkerProfile, startFleet } from './fleet';
 import { type ProviderProxy, startProviderProxy } from './provider-proxy';
+import { removeFaultRules } from './faults';
 
 /**
  * Short real timings: a reconcile checks after 1, 2.5 and 4.5 s and resubmits after the 1.5 s settle window, so an
@@ -130,6 +131,8 @@ export interface World {
   operatorResolve(merchant: MerchantName, key: string, body: unknown): Promise<ApiResponse>;
   sim: {
     addFaults(rules: readonly FaultRule[]): Promise<void>;
+    /** Takes rules `addFaults` armed off again (what they have left), every other rule kept. */
+    removeFaults(rules: readonly FaultRule[]): Promise<void>;
     clearFaults(): Promise<void>;
     effects(): Promise<SimEffect[]>;
     /** Every request the provider received (the simulator records each before any fault). */
@@ -276,6 +279,8 @@ function worldOver(
       }),
     sim: {
       addFaults,
+      // The simulator runs in this process (test/helpers/world.ts): taken off in one synchronous step.
+      removeFaults: async (rules) => removeFaultRules(h.sim, rules),
       clearFaults,
       effects: async () => (await ledger()).effects,
       requests: async () => (await ledger()).requests,
