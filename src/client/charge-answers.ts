@@ -10,7 +10,7 @@ import {
   type WorkflowExecutionDescription,
 } from '@temporalio/client';
 import { firstAnswerQuery, paymentQuery } from '../domain/definitions';
-import type { PaymentView } from '../domain/payment';
+import { type PaymentView, isSettledStatus } from '../domain/payment';
 import { PaymentStatusAttr } from '../domain/search-attributes';
 import { startingView } from '../domain/starting-view';
 import type { ChargeWorkflowInput } from '../domain/workflow-inputs';
@@ -108,18 +108,27 @@ export async function firstAnswer(
       const answer = await ctx.client.connection.withDeadline(Math.max(answerBy, Date.now() + 250), () =>
         handle.query(firstAnswerQuery),
       );
-      last = answer.view;
+      last = progressOf(answer);
       return answer;
     };
     const answer = await readUntil(read, (a) => a.settled, answerBy);
     // Its first final answer once there is one; before that its progress (unknown, in review: a 202).
-    return answer.replay ?? answer.view;
+    return answer.replay ?? progressOf(answer);
   } catch (err) {
     // A payment started before this query existed answers the plain view (its first call settled long ago).
     if (err instanceof QueryNotRegisteredError) return bounded(ctx, () => handle.query(paymentQuery));
     if (!isTemporalUnavailable(err)) throw err;
     return last; // no worker answered in time
   }
+}
+
+/**
+ * What an answer read before its payment settled may say: its view while the view is progress (pending, unknown, in
+ * review: a 202). An answered status not settled yet (its task still settles the wallet part) is not what the key will
+ * replay: nothing, so the caller answers the payment as still moving (202), never a 200 its repeats would contradict.
+ */
+function progressOf(answer: { readonly settled: boolean; readonly view: PaymentView }): PaymentView | undefined {
+  return answer.settled || !isSettledStatus(answer.view.status) ? answer.view : undefined;
 }
 
 /** A repeat against a closed payment: the stored result for the same fingerprint, else the key was reused. */

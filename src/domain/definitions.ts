@@ -190,7 +190,8 @@ export const resolveRequest = definePaymentRequest<
 /**
  * Whether the first provider call settled (the early answer of `submit`), with the current view and, once recorded,
  * `replay`: the payment's first final answer, which a repeat of its key answers (absent while none was final yet, and
- * in runs that did not record it).
+ * in runs that did not record it). Not `settled` while an answer is final but not recorded yet (its task still settles
+ * the wallet part): the view then is not what the key will replay.
  */
 export const firstAnswerQuery = defineQuery<{ settled: boolean; view: PaymentView; replay?: PaymentView }>(
   'firstAnswer',

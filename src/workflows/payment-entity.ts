@@ -58,6 +58,7 @@ import {
   initialState,
   keepAnswer,
   operationViews,
+  firstAnswerDue,
   recordFirstAnswer,
   recordOperationAnswers,
   reviewSatisfied,
@@ -218,7 +219,8 @@ export class PaymentEntity implements CreatePort, MovementsPort, CustomerActionP
       keep: (args, refusal) => requests.keepRefusal('refund', args.refundKey, args, refusal),
     });
     setHandler(firstAnswerQuery, () => ({
-      settled: this.state.firstCallSettled,
+      // Settled once the answer its repeats replay is recorded (runs from before it was recorded: the first call).
+      settled: this.state.firstCallSettled && !firstAnswerDue(this.state),
       view: this.state.view,
       ...(this.state.firstAnswer ? { replay: this.state.firstAnswer } : {}),
     }));

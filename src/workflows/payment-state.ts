@@ -152,9 +152,16 @@ const snapshotOf = (view: PaymentView): PaymentView => JSON.parse(JSON.stringify
  * reached a status answered 200 (at once, or later from unknown or a review). Recorded once.
  */
 export function recordFirstAnswer(state: PaymentState): void {
-  if (state.firstAnswer === null && state.firstCallSettled && ANSWERED.has(state.view.status)) {
-    state.firstAnswer = snapshotOf(state.view);
-  }
+  if (firstAnswerDue(state)) state.firstAnswer = snapshotOf(state.view);
+}
+
+/**
+ * The first answer is final but not recorded yet: the first call settled at an answered status and the task that
+ * decided it is still finishing its first steps (a split payment's wallet part, captured or released by a local
+ * activity after the card's answer). What the view shows meanwhile is not what repeats will replay.
+ */
+export function firstAnswerDue(state: PaymentState): boolean {
+  return state.firstAnswer === null && state.firstCallSettled && ANSWERED.has(state.view.status);
 }
 
 /**
