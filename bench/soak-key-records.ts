@@ -7,6 +7,7 @@
  * (`<operation>:<merchantId>:<key>`, the table's primary key); a handoff still retrying (its backoff reaches a minute)
  * gets a bounded wait.
  */
+import { isDeepStrictEqual } from 'node:util';
 import type pg from 'pg';
 import { settledStatuses } from '../src/domain/payment';
 
@@ -62,4 +63,36 @@ export async function missingKeyRecords(
     if (missing.length === 0 || Date.now() > deadline) return missing;
     await new Promise((r) => setTimeout(r, 1_000));
   }
+}
+
+/** A charge key's answer as its client got it: its scope (`charge:<merchantId>:<key>`) and the 200's body. */
+export interface ClientAnswer {
+  readonly scope: string;
+  readonly body: Readonly<Record<string, unknown>>;
+}
+
+/**
+ * The answers whose key record holds another view: every 200 a client got for a charge key with an answered status is
+ * that key's first answer or its replay, and its record is that first answer, so the two are equal, field for field
+ * (a record written by a try of a workflow task that never completed, with another time or another outcome, is not).
+ * A key without its record is {@link missingKeyRecords}' to report.
+ */
+export async function keyRecordsUnlikeAnswers(
+  db: Pick<pg.Pool, 'query'>,
+  answers: readonly ClientAnswer[],
+): Promise<{ readonly compared: number; readonly unlike: string[] }> {
+  const kept = answers.filter((a) => answered.has(String(a.body.status)));
+  if (kept.length === 0) return { compared: 0, unlike: [] };
+  const { rows } = await db.query<{ scope: string; view: unknown }>(
+    'SELECT scope, view FROM key_records WHERE scope = ANY($1)',
+    [[...new Set(kept.map((a) => a.scope))]],
+  );
+  const views = new Map(rows.map((r) => [r.scope, r.view]));
+  const withRecord = kept.filter(({ scope }) => views.has(scope));
+  const unlike = withRecord.flatMap(({ scope, body }) => {
+    const view = views.get(scope);
+    if (isDeepStrictEqual(view, body)) return [];
+    return [`${scope}: its record holds ${JSON.stringify(view)}, its client was answered ${JSON.stringify(body)}`];
+  });
+  return { compared: withRecord.length, unlike };
 }

@@ -58,8 +58,9 @@ import {
   stateOf,
 } from './soak-check';
 import { forEachBounded } from './bounded';
-import { expectedKeyScopes, missingKeyRecords } from './soak-key-records';
+import { type ClientAnswer, expectedKeyScopes, keyRecordsUnlikeAnswers, missingKeyRecords } from './soak-key-records';
 import { type SoakControls, longRetryAfter, outageAfterCrash, rollingDeploy, setFaults } from './soak-adversaries';
+import { chargeWorkflowId } from '../src/domain/ids';
 import { formatWait } from '../src/domain/summaries';
 import { defaultPaymentTimings } from '../src/domain/workflow-inputs';
 import { AmbiguityTally, ambiguityByKindLine, ambiguityLine } from './soak-ambiguity';
@@ -206,6 +207,8 @@ async function call(
 
 const payments: SoakPayment[] = [];
 const answers: SoakAnswer[] = [];
+/** Every charge's 200 as its client got it, whole: held against its key's record in the verdict. */
+const chargeBodies: ClientAnswer[] = [];
 const settleMs: number[] = [];
 let completedScenarios = 0;
 let scenariosStarted = 0;
@@ -289,6 +292,8 @@ const record = (payment: string, kind: SoakAnswer['kind'], opKey: string, amount
   );
   answers.push({ payment, ...answer });
   if (r.status === 200) noteSuccess();
+  if (r.status === 200 && kind === 'charge')
+    chargeBodies.push({ scope: chargeWorkflowId(merchant!.merchantId, payment), body: r.body });
 };
 
 async function moveMoney(
@@ -1033,10 +1038,19 @@ async function main(): Promise<number> {
       ? databaseUrl({ host: pgHost, port: Number(pgPort), user: 'postgres' }, PAYMENTS_DATABASE)
       : undefined);
   const keyDb = paymentsDatabase ? new pg.Pool({ connectionString: paymentsDatabase, max: 1 }) : undefined;
-  const missingKeys = keyDb ? await missingKeyRecords(keyDb, keyScopes, 120_000).finally(() => keyDb.end()) : undefined;
+  const [missingKeys, unlikeAnswers] = keyDb
+    ? await Promise.all([
+        missingKeyRecords(keyDb, keyScopes, 120_000),
+        keyRecordsUnlikeAnswers(keyDb, chargeBodies),
+      ]).finally(() => keyDb.end())
+    : [undefined, undefined];
   const doubleEffects = verdict.doubleEffects + walletVerdict.doubleEffects + orderRaces.bothTook.length;
   const mismatches =
-    verdict.mismatches + walletVerdict.mismatches + (missingKeys?.length ?? 0) + orderRaces.misnamed.length;
+    verdict.mismatches +
+    walletVerdict.mismatches +
+    (missingKeys?.length ?? 0) +
+    (unlikeAnswers?.unlike.length ?? 0) +
+    orderRaces.misnamed.length;
   const throughput = N / ((loadEnded - loadStarted) / 1000);
   const ms = (x: number) => `${Math.round(x)} ms`;
   log('');
@@ -1086,7 +1100,9 @@ async function main(): Promise<number> {
     missingKeys === undefined
       ? 'key records: not checked (the stack names no PostgreSQL)'
       : `key records: ${keyScopes.length - missingKeys.length} of ${keyScopes.length} answered keys recorded ` +
-          `(charges, succeeded captures and refunds); ${missingKeys.length} missing`,
+          `(charges, succeeded captures and refunds); ${missingKeys.length} missing; ` +
+          `charge answers held against their records: ${unlikeAnswers?.compared ?? 0} (200s with an answered status), ` +
+          `${unlikeAnswers?.unlike.length ?? 0} unlike`,
   );
   log(
     `order races (two keys of a new order at once, one to each of ${stack.apiUrls.length} API(s)): ` +
@@ -1099,6 +1115,7 @@ async function main(): Promise<number> {
     ...verdict.problems,
     ...walletVerdict.problems.map((p) => `wallet ${p}`),
     ...(missingKeys ?? []).map((scope) => `no key record for ${scope}`),
+    ...(unlikeAnswers?.unlike ?? []),
   ];
   for (const problem of problems.slice(0, 30)) log(`problem: ${problem}`);
   if (problems.length > 30) log(`... and ${problems.length - 30} more problems`);

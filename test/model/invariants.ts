@@ -3,9 +3,9 @@
  * operator resolve what is in review from the provider's records, then hold every answer and every view read against
  * the simulator's ledger and its payments.
  */
-import { expectedKeyScopes, missingKeyRecords } from '../../bench/soak-key-records';
+import { expectedKeyScopes, keyRecordsUnlikeAnswers, missingKeyRecords } from '../../bench/soak-key-records';
 import { WorkflowNotFoundError } from '@temporalio/client';
-import { captureWorkflowId, reconcileWorkflowId, refundWorkflowId } from '../../src/domain/ids';
+import { captureWorkflowId, chargeWorkflowId, reconcileWorkflowId, refundWorkflowId } from '../../src/domain/ids';
 import type { PaymentView } from '../../src/domain/payment';
 import { checkMoneyInvariant, invariantAnswer } from '../../bench/money-invariant';
 import { operatorResolve } from './commands';
@@ -175,6 +175,11 @@ export async function settleAndCheck(w: World, m: Model): Promise<void> {
   );
   const unrecorded = await missingKeyRecords(w.db, keyScopes, KEY_RECORD_WAIT_MS);
   problems.push(...unrecorded.map((scope) => `no key record for ${scope}: its first answer was never handed over`));
+  // ... and holds what the client was answered: a charge's 200 with an answered status is its first answer or a replay.
+  const clientAnswers = m.seen
+    .filter((s) => s.what === 'charge' && s.status === 200)
+    .map((s) => ({ scope: chargeWorkflowId(w.merchant(s.merchant).id, s.key), body: s.body }));
+  problems.push(...(await keyRecordsUnlikeAnswers(w.db, clientAnswers)).unlike);
 
   if (problems.length > 0) {
     throw new ModelViolation(
