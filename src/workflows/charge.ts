@@ -47,6 +47,8 @@ async function startPayment(payment: PaymentEntity, wallet: WalletSettlement): P
   if (walletOnly && debitsAtOnce()) return debitWalletOnly(payment);
   // Read before the hold's activity: whether the first workflow task was tried before, as the create reads it.
   const retried = firstTaskRetried(payment.input);
+  // A split payment's patch, asked before its first local activity (wallet-part.ts says why).
+  if (!walletOnly) wallet.askFirst();
   if (!(await holdWalletPart(payment))) return;
   if (walletOnly) return payFromWallet(payment);
   await createAtProvider(payment, retried);

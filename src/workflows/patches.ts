@@ -185,6 +185,14 @@ export const PATCHES = {
       "a payment with merchant events and key records hands each change's events and key answers over in one activity",
     before: 'an activity per event and per key answer, each a workflow task to hear back',
   },
+  walletSettleAskedFirst: {
+    id: 'wallet-settle-in-task-asked-first',
+    since: 'HEAD',
+    change:
+      "a split payment asks whether it settles its wallet part in the task before its hold, so a replay knows it however the card part's local first attempt answered",
+    before:
+      "wallet-settle-in-task asked after the card part's first call: a replay whose local first attempt answered in the task after its marker's took the other path (TMPRL1100)",
+  },
   walletNewsInTask: {
     id: 'wallet-news-in-task',
     since: '7cfc890',

@@ -35,6 +35,15 @@ const WALLET_LOCAL_STEPS = PATCHES.walletLocalSteps.id;
 const WALLET_SETTLE_IN_TASK = PATCHES.walletSettleInTask.id;
 
 /**
+ * Patch: whether the split payment settles its part in the task is asked before its hold, not after its card part's
+ * first call. That call may be a local activity (the local first create attempt), and a replay resolves a local
+ * activity where its marker is: when its answer had come in the task after the one that recorded its marker (a busy
+ * worker), the replay asked {@link WALLET_SETTLE_IN_TASK} before that task's patches were known, took the other path,
+ * and failed every replay (TMPRL1100). Runs that asked it after keep asking it there.
+ */
+const WALLET_SETTLE_ASKED_FIRST = PATCHES.walletSettleAskedFirst.id;
+
+/**
  * Patch: a wallet-only payment's hold and capture are one debit, one transaction in one local activity of its first
  * task (older runs held, then captured, each a local activity of that task).
  */
@@ -245,8 +254,9 @@ export async function payFromWallet(payment: WalletPort): Promise<void> {
  */
 export function settleWalletPart(payment: WalletPort): WalletSettlement {
   const { input, state } = payment;
-  if (input.request.wallet === undefined) return { ...noHandoffs, inTask: async () => undefined };
+  if (input.request.wallet === undefined) return { ...noHandoffs, inTask: async () => undefined, askFirst: () => {} };
   let out = false;
+  let askedFirst = false;
   let gaveUp = false;
   const due = (): Settlement | undefined =>
     state.view.wallet?.status === 'held' && !out && !gaveUp ? settlementOf(state.view.status) : undefined;
@@ -279,10 +289,13 @@ export function settleWalletPart(payment: WalletPort): WalletSettlement {
   })();
   return {
     idle: () => !out && due() === undefined,
+    askFirst: () => {
+      askedFirst = patched(WALLET_SETTLE_ASKED_FIRST);
+    },
     inTask: async () => {
       const kind = due();
       // Only where the card part decided it; the patch marker only on those payments.
-      if (kind === undefined || !patched(WALLET_SETTLE_IN_TASK)) return;
+      if (kind === undefined || !(askedFirst || patched(WALLET_SETTLE_IN_TASK))) return;
       // Set before the step is scheduled, in the same activation as the decision: the loop above does not start too.
       out = true;
       try {
@@ -306,6 +319,8 @@ export interface WalletSettlement extends Handoffs {
    * split payment's card part answered); on failure the settlement's own activity takes over. Nothing otherwise.
    */
   inTask(): Promise<void>;
+  /** Asks, before the split payment's first local activity, whether {@link inTask} may settle (a patch). */
+  askFirst(): void;
 }
 
 /**
