@@ -187,7 +187,7 @@ export const PATCHES = {
   },
   walletSettleAskedFirst: {
     id: 'wallet-settle-in-task-asked-first',
-    since: 'HEAD',
+    since: 'f111443',
     change:
       "a split payment asks whether it settles its wallet part in the task before its hold, so a replay knows it however the card part's local first attempt answered",
     before:
