@@ -22,10 +22,11 @@ const { handOverPaymentNews } = proxyActivities<HandoffActivities>({
 
 /**
  * Patch: news that any retry of its task decides the same (a wallet-only payment's debit decided by the ledger:
- * PaymentEntity.newsReproducible, said only when {@link newsInTaskPatched} held) is handed over by a local activity inside that task: no activity task, and no second
- * workflow task to hear it back. A task that never completes is run again and hands the same news over again (an event
- * is queued once per id, a key's first answer wins), so nothing handed over differs from what history records. Older
- * runs, and all other news, go by the activity, scheduled by the completion of the task that made them.
+ * PaymentEntity.newsReproducible, said only when {@link newsInTaskPatched} held) is handed over by a local activity
+ * inside that task: no activity task, and no second workflow task to hear it back. A task that never completes is run
+ * again and hands the same news over again (an event is queued once per id, a key's first answer wins), so nothing
+ * handed over differs from what history records. Older runs, and all other news, go by the activity, scheduled by the
+ * completion of the task that made them.
  */
 const NEWS_IN_TASK = PATCHES.walletNewsInTask.id;
 

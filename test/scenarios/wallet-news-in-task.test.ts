@@ -93,24 +93,19 @@ async function landed(db: Awaited<ReturnType<typeof openTestDatabase>>, merchant
 /** The payment's history: the handoffs it scheduled as activities or made as local activities, and its task ends. */
 async function historyOf(workflowId: string) {
   const events = (await env.client.workflow.getHandle(workflowId).fetchHistory()).events ?? [];
-  const localTypes = events.flatMap((e) => {
-    const marker = e.markerRecordedEventAttributes;
-    if (marker?.markerName !== 'core_local_activity') return [];
-    const data = marker.details?.data?.payloads?.[0];
-    return data ? [defaultPayloadConverter.fromPayload<{ activity_type: string }>(data).activity_type] : [];
-  });
-  // Each marker in order: a patch's id, a local activity's type.
-  const markers = events.flatMap((e) => {
+  // Each marker in order: a patch's id, or a local activity's type.
+  const markers = events.flatMap((e): { kind: 'patch' | 'local'; name: string }[] => {
     const marker = e.markerRecordedEventAttributes;
     const patch = marker?.markerName === 'core_patch' ? marker.details?.['patch-data']?.payloads?.[0] : undefined;
-    if (patch) return [defaultPayloadConverter.fromPayload<{ id: string }>(patch).id];
+    if (patch) return [{ kind: 'patch', name: defaultPayloadConverter.fromPayload<{ id: string }>(patch).id }];
     const data = marker?.markerName === 'core_local_activity' ? marker.details?.data?.payloads?.[0] : undefined;
-    return data ? [defaultPayloadConverter.fromPayload<{ activity_type: string }>(data).activity_type] : [];
+    const local = data && defaultPayloadConverter.fromPayload<{ activity_type: string }>(data).activity_type;
+    return local ? [{ kind: 'local', name: local }] : [];
   });
   return {
-    markers,
+    markers: markers.map((m) => m.name),
     activities: events.flatMap((e) => e.activityTaskScheduledEventAttributes?.activityType?.name ?? []),
-    localActivities: localTypes,
+    localActivities: markers.filter((m) => m.kind === 'local').map((m) => m.name),
     tasksCompleted: events.filter((e) => e.workflowTaskCompletedEventAttributes).length,
     tasksTimedOut: events.filter((e) => e.workflowTaskTimedOutEventAttributes).length,
   };
