@@ -200,4 +200,12 @@ export const PATCHES = {
       "a wallet-only payment whose debit the ledger decided hands that decision's news (its event, its key's first answer) over in a local activity of its first task, the activity only when that fails",
     before: "an activity scheduled by the first task's completion, and a second task to hear it back",
   },
+  walletSettleLedgerTime: {
+    id: 'wallet-settle-ledger-time',
+    since: 'HEAD',
+    change:
+      "a split payment's settled wallet part stamps its view with the ledger's time of the capture or release, the same in every replay",
+    before:
+      "the workflow's clock where the settlement's answer was heard: a replay that heard a local settlement's answer a task earlier than the run did (its marker's task) rebuilt a view whose updatedAt differed from the API's answer",
+  },
 } as const satisfies Record<string, PatchEntry>;

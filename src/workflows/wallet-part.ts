@@ -44,6 +44,15 @@ const WALLET_SETTLE_IN_TASK = PATCHES.walletSettleInTask.id;
 const WALLET_SETTLE_ASKED_FIRST = PATCHES.walletSettleAskedFirst.id;
 
 /**
+ * Patch: a split payment's settled wallet part stamps the view with the time the ledger settled it (the capture's or
+ * release's entry, read back the same by a retry), not the workflow's clock where its answer was heard: a replay hears
+ * a local activity's answer in the task of its marker, which may be earlier than the task the run heard it in, so the
+ * view a replay rebuilt (and the key record it wrote) could differ from the one the API answered. Asked with
+ * {@link WALLET_SETTLE_ASKED_FIRST}, before the hold.
+ */
+const WALLET_SETTLE_LEDGER_TIME = PATCHES.walletSettleLedgerTime.id;
+
+/**
  * Patch: a wallet-only payment's hold and capture are one debit, one transaction in one local activity of its first
  * task (older runs held, then captured, each a local activity of that task).
  */
@@ -257,13 +266,14 @@ export function settleWalletPart(payment: WalletPort): WalletSettlement {
   if (input.request.wallet === undefined) return { ...noHandoffs, inTask: async () => undefined, askFirst: () => {} };
   let out = false;
   let askedFirst = false;
+  let ledgerTime = false;
   let gaveUp = false;
   const due = (): Settlement | undefined =>
     state.view.wallet?.status === 'held' && !out && !gaveUp ? settlementOf(state.view.status) : undefined;
   /** Captures or releases the hold with `steps` (the task's local activities, or the settlement's activities). */
   const settle = async (kind: Settlement, steps: Record<Settlement, typeof captureWalletHold>): Promise<void> => {
-    await steps[kind](settleArgs(input));
-    markWallet(state, kind === 'capture' ? 'captured' : 'released');
+    const settled = await steps[kind](settleArgs(input));
+    markWallet(state, kind === 'capture' ? 'captured' : 'released', ledgerTime ? settled.wallet.updatedAt : undefined);
     payment.publish();
   };
   void (async () => {
@@ -291,6 +301,7 @@ export function settleWalletPart(payment: WalletPort): WalletSettlement {
     idle: () => !out && due() === undefined,
     askFirst: () => {
       askedFirst = patched(WALLET_SETTLE_ASKED_FIRST);
+      ledgerTime = patched(WALLET_SETTLE_LEDGER_TIME);
     },
     inTask: async () => {
       const kind = due();
@@ -385,8 +396,9 @@ function declineShortFunds(payment: WalletPort): void {
   payment.transition('declined');
 }
 
-function markWallet(state: PaymentState, status: WalletPartView['status']): void {
+/** Sets the wallet part's status, at `at` (the ledger's time, where the step carries it) or the workflow's clock. */
+function markWallet(state: PaymentState, status: WalletPartView['status'], at?: string): void {
   if (state.view.wallet === undefined) return;
   state.view.wallet = { ...state.view.wallet, status };
-  state.view.updatedAt = nowIso();
+  state.view.updatedAt = at ?? nowIso();
 }

@@ -13,11 +13,15 @@ import { failureConverterPath } from '../../src/codec';
 /** The environment variable naming the file of the run's bundle. */
 export const WORKFLOW_BUNDLE_ENV = 'PW_TEST_WORKFLOW_BUNDLE';
 
-/** Bundles the workflows as the worker does: failure texts encoded (and so encrypted where a codec is configured). */
-export function buildWorkflowBundle(): Promise<WorkflowBundleWithSourceMap> {
+/**
+ * Bundles the workflows as the worker does: failure texts encoded (and so encrypted where a codec is configured); with
+ * a test's own workflow interceptor modules where it names them.
+ */
+export function buildWorkflowBundle(workflowInterceptorModules: string[] = []): Promise<WorkflowBundleWithSourceMap> {
   return bundleWorkflowCode({
     workflowsPath: require.resolve('../../src/workflows'),
     failureConverterPath,
+    workflowInterceptorModules,
     logger: { log() {}, trace() {}, debug() {}, info() {}, warn() {}, error: (m: string) => console.error(m) },
   });
 }

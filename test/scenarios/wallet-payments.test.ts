@@ -103,6 +103,7 @@ interface Entry {
   readonly kind: string;
   readonly amount: number;
   readonly paymentKey?: string;
+  readonly at: string;
 }
 
 /** A fresh wallet of merchant A credited with `balance` EUR minor units. */
@@ -111,6 +112,9 @@ const walletWith = (balance: number): Promise<string> => fundedWallet(h, balance
 const walletOf = async (walletId: string) => (await h.request('GET', `/v1/wallets/${walletId}`)).body;
 const entriesOf = async (walletId: string): Promise<Entry[]> =>
   (await h.request('GET', `/v1/wallets/${walletId}/entries`)).body.entries as Entry[];
+/** When the ledger recorded the wallet's one entry of `kind`. */
+const settledAtOf = async (walletId: string, kind: string) =>
+  (await entriesOf(walletId)).filter((e) => e.kind === kind).map((e) => e.at)[0];
 /** The (kind, amount) of each entry after the first credit. */
 const movesOf = async (walletId: string) => (await entriesOf(walletId)).slice(1).map((e) => [e.kind, e.amount]);
 const simOf = (orderId: string) => {
@@ -215,6 +219,8 @@ describe('POST /v1/payments with a wallet part: the money', () => {
     expect(res.status).toBe(200);
     // Settled in the card part's task: the answer already shows the hold captured.
     expect(res.body).toMatchObject({ status: 'succeeded', amountCaptured: 1_100, wallet: { status: 'captured' } });
+    // Stamped with the ledger's time of the capture, which every replay of the run reads back alike.
+    expect(res.body.updatedAt).toBe(await settledAtOf(walletId, 'capture'));
     const settled = await settledAs(key, 'captured');
     expect(settled.wallet).toEqual({ walletId, amount: 400, status: 'captured', refunded: 0 });
     expect(await walletOf(walletId)).toMatchObject({ balance: 600, held: 0, available: 600 });
@@ -274,6 +280,7 @@ describe('POST /v1/payments with a wallet part: the money', () => {
 
     expect(res.status).toBe(200);
     expect(res.body).toMatchObject({ status: 'declined', wallet: { status: 'released' } });
+    expect(res.body.updatedAt).toBe(await settledAtOf(walletId, 'release'));
     await settledAs(key, 'released');
     expect(await walletOf(walletId)).toMatchObject({ balance: 1_000, held: 0, available: 1_000 });
     expect(await movesOf(walletId)).toEqual([
