@@ -202,7 +202,7 @@ export const PATCHES = {
   },
   walletSettleLedgerTime: {
     id: 'wallet-settle-ledger-time',
-    since: 'HEAD',
+    since: '668110c',
     change:
       "a split payment's settled wallet part stamps its view with the ledger's time of the capture or release, the same in every replay",
     before:
