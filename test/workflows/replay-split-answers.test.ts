@@ -10,8 +10,12 @@
  * The adversary: every recorded history, as recorded and split after each of its local activity markers
  * (test/helpers/split-history.ts), replayed with an interceptor that reports every activity scheduled and the run's
  * result; each split must report what the recorded history reports. Only histories recorded before their fix may
- * differ, named with the fix.
+ * differ, named with the fix. And each recorded history's replay must schedule every activity with the input its run
+ * recorded and end with the result its run recorded (fields added to the view since may be more): what a replay
+ * rebuilds is what the run did, wherever the recorded events say so. The runs the current code replays otherwise are
+ * named, each with why.
  */
+import { temporal } from '@temporalio/proto';
 import { type InjectedSinks, Worker } from '@temporalio/worker';
 import type { PaymentSinks } from '../../src/domain/sinks';
 import type { ScheduledSinks } from '../helpers/scheduled-inputs-interceptor';
@@ -24,9 +28,13 @@ const KNOWN_BEFORE_FIX: Record<string, string> = {
   'wallet-split-payment-declined-before-settle-asked-first.0.json': 'wallet-settle-ledger-time',
 };
 
-it('hands over the same news and answers wherever a task boundary falls after a local activity', async () => {
+/** What each replay reported, by its workflow id (`<file>`, `<file>#<marker>`), and the ones that failed. */
+const seen = new Map<string, string[]>();
+const failed = new Set<string>();
+const variants = splitHistories(() => true, true);
+
+beforeAll(async () => {
   const workflowBundle = await buildWorkflowBundle([require.resolve('../helpers/scheduled-inputs-interceptor')]);
-  const seen = new Map<string, string[]>();
   const report = (workflowId: string, what: unknown): void => {
     seen.set(workflowId, [...(seen.get(workflowId) ?? []), JSON.stringify(what)]);
   };
@@ -41,12 +49,13 @@ it('hands over the same news and answers wherever a task boundary falls after a 
       result: { fn: (info, result) => report(info.workflowId, { result }), callDuringReplay: true },
     },
   };
-  const variants = splitHistories(() => true, true);
-  const failed = new Set<string>();
   for await (const result of Worker.runReplayHistories({ workflowBundle, sinks }, variants)) {
     // A replay that fails is replay-split-tasks.test.ts's to judge; here only what the others report.
     if (result.error) failed.add(result.workflowId);
   }
+}, 300_000);
+
+it('hands over the same news and answers wherever a task boundary falls after a local activity', () => {
   const differ = new Map<string, string>();
   let compared = 0;
   for (const { workflowId } of variants) {
@@ -75,4 +84,95 @@ it('hands over the same news and answers wherever a task boundary falls after a 
     }
   }
   console.log(`[replay-split-answers] ${compared} split histories compared, ${differ.size} known to differ`);
-}, 300_000);
+});
+
+/** A payload of a recorded history as the workflow saw it (JSON; `binary/null` is undefined). */
+function decoded(payload: { metadata?: Record<string, string>; data?: string }): unknown {
+  const encoding = Buffer.from(payload.metadata?.encoding ?? '', 'base64').toString();
+  if (encoding === 'binary/null') return undefined;
+  if (encoding !== 'json/plain') throw new Error(`a payload encoded ${encoding}`);
+  return JSON.parse(Buffer.from(payload.data ?? '', 'base64').toString());
+}
+
+/**
+ * Where `replayed` does not hold what `recorded` holds, value for value, as `path: recorded -> replayed`: fields the
+ * code added since the run recorded (a view's `amountReleased`, `operations`) may be more; nothing the run recorded may
+ * differ or be missing.
+ */
+function unheld(recorded: unknown, replayed: unknown, at = ''): string[] {
+  const differs = () => [`${at || '.'}: ${JSON.stringify(recorded)} -> ${JSON.stringify(replayed)}`];
+  if (recorded === null || typeof recorded !== 'object') return recorded === replayed ? [] : differs();
+  if (replayed === null || typeof replayed !== 'object') return differs();
+  if (Array.isArray(recorded)) {
+    if (!Array.isArray(replayed) || recorded.length !== replayed.length) return differs();
+    return recorded.flatMap((r, i) => unheld(r, replayed[i], `${at}[${i}]`));
+  }
+  return Object.entries(recorded).flatMap(([k, v]) =>
+    unheld(v, (replayed as Record<string, unknown>)[k], `${at}.${k}`),
+  );
+}
+
+type Payloads = { payloads?: { metadata?: Record<string, string>; data?: string }[] } | undefined;
+
+/** What a recorded history says its run scheduled (activities, not local ones: their inputs are not recorded) and returned. */
+function recordedRun(history: (typeof variants)[number]['history']): unknown[] {
+  return (history.events ?? []).flatMap((e): unknown[] => {
+    const scheduled = e.activityTaskScheduledEventAttributes;
+    if (scheduled) {
+      const args = ((scheduled.input as Payloads)?.payloads ?? []).map(decoded);
+      return [{ kind: 'activity', activityType: scheduled.activityType?.name, args }];
+    }
+    const completed = e.workflowExecutionCompletedEventAttributes;
+    if (completed) return [{ result: ((completed.result as Payloads)?.payloads ?? []).map(decoded)[0] }];
+    return [];
+  });
+}
+
+/**
+ * Recorded runs the current code replays into other values, each with why; each must still differ, where it says.
+ */
+const KNOWN_UNLIKE_RUN: Record<string, { readonly why: string; readonly where: string }> = {
+  // test/known-nondeterminism/query-before-task.test.ts recorded it: a query on an uncached worker applied the
+  // create's result ahead of its task (docs/sdk-update-ordering.md).
+  'merchant-events-query-split.0.json': {
+    why: 'the run applied the result in a query’s activation at the last task’s clock; a replay applies it in its task',
+    where: '.args[0].event.created',
+  },
+  'resolve-create-refused-then-failed.0.json': {
+    why: 'its run counted the local first attempt and the activity that took over as 1 attempt; the code now counts 2',
+    where: '.result.attempts',
+  },
+};
+
+it('replays each recorded history into the activity inputs and the result its run recorded', () => {
+  let activities = 0;
+  const unlike = new Map<string, string[]>();
+  for (const { workflowId, history } of variants) {
+    if (workflowId.includes('#') || failed.has(workflowId)) continue;
+    const recorded = recordedRun(history);
+    activities += recorded.filter((r) => (r as { kind?: string }).kind === 'activity').length;
+    const replayed = (seen.get(workflowId) ?? [])
+      .map((r) => JSON.parse(r) as { kind?: string })
+      .filter((r) => r.kind !== 'local');
+    // A history recorded with its last workflow task started and not completed: its replay runs that task too, and
+    // may schedule more than the run had recorded.
+    const last = history.events?.[history.events.length - 1]?.eventType;
+    const open = last === temporal.api.enums.v1.EventType.EVENT_TYPE_WORKFLOW_TASK_STARTED;
+    const differences = [
+      ...recorded.flatMap((r, i) => unheld(r, replayed[i], `[${i}]`)),
+      ...(replayed.length === recorded.length || (open && replayed.length > recorded.length)
+        ? []
+        : [`${recorded.length} recorded, ${replayed.length} replayed`]),
+    ];
+    if (differences.length > 0) unlike.set(workflowId, differences);
+  }
+  expect(activities).toBeGreaterThan(100);
+  const unexpected = [...unlike].filter(([id]) => KNOWN_UNLIKE_RUN[id] === undefined);
+  expect(unexpected).toEqual([]);
+  for (const [file, { where }] of Object.entries(KNOWN_UNLIKE_RUN)) {
+    expect({ file, differs: (unlike.get(file) ?? []).some((d) => d.split(':')[0]?.endsWith(where)) }).toEqual({
+      file,
+      differs: true,
+    });
+  }
+});
