@@ -201,6 +201,10 @@ export async function createWorkers(setup: WorkerSetup): Promise<Worker[]> {
     ...(setup.dataConverter === undefined ? {} : { dataConverter: setup.dataConverter }),
     interceptors: { activity: [providerCallInterceptor(metrics)] },
   };
+  if (setup.workflowCache?.maxCachedWorkflows === 0) {
+    // The payments' first steps are local activities: config.WORKER_MAX_CACHED_WORKFLOWS says why none is refused.
+    throw new TypeError('workflowCache.maxCachedWorkflows must be at least 1: the payments run local activities');
+  }
   const workflowWorker = await Worker.create({
     connection: setup.connection,
     namespace: setup.namespace,

@@ -120,9 +120,12 @@ export const EnvSchema = z.object({
   /**
    * Payments each worker process keeps in memory between their workflow tasks (the SDK's workflow cache): its memory
    * grows with it, not with the open payments (a payment out of the cache is replayed from its history at its next
-   * task). Absent: the SDK's default from the heap limit (2,310 with Node's 4 GiB default).
+   * task). Absent: the SDK's default from the heap limit (2,310 with Node's 4 GiB default). At least 1: a worker
+   * without a cache evicts a payment in the middle of its first task while its local activities are out (a cluster
+   * soak with one such worker: 31 "This is an SDK bug" errors from sdk-core, SDK 1.24.0); sdk-rust#1482 describes the
+   * livelock that can become (the task's markers lost, the task timed out and run again, indefinitely).
    */
-  WORKER_MAX_CACHED_WORKFLOWS: wholeNumber(0, 1_000_000).optional(),
+  WORKER_MAX_CACHED_WORKFLOWS: wholeNumber(1, 1_000_000).optional(),
   /** The worker's own metrics (prom-client) at http://<address>/metrics, or `off`. */
   WORKER_METRICS_ADDRESS: listenAddress.default('127.0.0.1:9465'),
   /** PostgreSQL of wallets and key records (`postgres://user:password@host:port/db`); absent: no wallets. */

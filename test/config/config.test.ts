@@ -184,6 +184,9 @@ describe('loadConfig', () => {
     expect(loadConfig({}).WORKER_MAX_CACHED_WORKFLOWS).toBeUndefined();
     expect(loadConfig({ WORKER_MAX_CACHED_WORKFLOWS: '500' }).WORKER_MAX_CACHED_WORKFLOWS).toBe(500);
     expect(failingVariables({ WORKER_MAX_CACHED_WORKFLOWS: '-1' })).toEqual(['WORKER_MAX_CACHED_WORKFLOWS']);
+    // No cache: the sdk-core this SDK runs can evict a payment mid-task with its local activities out (sdk-rust#1482).
+    expect(failingVariables({ WORKER_MAX_CACHED_WORKFLOWS: '0' })).toEqual(['WORKER_MAX_CACHED_WORKFLOWS']);
+    expect(loadConfig({ WORKER_MAX_CACHED_WORKFLOWS: '1' }).WORKER_MAX_CACHED_WORKFLOWS).toBe(1);
     expect(failingVariables({ WORKER_MAX_CACHED_WORKFLOWS: 'many' })).toEqual(['WORKER_MAX_CACHED_WORKFLOWS']);
   });
 

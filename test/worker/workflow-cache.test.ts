@@ -6,8 +6,11 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
+import { NativeConnection } from '@temporalio/worker';
 import pino from 'pino';
 import { loadConfig } from '../../src/config';
+import { createPaymentWorkers } from '../../src/payment-workers';
+import { createProvider, simulatorCapabilities } from '../../src/providers';
 import { chargeWorkflowId } from '../../src/domain/ids';
 import { startSimulator, type RunningSimulator } from '../../src/simulator/server';
 import { startConfiguredStack } from '../../src/stack';
@@ -66,4 +69,33 @@ async function cachedAfterOpening(count: number, maxCached: string | undefined):
 it('keeps at most WORKER_MAX_CACHED_WORKFLOWS payments in a worker’s cache; without it, every open one', async () => {
   expect(await cachedAfterOpening(5, '2')).toBe(2);
   expect(await cachedAfterOpening(5, undefined)).toBe(5);
+});
+
+it('refuses a worker without a workflow cache: its payments’ first tasks run local activities', async () => {
+  // The configuration refuses WORKER_MAX_CACHED_WORKFLOWS=0 (test/config); the package's workers refuse it too, before
+  // any worker polls.
+  const connection = await NativeConnection.connect({ address: env.address });
+  try {
+    const simulator = createProvider({
+      name: 'simulator',
+      baseUrl: sim.url,
+      apiKey: 'sk_cache',
+      capabilities: simulatorCapabilities(),
+      connectTimeoutMs: 2_000,
+      totalTimeoutMs: 10_000,
+    });
+    await expect(
+      createPaymentWorkers({
+        connection,
+        taskQueue: `cache-${randomUUID()}`,
+        providers: { simulator },
+        workflows: { workflowBundle: { codePath: await workflowBundlePath() } },
+        workflowCache: { maxCachedWorkflows: 0 },
+        sweep: false,
+        logger: pino({ level: 'silent' }),
+      }),
+    ).rejects.toThrow('workflowCache.maxCachedWorkflows must be at least 1');
+  } finally {
+    await connection.close();
+  }
 });
