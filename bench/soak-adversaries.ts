@@ -1,8 +1,9 @@
 /**
  * The soak's adversaries of issue 19, beside its random faults and kills: a rolling deploy of the workers into other
- * `PROVIDER_*` settings, a provider outage longer than every retry budget that begins with every worker killed in the
- * middle of local first create attempts, and one 429 with a Retry-After of minutes. Each is timed by the load
- * (a fraction of it) and logged; the verdict (bench/soak-check.ts) judges what they did to the money.
+ * `PROVIDER_*` settings (one of them with a workflow cache of one), a provider outage longer than every retry budget
+ * that begins with every worker killed in the middle of local first create attempts, and one 429 with a Retry-After
+ * of minutes. Each is timed by the load (a fraction of it) and logged; the verdict (bench/soak-check.ts) judges what
+ * they did to the money.
  */
 import { writeFileSync } from 'node:fs';
 
@@ -44,8 +45,18 @@ export async function setFaults(c: SoakControls, rules: readonly object[] = base
 }
 
 /**
- * Restarts the workers one by one into {@link deployedSettings} (`gapMs` apart, so the fleet runs mixed meanwhile):
- * the cluster's supervisor starts each again with the settings file's entry.
+ * The first worker of the rolling deploy also keeps one workflow in its cache: under the soak's load nearly every task
+ * it takes, and every query it answers, replays the payment's history. Whatever a replay rebuilds otherwise than the
+ * run did then reaches the answers and key records the verdict compares (a view stamped from an earlier task's clock:
+ * README, soak verdict), and a replay that fails wedges its payment (counted stuck). Not none: a worker without a
+ * cache is refused (src/config/env.ts says why).
+ */
+export const replayingWorkerSettings = { ...deployedSettings, WORKER_MAX_CACHED_WORKFLOWS: '1' };
+
+/**
+ * Restarts the workers one by one into {@link deployedSettings} (`gapMs` apart, so the fleet runs mixed meanwhile),
+ * the first into {@link replayingWorkerSettings}: the cluster's supervisor starts each again with the settings file's
+ * entry.
  */
 export async function rollingDeploy(c: SoakControls, gapMs: number): Promise<void> {
   if (!c.workerEnvFile) {
@@ -53,10 +64,12 @@ export async function rollingDeploy(c: SoakControls, gapMs: number): Promise<voi
     return;
   }
   const deployed: Record<string, Record<string, string>> = {};
-  for (const worker of c.services().filter((n) => n.startsWith('worker'))) {
-    deployed[worker] = deployedSettings;
+  const workers = c.services().filter((n) => n.startsWith('worker'));
+  for (const [i, worker] of workers.entries()) {
+    const settings = i === 0 ? replayingWorkerSettings : deployedSettings;
+    deployed[worker] = settings;
     writeFileSync(c.workerEnvFile, JSON.stringify(deployed, null, 2));
-    await c.killService(`rolling deploy (${JSON.stringify(deployedSettings)})`, worker, 'SIGTERM');
+    await c.killService(`rolling deploy (${JSON.stringify(settings)})`, worker, 'SIGTERM');
     await sleep(gapMs);
   }
 }

@@ -80,19 +80,27 @@ export interface ClientAnswer {
 export async function keyRecordsUnlikeAnswers(
   db: Pick<pg.Pool, 'query'>,
   answers: readonly ClientAnswer[],
-): Promise<{ readonly compared: number; readonly unlike: string[] }> {
+): Promise<{ readonly compared: number; readonly unlike: string[]; readonly timeOnly: string[] }> {
   const kept = answers.filter((a) => answered.has(String(a.body.status)));
-  if (kept.length === 0) return { compared: 0, unlike: [] };
+  if (kept.length === 0) return { compared: 0, unlike: [], timeOnly: [] };
   const { rows } = await db.query<{ scope: string; view: unknown }>(
     'SELECT scope, view FROM key_records WHERE scope = ANY($1)',
     [[...new Set(kept.map((a) => a.scope))]],
   );
   const views = new Map(rows.map((r) => [r.scope, r.view]));
   const withRecord = kept.filter(({ scope }) => views.has(scope));
+  const timeOnly: string[] = [];
   const unlike = withRecord.flatMap(({ scope, body }) => {
     const view = views.get(scope);
     if (isDeepStrictEqual(view, body)) return [];
-    return [`${scope}: its record holds ${JSON.stringify(view)}, its client was answered ${JSON.stringify(body)}`];
+    const what = `${scope}: its record holds ${JSON.stringify(view)}, its client was answered ${JSON.stringify(body)}`;
+    if (isDeepStrictEqual({ ...(view as object), updatedAt: undefined }, { ...body, updatedAt: undefined })) {
+      timeOnly.push(what);
+    }
+    return [what];
   });
-  return { compared: withRecord.length, unlike };
+  // `unlike` holds every difference; `timeOnly` those of them in `updatedAt` alone: a known defect (README, soak
+  // verdict): a query that a replaying worker answered ahead of history applied an activity's result at an earlier
+  // task's clock than the task that then recorded it (docs/sdk-update-ordering.md).
+  return { compared: withRecord.length, unlike, timeOnly };
 }

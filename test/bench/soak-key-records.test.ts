@@ -65,7 +65,7 @@ it('reports a charge answered otherwise than its record holds, field for field; 
   };
   await records.record({ merchantId: 'm', operation: 'charge', key: 'u1', fingerprint: 'f', view: first });
   const scope = 'charge:m:u1';
-  const { compared, unlike } = await keyRecordsUnlikeAnswers(db.pool, [
+  const { compared, unlike, timeOnly } = await keyRecordsUnlikeAnswers(db.pool, [
     { scope, body: { ...first } },
     // A retried task's view with its own time: what a handoff before the task completed must never leave.
     { scope, body: { ...first, updatedAt: '2026-12-04T16:06:44.056Z' } },
@@ -78,4 +78,6 @@ it('reports a charge answered otherwise than its record holds, field for field; 
   expect(unlike).toHaveLength(2);
   expect(unlike[0]).toContain('16:06:44.056Z');
   expect(unlike[1]).toContain('released');
+  // Of them, the one that differs in its time alone is named as such too.
+  expect(timeOnly).toEqual([unlike[0]]);
 });
