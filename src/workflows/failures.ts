@@ -77,6 +77,21 @@ export function attemptFailure(err: unknown): unknown {
 }
 
 /**
+ * When the activity's failure happened, as it recorded it (`at` of its details; the budget's, else its last attempt's):
+ * the same in every replay, and in a query that applied the failure ahead of its task. Undefined for a failure recorded
+ * before it carried one, or none of ours (the caller then stamps its own clock, as before).
+ */
+export function failedAtOf(err: unknown): string | undefined {
+  const outer = err instanceof ActivityFailure ? err.cause : err;
+  for (const failure of [outer, attemptFailure(err)]) {
+    if (!(failure instanceof ApplicationFailure)) continue;
+    const at = (failure.details?.[0] as { at?: unknown } | undefined)?.at;
+    if (typeof at === 'string') return at;
+  }
+  return undefined;
+}
+
+/**
  * Why a write that never left did not: the last attempt's reason (`breaker_open`, `connection_refused`, ...), else its
  * failure type. Read through a `BudgetExhausted` to the failure it wraps.
  */

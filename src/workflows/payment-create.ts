@@ -19,7 +19,7 @@ import { paymentCurrentDetails } from '../domain/summaries';
 import { providerAmountOf } from '../domain/wallet-operations';
 import { paymentMetadata } from './activity-options';
 import { type BindingPort, firstCreate } from './first-create';
-import { failureType, messageOf, neverSent, notSentReason, sendsOf } from './failures';
+import { failedAtOf, failureType, messageOf, neverSent, notSentReason, sendsOf } from './failures';
 import { nowIso } from './payment-port';
 import { ProviderBinding } from './provider-binding';
 import { reconcileWorkflow } from './reconcile';
@@ -65,13 +65,14 @@ export async function createAtProvider(
     if (notSent === undefined) break;
     const next = nextProvider(payment);
     if (next === undefined) {
-      // Every attempt met an open breaker, a cool-down or a refused connection: the provider never saw it.
+      // Every attempt met an open breaker, a cool-down or a refused connection: the provider never saw it. At the time
+      // the activity gave up: a query that applies its failure ahead of this task answers the same view.
       payment.state.view.failureReason = 'provider_unavailable';
-      payment.transition('failed');
-      log.warn('charge never reached the provider', { reason: notSent });
+      payment.transition('failed', undefined, notSent.at);
+      log.warn('charge never reached the provider', { reason: notSent.reason });
       break;
     }
-    await failOver(payment, next, notSent);
+    await failOver(payment, next, notSent.reason);
   }
   payment.state.firstCallSettled = true;
 }
@@ -115,11 +116,17 @@ async function failOver(payment: CreatePort, to: string, reason: string): Promis
   payment.binding = await ProviderBinding.described(to, payment.binding?.retry);
 }
 
+/** Why a create's every attempt provably never left, and when its activity gave up (recorded with its failure). */
+interface NotSent {
+  readonly reason: string;
+  readonly at: string | undefined;
+}
+
 /**
  * One create at the provider holding the payment; answers why, when every attempt provably never left. `unaccounted`:
  * an earlier try of the first workflow task may have sent a local first attempt.
  */
-async function createOnce(payment: CreatePort, unaccounted: boolean): Promise<string | undefined> {
+async function createOnce(payment: CreatePort, unaccounted: boolean): Promise<NotSent | undefined> {
   const { state, input } = payment;
   const { request } = input;
   // A lost attempt was sent before this task: the run's start bounds it (a look-up by reference counts from here).
@@ -163,10 +170,10 @@ async function createOnce(payment: CreatePort, unaccounted: boolean): Promise<st
       state.view.status === 'pending'
     ) {
       // The provider said no, or a worker refused before anything was sent: nothing happened, a failure, not a guess.
-      payment.transition('failed');
+      payment.transition('failed', undefined, failedAtOf(err));
       log.warn('charge rejected', { reason: messageOf(err), type });
     } else if (neverSent(err) && state.view.status === 'pending') {
-      return notSentReason(err);
+      return { reason: notSentReason(err), at: failedAtOf(err) };
     } else if (state.view.status === 'pending') {
       // Unless a webhook already told us what happened, the outcome is unknown: reconcile, never resend blindly.
       payment.transition('unknown');

@@ -321,8 +321,8 @@ export class PaymentEntity implements CreatePort, MovementsPort, CustomerActionP
     recordFirstAnswer(this.state);
   }
 
-  transition(status: PaymentStatus, reason?: string): void {
-    setStatus(this.state, status, nowIso(), reason);
+  transition(status: PaymentStatus, reason?: string, at?: string): void {
+    setStatus(this.state, status, at ?? nowIso(), reason);
     this.publish();
   }
 

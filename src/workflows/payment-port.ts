@@ -21,8 +21,11 @@ export interface PaymentPort {
   requireBinding(): ProviderBinding;
   /** Applies what the provider says (forward only), settles a review it answers, and publishes the status. */
   learn(payment: ProviderPayment): void;
-  /** Sets the status (with the review reason of `needs_review`) and publishes it. */
-  transition(status: PaymentStatus, reason?: string): void;
+  /**
+   * Sets the status (with the review reason of `needs_review`) at `at` (the time the result that decided it recorded,
+   * where it carries one; else the workflow's clock) and publishes it.
+   */
+  transition(status: PaymentStatus, reason?: string, at?: string): void;
   /** Keeps the view's list of captures, refunds and voids in step with the sub-operations (and their answers). */
   syncOperations(): void;
   /**

@@ -138,6 +138,13 @@ it('a refused connection on the local attempt and on every retry: failed provide
   expect(count(events, EventType.EVENT_TYPE_MARKER_RECORDED)).toBe(1);
   expect(count(events, EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED)).toBe(1);
   expect(count(events, EventType.EVENT_TYPE_START_CHILD_WORKFLOW_EXECUTION_INITIATED)).toBe(0); // no reconcile
+  // Failed at the time the activity gave up, as its failure recorded it: a query that applies that failure ahead of
+  // the task that records it (docs/sdk-update-ordering.md) answers the same view as the task, and every replay.
+  const failure = events.find((e) => e.activityTaskFailedEventAttributes)?.activityTaskFailedEventAttributes?.failure;
+  const details = failure?.applicationFailureInfo?.details?.payloads?.[0]?.data;
+  const recorded = JSON.parse(Buffer.from(details ?? []).toString() || 'null') as { at?: string } | null;
+  expect(typeof recorded?.at).toBe('string');
+  expect(view.updatedAt).toBe(recorded?.at);
 }, 30_000);
 
 it('a 429 with Retry-After on the local attempt: the activity sends again only after the wait the provider asked for', async () => {

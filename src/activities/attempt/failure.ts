@@ -33,6 +33,11 @@ export type ProviderFailureInfo = ProviderFailureDetails &
   Partial<AttemptHistory> & {
     readonly provider: string;
     readonly attempt: number;
+    /**
+     * When the attempt failed (this worker's clock). Recorded with the failure, so a workflow that marks its payment
+     * from it stamps the same time in every replay and in a query that applied it ahead of its task (absent before).
+     */
+    readonly at?: string;
   };
 
 /** `details[0]` of a `BudgetExhausted` failure; its `cause` is the last provider failure. */
@@ -48,6 +53,8 @@ export interface BudgetExhaustedInfo {
   readonly everSent?: boolean;
   readonly everUnknown?: boolean;
   readonly sends?: number;
+  /** When the activity gave up (this worker's clock), as {@link ProviderFailureInfo.at}. */
+  readonly at?: string;
 }
 
 export interface ClassifyContext {
@@ -86,7 +93,8 @@ export const isNonRetryable = (type: ProviderFailureType, safety: OperationSafet
 export const toActivityFailure = (err: unknown, ctx: ClassifyContext): ApplicationFailure => {
   if (err instanceof ApplicationFailure) return err;
   const details = failureDetailsOf(err, ctx.operation);
-  const info: ProviderFailureInfo = { ...details, provider: ctx.provider, attempt: ctx.attempt, ...ctx.history };
+  const at = new Date().toISOString();
+  const info: ProviderFailureInfo = { ...details, provider: ctx.provider, attempt: ctx.attempt, ...ctx.history, at };
   const cause = err instanceof Error ? err : new Error(String(err));
   const message = `${ctx.provider} ${ctx.operation} (attempt ${ctx.attempt}): ${cause.message}`;
 
@@ -111,6 +119,7 @@ export const toActivityFailure = (err: unknown, ctx: ClassifyContext): Applicati
       elapsedMs: ctx.elapsedMs,
       reason: delay.reason,
       lastFailureType: details.type,
+      at,
       ...(ctx.history === undefined
         ? {}
         : {
