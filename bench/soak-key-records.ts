@@ -101,7 +101,7 @@ export async function keyRecordsUnlikeAnswers(
   });
   // `unlike` holds every difference; `timeOnly` those of them in `updatedAt` alone: a known defect (README, soak
   // verdict): a query that a replaying worker answered ahead of history applied an activity's result at an earlier
-  // task's clock than the task that then recorded it (docs/sdk-update-ordering.md; a create's failure carries its own
-  // time since, a success or a decline not yet).
+  // task's clock than the task that then recorded it (docs/sdk-update-ordering.md; a create's result and failure carry
+  // their own time since, a reconcile's result, a webhook or a verdict not yet).
   return { compared: withRecord.length, unlike, timeOnly };
 }

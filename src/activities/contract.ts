@@ -109,6 +109,11 @@ export type CreatePaymentOutcome = (
    * counts as `attempts`). Absent in results recorded before it was counted: one.
    */
   readonly sends?: number;
+  /**
+   * When the provider's answer came (this worker's clock), recorded with the result: the payment's view takes it, so
+   * every replay and a query that applies the result ahead of its task stamp the same time. Absent before.
+   */
+  readonly at?: string;
 };
 
 /** A charge's local first create attempt (shape 3): the create's arguments and the starter's bound on the attempt. */

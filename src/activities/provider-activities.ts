@@ -118,16 +118,25 @@ export const createActivities = (deps: ActivityDeps) => {
           if (found) {
             const outcome =
               found.status === 'succeeded' || found.status === 'requires_action' ? found.status : 'authorized';
-            const value = { outcome, payment: found, replayed: true, recovered: true, sends: step.sends() } as const;
+            const at = new Date().toISOString();
+            const value = {
+              outcome,
+              payment: found,
+              replayed: true,
+              recovered: true,
+              sends: step.sends(),
+              at,
+            } as const;
             return { value, outcome: 'recovered' };
           }
         }
         const result = await step.provider.createPayment(args.input, step.ctx);
+        const at = new Date().toISOString();
         if (result.outcome === 'declined') {
-          const value = { outcome: 'declined', declineCode: result.declineCode, sends: step.sends() } as const;
+          const value = { outcome: 'declined', declineCode: result.declineCode, sends: step.sends(), at } as const;
           return { value, outcome: 'declined' };
         }
-        return { value: { ...result, recovered: false, sends: step.sends() }, outcome: 'succeeded' };
+        return { value: { ...result, recovered: false, sends: step.sends(), at }, outcome: 'succeeded' };
       },
     });
   };

@@ -156,11 +156,12 @@ async function createOnce(payment: CreatePort, unaccounted: boolean): Promise<No
       unaccounted,
     );
     state.view.attempts += result.sends ?? 1;
+    // At the time the activity heard the provider: a query that applies the result ahead of this task answers the same.
     if (result.outcome === 'declined') {
       state.view.declineCode = result.declineCode;
-      payment.transition('declined');
+      payment.transition('declined', undefined, result.at);
     } else {
-      payment.learn(result.payment);
+      payment.learn(result.payment, result.at);
     }
   } catch (err) {
     state.view.attempts += sendsOf(err);

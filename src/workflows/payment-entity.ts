@@ -327,8 +327,8 @@ export class PaymentEntity implements CreatePort, MovementsPort, CustomerActionP
   }
 
   /** Applies what the provider says (forward only), settles a review it answers, and publishes the status. */
-  learn(payment: ProviderPayment): void {
-    applyProviderPayment(this.state, payment, nowIso());
+  learn(payment: ProviderPayment, at?: string): void {
+    applyProviderPayment(this.state, payment, at ?? nowIso());
     this.afterProviderNews();
   }
 

@@ -19,8 +19,11 @@ export interface PaymentPort {
   readonly keyScope: KeyScope;
   /** The binding of the provider holding the payment; `NotReady` while it has none. */
   requireBinding(): ProviderBinding;
-  /** Applies what the provider says (forward only), settles a review it answers, and publishes the status. */
-  learn(payment: ProviderPayment): void;
+  /**
+   * Applies what the provider says (forward only), settles a review it answers, and publishes the status; at `at`
+   * where the result that says it carries its time, else the workflow's clock.
+   */
+  learn(payment: ProviderPayment, at?: string): void;
   /**
    * Sets the status (with the review reason of `needs_review`) at `at` (the time the result that decided it recorded,
    * where it carries one; else the workflow's clock) and publishes it.

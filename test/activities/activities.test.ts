@@ -177,6 +177,8 @@ describe('createPayment', () => {
       outcome: 'declined',
       declineCode: 'insufficient_funds',
       sends: 1,
+      // When the worker heard the answer: the payment's view takes it (payment-create.ts).
+      at: expect.stringMatching(/^\d{4}-\d\d-\d\dT/),
     });
     expect(s.effects()).toHaveLength(0);
   });
@@ -630,7 +632,8 @@ describe('attempt safety: heartbeats, what earlier attempts did, cancellation', 
       );
       expect(f).toMatchObject({ type: ErrorType.ValidationError, nonRetryable: true });
       expect(f.message).toMatch(/differ from this worker's.*nothing was sent/);
-      expect(f.details?.[0]).toMatchObject({ everSent: false, sends: 0 });
+      // With when it refused: the payment is failed at that time, however late a task or a query applies it.
+      expect(f.details?.[0]).toMatchObject({ everSent: false, sends: 0, at: expect.stringMatching(/^\d{4}-/) });
       expect(sim.ledger(s.apiKey).requests).toHaveLength(0);
     });
 

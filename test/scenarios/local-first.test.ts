@@ -120,6 +120,14 @@ it('a local attempt whose response was lost after the provider committed (commit
   const events = await historyOf(key);
   expect(count(events, EventType.EVENT_TYPE_MARKER_RECORDED)).toBe(1);
   expect(count(events, EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED)).toBe(1);
+  // Succeeded at the time the activity heard the provider, as its result recorded it (not the clock of the task that
+  // applied it, which a query ahead of that task would not share).
+  const completed = events.find((e) => e.activityTaskCompletedEventAttributes)?.activityTaskCompletedEventAttributes;
+  const result = JSON.parse(Buffer.from(completed?.result?.payloads?.[0]?.data ?? []).toString() || 'null') as {
+    at?: string;
+  } | null;
+  expect(typeof result?.at).toBe('string');
+  expect(answer.body.updatedAt).toBe(result?.at);
 }, 30_000);
 
 it('a refused connection on the local attempt and on every retry: failed provider_unavailable, nothing sent, as before', async () => {

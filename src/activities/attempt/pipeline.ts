@@ -116,6 +116,7 @@ export const createAttemptPipeline = (deps: AttemptDeps) => {
         type: ErrorType.ValidationError,
         message: `no provider named "${name}" is configured on this worker`,
         nonRetryable: true,
+        details: [{ at: new Date().toISOString() }],
       });
     }
     return provider;

@@ -53,7 +53,8 @@ export function refuseToSend(
       type: ErrorType.ValidationError,
       message: `${why}; nothing was sent`,
       nonRetryable: true,
-      details: [{ everSent: false, everUnknown: false, sends: 0 }],
+      // `at`: when it refused (ProviderFailureInfo.at says why the payment's view takes it).
+      details: [{ everSent: false, everUnknown: false, sends: 0, at: new Date().toISOString() }],
     });
   }
   // Keep what earlier attempts did for the next one, closed by this attempt (it sent nothing).
