@@ -123,9 +123,8 @@ it('a local attempt whose response was lost after the provider committed (commit
   // Succeeded at the time the activity heard the provider, as its result recorded it (not the clock of the task that
   // applied it, which a query ahead of that task would not share).
   const completed = events.find((e) => e.activityTaskCompletedEventAttributes)?.activityTaskCompletedEventAttributes;
-  const result = JSON.parse(Buffer.from(completed?.result?.payloads?.[0]?.data ?? []).toString() || 'null') as {
-    at?: string;
-  } | null;
+  const payload = completed?.result?.payloads?.[0];
+  const result = payload ? defaultPayloadConverter.fromPayload<{ at?: string }>(payload) : undefined;
   expect(typeof result?.at).toBe('string');
   expect(answer.body.updatedAt).toBe(result?.at);
 }, 30_000);
@@ -149,8 +148,8 @@ it('a refused connection on the local attempt and on every retry: failed provide
   // Failed at the time the activity gave up, as its failure recorded it: a query that applies that failure ahead of
   // the task that records it (docs/sdk-update-ordering.md) answers the same view as the task, and every replay.
   const failure = events.find((e) => e.activityTaskFailedEventAttributes)?.activityTaskFailedEventAttributes?.failure;
-  const details = failure?.applicationFailureInfo?.details?.payloads?.[0]?.data;
-  const recorded = JSON.parse(Buffer.from(details ?? []).toString() || 'null') as { at?: string } | null;
+  const details = failure?.applicationFailureInfo?.details?.payloads?.[0];
+  const recorded = details ? defaultPayloadConverter.fromPayload<{ at?: string }>(details) : undefined;
   expect(typeof recorded?.at).toBe('string');
   expect(view.updatedAt).toBe(recorded?.at);
 }, 30_000);

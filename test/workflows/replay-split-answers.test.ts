@@ -15,6 +15,7 @@
  * rebuilds is what the run did, wherever the recorded events say so. The runs the current code replays otherwise are
  * named, each with why.
  */
+import { defaultPayloadConverter } from '@temporalio/common';
 import { temporal } from '@temporalio/proto';
 import { type InjectedSinks, Worker } from '@temporalio/worker';
 import type { PaymentSinks } from '../../src/domain/sinks';
@@ -86,14 +87,6 @@ it('hands over the same news and answers wherever a task boundary falls after a 
   console.log(`[replay-split-answers] ${compared} split histories compared, ${differ.size} known to differ`);
 });
 
-/** A payload of a recorded history as the workflow saw it (JSON; `binary/null` is undefined). */
-function decoded(payload: { metadata?: Record<string, string>; data?: string }): unknown {
-  const encoding = Buffer.from(payload.metadata?.encoding ?? '', 'base64').toString();
-  if (encoding === 'binary/null') return undefined;
-  if (encoding !== 'json/plain') throw new Error(`a payload encoded ${encoding}`);
-  return JSON.parse(Buffer.from(payload.data ?? '', 'base64').toString());
-}
-
 /**
  * Where `replayed` does not hold what `recorded` holds, value for value, as `path: recorded -> replayed`: fields the
  * code added since the run recorded (a view's `amountReleased`, `operations`) may be more; nothing the run recorded may
@@ -112,18 +105,17 @@ function unheld(recorded: unknown, replayed: unknown, at = ''): string[] {
   );
 }
 
-type Payloads = { payloads?: { metadata?: Record<string, string>; data?: string }[] } | undefined;
-
 /** What a recorded history says its run scheduled (activities, not local ones: their inputs are not recorded) and returned. */
 function recordedRun(history: (typeof variants)[number]['history']): unknown[] {
   return (history.events ?? []).flatMap((e): unknown[] => {
     const scheduled = e.activityTaskScheduledEventAttributes;
     if (scheduled) {
-      const args = ((scheduled.input as Payloads)?.payloads ?? []).map(decoded);
+      const args = (scheduled.input?.payloads ?? []).map((p) => defaultPayloadConverter.fromPayload(p));
       return [{ kind: 'activity', activityType: scheduled.activityType?.name, args }];
     }
     const completed = e.workflowExecutionCompletedEventAttributes;
-    if (completed) return [{ result: ((completed.result as Payloads)?.payloads ?? []).map(decoded)[0] }];
+    const result = completed?.result?.payloads?.[0];
+    if (completed) return [{ result: result ? defaultPayloadConverter.fromPayload(result) : undefined }];
     return [];
   });
 }
