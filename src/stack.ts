@@ -181,6 +181,8 @@ export async function createWorkers(setup: WorkerSetup): Promise<Worker[]> {
     announcePaymentEvent: (webhookActivities ?? disabledMerchantWebhookActivities).announcePaymentEvent,
     ...createKeyRecordActivities(setup.keyRecords),
   };
+  const walletActivities =
+    setup.wallets === undefined ? undefined : createWalletActivities({ ledger: setup.wallets, logger: setup.logger });
   const activities = {
     ...createActivities({
       providers: setup.providers,
@@ -189,8 +191,9 @@ export async function createWorkers(setup: WorkerSetup): Promise<Worker[]> {
       ...(setup.retry === undefined ? {} : { retry: setup.retry }),
       // Their creates run on their own queues only, where the limits apply (never as a local first attempt).
       providersWithLimits: Object.keys(setup.providerLimits ?? {}),
+      ...(walletActivities === undefined ? {} : { walletSteps: walletActivities }),
     }),
-    ...(setup.wallets === undefined ? {} : createWalletActivities({ ledger: setup.wallets, logger: setup.logger })),
+    ...walletActivities,
     ...newsHandoffs,
     ...createHandoffActivities(newsHandoffs),
     ...setup.activities,

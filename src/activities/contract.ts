@@ -3,6 +3,7 @@
  * types (through `src/activities`, the barrel) to call the activities with `proxyActivities<Activities>`.
  */
 import type { ScopeOperation } from '../domain/ids';
+import type { Currency } from '../domain/money';
 import type { WorkerProviderConfig } from '../domain/provider-payment';
 import type { CreatePaymentInput, ProviderCapabilities, ProviderPayment, ProviderRefund } from '../providers/types';
 
@@ -128,6 +129,31 @@ export interface FirstCreateArgs extends CreatePaymentArgs {
   readonly scheduledInTaskAtMs?: number;
   /** The payment's workflow task timeout; default {@link LOCAL_RERUN_GAP_MS}. */
   readonly taskTimeoutMs?: number;
+  /**
+   * A split payment's wallet part (patch `wallet-split-first-step`): held before anything is sent, and settled in the
+   * same local activity once the attempt's answer decides it (see {@link WalletFirstStep}).
+   */
+  readonly wallet?: WalletHoldArgs;
+}
+
+/** A payment's wallet part as the ledger holds it (`hold:<merchantId>:<paymentKey>`). */
+export interface WalletHoldArgs {
+  readonly merchantId: string;
+  readonly walletId: string;
+  readonly paymentKey: string;
+  readonly amount: number;
+  readonly currency: Currency;
+}
+
+/**
+ * What a split payment's local first step did with its wallet part: held (else nothing was sent: the workflow's own
+ * hold decides the payment), and settled when the attempt's answer decided it (the provider's success captures, its
+ * decline or refusal releases), with the ledger's time of that entry. Carried by the result, or by the failure as a
+ * detail of its own.
+ */
+export interface WalletFirstStep {
+  readonly held: boolean;
+  readonly settled?: { readonly kind: 'capture' | 'release'; readonly at: string };
 }
 
 /**
@@ -147,14 +173,19 @@ export const LOCAL_RERUN_GAP_MS = 10_000;
 export type FirstCreateSkipped = 'not_idempotent' | 'provider_limits';
 
 /** What `firstCreateAttempt` answers: the worker's view of the provider, and what the attempt did. */
-export type FirstCreateResult = {
-  readonly config: WorkerProviderConfig;
-  /** The attempt was a run again of one a dead worker may have sent (see {@link LOCAL_RERUN_GAP_MS}). */
-  readonly rerunOfLost?: true;
-} & (
-  | { readonly attempt: 'settled'; readonly outcome: CreatePaymentOutcome }
-  | { readonly attempt: 'not_run'; readonly reason: FirstCreateSkipped }
-);
+export type FirstCreateResult =
+  | ({
+      readonly config: WorkerProviderConfig;
+      /** The attempt was a run again of one a dead worker may have sent (see {@link LOCAL_RERUN_GAP_MS}). */
+      readonly rerunOfLost?: true;
+      /** With {@link FirstCreateArgs.wallet}: held, and what settled it. */
+      readonly wallet?: WalletFirstStep;
+    } & (
+      | { readonly attempt: 'settled'; readonly outcome: CreatePaymentOutcome }
+      | { readonly attempt: 'not_run'; readonly reason: FirstCreateSkipped }
+    ))
+  /** With {@link FirstCreateArgs.wallet}: the wallet part was not held (short funds, a refusal, database trouble). */
+  | { readonly attempt: 'wallet_not_held' };
 
 /** The detail a local first attempt's failure carries beside its own: the worker's view of the provider. */
 export interface WorkerConfigDetail {

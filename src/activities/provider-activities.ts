@@ -32,6 +32,7 @@ import type {
   VoidPaymentArgs,
 } from './contract';
 import { LOCAL_RERUN_GAP_MS } from './contract';
+import { type WalletFirstSteps, withWalletPart } from './wallet-first-step';
 
 /** What the activities need: the pipeline's providers, breaker, logger, clock and presets, and two settings of their own. */
 export interface ActivityDeps extends AttemptDeps {
@@ -42,6 +43,8 @@ export interface ActivityDeps extends AttemptDeps {
   readonly providersWithLimits?: readonly string[];
   /** How far the provider's clock may lag ours when matching `created` against a lower bound. Default 60 s. */
   readonly clockSkewToleranceMs?: number;
+  /** The wallet steps a split payment's first step makes around its attempt (src/activities/wallet-first-step.ts). */
+  readonly walletSteps?: WalletFirstSteps;
 }
 
 /** Builds the activities over injected providers, breaker, logger and clock (tests pass fakes, the worker the real ones). */
@@ -147,7 +150,7 @@ export const createActivities = (deps: ActivityDeps) => {
     retry: deps.retry ?? {},
   });
 
-  return {
+  const activities = {
     /** The provider's capability flags (a local activity: the workflow derives its retry policies from them). */
     async describeProvider(provider: string): Promise<ProviderCapabilities> {
       const { capabilities } = providerNamed(provider);
@@ -334,6 +337,8 @@ export const createActivities = (deps: ActivityDeps) => {
       });
     },
   };
+  // A split payment's first step holds its wallet part before the attempt and settles it after.
+  return { ...activities, firstCreateAttempt: withWalletPart(activities.firstCreateAttempt, deps.walletSteps) };
 };
 
 /** The activities' type, for `proxyActivities<Activities>` in workflows (type import only). */

@@ -27,10 +27,20 @@ export interface WalletRef {
   readonly walletId: string;
 }
 
-/** The ledger's failure as the activity's: the same type; final unless a retry can change it. */
+/**
+ * The ledger's failure as the activity's: the same type; final unless a retry can change it. Its detail says when it
+ * failed (`at`, this worker's clock), so a payment that fails by it takes that time in every replay.
+ */
 export function toWalletFailure(err: unknown): unknown {
+  const at = new Date().toISOString();
   if (isDatabaseError(err)) {
-    return ApplicationFailure.create({ type: err.type, message: err.message, nonRetryable: false, cause: err });
+    return ApplicationFailure.create({
+      type: err.type,
+      message: err.message,
+      nonRetryable: false,
+      cause: err,
+      details: [{ at }],
+    });
   }
   if (isWalletError(err)) {
     return ApplicationFailure.create({
@@ -39,11 +49,14 @@ export function toWalletFailure(err: unknown): unknown {
       nonRetryable: true,
       cause: err,
       // When the hold was settled (a late step's answer carries the decision's time).
-      ...(err.settledAt === undefined ? {} : { details: [{ settledAt: err.settledAt }] }),
+      details: [{ ...(err.settledAt === undefined ? {} : { settledAt: err.settledAt }), at }],
     });
   }
   return err;
 }
+
+/** A hold's answer, and when the ledger gave it (this worker's clock): short funds decline the payment at that time. */
+export type TimedHoldResult = HoldResult & { readonly at?: string };
 
 /** The wallet activities over one ledger. */
 export function createWalletActivities({ ledger, logger }: WalletActivityDeps) {
@@ -63,8 +76,10 @@ export function createWalletActivities({ ledger, logger }: WalletActivityDeps) {
   };
   return {
     /** Holds a payment's wallet part (once per payment key); `insufficient_funds` when the wallet cannot cover it. */
-    holdWallet: (args: HoldArgs): Promise<HoldResult> =>
-      step('hold', `${args.merchantId}:${args.paymentKey}`, () => ledger.hold(args)),
+    holdWallet: async (args: HoldArgs): Promise<TimedHoldResult> => ({
+      ...(await step('hold', `${args.merchantId}:${args.paymentKey}`, () => ledger.hold(args))),
+      at: new Date().toISOString(),
+    }),
     /** Holds and captures a wallet-only payment in one transaction (once per payment key). */
     debitWallet: (args: HoldArgs): Promise<DebitResult> =>
       step('debit', `${args.merchantId}:${args.paymentKey}`, () => ledger.debit(args)),

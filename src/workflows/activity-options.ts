@@ -37,13 +37,21 @@ export const localAttemptMarginMs = 2_000;
  * shortens it to one attempt of its create preset). No local retry: every retry belongs to the regular activity, on
  * the provider's queue.
  */
-export const firstCreateAttempt = (boundMs: number, provider: string) =>
+export const firstCreateAttempt = (boundMs: number, provider: string, withWallet = false) =>
   proxyLocalActivities<Activities>({
-    startToCloseTimeout: boundMs + localAttemptMarginMs,
-    scheduleToCloseTimeout: boundMs + localAttemptMarginMs,
+    startToCloseTimeout: boundMs + localAttemptMarginMs + (withWallet ? walletFirstStepsMs : 0),
+    scheduleToCloseTimeout: boundMs + localAttemptMarginMs + (withWallet ? walletFirstStepsMs : 0),
     retry: { maximumAttempts: 1 },
-    summary: `${activitySummary('create', provider)} (local first attempt)`,
+    summary: withWallet
+      ? `hold the wallet part, ${activitySummary('create', provider)} (local first attempt), settle the wallet part`
+      : `${activitySummary('create', provider)} (local first attempt)`,
   }).firstCreateAttempt;
+
+/**
+ * What a split payment's first step may take beyond its attempt: its hold and its settlement, each one statement that
+ * the database's statement timeout (5 s) and the driver's query timeout (a second more) bound.
+ */
+const walletFirstStepsMs = 12_000;
 
 /** Metadata sent with a charge so the provider's webhooks name the payment's workflow (never customer data). */
 export const paymentMetadata = (merchantId: string, key: string): Record<string, string> => ({

@@ -1,4 +1,11 @@
-import { allHandlersFinished, condition, makeContinueAsNewFunc, patched, workflowInfo } from '@temporalio/workflow';
+import {
+  allHandlersFinished,
+  condition,
+  log,
+  makeContinueAsNewFunc,
+  patched,
+  workflowInfo,
+} from '@temporalio/workflow';
 import type { PaymentView } from '../domain/payment';
 import { formatWait } from '../domain/summaries';
 import type { ChargeWorkflowInput } from '../domain/workflow-inputs';
@@ -7,6 +14,7 @@ import { awaitCustomer } from './customer-action';
 import { type PaymentScopes, callIn, paymentScopes } from './life-scope';
 import { allHandoffs } from './handoffs';
 import { handOverNews } from './payment-news';
+import { type FirstWalletStep, WalletNotHeld } from './first-create';
 import { createAtProvider, firstTaskRetried, reconcileCreate } from './payment-create';
 import { type ChargeContinuation, PaymentEntity } from './payment-entity';
 import { hasRunningOperation, isClosedStatus } from './payment-state';
@@ -15,6 +23,7 @@ import {
   type WalletSettlement,
   debitWalletOnly,
   debitsAtOnce,
+  holdArgs,
   holdWalletPart,
   payFromWallet,
   settleWalletPart,
@@ -49,11 +58,35 @@ async function startPayment(payment: PaymentEntity, wallet: WalletSettlement): P
   const retried = firstTaskRetried(payment.input);
   // A split payment's patch, asked before its first local activity (wallet-part.ts says why).
   if (!walletOnly) wallet.askFirst();
+  if (!walletOnly && wallet.inFirstStep()) return splitInFirstStep(payment, wallet, retried);
   if (!(await holdWalletPart(payment))) return;
   if (walletOnly) return payFromWallet(payment);
   await createAtProvider(payment, retried);
   // The card part's answer decided the hold (succeeded, declined, failed): settled now, before the answer is read.
   await wallet.inTask();
+}
+
+/**
+ * A split payment whose first step holds the wallet part, makes the card part's local first attempt and settles the
+ * hold by its answer, all in one local activity. A step that held nothing sent nothing, and one that ended without
+ * saying may have done anything: then the hold runs as its own step (it reads back what the first step did; short
+ * funds decline the payment there) and the create runs as without a wallet part, counting a possibly sent attempt.
+ */
+async function splitInFirstStep(payment: PaymentEntity, wallet: WalletSettlement, retried: boolean): Promise<void> {
+  const first: FirstWalletStep = { hold: holdArgs(payment.input) };
+  payment.firstWallet = first;
+  try {
+    await createAtProvider(payment, retried);
+  } catch (err) {
+    if (!(err instanceof WalletNotHeld)) throw err;
+    payment.firstWallet = undefined;
+    log.info('the first step did not hold the wallet part; the hold runs as its own step', { reason: err.message });
+    if (!(await holdWalletPart(payment, true))) return;
+    await createAtProvider(payment, retried || err.possiblySent);
+  } finally {
+    payment.firstWallet = undefined;
+  }
+  await wallet.inTask(first.settled);
 }
 
 /** The payment's main line, in its life scope. */

@@ -1,5 +1,13 @@
 import { ActivityFailure, ApplicationFailure, log, sleep, workflowInfo } from '@temporalio/workflow';
-import type { CreatePaymentArgs, CreatePaymentOutcome, FirstCreateResult, WorkerConfigDetail } from '../activities';
+import type {
+  CreatePaymentArgs,
+  CreatePaymentOutcome,
+  FirstCreateResult,
+  WalletFirstStep,
+  WalletHoldArgs,
+  WorkerConfigDetail,
+} from '../activities';
+import type { WalletStepDetail } from '../activities/wallet-first-step';
 import { ErrorType } from '../domain/errors';
 import type { WorkerProviderConfig } from '../domain/provider-payment';
 import { defaultLocalAttemptTimeoutMs } from '../domain/retry-policy';
@@ -13,6 +21,26 @@ import { ProviderBinding } from './provider-binding';
 export interface BindingPort extends PaymentPort {
   /** The holder's binding: set here from the worker's view the first step recorded. */
   binding: ProviderBinding | undefined;
+  /** A split payment's wallet part, held and settled by the first step itself (patch `wallet-split-first-step`). */
+  firstWallet?: FirstWalletStep | undefined;
+}
+
+/** A split payment's wallet part in its first step: what to hold, and how the step settled it once it answered. */
+export interface FirstWalletStep {
+  readonly hold: WalletHoldArgs;
+  settled?: NonNullable<WalletFirstStep['settled']>;
+}
+
+/**
+ * The first step did not hold the wallet part, so it sent nothing (`possiblySent` false: short funds, a refusal,
+ * database trouble), or it ended without saying (`possiblySent`: cut off, its worker gone), and may have held and sent.
+ * The payment's own hold decides (it reads back what the step did), then the create runs as without a wallet step.
+ */
+export class WalletNotHeld extends Error {
+  constructor(readonly possiblySent: boolean) {
+    super(possiblySent ? 'the first step ended without saying what it did' : 'the first step did not hold the wallet');
+    this.name = 'WalletNotHeld';
+  }
 }
 
 /** What an attempt that left no record may have done: sent, with an outcome nobody saw. */
@@ -42,15 +70,33 @@ export async function firstCreate(
   const bindAfterLocal = (config: WorkerProviderConfig) =>
     (payment.binding = ProviderBinding.afterLocalAttempt(payment.provider, config, localAttemptTimeoutMs));
   const lost = unaccounted ? { earlier: possiblySent } : {};
-  if (unaccounted) payment.state.view.attempts += 1;
+  const wallet = payment.firstWallet;
+  // Counted once the step answered: a step that held nothing sent nothing, and the create runs again without it.
+  const countLost = () => {
+    if (unaccounted) payment.state.view.attempts += 1;
+  };
   let first: FirstCreateResult;
   try {
     // Its activation's time: an attempt that starts much later is a run again after a dead worker (see the activity).
     first = await firstCreateAttempt(
       boundMs,
       payment.provider,
-    )({ ...args, ...lost, boundMs, scheduledInTaskAtMs: Date.now(), taskTimeoutMs: workflowInfo().taskTimeoutMs });
+      wallet !== undefined,
+    )({
+      ...args,
+      ...lost,
+      boundMs,
+      scheduledInTaskAtMs: Date.now(),
+      taskTimeoutMs: workflowInfo().taskTimeoutMs,
+      ...(wallet === undefined ? {} : { wallet: wallet.hold }),
+    });
   } catch (err) {
+    if (wallet !== undefined) {
+      const step = walletStepOf(err);
+      if (step?.held !== true) throw new WalletNotHeld(step === undefined);
+      if (step.settled !== undefined) wallet.settled = step.settled;
+    }
+    countLost();
     const type = failureType(err);
     const detail = workerDetailOf(err);
     const recorded = detail?.workerConfig;
@@ -86,6 +132,9 @@ export async function firstCreate(
     payment.state.view.attempts += sendsOf(err);
     return after({ ...args, earlier, expectCapabilities: config.capabilities });
   }
+  if (first.attempt === 'wallet_not_held') throw new WalletNotHeld(false);
+  if (wallet !== undefined && first.wallet?.settled !== undefined) wallet.settled = first.wallet.settled;
+  countLost();
   if (first.rerunOfLost === true && !unaccounted) payment.state.view.attempts += 1;
   if (first.attempt === 'settled') {
     bindAfterLocal(first.config);
@@ -95,6 +144,17 @@ export async function firstCreate(
   const { acts } = (payment.binding = ProviderBinding.of(payment.provider, first.config));
   log.info('no local first create attempt at this provider', { reason: first.reason });
   return acts.write.createPayment({ ...args, ...lost, expectCapabilities: first.config.capabilities });
+}
+
+/** What a split payment's first step did with its wallet part, as its failure carries it; undefined when it said nothing. */
+function walletStepOf(err: unknown): WalletFirstStep | undefined {
+  const failure = err instanceof ActivityFailure ? err.cause : err;
+  if (!(failure instanceof ApplicationFailure)) return undefined;
+  for (const detail of failure.details ?? []) {
+    const step = (detail as Partial<WalletStepDetail> | null | undefined)?.walletStep;
+    if (typeof step?.held === 'boolean') return step;
+  }
+  return undefined;
 }
 
 /** The worker's view of the provider (and the chosen retry delay) a local first attempt's failure carries, if any. */

@@ -208,4 +208,12 @@ export const PATCHES = {
     before:
       "the workflow's clock where the settlement's answer was heard: a replay that heard a local settlement's answer a task earlier than the run did (its marker's task) rebuilt a view whose updatedAt differed from the API's answer",
   },
+  walletSplitFirstStep: {
+    id: 'wallet-split-first-step',
+    since: 'this commit',
+    change:
+      "a split payment's hold, its card part's local first attempt and the hold's settlement by that attempt's answer are one local activity (src/activities/wallet-first-step.ts); a step it could not make falls back to the steps below",
+    before:
+      'three local activities of the first task (hold, local first attempt, capture or release), each a round trip between the workflow and the worker',
+  },
 } as const satisfies Record<string, PatchEntry>;

@@ -18,7 +18,7 @@ import type { PaymentSinks } from '../domain/sinks';
 import { paymentCurrentDetails } from '../domain/summaries';
 import { providerAmountOf } from '../domain/wallet-operations';
 import { paymentMetadata } from './activity-options';
-import { type BindingPort, firstCreate } from './first-create';
+import { type BindingPort, WalletNotHeld, firstCreate } from './first-create';
 import { failedAtOf, failureType, messageOf, neverSent, notSentReason, sendsOf } from './failures';
 import { nowIso } from './payment-port';
 import { ProviderBinding } from './provider-binding';
@@ -164,6 +164,8 @@ async function createOnce(payment: CreatePort, unaccounted: boolean): Promise<No
       payment.learn(result.payment, result.at);
     }
   } catch (err) {
+    // A split payment's first step that held nothing sent nothing: its hold decides (charge.ts), not this create.
+    if (err instanceof WalletNotHeld) throw err;
     state.view.attempts += sendsOf(err);
     const type = failureType(err);
     if (

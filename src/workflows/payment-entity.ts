@@ -43,6 +43,7 @@ import { registerLegacyUpdates } from './legacy-updates';
 import { setHandlerIn } from './life-scope';
 import { Lock } from './lock';
 import type { CustomerActionPort } from './customer-action';
+import type { FirstWalletStep } from './first-create';
 import type { CreatePort } from './payment-create';
 import { MoneyMovements, type MovementsPort } from './payment-movements';
 import { MovementRequests } from './movement-requests';
@@ -101,6 +102,8 @@ export class PaymentEntity implements CreatePort, MovementsPort, CustomerActionP
    * shape-3 charge until its create's first step records the worker's view (see createAtProvider).
    */
   binding: ProviderBinding | undefined;
+  /** A split payment's wallet part while its first step holds and settles it (charge.ts, first-create.ts). */
+  firstWallet: FirstWalletStep | undefined = undefined;
   /** What the payment knows of its provider's configuration before it is bound: its continuation's or its input's. */
   private readonly recorded: Partial<RecordedProviderConfig>;
   /** The create's reconcile child is running. */

@@ -11,10 +11,11 @@ import type { PaymentStatus, WalletPartView } from '../domain/payment';
 import { WalletFailure } from '../domain/wallet-errors';
 import { walletActivityOptions } from '../domain/wallet-operations';
 import type { ChargeWorkflowInput } from '../domain/workflow-inputs';
-import { failureType, messageOf, settledAtOf } from './failures';
+import { failedAtOf, failureType, messageOf, settledAtOf } from './failures';
 import type { Handoffs } from './handoffs';
 import { noHandoffs } from './handoffs';
 import { PATCHES } from './patches';
+import type { FirstWalletStep } from './first-create';
 import { newsInTaskPatched } from './payment-news';
 import { nowIso } from './payment-port';
 import { type PaymentState, walletRefundable } from './payment-state';
@@ -51,6 +52,14 @@ const WALLET_SETTLE_ASKED_FIRST = PATCHES.walletSettleAskedFirst.id;
  * {@link WALLET_SETTLE_ASKED_FIRST}, before the hold.
  */
 const WALLET_SETTLE_LEDGER_TIME = PATCHES.walletSettleLedgerTime.id;
+
+/**
+ * Patch: a split payment's hold, its card part's local first attempt and the hold's settlement by that attempt's
+ * answer are one local activity (src/activities/wallet-first-step.ts): two round trips fewer on the first answer's
+ * path. A step it could not make (nothing held, or it ended without saying) falls back to the separate steps, which read
+ * back what it did. Asked with {@link WALLET_SETTLE_ASKED_FIRST}, before the hold.
+ */
+const WALLET_SPLIT_FIRST_STEP = PATCHES.walletSplitFirstStep.id;
 
 /**
  * Patch: a wallet-only payment's hold and capture are one debit, one transaction in one local activity of its first
@@ -100,7 +109,8 @@ const { releaseWalletHold: releaseUnknownDebit } = proxyActivities<WalletActivit
 export interface WalletPort {
   readonly input: ChargeWorkflowInput;
   readonly state: PaymentState;
-  transition(status: PaymentStatus, reason?: string): void;
+  /** `at`: when what decided it happened, where a step's answer says (default: the workflow's clock). */
+  transition(status: PaymentStatus, reason?: string, at?: string): void;
   publish(): void;
 }
 
@@ -124,9 +134,11 @@ const holdRefusals: Partial<Record<string, string>> = {
 function failIfRefused(payment: WalletPort, err: unknown): boolean {
   const refusal = holdRefusals[failureType(err) ?? ''];
   if (refusal === undefined) return false;
-  markWallet(payment.state, 'released');
+  // At the time the step failed (absent before failures said): the same in every replay.
+  const at = failedAtOf(err);
+  markWallet(payment.state, 'released', at);
   payment.state.view.failureReason = refusal;
-  payment.transition('failed');
+  payment.transition('failed', undefined, at);
   return true;
 }
 
@@ -135,17 +147,22 @@ function failIfRefused(payment: WalletPort, err: unknown): boolean {
  * Answers whether the payment goes on. Short funds decline it (`wallet_insufficient_funds`), a refusal fails it, both
  * with nothing held; a hold whose outcome stayed unknown through its budget (database trouble) fails it
  * (`wallet_unavailable`) and stays `held` in the view, so {@link settleWalletPart} releases whatever it may have held.
+ * `afterFirstStep`: the split payment's first step held nothing or said nothing (charge.ts).
  */
-export async function holdWalletPart(payment: WalletPort): Promise<boolean> {
+export async function holdWalletPart(payment: WalletPort, afterFirstStep = false): Promise<boolean> {
   const { input, state } = payment;
   const part = input.request.wallet;
   const view = state.view.wallet;
   if (part === undefined || view === undefined) return true;
   try {
-    const hold = patched(WALLET_LOCAL_STEPS) ? holdWalletInTask : holdWallet;
+    // After a split payment's first step, the hold is local, no patch asked: every such run has the local steps, and a
+    // replay may hear the step's answer in an earlier task than the run did, where a patch asked now would not be known.
+    const hold = afterFirstStep || patched(WALLET_LOCAL_STEPS) ? holdWalletInTask : holdWallet;
     const held = await hold(holdArgs(input));
     if (held.status === 'held') return true;
-    declineShortFunds(payment);
+    // When the ledger answered (absent in answers recorded before): a replay that hears it a task earlier, after a
+    // split payment's first step, stamps the same decline.
+    declineShortFunds(payment, held.at);
   } catch (err) {
     log.warn('the wallet part could not be held; the payment failed before any provider call', {
       reason: messageOf(err),
@@ -153,7 +170,7 @@ export async function holdWalletPart(payment: WalletPort): Promise<boolean> {
     });
     if (!failIfRefused(payment, err)) {
       state.view.failureReason = 'wallet_unavailable';
-      payment.transition('failed');
+      payment.transition('failed', undefined, failedAtOf(err));
     }
   }
   state.firstCallSettled = true;
@@ -263,10 +280,13 @@ export async function payFromWallet(payment: WalletPort): Promise<void> {
  */
 export function settleWalletPart(payment: WalletPort): WalletSettlement {
   const { input, state } = payment;
-  if (input.request.wallet === undefined) return { ...noHandoffs, inTask: async () => undefined, askFirst: () => {} };
+  if (input.request.wallet === undefined) {
+    return { ...noHandoffs, inTask: async () => undefined, askFirst: () => {}, inFirstStep: () => false };
+  }
   let out = false;
   let askedFirst = false;
   let ledgerTime = false;
+  let firstStep = false;
   let gaveUp = false;
   const due = (): Settlement | undefined =>
     state.view.wallet?.status === 'held' && !out && !gaveUp ? settlementOf(state.view.status) : undefined;
@@ -302,9 +322,23 @@ export function settleWalletPart(payment: WalletPort): WalletSettlement {
     askFirst: () => {
       askedFirst = patched(WALLET_SETTLE_ASKED_FIRST);
       ledgerTime = patched(WALLET_SETTLE_LEDGER_TIME);
+      firstStep = patched(WALLET_SPLIT_FIRST_STEP);
     },
-    inTask: async () => {
+    inFirstStep: () => firstStep,
+    inTask: async (settledInStep) => {
       const kind = due();
+      if (settledInStep !== undefined && state.view.wallet?.status === 'held') {
+        // The first step settled it by its attempt's answer, read as the payment reads it: the same settlement.
+        if (settledInStep.kind !== kind) {
+          log.error('the first step settled the wallet part otherwise than the payment’s status says', {
+            settled: settledInStep.kind,
+            status: state.view.status,
+          });
+        }
+        markWallet(state, settledInStep.kind === 'capture' ? 'captured' : 'released', settledInStep.at);
+        payment.publish();
+        return;
+      }
       // Only where the card part decided it; the patch marker only on those payments.
       if (kind === undefined || !(askedFirst || patched(WALLET_SETTLE_IN_TASK))) return;
       // Set before the step is scheduled, in the same activation as the decision: the loop above does not start too.
@@ -328,10 +362,13 @@ export interface WalletSettlement extends Handoffs {
   /**
    * Captures or releases the hold at once, as a local activity, when the payment's status already decides it (a
    * split payment's card part answered); on failure the settlement's own activity takes over. Nothing otherwise.
+   * `settledInStep`: the first step settled it already (with the ledger's time): only the view follows.
    */
-  inTask(): Promise<void>;
-  /** Asks, before the split payment's first local activity, whether {@link inTask} may settle (a patch). */
+  inTask(settledInStep?: FirstWalletStep['settled']): Promise<void>;
+  /** Asks, before the split payment's first local activity, whether {@link inTask} may settle (patches). */
   askFirst(): void;
+  /** Whether the split payment's first step holds and settles its wallet part itself (asked by {@link askFirst}). */
+  inFirstStep(): boolean;
 }
 
 /**
@@ -377,7 +414,8 @@ function settlementOf(status: PaymentStatus): Settlement | undefined {
   return undefined;
 }
 
-const holdArgs = (input: ChargeWorkflowInput) => ({
+/** The payment's hold: its wallet part under `hold:<merchant>:<key>`. */
+export const holdArgs = (input: ChargeWorkflowInput) => ({
   ...settleArgs(input),
   amount: input.request.wallet?.amount ?? 0,
   currency: input.request.amount.currency,
@@ -389,11 +427,11 @@ const settleArgs = (input: ChargeWorkflowInput) => ({
   paymentKey: input.key,
 });
 
-/** Short funds: the payment declined `wallet_insufficient_funds`, nothing held. */
-function declineShortFunds(payment: WalletPort): void {
-  markWallet(payment.state, 'released');
+/** Short funds: the payment declined `wallet_insufficient_funds`, nothing held; at `at` when the ledger's answer says. */
+function declineShortFunds(payment: WalletPort, at?: string): void {
+  markWallet(payment.state, 'released', at);
   payment.state.view.declineCode = 'wallet_insufficient_funds';
-  payment.transition('declined');
+  payment.transition('declined', undefined, at);
 }
 
 /** Sets the wallet part's status, at `at` (the ledger's time, where the step carries it) or the workflow's clock. */

@@ -19,7 +19,8 @@ import { MerchantEventOutbox, type MerchantWebhookSettings } from '../../src/mer
 import { Context } from '@temporalio/activity';
 import type { Pool } from 'pg';
 import { type KeyRecord, KeyRecords, type NewKeyRecord } from '../../src/key-records';
-import { WalletLedger } from '../../src/wallets';
+import { type HoldArgs, type HoldResult, type SettleArgs, type SettleResult, WalletLedger } from '../../src/wallets';
+import { inLocalActivity } from './local-activity';
 
 export interface WorkerProcessSpec {
   readonly temporalAddress: string;
@@ -58,6 +59,12 @@ export interface WorkerProcessSpec {
    * over inside it, never completed.
    */
   readonly dieAfterNewsInTask?: boolean;
+  /**
+   * With `walletsDatabaseUrl`: the process SIGKILLs itself inside a split payment's first step (a local activity),
+   * right after its hold committed, after the provider answered its create, or after its settlement committed: the
+   * step's work is done in part or whole, and Temporal never hears of it.
+   */
+  readonly dieInFirstStep?: 'after-hold' | 'after-create' | 'after-settle';
 }
 
 /** A worker process's breaker that never opens: a test whose worker must send whatever happens to the provider. */
@@ -183,6 +190,39 @@ function dyingKeyRecords(pool: Pool): KeyRecords {
   })(pool);
 }
 
+/** A ledger that SIGKILLs the process right after a local activity's hold or settlement committed, as `at` says. */
+function dyingLedger(pool: Pool, at: WorkerProcessSpec['dieInFirstStep']): WalletLedger {
+  const die = <T>(point: WorkerProcessSpec['dieInFirstStep'], result: T): T => {
+    if (at === point && inLocalActivity()) process.kill(process.pid, 'SIGKILL');
+    return result;
+  };
+  return new (class extends WalletLedger {
+    override async hold(args: HoldArgs): Promise<HoldResult> {
+      return die('after-hold', await super.hold(args));
+    }
+    override async capture(args: SettleArgs): Promise<SettleResult> {
+      return die('after-settle', await super.capture(args));
+    }
+    override async release(args: SettleArgs): Promise<SettleResult> {
+      return die('after-settle', await super.release(args));
+    }
+  })(pool);
+}
+
+/** A provider whose create, answered, SIGKILLs the process when it was sent from a local activity. */
+const dyingAfterCreate = (provider: PaymentProvider): PaymentProvider =>
+  new Proxy(provider, {
+    get(target, prop) {
+      const value: unknown = Reflect.get(target, prop, target);
+      if (prop !== 'createPayment' || typeof value !== 'function') return value;
+      return async (...args: unknown[]) => {
+        const answered: unknown = await (value as (...a: unknown[]) => Promise<unknown>).apply(target, args);
+        if (inLocalActivity()) process.kill(process.pid, 'SIGKILL');
+        return answered;
+      };
+    },
+  });
+
 async function main() {
   const spec = JSON.parse(process.env.PW_WORKER_SPEC ?? '') as WorkerProcessSpec;
   Runtime.install({ logger: new DefaultLogger('WARN') });
@@ -205,11 +245,18 @@ async function main() {
     taskQueue: spec.taskQueue,
     nativeConnection: connection,
     workers: {
-      providers: { simulator: counted(provider, calls) },
+      providers: {
+        simulator:
+          spec.dieInFirstStep === 'after-create'
+            ? dyingAfterCreate(counted(provider, calls))
+            : counted(provider, calls),
+      },
       workflows: { workflowBundle: { codePath: spec.workflowBundlePath } },
       breaker: breaker.breaker,
       ...(spec.retry === undefined ? {} : { retry: spec.retry }),
-      ...(walletPool ? { wallets: new WalletLedger(walletPool) } : {}),
+      ...(walletPool
+        ? { wallets: spec.dieInFirstStep ? dyingLedger(walletPool, spec.dieInFirstStep) : new WalletLedger(walletPool) }
+        : {}),
       ...(walletPool && spec.keyRecords
         ? { keyRecords: spec.dieAfterNewsInTask ? dyingKeyRecords(walletPool) : new KeyRecords(walletPool) }
         : {}),

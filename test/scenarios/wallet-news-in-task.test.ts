@@ -9,7 +9,6 @@
  */
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import { Context } from '@temporalio/activity';
 import { temporal } from '@temporalio/proto';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { Worker } from '@temporalio/worker';
@@ -26,6 +25,7 @@ import { DEV_SERVER_ADDRESS_ENV, connectDevServer } from '../helpers/servers';
 import { type WebhookReceiver, startWebhookReceiver } from '../helpers/webhook-receiver';
 import { NEVER_OPENING_BREAKER, spawnWorkerProcess } from '../helpers/worker-process';
 import { workflowBundlePath } from '../helpers/workflow-bundle';
+import { inLocalActivity } from '../helpers/local-activity';
 import { HISTORIES_DIR, recordHistories } from '../helpers/workflows';
 import { type ApiWorld, chargeBody, fundedWallet, newKey, startWorld } from '../helpers/world';
 
@@ -231,13 +231,7 @@ class SlowTaskDebits extends WalletLedger {
   }
   override async debit(args: HoldArgs): Promise<DebitResult> {
     const result = await super.debit(args);
-    let inActivity = false;
-    try {
-      inActivity = Context.current().info.isLocal;
-    } catch {
-      // Not in an activity: the API's own debit.
-    }
-    if (inActivity) await new Promise((resolve) => setTimeout(resolve, this.delayMs));
+    if (inLocalActivity()) await new Promise((resolve) => setTimeout(resolve, this.delayMs));
     return result;
   }
 }

@@ -14,7 +14,14 @@ import { chargeWorkflowId } from '../../src/domain/ids';
 import { ChargeRequest } from '../../src/domain/payment';
 import type { ChargeWorkflowInput } from '../../src/domain/workflow-inputs';
 import type { RestProvider } from '../../src/providers';
-import { type DebitResult, type HoldArgs, type SettleArgs, type SettleResult, WalletLedger } from '../../src/wallets';
+import {
+  type DebitResult,
+  type HoldArgs,
+  type HoldResult,
+  type SettleArgs,
+  type SettleResult,
+  WalletLedger,
+} from '../../src/wallets';
 import { openTestDatabase } from '../helpers/database';
 import { refusingProvider } from '../helpers/refusing-provider';
 import { connectDevServer } from '../helpers/servers';
@@ -40,13 +47,34 @@ const stayedAway = () =>
  * their COMMIT (`after`: the answer lost). Every other call is the real one.
  */
 class FaultLedger extends WalletLedger {
-  readonly failNextCaptureOf = new Set<string>();
+  /** Payment keys whose next captures fail, and how many more. */
+  readonly capturesToFail = new Map<string, number>();
+  /** Payment keys whose next holds fail, and how many more. */
+  readonly holdsToFail = new Map<string, number>();
+  failCaptures(paymentKey: string, times: number): void {
+    this.capturesToFail.set(paymentKey, times);
+  }
+  failHolds(paymentKey: string, times: number): void {
+    this.holdsToFail.set(paymentKey, times);
+  }
+  /** Whether this call of `paymentKey` fails, counting it down. */
+  private failsNow(faults: Map<string, number>, paymentKey: string): boolean {
+    const left = faults.get(paymentKey);
+    if (left === undefined) return false;
+    if (left <= 1) faults.delete(paymentKey);
+    else faults.set(paymentKey, left - 1);
+    return true;
+  }
+  override hold(args: HoldArgs): Promise<HoldResult> {
+    if (!this.failsNow(this.holdsToFail, args.paymentKey)) return super.hold(args);
+    return stayedAway();
+  }
   readonly failNextDebitOf = new Map<string, 'before' | 'after'>();
   /** The payment keys of every debit called, in order (the API's and the workflows'). */
   readonly debitsCalled: string[] = [];
   private readonly debitFaultsLeft = new Map<string, number>();
   override capture(args: SettleArgs): Promise<SettleResult> {
-    if (!this.failNextCaptureOf.delete(args.paymentKey)) return super.capture(args);
+    if (!this.failsNow(this.capturesToFail, args.paymentKey)) return super.capture(args);
     return stayedAway();
   }
   private readonly debitsToPass = new Map<string, number>();
@@ -137,12 +165,16 @@ function walletSteps(events: Awaited<ReturnType<typeof eventsOf>>): [string, str
     const [kind, name] = data
       ? ['local', defaultPayloadConverter.fromPayload<{ activity_type: string }>(data).activity_type]
       : ['activity', e.activityTaskScheduledEventAttributes?.activityType?.name];
-    const summary = e.userMetadata?.summary;
-    return name?.includes('Wallet') && summary
-      ? [[kind, name, defaultPayloadConverter.fromPayload<string>(summary)]]
-      : [];
+    const summary = e.userMetadata?.summary && defaultPayloadConverter.fromPayload<string>(e.userMetadata.summary);
+    // A split payment's first step holds and settles its wallet part itself (patch `wallet-split-first-step`).
+    const walletStep = name?.includes('Wallet') || summary?.includes('the wallet part');
+    return name && summary && walletStep ? [[kind, name, summary]] : [];
   });
 }
+/** The summary of a split payment's first step: its hold, its card part's local first attempt, its settlement. */
+const splitFirstStep = expect.stringMatching(
+  /^hold the wallet part, .+ \(local first attempt\), settle the wallet part$/,
+);
 const view = async (key: string) => (await h.request('GET', `/v1/payments/${encodeURIComponent(key)}`)).body;
 /** The payment's view once its status is `status` (any, when absent) and its wallet part's is `wallet`. */
 const settledAs = (key: string, wallet: 'captured' | 'released', status?: string, timeoutMs?: number) =>
@@ -231,12 +263,9 @@ describe('POST /v1/payments with a wallet part: the money', () => {
     const sim = simOf(body.orderId as string);
     expect(sim.effects.map((e) => [e.operation, e.amount])).toEqual([['create', 1_100]]);
     // The web UI tells it: each wallet step carries a summary; the hold, the card's first attempt and the capture are
-    // local activities of the first task, so the answer waits for no other task.
+    // one local activity of the first task, so the answer waits for no other task and no other step.
     const events = await eventsOf(key);
-    expect(walletSteps(events)).toEqual([
-      ['local', 'holdWallet', expect.stringContaining('hold the payment’s wallet part')],
-      ['local', 'captureWalletHold', expect.stringContaining('settle the wallet part as the card part decided it')],
-    ]);
+    expect(walletSteps(events)).toEqual([['local', 'firstCreateAttempt', splitFirstStep]]);
     expect(events.filter((e) => e.workflowTaskCompletedEventAttributes).length).toBe(1);
     const metrics = await workerRegistry.metrics();
     expect(metrics).toMatch(/payments_wallet_operations_total\{kind="hold",outcome="applied"\} [1-9]/);
@@ -247,7 +276,8 @@ describe('POST /v1/payments with a wallet part: the money', () => {
   it('a split payment whose capture in the task fails: answered with the hold held, the settlement activity captures it once', async () => {
     const walletId = await walletWith(1_000);
     const key = newKey();
-    ledger.failNextCaptureOf.add(key);
+    // The first step's capture and the task's own: both fail, the settlement's activity captures.
+    ledger.failCaptures(key, 2);
     const body = chargeBody({ amount: { value: 1_500, currency: 'EUR' }, wallet: { walletId, amount: 400 } });
     const res = await pay(key, body);
 
@@ -259,16 +289,41 @@ describe('POST /v1/payments with a wallet part: the money', () => {
       status: 'captured',
       refunded: 0,
     });
-    expect(ledger.failNextCaptureOf.has(key)).toBe(false);
+    expect(ledger.capturesToFail.has(key)).toBe(false);
     expect(await walletOf(walletId)).toMatchObject({ balance: 600, held: 0, available: 600 });
     expect(await movesOf(walletId)).toEqual([
       ['hold', 400],
       ['capture', 400],
     ]);
     expect(walletSteps(await eventsOf(key))).toEqual([
-      ['local', 'holdWallet', expect.stringContaining('hold the payment’s wallet part')],
+      ['local', 'firstCreateAttempt', splitFirstStep],
       ['local', 'captureWalletHold', expect.stringContaining('settle the wallet part as the card part decided it')],
       ['activity', 'captureWalletHold', expect.stringContaining('capture the wallet part: the payment succeeded')],
+    ]);
+  });
+
+  it('a split payment whose first step cannot hold (the database stayed away): its own hold takes over, charged once', async () => {
+    const walletId = await walletWith(1_000);
+    const key = newKey();
+    ledger.failHolds(key, 1);
+    const body = chargeBody({ amount: { value: 1_500, currency: 'EUR' }, wallet: { walletId, amount: 400 } });
+    const res = await pay(key, body);
+
+    expect(res.status).toBe(200);
+    expect(res.body).toMatchObject({ status: 'succeeded', amountCaptured: 1_100, wallet: { status: 'captured' } });
+    // Nothing was sent by the step that held nothing: one attempt, the create's own.
+    expect(res.body.attempts).toBe(1);
+    expect(ledger.holdsToFail.has(key)).toBe(false);
+    expect(await movesOf(walletId)).toEqual([
+      ['hold', 400],
+      ['capture', 400],
+    ]);
+    expect(simOf(body.orderId as string).requests.filter((r) => r.operation === 'create')).toHaveLength(1);
+    // The step, then the payment's own hold, the card part's first attempt alone, and the capture in the task.
+    expect(walletSteps(await eventsOf(key))).toEqual([
+      ['local', 'firstCreateAttempt', splitFirstStep],
+      ['local', 'holdWallet', expect.stringContaining('hold the payment’s wallet part')],
+      ['local', 'captureWalletHold', expect.stringContaining('settle the wallet part as the card part decided it')],
     ]);
   });
 
@@ -290,10 +345,7 @@ describe('POST /v1/payments with a wallet part: the money', () => {
     const sim = simOf(body.orderId as string);
     expect(sim.requests.map((r) => r.operation)).toContain('create');
     expect(sim.effects).toEqual([]);
-    expect(walletSteps(await eventsOf(key))).toEqual([
-      ['local', 'holdWallet', expect.stringContaining('hold the payment’s wallet part')],
-      ['local', 'releaseWalletHold', expect.stringContaining('settle the wallet part as the card part decided it')],
-    ]);
+    expect(walletSteps(await eventsOf(key))).toEqual([['local', 'firstCreateAttempt', splitFirstStep]]);
     await recordHistories(h, 'wallet-split-payment-declined', [chargeWorkflowId(h.a.id, key)]);
   });
 
@@ -675,9 +727,10 @@ describe('POST /v1/payments with a wallet part: the money', () => {
       expect(await movesOf(euros)).toEqual([]);
       expect(simOf(request.orderId).requests).toEqual([]);
       // The first step of the payment's shape was the one refused: a hold (before the card) or a debit.
-      expect(walletSteps((await handle.fetchHistory()).events ?? []).map(([, name]) => name)).toEqual([
-        shape === 'split' ? 'holdWallet' : 'debitWallet',
-      ]);
+      // A split payment's first step holds nothing on a refusal and sends nothing; its own hold then fails it.
+      expect(walletSteps((await handle.fetchHistory()).events ?? []).map(([, name]) => name)).toEqual(
+        shape === 'split' ? ['firstCreateAttempt', 'holdWallet'] : ['debitWallet'],
+      );
     },
   );
 
@@ -696,6 +749,8 @@ describe('POST /v1/payments with a wallet part: the money', () => {
     expect(await walletOf(walletId)).toMatchObject({ balance: 100, held: 0, available: 100 });
     expect(await movesOf(walletId)).toEqual([]);
     expect(simOf(body.orderId as string).requests).toEqual([]);
+    // The first step held nothing and sent nothing; the payment's own hold declined it.
+    expect(walletSteps(await eventsOf(key)).map(([, name]) => name)).toEqual(['firstCreateAttempt', 'holdWallet']);
     await recordHistories(h, 'wallet-insufficient-funds', [chargeWorkflowId(h.a.id, key)]);
   });
 });

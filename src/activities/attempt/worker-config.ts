@@ -70,19 +70,22 @@ export function refuseToSend(
  */
 export function withWorkerConfig(err: unknown, workerConfig: WorkerProviderConfig, rerunOfLost = false): unknown {
   if (!(err instanceof ApplicationFailure)) return err;
+  return withDetail(err, {
+    workerConfig,
+    ...(err.nonRetryable || err.nextRetryDelay == null ? {} : { retryDelayMs: msToNumber(err.nextRetryDelay) }),
+    ...(rerunOfLost ? { rerunOfLost: true as const } : {}),
+  } satisfies WorkerConfigDetail);
+}
+
+/** An activity's failure, as it was, with `detail` appended to its details (the first detail stays the first). */
+export function withDetail(err: unknown, detail: object): unknown {
+  if (!(err instanceof ApplicationFailure)) return err;
   return ApplicationFailure.create({
     ...(err.type == null ? {} : { type: err.type }),
     message: err.message,
     nonRetryable: err.nonRetryable === true,
     ...(err.nextRetryDelay == null ? {} : { nextRetryDelay: err.nextRetryDelay }),
     ...(err.cause === undefined ? {} : { cause: err.cause }),
-    details: [
-      ...(err.details ?? [undefined]),
-      {
-        workerConfig,
-        ...(err.nonRetryable || err.nextRetryDelay == null ? {} : { retryDelayMs: msToNumber(err.nextRetryDelay) }),
-        ...(rerunOfLost ? { rerunOfLost: true as const } : {}),
-      } satisfies WorkerConfigDetail,
-    ],
+    details: [...(err.details ?? [undefined]), detail],
   });
 }
