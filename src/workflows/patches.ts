@@ -210,7 +210,7 @@ export const PATCHES = {
   },
   walletSplitFirstStep: {
     id: 'wallet-split-first-step',
-    since: 'this commit',
+    since: 'a9c4be8',
     change:
       "a split payment's hold, its card part's local first attempt and the hold's settlement by that attempt's answer are one local activity (src/activities/wallet-first-step.ts); a step it could not make falls back to the steps below",
     before:
