@@ -18,6 +18,9 @@ export interface CustomerActionPort extends PaymentPort {
  */
 const CUSTOMER_ACTION_WAIT = PATCHES.customerActionWait.id;
 
+/** Patch: an expired customer action whose cancel is refused goes on trying in the next run (see {@link expire}). */
+const CUSTOMER_ACTION_CANCEL_CONTINUES = PATCHES.customerActionCancelContinues.id;
+
 /**
  * A payment that waits for the customer (`requires_action`, 3-D Secure): durably, for the provider's word, a webhook
  * (applied by the entity, it ends the wait at once) or a look-up on the reconcile's schedule, for at most
@@ -54,11 +57,16 @@ export async function awaitCustomer(payment: CustomerActionPort): Promise<void> 
  * The wait is over: the payment is cancelled at the provider (a void, under a key of its own) and ends declined
  * `action_expired`. A customer who completed meanwhile wins: the cancel is refused, and the look-up that follows shows
  * the payment authorized or captured. While the provider still shows it waiting (the cancel failed), it is cancelled
- * again after the schedule's last delay: it is never declined while the customer could still complete it.
+ * again after the schedule's last delay: it is never declined while the customer could still complete it. Once the
+ * server suggests it, the run continues as new between two tries, so a provider that never cancels does not grow one
+ * run's history without bound (the next run cancels at once: the wait's deadline went with the state).
  */
 async function expire(payment: CustomerActionPort): Promise<void> {
   const { state, input } = payment;
   const waiting = () => state.view.status === 'requires_action';
+  // Between tries the run may continue as new (histories before the patch never did): the next run cancels at once.
+  const continues = patched(CUSTOMER_ACTION_CANCEL_CONTINUES);
+  const moveOn = () => !waiting() || (continues && workflowInfo().continueAsNewSuggested);
   const schedule = input.timings.reconcileScheduleMs;
   const retryMs = schedule[schedule.length - 1] ?? defaultCustomerActionTimeoutMs;
   for (;;) {
@@ -74,13 +82,13 @@ async function expire(payment: CustomerActionPort): Promise<void> {
       log.warn('cancel of a payment the customer never completed failed; looking it up', { reason: messageOf(err) });
       await lookUp(payment);
     }
-    if (!waiting()) return;
+    if (moveOn()) return;
     await payment.park(() =>
-      condition(() => !waiting(), retryMs, {
+      condition(moveOn, retryMs, {
         summary: `cancel the expired customer action again in ${formatWait(retryMs)}`,
       }),
     );
-    if (!waiting()) return;
+    if (moveOn()) return;
   }
 }
 

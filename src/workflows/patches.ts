@@ -208,6 +208,14 @@ export const PATCHES = {
     before:
       "the workflow's clock where the settlement's answer was heard: a replay that heard a local settlement's answer a task earlier than the run did (its marker's task) rebuilt a view whose updatedAt differed from the API's answer",
   },
+  customerActionCancelContinues: {
+    id: 'customer-action-cancel-continues',
+    since: 'next to 88e823b',
+    change:
+      "an expired customer action whose cancel the provider refuses goes on trying in the next run once the server suggests continuing as new (the wait's state goes with it)",
+    before:
+      'the run kept cancelling every last-schedule delay without ever continuing as new: a provider that never cancels grew its history without bound',
+  },
   walletSplitFirstStep: {
     id: 'wallet-split-first-step',
     since: 'a9c4be8',

@@ -291,3 +291,57 @@ it.each([
     });
   },
 );
+
+it('an expired customer action whose cancel the provider refuses goes on trying in the next run, until the customer acts', async () => {
+  const b = await t.world();
+  await b.run(async () => {
+    // A wait of half a second, then a cancel every 300 ms: the provider refuses each, and still shows the payment
+    // waiting for the customer. Each try adds a void, a look-up and a timer to the history: past the threshold soon.
+    const input = b.input(chargeRequest({ paymentMethod: 'pm_3ds_required' }), {
+      timings: { customerActionTimeoutMs: 500, reconcileScheduleMs: [300] },
+    });
+    b.sim.addFaults({ rules: [{ match: { operation: 'void' }, fault: 'status', status: 400 }] });
+    const { handle, view } = await startCharge(b, input);
+    expect(view.status).toBe('requires_action');
+    const firstRunId = (await handle.describe()).runId;
+    // Voids scheduled by each run of the chain: the cancel goes on in a run after the one that began it.
+    const voidsPerRun = async () => {
+      const chain = await runChain(b.env.client, handle.workflowId, firstRunId);
+      const counts = [];
+      for (const runId of chain) {
+        const events = (await b.env.client.workflow.getHandle(handle.workflowId, runId).fetchHistory()).events ?? [];
+        counts.push(
+          events.filter((e) => e.activityTaskScheduledEventAttributes?.activityType?.name === 'voidPayment').length,
+        );
+      }
+      return counts;
+    };
+    const counts = await eventually(
+      'cancels in two runs',
+      async () => {
+        const c = await voidsPerRun();
+        return c.filter((n) => n > 0).length >= 2 ? c : undefined;
+      },
+      30_000,
+    );
+    expect(counts.length).toBeGreaterThanOrEqual(2);
+    expect((await b.env.client.workflow.getHandle(handle.workflowId).query(paymentQuery)).status).toBe(
+      'requires_action',
+    );
+    // The customer completes after all: the next try's refused cancel is followed by a look-up that finds it.
+    expect((await b.sim.authenticate(view.providerPaymentId as string, 'succeeded')).status).toBe(200);
+    const latest = b.env.client.workflow.getHandle(handle.workflowId);
+    const done = await eventually(
+      'succeeded',
+      async () => {
+        const v = await latest.query(paymentQuery);
+        return v.status === 'succeeded' ? v : undefined;
+      },
+      20_000,
+    );
+    expect(done).toMatchObject({ amountCaptured: 1_000, providerPaymentId: view.providerPaymentId });
+    expect(effectsOf(b, 'create')).toHaveLength(1);
+    expect(effectsOf(b, 'void')).toHaveLength(0);
+    await recordHistories(b, 'customer-action-cancel-refused-continued', [handle.workflowId], firstRunId);
+  });
+}, 60_000);
