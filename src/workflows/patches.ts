@@ -210,7 +210,7 @@ export const PATCHES = {
   },
   customerActionCancelContinues: {
     id: 'customer-action-cancel-continues',
-    since: 'next to 88e823b',
+    since: '6466911',
     change:
       "an expired customer action whose cancel the provider refuses goes on trying in the next run once the server suggests continuing as new (the wait's state goes with it)",
     before:
