@@ -80,4 +80,9 @@ export type ReconcileResult = (
 ) & {
   /** How many requests its resubmission may have sent to the provider (absent: none, or recorded before counting). */
   readonly resubmissionSends?: number;
+  /**
+   * When the reconcile decided (its own workflow clock, recorded with its result): the payment's view takes it, so a
+   * replay and a query that applies the result ahead of its task stamp the same time. Absent in results before it.
+   */
+  readonly at?: string;
 };

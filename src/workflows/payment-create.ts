@@ -271,13 +271,15 @@ export async function reconcileCreate(payment: CreatePort): Promise<void> {
   // A resubmission's requests reached the provider too (a reconcile recorded before they were counted: none).
   state.view.attempts += result.resubmissionSends ?? 0;
   if (state.view.status !== 'unknown') return; // a webhook already moved the payment on
+  // At the time the reconcile decided (absent before results said): a query that applies the result ahead of its task
+  // answers the same view as the task.
   if (result.outcome === 'found') {
-    payment.learn(result.payment);
+    payment.learn(result.payment, result.at);
   } else if (result.outcome === 'declined') {
     state.view.declineCode = result.declineCode;
-    payment.transition('declined');
+    payment.transition('declined', undefined, result.at);
   } else if (result.outcome === 'rejected') {
-    payment.transition('failed');
+    payment.transition('failed', undefined, result.at);
   } else {
     state.pendingReview = {
       operation: 'create',
@@ -286,6 +288,6 @@ export async function reconcileCreate(payment: CreatePort): Promise<void> {
       expectAtLeast: 0,
       statusBefore: 'unknown',
     };
-    payment.transition('needs_review', result.reason);
+    payment.transition('needs_review', result.reason, result.at);
   }
 }

@@ -282,24 +282,29 @@ export class MoneyMovements {
       op.reconciling = false;
       if (result?.outcome === 'found') {
         op.state = 'done';
-        payment.learn(result.payment);
+        // At the reconcile's time (absent before results said): the same in a query that applies it ahead of its task.
+        payment.learn(result.payment, result.at);
       } else if (result?.outcome === 'rejected' || result?.outcome === 'declined') {
         op.state = 'rejected';
         op.reason = result.outcome === 'rejected' ? result.reason : result.declineCode;
       } else {
-        this.sendToReview(op, result?.outcome === 'needs_review' ? result.reason : (failure ?? 'reconcile ended'));
+        this.sendToReview(
+          op,
+          result?.outcome === 'needs_review' ? result.reason : (failure ?? 'reconcile ended'),
+          result?.at,
+        );
       }
       payment.syncOperations();
     })();
   }
 
   /** An operation whose outcome is unknown, or whose reconcile found nothing, waits for an operator. */
-  private sendToReview(op: SubOperation, reason: string): void {
+  private sendToReview(op: SubOperation, reason: string, at?: string): void {
     const { payment } = this;
     op.state = 'needs_review';
     op.reason = reason;
     payment.state.pendingReview = reviewOf(op, payment.state.view);
-    payment.transition('needs_review', reason);
+    payment.transition('needs_review', reason, at);
     payment.syncOperations();
   }
 

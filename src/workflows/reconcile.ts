@@ -33,6 +33,7 @@ import {
 } from './failures';
 import { type ReconcileTally, reconcileReviewReason } from './reconcile-reason';
 import { PATCHES } from './patches';
+import { nowIso } from './payment-port';
 
 type ProviderActivities = ReturnType<typeof providerActivities>;
 
@@ -130,7 +131,8 @@ export async function reconcileWorkflow(input: ReconcileInput): Promise<Reconcil
   paymentMetrics.reconcile({ event: 'started', ...labels });
   const result = await waitAndCheck(input);
   paymentMetrics.reconcile({ event: result.outcome, ...labels });
-  return result;
+  // When it decided: the payment stamps its view with this, not with the clock of the task that hears it.
+  return { ...result, at: nowIso() };
 }
 
 async function waitAndCheck(input: ReconcileInput): Promise<ReconcileResult> {

@@ -7,6 +7,7 @@ import { WorkflowUpdateStage } from '@temporalio/client';
 import { paymentQuery, submitUpdate, webhookSignal } from '../../src/domain/definitions';
 import { ErrorType } from '../../src/domain/errors';
 import { reconcileWorkflowId } from '../../src/domain/ids';
+import type { reconcileWorkflow } from '../../src/workflows/reconcile';
 import type { chargeWorkflow } from '../../src/workflows';
 import { timeSkippingServerPerTest } from '../helpers/world';
 import { chargeRequest, idOf } from '../helpers/payments';
@@ -188,6 +189,11 @@ describe('chargeWorkflow: unknown outcomes', () => {
       const reconcileId = reconcileWorkflowId(input.merchantId, 'create', input.key);
       const reconcileHistory = await t.env.client.workflow.getHandle(reconcileId).fetchHistory();
       expect(reconcileHistory.events?.filter((e) => e.timerStartedEventAttributes)).toHaveLength(1);
+      // Stamped with the time the reconcile decided (its result says), not the clock of the task that heard it: a query
+      // that applies the result ahead of that task answers the same view as the task.
+      const reconciled = await t.env.client.workflow.getHandle<typeof reconcileWorkflow>(reconcileId).result();
+      expect(reconciled.at).toBeDefined();
+      expect(found.updatedAt).toBe(reconciled.at);
       await recordHistories(b, 'charge-unknown-found', [idOf(input), reconcileId]);
     });
   });
