@@ -74,7 +74,7 @@ async function signalPayment(
   const known = await handle.query(paymentQuery).catch(() => undefined);
   if (known && settledView(known) && reflects(known, event.payment)) return 'known';
   try {
-    await handle.signal(webhookSignal, event, provider, { whenReady: true });
+    await handle.signal(webhookSignal, event, provider, { whenReady: true, receivedAt: new Date().toISOString() });
     return 'signalled';
   } catch (err) {
     if (!(err instanceof WorkflowNotFoundError)) throw err;

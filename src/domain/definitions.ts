@@ -207,6 +207,12 @@ export const resolveUpdate = defineUpdate<PaymentView, [ResolveArgs]>('resolve')
  */
 export interface ProviderEventHandling {
   readonly whenReady?: boolean;
+  /**
+   * When the API took the webhook (its clock): the payment stamps the change with it (never earlier than its view's
+   * last change), so a query that applies the signal ahead of its task answers the same view as the task. Absent in
+   * signals sent before it: the task's clock.
+   */
+  readonly receivedAt?: string;
 }
 
 /**

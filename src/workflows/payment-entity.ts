@@ -24,6 +24,7 @@ import {
   refundRequest,
   resolveRequest,
   webhookSignal,
+  type ProviderEventHandling,
 } from '../domain/definitions';
 import { ErrorType } from '../domain/errors';
 import { type KeyScope, keyScope, reconcileWorkflowId } from '../domain/ids';
@@ -202,7 +203,7 @@ export class PaymentEntity implements CreatePort, MovementsPort, CustomerActionP
     setCurrentDetails(paymentCurrentDetails(this.state.view));
     // Answered in the accepting task, before any local activity's result (definitions.ts says why).
     setHandler(acceptUpdate, () => this.state.view, { validator: (args) => this.validateSubmit(args) });
-    setHandler(webhookSignal, (event, from, handling) => this.onProviderEvent(event, from, handling?.whenReady));
+    setHandler(webhookSignal, (event, from, handling) => this.onProviderEvent(event, from, handling));
     setHandler(ensureReconcileSignal, () => this.ensureReconcile());
     const requests = this.movementRequests;
     // A request acts only when the payment is ready for it (see readyForRequest).
@@ -380,8 +381,8 @@ export class PaymentEntity implements CreatePort, MovementsPort, CustomerActionP
    * (it is news of that call) and acts at any wait, the create's and its reconcile's too. Events sent without it (old
    * histories) are applied at once, as they were.
    */
-  private async onProviderEvent(event: ProviderEvent, from?: string, whenReady?: boolean): Promise<void> {
-    if (whenReady) await whenSettled();
+  private async onProviderEvent(event: ProviderEvent, from?: string, handling?: ProviderEventHandling): Promise<void> {
+    if (handling?.whenReady) await whenSettled();
     if (from !== undefined && from !== this.provider && patched(EVENTS_FROM_HOLDER)) {
       log.warn('provider event from a provider that does not hold the payment ignored', {
         from,
@@ -390,7 +391,11 @@ export class PaymentEntity implements CreatePort, MovementsPort, CustomerActionP
       });
       return;
     }
-    const changed = applyProviderEvent(this.state, event, nowIso());
+    // When the API took it, never before the view's last change (absent in older signals: this task's clock).
+    const received = handling?.receivedAt;
+    const last = this.state.view.updatedAt;
+    const at = received === undefined ? nowIso() : received > last ? received : last;
+    const changed = applyProviderEvent(this.state, event, at);
     if (!changed) return;
     this.afterProviderNews();
     // The wait-and-check ends early: the webhook told us what a lookup would have (each reconcile checks it against

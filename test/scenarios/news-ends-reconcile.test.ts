@@ -6,6 +6,7 @@
  * model, seed 447752219: "stuck 7: ... refund running").
  */
 import { WorkflowNotFoundError } from '@temporalio/client';
+import { defaultPayloadConverter } from '@temporalio/common';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { chargeWorkflowId, reconcileWorkflowId } from '../../src/domain/ids';
 import type { PaymentView } from '../../src/domain/payment';
@@ -79,5 +80,14 @@ it('a refund its webhook showed settles at once and its reconcile is cancelled, 
   const repeat = await h.request('POST', `/v1/payments/${key}/refunds`, { key: refundKey, body: { amount: 400 } });
   expect(repeat.status).toBe(200);
   expect(repeat.headers.get('idempotent-replayed')).toBe('true');
+  // The API signalled the news with the time it took the webhook, which the payment stamps its change with.
+  const history = await h.env.client.workflow.getHandle(chargeWorkflowId(h.a.id, key)).fetchHistory();
+  const handlings = (history.events ?? []).flatMap((e) => {
+    const signal = e.workflowExecutionSignaledEventAttributes;
+    const handling = signal?.signalName === 'providerEvent' ? signal.input?.payloads?.[2] : undefined;
+    return handling ? [defaultPayloadConverter.fromPayload<{ receivedAt?: string }>(handling)] : [];
+  });
+  expect(handlings.length).toBeGreaterThanOrEqual(1);
+  for (const handling of handlings) expect(Date.parse(handling.receivedAt ?? '')).toBeGreaterThan(0);
   await recordHistories({ env }, 'refund-settled-by-news', [chargeWorkflowId(h.a.id, key)]);
 });

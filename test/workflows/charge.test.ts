@@ -222,6 +222,30 @@ describe('chargeWorkflow: unknown outcomes', () => {
     });
   });
 
+  it.each([
+    ['a second after the view’s last change', 1_000],
+    ['a minute before it', -60_000],
+  ])(
+    'a webhook the API took %s: applied at that time, never before the view’s last change',
+    async (_when, offsetMs) => {
+      const b = await t.world({ noKeys: true });
+      await b.run(async () => {
+        const input = b.input(chargeRequest(), { timings: { reconcileScheduleMs: [3_600_000] } });
+        b.sim.addFaults({ rules: [{ match: { operation: 'create' }, fault: 'commit_then_drop', times: 1 }] });
+        const { handle, view } = await startCharge(b, input);
+        expect(view.status).toBe('unknown');
+        const payment = await b.provider.getPayment(effectsOf(b, 'create')[0]?.payment_id as string);
+        if (!payment) throw new Error('simulator lost the payment');
+        const receivedAt = new Date(Date.parse(view.updatedAt) + offsetMs).toISOString();
+        const event = { eventId: 'evt_1', type: 'payment.succeeded' as const, created: payment.created, payment };
+        await handle.signal(webhookSignal, event, 'simulator', { whenReady: true, receivedAt });
+        const done = await waitForStatus(handle, 'succeeded');
+        // The time the signal carries (a query that applies it ahead of its task stamps the same), monotonic.
+        expect(done.updatedAt).toBe(offsetMs > 0 ? receivedAt : view.updatedAt);
+      });
+    },
+  );
+
   it('never found: needs_review after the schedule (a same-key resubmission at each check), then an operator resolves it', async () => {
     const b = await t.world();
     await b.run(async () => {
