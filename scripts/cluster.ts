@@ -163,7 +163,8 @@ async function main() {
   const stackFile = path.join(dir, 'stack.json');
   const reclaimed = await reclaimStaleStack(stackFile, { what: 'npm run cluster', graceMs: 30_000 });
   for (const line of describeReclaim(reclaimed, 'npm run cluster')) log(line);
-  await assertPortsFree(clusterPorts());
+  // Ports the stopped processes held may be released a moment after they are gone.
+  await assertPortsFree(clusterPorts(), undefined, { waitMs: reclaimed.stopped.length > 0 ? 5_000 : 0 });
 
   // 1. Binaries (cached after the first run) and the workflow bundle every worker loads.
   let t = Date.now();

@@ -187,8 +187,10 @@ async function main() {
 
   // What an earlier `npm start` on this state left running (its supervisor killed) is stopped first; a supervisor
   // still running is another `npm start` on this state, and this one refuses.
-  for (const line of describeReclaim(await reclaimStaleStack(stackFile, { what: 'npm start' }), 'npm start')) log(line);
-  await assertPortsFree(stackPorts());
+  const reclaimed = await reclaimStaleStack(stackFile, { what: 'npm start' });
+  for (const line of describeReclaim(reclaimed, 'npm start')) log(line);
+  // Ports the stopped processes held may be released a moment after they are gone.
+  await assertPortsFree(stackPorts(), undefined, { waitMs: reclaimed.stopped.length > 0 ? 5_000 : 0 });
   const cli = await temporalCli();
 
   // The web UI decodes payloads through the API's codec endpoint. Its browser sends no credential of ours (the dev

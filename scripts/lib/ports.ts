@@ -42,7 +42,26 @@ export function assertPortFree(p: StackPort, host = '127.0.0.1'): Promise<void> 
   });
 }
 
-/** Checks every port in order; the first one taken rejects. */
-export async function assertPortsFree(ports: readonly StackPort[], host = '127.0.0.1'): Promise<void> {
-  for (const p of ports) await assertPortFree(p, host);
+/**
+ * Checks every port in order; the first one taken rejects. `waitMs`: a taken port is tried again every 100 ms for that
+ * long first, for ports whose holders were just stopped (a process that exited may release its socket a moment
+ * after its pid is gone: an e2e run saw the simulator's port refused 0.0 s after its stale process was stopped).
+ */
+export async function assertPortsFree(
+  ports: readonly StackPort[],
+  host = '127.0.0.1',
+  { waitMs = 0 }: { readonly waitMs?: number } = {},
+): Promise<void> {
+  const deadline = Date.now() + waitMs;
+  for (const p of ports) {
+    for (;;) {
+      try {
+        await assertPortFree(p, host);
+        break;
+      } catch (err) {
+        if (Date.now() >= deadline) throw err;
+        await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+    }
+  }
 }
