@@ -27,7 +27,7 @@ export async function resolve(
   const request = parseOrThrow(ResolveRequest, body);
   const { answer } = await sendRequest(ctx, workflowId, {
     request: resolveRequest,
-    args: { ...request, ...(operator === undefined ? {} : { operator }) },
+    args: { ...request, ...(operator === undefined ? {} : { operator }), requestedAt: new Date().toISOString() },
     checkArgs: [],
     verdict: (refusal) => ({ refusal }),
     answerArgs: (requestId) => [requestId],

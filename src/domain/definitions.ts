@@ -35,7 +35,15 @@ export interface RefundArgs {
 }
 
 /** `resolve` args: the operator's verdict; `operator` is who (for the audit trail, never customer data). */
-export type ResolveArgs = ResolveRequest & { readonly operator?: string };
+export type ResolveArgs = ResolveRequest & {
+  readonly operator?: string;
+  /**
+   * When the API took the verdict (its clock): the payment stamps what the verdict changes with it (never earlier than
+   * its view's last change), so a query that applies it ahead of its task answers the same view. Absent in requests
+   * sent before it: the task's clock.
+   */
+  readonly requestedAt?: string;
+};
 
 /**
  * Submits the charge (Update-with-Start) as histories before `acceptUpdate` recorded it: answers the view once the first

@@ -49,7 +49,7 @@ import type { CreatePort } from './payment-create';
 import { MoneyMovements, type MovementsPort } from './payment-movements';
 import { MovementRequests } from './movement-requests';
 import { assertUnderReview } from './payment-guards';
-import { nowIso } from './payment-port';
+import { nowIso, stampOf } from './payment-port';
 import { refusalOrNull, serveRequest } from './request-protocol';
 import { OperatorReview } from './payment-review';
 import {
@@ -333,16 +333,17 @@ export class PaymentEntity implements CreatePort, MovementsPort, CustomerActionP
   /** Applies what the provider says (forward only), settles a review it answers, and publishes the status. */
   learn(payment: ProviderPayment, at?: string): void {
     applyProviderPayment(this.state, payment, at ?? nowIso());
-    this.afterProviderNews();
+    this.afterProviderNews(at);
   }
 
   /** What the provider showed settles the review it answers: the payment leaves review, its operation is done. */
-  private afterProviderNews(): void {
+  private afterProviderNews(at?: string): void {
     const settled = reviewSatisfied(this.state);
     if (this.state.view.status === 'needs_review' && settled) {
-      // The operation under review happened (the provider shows it): a repeat of its key answers it as succeeded.
+      // The operation under review happened (the provider shows it): a repeat of its key answers it as succeeded. At
+      // the news's own time, where it carries one.
       closeReview(this.state, 'done');
-      this.transition(settled);
+      this.transition(settled, undefined, at);
       this.syncOperations();
     }
     this.publish();
@@ -393,11 +394,10 @@ export class PaymentEntity implements CreatePort, MovementsPort, CustomerActionP
     }
     // When the API took it, never before the view's last change (absent in older signals: this task's clock).
     const received = handling?.receivedAt;
-    const last = this.state.view.updatedAt;
-    const at = received === undefined ? nowIso() : received > last ? received : last;
+    const at = stampOf(received, this.state.view.updatedAt);
     const changed = applyProviderEvent(this.state, event, at);
     if (!changed) return;
-    this.afterProviderNews();
+    this.afterProviderNews(received === undefined ? undefined : at);
     // The wait-and-check ends early: the webhook told us what a lookup would have (each reconcile checks it against
     // its own expectation).
     const { merchantId, key } = this.input;

@@ -40,3 +40,10 @@ export interface PaymentPort {
 
 /** Workflow time now, as the view's timestamps are written. */
 export const nowIso = (): string => new Date().toISOString();
+
+/**
+ * The time a change that carries one (`at`: when the API took a webhook or a verdict) is stamped with: `at`, never
+ * before the view's last change (`last`); without one, the workflow's clock. ISO-8601 UTC strings order as times.
+ */
+export const stampOf = (at: string | undefined, last: string): string =>
+  at === undefined ? nowIso() : at > last ? at : last;

@@ -7,7 +7,7 @@ import type { ProviderPayment } from '../domain/provider-payment';
 import { describeProviderPayment, formatMoney, paymentCurrentDetails } from '../domain/summaries';
 import { messageOf, notSentRetryAfterMs, waitAskedOf } from './failures';
 import { statusAfterResolve } from './payment-guards';
-import { type PaymentPort, nowIso } from './payment-port';
+import { type PaymentPort, nowIso, stampOf } from './payment-port';
 import { type PendingReview, applyProviderPayment, closeReview, forwardStatus } from './payment-state';
 import { PATCHES } from './patches';
 
@@ -29,10 +29,13 @@ export class OperatorReview {
   /** `resolve`: the operator's verdict on the operation under review. */
   async resolve(args: ResolveArgs): Promise<PaymentView> {
     const { state } = this.payment;
+    // When the API took the verdict, never before the view's last change (a request without it: this task's clock).
+    const { requestedAt } = args;
+    const stamp = (): string => stampOf(requestedAt, state.view.updatedAt);
     const review = state.pendingReview;
     if (!review) return state.view;
     const reviewReason = state.view.review?.reason ?? 'outcome unknown';
-    if (patched(RESOLVE_FROM_PROVIDER)) await this.resolveAtProvider(args, review);
+    if (patched(RESOLVE_FROM_PROVIDER)) await this.resolveAtProvider(args, review, stamp);
     else await this.resolveAsTold(args, review);
     log.info('operator resolved a payment under review', { operation: review.operation, outcome: args.outcome });
     const verdict = {
@@ -41,7 +44,7 @@ export class OperatorReview {
       note: args.note,
       operation: review.operation,
       reviewReason,
-      at: nowIso(),
+      at: stamp(),
     };
     state.view.verdicts = [...(state.view.verdicts ?? []), verdict];
     // The web UI's current details: a query answer, no command (histories from before verdicts replay unchanged).
@@ -50,12 +53,12 @@ export class OperatorReview {
   }
 
   /** The verdict against a fresh look-up: confirmed (the provider settles the review) or `failed` with nothing shown. */
-  private async resolveAtProvider(args: ResolveArgs, review: PendingReview): Promise<void> {
+  private async resolveAtProvider(args: ResolveArgs, review: PendingReview, stamp: () => string): Promise<void> {
     const { payment } = this;
     const { state } = payment;
     const found = await this.lookUp(args, review);
     // What the provider shows is news like a webhook's: the payment takes it, and it may settle the review by itself.
-    if (found) payment.learn(found);
+    if (found) payment.learn(found, stamp());
     const shown = state.pendingReview === undefined;
     if (args.outcome === 'succeeded' && !shown) throw disagrees(notShown(review, found, state.view), found);
     if (args.outcome === 'failed' && shown) throw disagrees(shownAnyway(review, found, state.view), found);
@@ -64,7 +67,7 @@ export class OperatorReview {
     const told = statusAfterResolve(review, 'failed', payment.input.request.capture === 'manual');
     const after = found ? forwardStatus(told, found.status) : told;
     closeReview(state, 'rejected');
-    payment.transition(after);
+    payment.transition(after, undefined, stamp());
     payment.syncOperations();
   }
 

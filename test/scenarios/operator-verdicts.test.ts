@@ -110,8 +110,13 @@ describe('a capture under review', () => {
     expect((await viewOf(key)).verdicts).toBeUndefined();
 
     const note = 'not in the provider dashboard, ticket 7';
+    const sentAt = new Date().toISOString();
     const failed = await resolve(key, { outcome: 'failed', note });
+    const answeredAt = new Date().toISOString();
     expect(failed.status).toBe(200);
+    // Stamped with the time the API took the verdict (never before the view's last change): within the request.
+    const stampedAt = (failed.body as unknown as PaymentView).updatedAt;
+    expect(stampedAt >= sentAt && stampedAt <= answeredAt).toBe(true);
     expect(failed.body).toMatchObject({ status: 'authorized', amountAuthorized: 1_000, amountCaptured: 0 });
     const view = failed.body as unknown as PaymentView;
     expect(view.operations?.find((o) => o.key === captureKey)?.state).toBe('rejected');
@@ -123,7 +128,7 @@ describe('a capture under review', () => {
         note,
         operation: 'capture',
         reviewReason: review.review?.reason,
-        at: expect.any(String),
+        at: stampedAt,
       },
     ]);
     expect(await viewOf(key)).toMatchObject({ verdicts: view.verdicts });

@@ -269,8 +269,17 @@ describe('chargeWorkflow: unknown outcomes', () => {
       // Resubmitted once per check by the reconcile, after the settle window, with the payment's own key.
       expect(await resubmissionsOf(input)).toHaveLength(2);
       expect(new Set(requestsOf(b, 'create').map((r) => r.idempotency_key)).size).toBe(1);
-      const resolved = await resolve(handle, { outcome: 'failed', note: 'provider support confirmed no charge' });
+      // The time the API took the verdict (a second after the review, here): what it changes is stamped with it, so a
+      // query that applies it ahead of its task answers the same view.
+      const requestedAt = new Date(Date.parse(review.updatedAt) + 1_000).toISOString();
+      const resolved = await resolve(handle, {
+        outcome: 'failed',
+        note: 'provider support confirmed no charge',
+        requestedAt,
+      });
       expect(resolved.status).toBe('failed');
+      expect(resolved.updatedAt).toBe(requestedAt);
+      expect(resolved.verdicts?.[0]?.at).toBe(requestedAt);
       expect((await handle.result()).status).toBe('failed');
       await recordHistories(b, 'charge-needs-review', [idOf(input)]);
     });
