@@ -3,9 +3,9 @@
  * types (through `src/activities`, the barrel) to call the activities with `proxyActivities<Activities>`.
  */
 import type { ScopeOperation } from '../domain/ids';
-import type { Currency } from '../domain/money';
 import type { WorkerProviderConfig } from '../domain/provider-payment';
 import type { CreatePaymentInput, ProviderCapabilities, ProviderPayment, ProviderRefund } from '../providers/types';
+import type { HoldArgs } from '../wallets';
 
 /** The arguments every write carries: which provider, and the scope its idempotency key is derived from. */
 export interface ScopedArgs {
@@ -133,16 +133,7 @@ export interface FirstCreateArgs extends CreatePaymentArgs {
    * A split payment's wallet part (patch `wallet-split-first-step`): held before anything is sent, and settled in the
    * same local activity once the attempt's answer decides it (see {@link WalletFirstStep}).
    */
-  readonly wallet?: WalletHoldArgs;
-}
-
-/** A payment's wallet part as the ledger holds it (`hold:<merchantId>:<paymentKey>`). */
-export interface WalletHoldArgs {
-  readonly merchantId: string;
-  readonly walletId: string;
-  readonly paymentKey: string;
-  readonly amount: number;
-  readonly currency: Currency;
+  readonly wallet?: HoldArgs;
 }
 
 /**

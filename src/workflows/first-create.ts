@@ -2,9 +2,9 @@ import { ActivityFailure, ApplicationFailure, log, sleep, workflowInfo } from '@
 import type {
   CreatePaymentArgs,
   CreatePaymentOutcome,
+  FirstCreateArgs,
   FirstCreateResult,
   WalletFirstStep,
-  WalletHoldArgs,
   WorkerConfigDetail,
 } from '../activities';
 import type { WalletStepDetail } from '../activities/wallet-first-step';
@@ -27,7 +27,7 @@ export interface BindingPort extends PaymentPort {
 
 /** A split payment's wallet part in its first step: what to hold, and how the step settled it once it answered. */
 export interface FirstWalletStep {
-  readonly hold: WalletHoldArgs;
+  readonly hold: NonNullable<FirstCreateArgs['wallet']>;
   settled?: NonNullable<WalletFirstStep['settled']>;
 }
 
@@ -148,31 +148,30 @@ export async function firstCreate(
 
 /** What a split payment's first step did with its wallet part, as its failure carries it; undefined when it said nothing. */
 function walletStepOf(err: unknown): WalletFirstStep | undefined {
+  const step = (detailFound(err, (d) => d.walletStep !== undefined) as Partial<WalletStepDetail> | undefined)
+    ?.walletStep;
+  return typeof step?.held === 'boolean' ? step : undefined;
+}
+
+/** The first detail of a local first attempt's failure (read through its wrapper) that `is` picks, if any. */
+function detailFound(err: unknown, is: (detail: Record<string, unknown>) => boolean): object | undefined {
   const failure = err instanceof ActivityFailure ? err.cause : err;
   if (!(failure instanceof ApplicationFailure)) return undefined;
-  for (const detail of failure.details ?? []) {
-    const step = (detail as Partial<WalletStepDetail> | null | undefined)?.walletStep;
-    if (typeof step?.held === 'boolean') return step;
-  }
-  return undefined;
+  return (failure.details ?? []).find(
+    (d): d is Record<string, unknown> => typeof d === 'object' && d !== null && is(d as Record<string, unknown>),
+  );
 }
 
 /** The worker's view of the provider (and the chosen retry delay) a local first attempt's failure carries, if any. */
 function workerDetailOf(err: unknown): WorkerConfigDetail | undefined {
-  const failure = err instanceof ActivityFailure ? err.cause : err;
-  if (!(failure instanceof ApplicationFailure)) return undefined;
-  for (const detail of failure.details ?? []) {
-    const found = detail as Partial<WorkerConfigDetail> | null | undefined;
-    if (found?.workerConfig !== undefined) {
-      const { retryDelayMs } = found;
-      return {
-        workerConfig: found.workerConfig,
-        ...(typeof retryDelayMs === 'number' && retryDelayMs > 0 ? { retryDelayMs } : {}),
-        ...(found.rerunOfLost === true ? { rerunOfLost: true as const } : {}),
-      };
-    }
-  }
-  return undefined;
+  const found = detailFound(err, (d) => d.workerConfig !== undefined) as Partial<WorkerConfigDetail> | undefined;
+  if (found?.workerConfig === undefined) return undefined;
+  const { retryDelayMs } = found;
+  return {
+    workerConfig: found.workerConfig,
+    ...(typeof retryDelayMs === 'number' && retryDelayMs > 0 ? { retryDelayMs } : {}),
+    ...(found.rerunOfLost === true ? { rerunOfLost: true as const } : {}),
+  };
 }
 
 /** What a local first attempt may have done, as its failure reports it; a timeout or anything unreadable: everything. */

@@ -393,11 +393,10 @@ export class PaymentEntity implements CreatePort, MovementsPort, CustomerActionP
       return;
     }
     // When the API took it, never before the view's last change (absent in older signals: this task's clock).
-    const received = handling?.receivedAt;
-    const at = stampOf(received, this.state.view.updatedAt);
+    const at = stampOf(handling?.receivedAt, this.state.view.updatedAt);
     const changed = applyProviderEvent(this.state, event, at);
     if (!changed) return;
-    this.afterProviderNews(received === undefined ? undefined : at);
+    this.afterProviderNews(at);
     // The wait-and-check ends early: the webhook told us what a lookup would have (each reconcile checks it against
     // its own expectation).
     const { merchantId, key } = this.input;

@@ -5,7 +5,7 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { type WorkflowHandle, WorkflowUpdateFailedError } from '@temporalio/client';
-import { ApplicationFailure } from '@temporalio/common';
+import { ApplicationFailure, defaultPayloadConverter } from '@temporalio/common';
 import { temporal } from '@temporalio/proto';
 import { readUntil } from '../../src/client/read-until';
 import { acceptUpdate, firstAnswerQuery, paymentQuery } from '../../src/domain/definitions';
@@ -126,4 +126,11 @@ export async function updateFailureType(update: Promise<unknown>): Promise<strin
     throw err;
   }
   throw new Error('expected the update to fail');
+}
+
+/** The activity type a history event's marker records for a local activity, or undefined when it is no such marker. */
+export function localActivityTypeOf(e: temporal.api.history.v1.IHistoryEvent): string | undefined {
+  const marker = e.markerRecordedEventAttributes;
+  const data = marker?.markerName === 'core_local_activity' ? marker.details?.data?.payloads?.[0] : undefined;
+  return data ? defaultPayloadConverter.fromPayload<{ activity_type: string }>(data).activity_type : undefined;
 }

@@ -26,7 +26,7 @@ import { type WebhookReceiver, startWebhookReceiver } from '../helpers/webhook-r
 import { NEVER_OPENING_BREAKER, spawnWorkerProcess } from '../helpers/worker-process';
 import { workflowBundlePath } from '../helpers/workflow-bundle';
 import { inLocalActivity } from '../helpers/local-activity';
-import { HISTORIES_DIR, recordHistories } from '../helpers/workflows';
+import { HISTORIES_DIR, localActivityTypeOf, recordHistories } from '../helpers/workflows';
 import { type ApiWorld, chargeBody, fundedWallet, newKey, startWorld } from '../helpers/world';
 
 const settings = { ...defaultMerchantWebhookSettings, backoff: { initialMs: 400, maxMs: 2_000 } };
@@ -98,8 +98,7 @@ async function historyOf(workflowId: string) {
     const marker = e.markerRecordedEventAttributes;
     const patch = marker?.markerName === 'core_patch' ? marker.details?.['patch-data']?.payloads?.[0] : undefined;
     if (patch) return [{ kind: 'patch', name: defaultPayloadConverter.fromPayload<{ id: string }>(patch).id }];
-    const data = marker?.markerName === 'core_local_activity' ? marker.details?.data?.payloads?.[0] : undefined;
-    const local = data && defaultPayloadConverter.fromPayload<{ activity_type: string }>(data).activity_type;
+    const local = localActivityTypeOf(e);
     return local ? [{ kind: 'local', name: local }] : [];
   });
   return {

@@ -25,7 +25,7 @@ import {
 import { openTestDatabase } from '../helpers/database';
 import { refusingProvider } from '../helpers/refusing-provider';
 import { connectDevServer } from '../helpers/servers';
-import { recordHistories } from '../helpers/workflows';
+import { localActivityTypeOf, recordHistories } from '../helpers/workflows';
 import { type ApiWorld, chargeBody, fundedWallet, newKey, startWorld, testTimings } from '../helpers/world';
 import { eventually } from '../helpers/eventually';
 
@@ -160,10 +160,9 @@ const eventsOf = async (key: string) =>
 /** The wallet steps among a payment's events, in order: local activity or activity, its type, its summary. */
 function walletSteps(events: Awaited<ReturnType<typeof eventsOf>>): [string, string, string][] {
   return events.flatMap((e): [string, string, string][] => {
-    const marker = e.markerRecordedEventAttributes;
-    const data = marker?.markerName === 'core_local_activity' ? marker.details?.data?.payloads?.[0] : undefined;
-    const [kind, name] = data
-      ? ['local', defaultPayloadConverter.fromPayload<{ activity_type: string }>(data).activity_type]
+    const local = localActivityTypeOf(e);
+    const [kind, name] = local
+      ? ['local', local]
       : ['activity', e.activityTaskScheduledEventAttributes?.activityType?.name];
     const summary = e.userMetadata?.summary && defaultPayloadConverter.fromPayload<string>(e.userMetadata.summary);
     // A split payment's first step holds and settles its wallet part itself (patch `wallet-split-first-step`).

@@ -9,7 +9,6 @@
  */
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import type { Pool } from 'pg';
-import { defaultPayloadConverter } from '@temporalio/common';
 import { chargeWorkflowId } from '../../src/domain/ids';
 import { type SettleArgs, type SettleResult, WalletLedger } from '../../src/wallets';
 import { openTestDatabase } from '../helpers/database';
@@ -17,7 +16,7 @@ import { eventually } from '../helpers/eventually';
 import { DEV_SERVER_ADDRESS_ENV, connectDevServer } from '../helpers/servers';
 import { NEVER_OPENING_BREAKER, type WorkerProcessSpec, spawnWorkerProcess } from '../helpers/worker-process';
 import { workflowBundlePath } from '../helpers/workflow-bundle';
-import { recordHistories } from '../helpers/workflows';
+import { localActivityTypeOf, recordHistories } from '../helpers/workflows';
 import { inLocalActivity } from '../helpers/local-activity';
 import { type ApiWorld, chargeBody, fundedWallet, newKey, startWorld } from '../helpers/world';
 
@@ -38,11 +37,7 @@ afterAll(async () => {
 async function historyOf(workflowId: string) {
   const events = (await env.client.workflow.getHandle(workflowId).fetchHistory()).events ?? [];
   return {
-    localActivities: events.flatMap((e) => {
-      const marker = e.markerRecordedEventAttributes;
-      const data = marker?.markerName === 'core_local_activity' ? marker.details?.data?.payloads?.[0] : undefined;
-      return data ? [defaultPayloadConverter.fromPayload<{ activity_type: string }>(data).activity_type] : [];
-    }),
+    localActivities: events.flatMap((e) => localActivityTypeOf(e) ?? []),
     activities: events.flatMap((e) => e.activityTaskScheduledEventAttributes?.activityType?.name ?? []),
     tasksTimedOut: events.filter((e) => e.workflowTaskTimedOutEventAttributes).length,
   };
