@@ -61,6 +61,18 @@ async function failedLookups(workflowId: string): Promise<number> {
   }).length;
 }
 
+/** A reconcile's waits (its timers, in minutes) and when its look-up that answered completed (server time). */
+async function checkTimeline(workflowId: string): Promise<{ waitsMin: number[]; foundAtMs: number }> {
+  const events = (await t.env.client.workflow.getHandle(workflowId).fetchHistory()).events ?? [];
+  const waitsMin = events.flatMap((e) => {
+    const timeout = e.timerStartedEventAttributes?.startToFireTimeout;
+    return timeout ? [Number(timeout.seconds ?? 0) / 60] : [];
+  });
+  const found = events.filter((e) => e.activityTaskCompletedEventAttributes).at(-1);
+  const at = found?.eventTime;
+  return { waitsMin, foundAtMs: at ? Number(at.seconds ?? 0) * 1000 + Math.floor((at.nanos ?? 0) / 1e6) : NaN };
+}
+
 /** A charge whose create committed at the provider but whose every answer was lost: unknown, its reconcile waiting. */
 async function unknownCharge(b: World, timings: Partial<ChargeWorkflowInput['timings']>) {
   const input = b.input(chargeRequest(), { retry, timings });
@@ -110,13 +122,20 @@ describe('a reconcile through a provider outage', () => {
       const outage = lookupOutage(b);
       await t.env.sleep(10 * HOUR);
       outage.end();
+      const backAtMs = await t.env.currentTimeMs();
       await t.env.sleep(HOUR + 5 * MINUTE);
       expect((await handle.query(paymentQuery)).status).toBe('succeeded');
       const result = (await t.env.client.workflow.getHandle(reconcileId).result()) as ReconcileResult;
       expect(result).toMatchObject({ outcome: 'found', via: 'lookup' });
-      // Every check but the last failed: about one an hour through the outage.
-      expect(result.checks).toBeGreaterThanOrEqual(10);
+      // Every check but the last failed, and each wait past the schedule's two was its longest, never doubled. The
+      // waits are read from the history, not counted against the server's clock: one CI run (2026-12-05) saw 7 checks
+      // in the 10 h where this machine sees 11, the time-skipping server's clock having moved on between checks.
+      const timeline = await checkTimeline(reconcileId);
       expect(await failedLookups(reconcileId)).toBe(result.checks - 1);
+      expect(result.checks).toBeGreaterThanOrEqual(4);
+      expect(timeline.waitsMin).toEqual([1, 60, ...Array<number>(result.checks - 2).fill(60)]);
+      // Found within the longest wait (and one failed look-up's budget) of the provider's return.
+      expect(timeline.foundAtMs - backAtMs).toBeLessThanOrEqual(HOUR + 2 * MINUTE);
       expect(effectsOf(b, 'create')).toHaveLength(1);
       await recordHistories(b, 'reconcile-wait-cap', [idOf(input), reconcileId]);
     });
