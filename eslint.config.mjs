@@ -41,6 +41,9 @@ export const layers = {
   db: { imports: ['domain'] },
   wallets: { imports: ['domain', 'db'] },
   'key-records': { imports: ['db'] },
+  // The payments' database as a process opens it (the stack, or an order service through the package): the pool,
+  // migrations, pruning, and the repositories the workers and the client share.
+  'payment-database': { file: true, imports: ['db', 'wallets', 'key-records'], types: ['client'] },
   // The per-provider circuit breaker: its contract, counting, the in-process and Redis stores.
   breaker: { imports: ['domain'], types: ['providers'] },
   // Webhooks to merchants: endpoints and the event queue on PostgreSQL, signing, delivery, their activities.
@@ -60,6 +63,7 @@ export const layers = {
         'db',
         'wallets',
         'key-records',
+        'payment-database',
         'merchant-webhooks',
         'breaker',
         'activities',
@@ -74,10 +78,17 @@ export const layers = {
   worker: { file: true, imports: ['config', 'metrics', 'schedules', 'stack'] },
   'api-main': { file: true, imports: ['config', 'stack'] },
   // The workers inside another program's process, from that program's connection and providers.
-  'payment-workers': { file: true, imports: ['domain', 'schedules', 'stack'] },
+  'payment-workers': {
+    file: true,
+    imports: ['domain', 'metrics', 'schedules', 'stack'],
+    types: ['payment-database'],
+  },
   // The package's entry points (package.json `exports`): re-exports only, so a move inside src/ changes these alone.
   package: {
-    imports: ['domain', 'codec', 'providers', 'workflows', 'breaker', 'metrics', 'client', 'stack', 'payment-workers'],
+    imports: [
+      ...['domain', 'codec', 'providers', 'workflows', 'breaker', 'metrics', 'client', 'stack'],
+      ...['db', 'wallets', 'key-records', 'payment-workers', 'payment-database'],
+    ],
   },
 };
 const targets = Object.keys(layers);

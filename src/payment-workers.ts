@@ -9,6 +9,8 @@ import type { NativeConnection } from '@temporalio/worker';
 import { type Logger, pino } from 'pino';
 import { defaultSweepIntervalMs, defaultSweepLookbackMs } from './domain/sweep';
 import { type PaymentTimings, defaultPaymentTimings } from './domain/workflow-inputs';
+import { walletMetricsObserver } from './metrics/wallet-metrics';
+import type { PaymentDatabase } from './payment-database';
 import { type EnsuredSchedule, ensureSweepSchedule } from './schedules';
 import { type StackWorkers, startStack } from './stack';
 
@@ -66,6 +68,13 @@ export interface PaymentWorkersOptions extends Pick<
   readonly workflows?: StackWorkers['workflows'];
   /** The reconcile sweep of stuck payments; `false` when another deployment's workers on this queue keep it. */
   readonly sweep?: PaymentSweepOptions | false;
+  /**
+   * The payments' database ({@link openPaymentDatabase}): its wallet ledger's activities run on `taskQueue` (payments
+   * with a wallet part), and payments started with key records hand their keys' first final answers to its table.
+   * Absent: no wallet activities (a wallet payment fails its first step) and no key records. The caller closes it,
+   * after `close()`.
+   */
+  readonly database?: Pick<PaymentDatabase, 'wallets' | 'keyRecords'>;
 }
 
 /** The payment workers of a process: created, not polling until {@link PaymentWorkers.run}. */
@@ -92,7 +101,12 @@ export async function createPaymentWorkers(options: PaymentWorkersOptions): Prom
     codec,
     ...rest
   } = options;
-  const { logger = pino({ base: { component: 'payment-workers' } }), workflows, ...workers } = rest;
+  const { logger = pino({ base: { component: 'payment-workers' } }), workflows, database, ...workers } = rest;
+  // Wallet operations count into the caller's registry beside the provider calls, when it gave one.
+  const wallets =
+    database && workers.metrics
+      ? database.wallets.withObserver(walletMetricsObserver(workers.metrics.registry))
+      : database?.wallets;
   const stack = await startStack({
     logger,
     namespace,
@@ -102,6 +116,8 @@ export async function createPaymentWorkers(options: PaymentWorkersOptions): Prom
     workers: {
       ...workers,
       workflows: workflows ?? { workflowBundle: { codePath: prebuiltWorkflowBundlePath() } },
+      ...(wallets ? { wallets } : {}),
+      ...(database ? { keyRecords: database.keyRecords } : {}),
       sweep: sweep !== false,
       start: false,
     },

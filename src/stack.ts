@@ -49,10 +49,11 @@ import { type ConnectLogger, type TemporalTarget, connectWithin, connectionOptio
 import { clientInterceptors } from './grpc-close-guard';
 import { type EnsuredSchedule, type SweepScheduleOptions, ensureSweepSchedule } from './schedules';
 import { ZodError } from 'zod';
-import { OrderClaims, openDatabase, startPeriodicPrune } from './db';
-import { KeyRecords, startKeyRecordPruner } from './key-records';
+import { startPeriodicPrune } from './db';
+import { type KeyRecords, startKeyRecordPruner } from './key-records';
 import { walletMetricsObserver } from './metrics/wallet-metrics';
-import { WalletLedger } from './wallets';
+import { openPaymentDatabase } from './payment-database';
+import type { WalletLedger } from './wallets';
 import { merchantWebhooksTaskQueue } from './domain/merchant-events';
 import { merchantWebhookMetrics } from './metrics/merchant-webhook-metrics';
 import {
@@ -586,19 +587,20 @@ export async function startConfiguredStack(
     const database =
       config.DATABASE_URL === undefined
         ? undefined
-        : await openDatabase(
-            {
-              url: config.DATABASE_URL,
-              poolSize: config.DATABASE_POOL_SIZE,
-              statementTimeoutMs: config.DATABASE_STATEMENT_TIMEOUT_MS,
-              applicationName: `payment-workflows-${parts.workers ? 'worker' : 'api'}`,
-            },
+        : await openPaymentDatabase({
+            url: config.DATABASE_URL,
+            poolSize: config.DATABASE_POOL_SIZE,
+            statementTimeoutMs: config.DATABASE_STATEMENT_TIMEOUT_MS,
+            keyRetentionDays: config.KEY_RETENTION_DAYS,
+            applicationName: `payment-workflows-${parts.workers ? 'worker' : 'api'}`,
             logger,
-          );
+            // Each process prunes what its part writes (below): the workers key records, the API order claims.
+            prune: false,
+          });
     // Webhooks to merchants: their endpoints and event queue live in the same database.
     const hooks = database && config.MERCHANT_WEBHOOKS ? new MerchantEventOutbox(database.pool) : undefined;
     // Key records too: the workers keep each key's first final answer there, the API answers repeats from it.
-    const keyRecords = database ? new KeyRecords(database.pool, config.KEY_RETENTION_DAYS) : undefined;
+    const keyRecords = database?.keyRecords;
     if (parts.workers) {
       // Our registry first: the breaker's observer counts into it from the first call on.
       const registry = new Registry();
@@ -623,7 +625,7 @@ export async function startConfiguredStack(
         ...(config.WORKER_MAX_CACHED_WORKFLOWS === undefined
           ? {}
           : { workflowCache: { maxCachedWorkflows: config.WORKER_MAX_CACHED_WORKFLOWS } }),
-        ...(database ? { wallets: new WalletLedger(database.pool, walletMetricsObserver(registry)) } : {}),
+        ...(database ? { wallets: database.wallets.withObserver(walletMetricsObserver(registry)) } : {}),
         ...(hooks ? { merchantWebhooks: merchantWebhookWorkers(config, hooks, registry) } : {}),
         ...(keyRecords ? { keyRecords } : {}),
       };
@@ -637,7 +639,7 @@ export async function startConfiguredStack(
       }
     }
     // One open payment per order across API processes: the order claims they share (src/client/order-guard.ts).
-    const orderClaims = database && parts.api ? new OrderClaims(database.pool) : undefined;
+    const orderClaims = database && parts.api ? database.orderClaims : undefined;
     if (orderClaims) {
       const pruner = startPeriodicPrune(() => orderClaims.prune(), logger, 'order claims', 3_600_000);
       closers.push(() => pruner.stop());
@@ -669,7 +671,7 @@ export async function startConfiguredStack(
               codecCorsOrigins: config.CODEC_CORS_ORIGINS,
               codecTrustedOrigins: config.CODEC_TRUSTED_ORIGINS,
               listen: { port: config.PORT, host: config.HOST },
-              ...(database ? { wallets: new WalletLedger(database.pool) } : {}),
+              ...(database ? { wallets: database.wallets } : {}),
               ...(database && hooks
                 ? {
                     webhookEndpoints: {

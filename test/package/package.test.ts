@@ -25,11 +25,13 @@ import os from 'node:os';
 import path from 'node:path';
 import { builtinModules } from 'node:module';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
+import pg from 'pg';
 import ts from 'typescript';
 import { chargeWorkflowId } from '../../src/domain/ids';
 import { sweepScheduleId } from '../../src/domain/sweep';
 import type { PaymentView } from '../../src/domain/payment';
 import { type RunningSimulator, startSimulator } from '../../src/simulator/server';
+import { createTestDatabase } from '../helpers/database';
 import { DEV_SERVER_ADDRESS_ENV, connectDevServer } from '../helpers/servers';
 
 const root = path.resolve(__dirname, '..', '..');
@@ -42,7 +44,7 @@ const pkg = JSON.parse(readFileSync(path.join(root, 'package.json'), 'utf8')) as
   peerDependencies: Record<string, string>;
 };
 /** The entries the issue names; each must resolve, load and type-check from the consumer. */
-const entries = ['client', 'worker', 'workflows', 'domain'] as const;
+const entries = ['client', 'worker', 'database', 'workflows', 'domain'] as const;
 
 /** Bounds: a cold CI run builds everything and may fetch metadata from the registry; a warm one takes seconds. */
 const PACK_TIMEOUT_MS = 240_000;
@@ -261,6 +263,9 @@ describe('payment-workflows as a package an order service imports', () => {
       expect(loaded.workflows).toEqual(
         expect.arrayContaining(['chargeWorkflow', 'captureWorkflow', 'refundWorkflow', 'reconcileWorkflow']),
       );
+      expect(loaded.database).toEqual(
+        expect.arrayContaining(['openPaymentDatabase', 'WalletLedger', 'KeyRecords', 'OrderClaims', 'WalletError']),
+      );
       expect(loaded.domain).toEqual(
         expect.arrayContaining(['ChargeRequest', 'PaymentStatus', 'defaultPaymentTimings']),
       );
@@ -281,6 +286,7 @@ describe('payment-workflows as a package an order service imports', () => {
         timeoutMs: STEP_TIMEOUT_MS,
       });
       expect(existsSync(path.join(project, 'out', 'order-service.js'))).toBe(true);
+      expect(existsSync(path.join(project, 'out', 'order-service-with-database.js'))).toBe(true);
     },
     STEP_TIMEOUT_MS,
   );
@@ -298,6 +304,20 @@ describe('payment-workflows as a package an order service imports', () => {
       await sim?.close();
       await env?.teardown();
     });
+
+    /** The payments listen for late webhooks a while, and the schedule runs every 10 min: neither outlives a test. */
+    async function leaveNothing(taskQueue: string, merchantId: string, keys: readonly string[]): Promise<void> {
+      for (const key of keys) {
+        await env.client.workflow
+          .getHandle(chargeWorkflowId(merchantId, key))
+          .terminate('test over')
+          .catch(() => undefined);
+      }
+      await env.client.schedule
+        .getHandle(sweepScheduleId(taskQueue))
+        .delete()
+        .catch(() => undefined);
+    }
 
     it(
       "starts a payment with the package's client against the package's workers, in the order service's process",
@@ -344,15 +364,86 @@ describe('payment-workflows as a package an order service imports', () => {
           expect(created).toHaveLength(1);
           expect(created[0]).toMatchObject({ reference: orderId, payment_id: printed.payment.providerPaymentId });
         } finally {
-          // The payment listens for late webhooks a while, and the schedule runs every 10 min: neither outlives the test.
-          await env.client.workflow
-            .getHandle(chargeWorkflowId(merchantId, key))
-            .terminate('test over')
-            .catch(() => undefined);
-          await env.client.schedule
-            .getHandle(sweepScheduleId(taskQueue))
-            .delete()
-            .catch(() => undefined);
+          await leaveNothing(taskQueue, merchantId, [key]);
+        }
+      },
+      STEP_TIMEOUT_MS,
+    );
+
+    it(
+      "with the package's database: a split payment and a declined wallet-only one on the service's wallet, the key kept",
+      async () => {
+        const db = await createTestDatabase();
+        const taskQueue = `package-db-${randomUUID()}`;
+        const apiKey = `sk_test_${randomUUID()}`;
+        const merchantId = `m_${randomUUID().slice(0, 8)}`;
+        const [orderId, secondOrderId] = [`order-${randomUUID()}`, `order-${randomUUID()}`];
+        const [key, secondKey] = [`key_${randomUUID()}`, `key_${randomUUID()}`];
+        const walletId = `w_${randomUUID().slice(0, 8)}`;
+        await sim.setMerchant(apiKey, { idempotency: true, key_ttl_s: 86_400 });
+        try {
+          const stdout = await run(process.execPath, [path.join(project, 'out', 'order-service-with-database.js')], {
+            cwd: project,
+            timeoutMs: STEP_TIMEOUT_MS,
+            env: {
+              ...npmEnv(),
+              DATABASE_URL: db.url,
+              TEMPORAL_ADDRESS: process.env[DEV_SERVER_ADDRESS_ENV],
+              TASK_QUEUE: taskQueue,
+              SIMULATOR_URL: sim.url,
+              PROVIDER_API_KEY: apiKey,
+              MERCHANT_ID: merchantId,
+              WALLET_ID: walletId,
+              CREDIT_KEY: `credit_${randomUUID()}`,
+              ORDER_ID: orderId,
+              PAYMENT_KEY: key,
+              SECOND_ORDER_ID: secondOrderId,
+              SECOND_PAYMENT_KEY: secondKey,
+            },
+          });
+          const printed = JSON.parse(stdout.trim().split('\n').at(-1) ?? '') as {
+            split: PaymentView;
+            walletOnly: PaymentView;
+            wallet: { balance: number; held: number; available: number; currency: string };
+            keyRecord?: { view: PaymentView };
+          };
+          expect(printed.split).toMatchObject({
+            key,
+            status: 'succeeded',
+            amount: { value: 1250, currency: 'EUR' },
+            wallet: { walletId, amount: 500, status: 'captured' },
+          });
+          expect(printed.walletOnly).toMatchObject({ status: 'declined', declineCode: 'wallet_insufficient_funds' });
+          expect(printed.wallet).toMatchObject({ balance: 300, held: 0, available: 300, currency: 'EUR' });
+          expect(printed.keyRecord?.view).toMatchObject({ key, status: 'succeeded' });
+          // The card was charged the rest, once; the wallet-only payment sent nothing.
+          const ledger = (await (await fetch(`${sim.url}/_sim/ledger?api_key=${apiKey}`)).json()) as {
+            effects: { operation: string; reference: string; amount: number }[];
+          };
+          expect(ledger.effects.filter((e) => e.operation === 'create')).toEqual([
+            expect.objectContaining({ reference: orderId, amount: 750 }),
+          ]);
+          // In the service's database, migrated by its open: the credit, the split's hold and its capture, and the
+          // wallet-only payment's decline recorded as a release of 0 (a late debit of its key is refused).
+          const client = new pg.Client({ connectionString: db.url });
+          await client.connect();
+          try {
+            const { rows } = await client.query<{ kind: string; amount: string; payment_key: string | null }>(
+              'SELECT kind, amount, payment_key FROM wallet_entries WHERE merchant_id = $1 AND wallet_id = $2 ORDER BY seq',
+              [merchantId, walletId],
+            );
+            expect(rows.map((r) => [r.kind, Number(r.amount), r.payment_key])).toEqual([
+              ['credit', 800, null],
+              ['hold', 500, key],
+              ['capture', 500, key],
+              ['release', 0, secondKey],
+            ]);
+          } finally {
+            await client.end();
+          }
+        } finally {
+          await leaveNothing(taskQueue, merchantId, [key, secondKey]);
+          await db.drop();
         }
       },
       STEP_TIMEOUT_MS,
