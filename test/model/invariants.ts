@@ -12,6 +12,7 @@ import { operatorResolve } from './commands';
 import { type Model, type PaymentRec, ModelViolation, paymentOf, see } from './model';
 import { type LedgerEntry, type WalletCase, cardSide, checkWallets, readLedger } from '../../bench/wallet-invariants';
 import type { MerchantName, SimEffect, SimPayment, World } from './world';
+import type { LedgerRequest } from '../../src/simulator/server';
 
 /** How long a sequence may take to settle after its last command. */
 export const QUIESCENCE_MS = Number(process.env.FUZZ_QUIESCENCE_MS ?? 45_000);
@@ -88,6 +89,30 @@ function operatorNeededAfterOutage(m: Model): string[] {
 }
 
 /**
+ * An expired payment whose cancels the provider was set to refuse first: it was cancelled only after every refusal
+ * (each a try the expired wait made and went on from), so the adversary did what its command says.
+ */
+function refusedCancelsSeen(
+  m: Model,
+  finals: ReadonlyMap<PaymentRec, { view: PaymentView }>,
+  requests: readonly LedgerRequest[],
+): string[] {
+  return m.payments.flatMap((p) => {
+    const view = finals.get(p)?.view;
+    if (!p.refusedCancels || view?.declineCode !== 'action_expired') return [];
+    const voids = requests.filter((r) => r.operation === 'void' && r.reference === p.body.orderId);
+    const refused = voids.filter((r) => r.status === p.refusedCancels?.status).length;
+    const took = voids.some((r) => r.status === 200);
+    return refused === p.refusedCancels.times && took
+      ? []
+      : [
+          `${p.merchant}/${p.key}: expired after ${refused} refused cancels of ${p.refusedCancels.times} armed ` +
+            `(${voids.map((r) => r.status).join(', ')})`,
+        ];
+  });
+}
+
+/**
  * The whole end-of-sequence check; throws one {@link ModelViolation} listing every broken promise: the money invariant
  * every ledger harness holds (bench/money-invariant.ts) and the model's own (every effect explained, no payment
  * adopted from another merchant or moved by one).
@@ -158,6 +183,7 @@ export async function settleAndCheck(w: World, m: Model): Promise<void> {
     reviewsResolved: true,
   });
   problems.push(...invariant.map((p) => `${p.kind} ${p.message}`));
+  problems.push(...refusedCancelsSeen(m, finals, ledger.requests));
   problems.push(...ownership(w, m, effects, finals));
   problems.push(
     ...checkWallets({

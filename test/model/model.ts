@@ -38,6 +38,8 @@ export interface PaymentRec {
   view?: PaymentView;
   /** Every view read, oldest first (the invariant holds each, not only the last: see {@link see}). */
   readonly views: PaymentView[];
+  /** The cancels of it the provider was set to refuse first (CustomerCharge's `refusedCancels`). */
+  refusedCancels?: { readonly times: number; readonly status: number };
 }
 
 /** Records a view of the payment read from an answer or a GET. */

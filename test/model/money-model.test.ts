@@ -11,7 +11,8 @@
  */
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import fc from 'fast-check';
-import { connectDevServer } from '../helpers/servers';
+import { startDevServer } from '../../scripts/lib/dev-server';
+import { connectDevServer, testDynamicConfig } from '../helpers/servers';
 import { checkMoneyProperty, replayCommand, settingsFromEnv } from './property';
 import { type World, startWorld } from './world';
 
@@ -23,7 +24,13 @@ let env: TestWorkflowEnvironment;
 let world: World;
 
 beforeAll(async () => {
-  env = await connectDevServer();
+  const after = settings.continueAsNewAfter;
+  env =
+    after === undefined
+      ? await connectDevServer()
+      : await startDevServer({
+          dynamicConfig: { ...testDynamicConfig, 'limit.historyCount.suggestContinueAsNew': after },
+        });
   // Two worker processes, a redis-server and a PostgreSQL database besides the test world.
   world = await startWorld(env);
 }, 180_000);
@@ -39,10 +46,17 @@ it(
     const started = Date.now();
     const { details, executed, skippedAfterLimit } = await checkMoneyProperty(world, settings);
     const seconds = ((Date.now() - started) / 1000).toFixed(1);
+    // On its own server every run that continued as new is the model's: say how many did.
+    const continued =
+      settings.continueAsNewAfter === undefined
+        ? ''
+        : `; ${(await env.client.workflow.count(`ExecutionStatus = 'ContinuedAsNew'`)).count} run(s) continued as ` +
+          `new past ${settings.continueAsNewAfter} events`;
     console.log(
       `money model: ${executed} sequence(s) run in ${seconds} s (seed ${details.seed}, at most ` +
         `${settings.maxCommands} commands each)` +
-        (skippedAfterLimit > 0 ? `; ${skippedAfterLimit} more passed unrun after the time limit` : ''),
+        (skippedAfterLimit > 0 ? `; ${skippedAfterLimit} more passed unrun after the time limit` : '') +
+        continued,
     );
     if (!details.failed) return;
     const report = fc.defaultReportMessage(details) ?? '';

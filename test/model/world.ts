@@ -26,7 +26,6 @@ import {
 } from '../helpers/world';
 import { openTestDatabase } from '../helpers/database';
 import { workflowBundlePath } from '../helpers/workflow-bundle';
-import { DEV_SERVER_ADDRESS_ENV } from '../helpers/servers';
 import { type Fleet, type WorkerProfile, startFleet } from './fleet';
 import { type ProviderProxy, startProviderProxy } from './provider-proxy';
 import { removeFaultRules } from './faults';
@@ -188,7 +187,7 @@ export async function startWorld(env: TestWorkflowEnvironment): Promise<World> {
     const bundlePath = await workflowBundlePath();
     const fleet = await startFleet(
       {
-        temporalAddress: process.env[DEV_SERVER_ADDRESS_ENV] ?? '',
+        temporalAddress: env.address,
         taskQueue: h.taskQueue,
         workflowBundlePath: bundlePath,
         providerUrl: proxy.url,
