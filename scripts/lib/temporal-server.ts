@@ -181,10 +181,16 @@ export function writeServerConfig(o: ServerConfigOptions): void {
 
 /**
  * The server's dynamic configuration (the file's shape: key -> list of constrained values), the same for the cluster
- * and docker-compose.yml's server (test/foundation/compose.test.ts compares them).
+ * and docker-compose.yml's server (test/foundation/compose.test.ts compares them). `TEMPORAL_SUGGEST_CONTINUE_AS_NEW`
+ * (an adversary for soaks, never for production) makes the server suggest continue-as-new past that many history
+ * events instead of its thousands, so long-lived payments continue as new under the soak's chaos.
  */
-export function clusterDynamicConfig(): Record<string, { value: unknown; constraints?: Record<string, never> }[]> {
+export function clusterDynamicConfig(
+  env: NodeJS.ProcessEnv = process.env,
+): Record<string, { value: unknown; constraints?: Record<string, never> }[]> {
+  const suggest = env.TEMPORAL_SUGGEST_CONTINUE_AS_NEW;
   return {
+    ...(suggest ? { 'limit.historyCount.suggestContinueAsNew': [{ value: Number(suggest), constraints: {} }] } : {}),
     'limit.maxIDLength': [{ value: 255, constraints: {} }],
     // A search attribute registered a moment ago is usable at once (the namespace is set up right before use).
     'system.forceSearchAttributesCacheRefreshOnRead': [{ value: true, constraints: {} }],

@@ -144,7 +144,7 @@ describe('the twin of npm run cluster', () => {
     const [mounted] = temporal.configs ?? [];
     expect(temporal.environment?.DYNAMIC_CONFIG_FILE_PATH).toBe(mounted?.target);
     const content = compose.configs?.[mounted?.source ?? '']?.content ?? '';
-    expect(parse(content)).toEqual(JSON.parse(JSON.stringify(clusterDynamicConfig())));
+    expect(parse(content)).toEqual(JSON.parse(JSON.stringify(clusterDynamicConfig({}))));
   });
 
   it('runs as many workers and APIs as the cluster, each API on its own published port', () => {
