@@ -269,6 +269,21 @@ describe('createPayment', () => {
     expect(f).toMatchObject({ type: ErrorType.ProviderUnavailable, nonRetryable: false, nextRetryDelay: 7_000 });
   });
 
+  it('a budget spent by the server’s clock ends it, however little time passed on the worker’s: BudgetExhausted', async () => {
+    // The time-skipping test server: the first attempt was scheduled a moment ago by this worker's clock, but the
+    // server skipped its backoffs, and schedules this attempt 110 s of its time after the first (120 s budget, 15 s
+    // attempts: no room for another). Before, the worker's clock alone counted, and the 503 was retried.
+    const s = await setup();
+    sim.addFaults({
+      rules: [{ match: { operation: 'create' }, fault: 'status', status: 503, retry_after_s: 1, times: 1 }],
+    });
+    const now = Date.now();
+    const env = attemptEnv(9, 0, { scheduledTimestampMs: now, currentAttemptScheduledTimestampMs: now + 110_000 });
+    const f = await failureOf(run(env, s.acts.createPayment, charge(s, 'k8b')));
+    expect(f).toMatchObject({ type: ErrorType.BudgetExhausted, nonRetryable: true });
+    expect(f.details?.[0]).toMatchObject({ lastFailureType: ErrorType.ProviderUnavailable });
+  });
+
   it('429 whose Retry-After does not fit the budget: BudgetExhausted, the 429 as cause', async () => {
     const s = await setup();
     sim.addFaults({

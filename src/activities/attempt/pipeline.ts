@@ -213,7 +213,7 @@ export const createAttemptPipeline = (deps: AttemptDeps) => {
         provider: provider.name,
         attempt,
         spec: effectiveSpec(info, operation, expectCapabilities ?? provider.capabilities),
-        elapsedMs: now() - info.scheduledTimestampMs,
+        elapsedMs: elapsedSinceScheduled(info, now()),
         random,
         ...(h === undefined ? {} : { history: h }),
       });
@@ -294,6 +294,23 @@ export const createAttemptPipeline = (deps: AttemptDeps) => {
 
 /** The attempt pipeline of one set of activities. */
 export type AttemptPipeline = ReturnType<typeof createAttemptPipeline>;
+
+/**
+ * How much of the activity's budget is spent: since its first attempt was scheduled, by this worker's clock, and never
+ * less than the server's own measure (this attempt's scheduling time against the first's). The two agree on a real
+ * server; on the time-skipping test server, whose clock runs hours ahead of the worker's, only the second sees the
+ * skipped backoffs, so a budget there ends by our reckoning too, not only by the server's deadline check (read as the
+ * likely cause of one CI failure of test/workflows/reconcile-outage.test.ts: a look-up retried past its budget).
+ */
+export function elapsedSinceScheduled(
+  info: Pick<Info, 'scheduledTimestampMs' | 'currentAttemptScheduledTimestampMs'>,
+  nowMs: number,
+): number {
+  return Math.max(
+    nowMs - info.scheduledTimestampMs,
+    info.currentAttemptScheduledTimestampMs - info.scheduledTimestampMs,
+  );
+}
 
 /**
  * The record an attempt starts from: what earlier attempts left in the heartbeat details, plus what was done outside
