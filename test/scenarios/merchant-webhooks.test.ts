@@ -198,7 +198,10 @@ describe('events', () => {
     const gaps = deliveries.slice(1).map((d, i) => d.atMs - (deliveries[i]?.atMs ?? 0));
     gaps.slice(0, 2).forEach((gap, i) => expect(gap).toBeGreaterThanOrEqual((settings.backoff.initialMs << i) / 2));
     expect(deliveries.at(-1)?.atMs).toBeGreaterThanOrEqual(windowEndMs - 50);
-    expect(await metric('payments_merchant_webhook_events_total{outcome="gave_up"}')).toBe(gaveUpBefore + 1);
+    // Counted once the row's `failed` committed, a moment after it is visible (one full run read it in between).
+    const gaveUp = () => metric('payments_merchant_webhook_events_total{outcome="gave_up"}');
+    await eventually('the give-up counted', async () => (await gaveUp()) > gaveUpBefore, 5_000);
+    expect(await gaveUp()).toBe(gaveUpBefore + 1);
     // Past the longest backoff step: nothing more is sent.
     await new Promise((r) => setTimeout(r, settings.backoff.maxMs + 500));
     expect(eventsOf(receiver, key)).toHaveLength(final.attempts);
