@@ -28,9 +28,11 @@ export interface PaymentDatabaseOptions {
   readonly waitMs?: number;
   /**
    * Deletes expired key records and order claims now and then, in batches (several processes may: each row goes
-   * once); default every hour (config `KEY_RECORD_PRUNE_INTERVAL_MS`). `false` where another process prunes.
+   * once): each table every hour by default (config `KEY_RECORD_PRUNE_INTERVAL_MS` for key records). `false` for a
+   * table another process prunes, or `prune: false` for both.
    */
-  readonly prune?: { readonly intervalMs?: number } | false;
+  readonly prune?:
+    { readonly keyRecordsEveryMs?: number | false; readonly orderClaimsEveryMs?: number | false } | false;
   /** Default: info-level pino logs tagged `component: payment-database`. */
   readonly logger?: Logger;
 }
@@ -58,7 +60,7 @@ const defaultPruneIntervalMs = 3_600_000;
 
 /**
  * Opens the pool, applies the pending migrations (whichever process opens the database first does; the others find the
- * schema current), and starts the pruning unless `prune: false`. A database that does not answer within `waitMs`, or a
+ * schema current), and starts the pruning its `prune` asks for. A database that does not answer within `waitMs`, or a
  * migration that fails, rejects with nothing left open.
  */
 export async function openPaymentDatabase(options: PaymentDatabaseOptions): Promise<PaymentDatabase> {
@@ -76,14 +78,16 @@ export async function openPaymentDatabase(options: PaymentDatabaseOptions): Prom
   const wallets = new WalletLedger(database.pool);
   const keyRecords = new KeyRecords(database.pool, options.keyRetentionDays ?? defaultKeyRetentionDays);
   const orderClaims = new OrderClaims(database.pool);
-  const intervalMs = options.prune === false ? undefined : (options.prune?.intervalMs ?? defaultPruneIntervalMs);
-  const pruners =
-    intervalMs === undefined
+  const prune: Exclude<PaymentDatabaseOptions['prune'], false> =
+    options.prune === false ? { keyRecordsEveryMs: false, orderClaimsEveryMs: false } : options.prune;
+  const keyRecordsEveryMs = prune?.keyRecordsEveryMs ?? defaultPruneIntervalMs;
+  const orderClaimsEveryMs = prune?.orderClaimsEveryMs ?? defaultPruneIntervalMs;
+  const pruners = [
+    ...(keyRecordsEveryMs === false ? [] : [startKeyRecordPruner(keyRecords, logger, keyRecordsEveryMs)]),
+    ...(orderClaimsEveryMs === false
       ? []
-      : [
-          startKeyRecordPruner(keyRecords, logger, intervalMs),
-          startPeriodicPrune(() => orderClaims.prune(), logger, 'order claims', intervalMs),
-        ];
+      : [startPeriodicPrune(() => orderClaims.prune(), logger, 'order claims', orderClaimsEveryMs)]),
+  ];
   let closing: Promise<void> | undefined;
   return {
     pool: database.pool,

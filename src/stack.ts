@@ -49,8 +49,7 @@ import { type ConnectLogger, type TemporalTarget, connectWithin, connectionOptio
 import { clientInterceptors } from './grpc-close-guard';
 import { type EnsuredSchedule, type SweepScheduleOptions, ensureSweepSchedule } from './schedules';
 import { ZodError } from 'zod';
-import { startPeriodicPrune } from './db';
-import { type KeyRecords, startKeyRecordPruner } from './key-records';
+import type { KeyRecords } from './key-records';
 import { walletMetricsObserver } from './metrics/wallet-metrics';
 import { openPaymentDatabase } from './payment-database';
 import type { WalletLedger } from './wallets';
@@ -594,8 +593,11 @@ export async function startConfiguredStack(
             keyRetentionDays: config.KEY_RETENTION_DAYS,
             applicationName: `payment-workflows-${parts.workers ? 'worker' : 'api'}`,
             logger,
-            // Each process prunes what its part writes (below): the workers key records, the API order claims.
-            prune: false,
+            // Each process prunes what its part writes: the workers key records, the API order claims.
+            prune: {
+              keyRecordsEveryMs: parts.workers ? config.KEY_RECORD_PRUNE_INTERVAL_MS : false,
+              orderClaimsEveryMs: parts.api ? 3_600_000 : false,
+            },
           });
     // Webhooks to merchants: their endpoints and event queue live in the same database.
     const hooks = database && config.MERCHANT_WEBHOOKS ? new MerchantEventOutbox(database.pool) : undefined;
@@ -629,10 +631,6 @@ export async function startConfiguredStack(
         ...(hooks ? { merchantWebhooks: merchantWebhookWorkers(config, hooks, registry) } : {}),
         ...(keyRecords ? { keyRecords } : {}),
       };
-      if (keyRecords) {
-        const pruner = startKeyRecordPruner(keyRecords, logger, config.KEY_RECORD_PRUNE_INTERVAL_MS);
-        closers.push(() => pruner.stop());
-      }
       if (hooks) {
         const pruner = startMerchantEventPruner(hooks, logger, config.MERCHANT_WEBHOOK_RETENTION_DAYS);
         closers.push(() => pruner.stop());
@@ -640,10 +638,7 @@ export async function startConfiguredStack(
     }
     // One open payment per order across API processes: the order claims they share (src/client/order-guard.ts).
     const orderClaims = database && parts.api ? database.orderClaims : undefined;
-    if (orderClaims) {
-      const pruner = startPeriodicPrune(() => orderClaims.prune(), logger, 'order claims', 3_600_000);
-      closers.push(() => pruner.stop());
-    }
+    // Its pruning stops first, then its pool ends.
     if (database) closers.push(() => database.close());
     const options: StackOptions = {
       logger,
